@@ -1,0 +1,425 @@
+//===- FbtOps.cpp - fbt op verifiers --------------------------------------===//
+//
+// Every verifier names the offending operand and the shape it expected, so a
+// frontend bug or a hand-written test reads like a type error, not a crash
+// further down the pipeline. Dynamic dimensions (`?`) match anything.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialect/FbtOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+using namespace mlir::fbt;
+
+#include "dialect/FbtEnums.cpp.inc"
+
+#define GET_OP_CLASSES
+#include "dialect/FbtOps.cpp.inc"
+
+namespace {
+constexpr int64_t kDyn = ShapedType::kDynamic;
+
+std::string shapeStr(ArrayRef<int64_t> shape) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << "[";
+  llvm::interleaveComma(shape, os, [&](int64_t d) {
+    if (d == kDyn)
+      os << "?";
+    else
+      os << d;
+  });
+  os << "]";
+  return s;
+}
+
+ArrayRef<int64_t> shapeOf(Value v) {
+  return cast<RankedTensorType>(v.getType()).getShape();
+}
+
+bool dimsMatch(int64_t a, int64_t b) { return a == kDyn || b == kDyn || a == b; }
+
+bool shapesMatch(ArrayRef<int64_t> a, ArrayRef<int64_t> b) {
+  return a.size() == b.size() &&
+         llvm::all_of(llvm::zip(a, b), [](auto p) {
+           return dimsMatch(std::get<0>(p), std::get<1>(p));
+         });
+}
+
+/// "operand #1 ('scale')" or "result ('result')": where the problem is.
+std::string label(Operation *op, Value v, StringRef name) {
+  for (OpOperand &use : op->getOpOperands())
+    if (use.get() == v)
+      return ("operand #" + Twine(use.getOperandNumber()) + " ('" + name + "')").str();
+  return ("result ('" + name + "')").str();
+}
+
+/// Checks `v` has exactly `expected` (with `?` wildcards) and says why if not.
+LogicalResult expectShape(Operation *op, Value v, StringRef name,
+                          ArrayRef<int64_t> expected, StringRef why) {
+  if (shapesMatch(shapeOf(v), expected))
+    return success();
+  return op->emitOpError() << label(op, v, name) << " must have shape "
+                           << shapeStr(expected) << " (" << why << "), got "
+                           << shapeStr(shapeOf(v));
+}
+
+LogicalResult expectRank(Operation *op, Value v, StringRef name, int64_t rank,
+                         StringRef layout) {
+  if ((int64_t)shapeOf(v).size() == rank)
+    return success();
+  return op->emitOpError() << label(op, v, name) << " must be rank " << rank
+                           << " " << layout << ", got " << shapeStr(shapeOf(v));
+}
+
+LogicalResult expectMinRank(Operation *op, Value v, StringRef name,
+                            int64_t rank, StringRef layout) {
+  if ((int64_t)shapeOf(v).size() >= rank)
+    return success();
+  return op->emitOpError() << label(op, v, name) << " must have rank >= "
+                           << rank << " " << layout << ", got "
+                           << shapeStr(shapeOf(v));
+}
+
+/// All float tensors of one op share one element type.
+LogicalResult expectSameFloatType(Operation *op) {
+  Type first;
+  for (Value v : llvm::concat<Value>(op->getOperands(), op->getResults())) {
+    auto t = dyn_cast<RankedTensorType>(v.getType());
+    if (!t || !isa<FloatType>(t.getElementType()))
+      continue;
+    if (!first) {
+      first = t.getElementType();
+      continue;
+    }
+    if (t.getElementType() != first)
+      return op->emitOpError()
+             << "float operands and results must share one element type; got "
+             << first << " and " << t.getElementType();
+  }
+  return success();
+}
+
+/// Heads split the width evenly (and, for RoPE, into even halves).
+LogicalResult expectHeads(Operation *op, int64_t width, int64_t heads,
+                          bool needEvenHeadDim) {
+  if (heads < 1)
+    return op->emitOpError() << "num_heads must be >= 1, got " << heads;
+  if (width == kDyn)
+    return success();
+  if (width % heads != 0)
+    return op->emitOpError() << "width " << width
+                             << " is not divisible by num_heads " << heads;
+  if (needEvenHeadDim && (width / heads) % 2 != 0)
+    return op->emitOpError() << "head dim " << width / heads
+                             << " must be even for RoPE";
+  return success();
+}
+
+SmallVector<int64_t> withLast(ArrayRef<int64_t> shape, int64_t last) {
+  SmallVector<int64_t> s(shape);
+  s.back() = last;
+  return s;
+}
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Embedding and head
+//===----------------------------------------------------------------------===//
+
+LogicalResult EmbeddingOp::verify() {
+  if (failed(expectSameFloatType(*this)) ||
+      failed(expectRank(*this, getTable(), "table", 2, "[V, D]")))
+    return failure();
+  SmallVector<int64_t> out(shapeOf(getIds()));
+  out.push_back(shapeOf(getTable())[1]);
+  return expectShape(*this, getResult(), "result", out, "ids shape + [D]");
+}
+
+LogicalResult LMHeadOp::verify() {
+  if (failed(expectSameFloatType(*this)) ||
+      failed(expectRank(*this, getTable(), "table", 2, "[V, D]")) ||
+      failed(expectMinRank(*this, getInput(), "input", 1, "[..., D]")))
+    return failure();
+  ArrayRef<int64_t> table = shapeOf(getTable());
+  if (failed(expectShape(*this, getInput(), "input",
+                         withLast(shapeOf(getInput()), table[1]),
+                         "last dim is the table width D")))
+    return failure();
+  return expectShape(*this, getResult(), "result",
+                     withLast(shapeOf(getInput()), table[0]), "[..., V]");
+}
+
+//===----------------------------------------------------------------------===//
+// Transformer primitives
+//===----------------------------------------------------------------------===//
+
+LogicalResult RMSNormOp::verify() {
+  if (failed(expectSameFloatType(*this)) ||
+      failed(expectMinRank(*this, getInput(), "input", 1, "[..., D]")))
+    return failure();
+  if (getEpsilon().convertToDouble() <= 0)
+    return emitOpError() << "epsilon must be > 0, got "
+                         << getEpsilon().convertToDouble();
+  int64_t d = shapeOf(getInput()).back();
+  if (failed(expectShape(*this, getScale(), "scale", {d},
+                         "the last dim of the input")))
+    return failure();
+  return expectShape(*this, getResult(), "result", shapeOf(getInput()),
+                     "same as the input");
+}
+
+LogicalResult MatmulOp::verify() {
+  if (failed(expectSameFloatType(*this)) ||
+      failed(expectMinRank(*this, getInput(), "input", 1, "[..., K]")) ||
+      failed(expectRank(*this, getWeight(), "weight", 2, "[N, K]")))
+    return failure();
+  ArrayRef<int64_t> w = shapeOf(getWeight());
+  if (failed(expectShape(*this, getWeight(), "weight",
+                         {kDyn, shapeOf(getInput()).back()},
+                         "[N, K] with K the last dim of the input")))
+    return failure();
+  return expectShape(*this, getResult(), "result",
+                     withLast(shapeOf(getInput()), w[0]), "[..., N]");
+}
+
+LogicalResult RopeOp::verify() {
+  if (failed(expectSameFloatType(*this)) ||
+      failed(expectRank(*this, getInput(), "input", 3, "[B, T, D]")))
+    return failure();
+  ArrayRef<int64_t> x = shapeOf(getInput());
+  if (failed(expectHeads(*this, x[2], getNumHeads(), /*even=*/true)))
+    return failure();
+  if (getTheta().convertToDouble() <= 0)
+    return emitOpError() << "theta must be > 0, got "
+                         << getTheta().convertToDouble();
+  if (getPositions() &&
+      failed(expectShape(*this, getPositions(), "positions", {x[0], x[1]},
+                         "[B, T] of the input")))
+    return failure();
+  return expectShape(*this, getResult(), "result", x, "same as the input");
+}
+
+LogicalResult AttentionOp::verify() {
+  if (failed(expectSameFloatType(*this)) ||
+      failed(expectRank(*this, getQuery(), "query", 3, "[B, T, D]")) ||
+      failed(expectRank(*this, getKey(), "key", 3, "[B, S, D]")))
+    return failure();
+  ArrayRef<int64_t> q = shapeOf(getQuery());
+  ArrayRef<int64_t> k = shapeOf(getKey());
+  if (failed(expectHeads(*this, q[2], getNumHeads(), /*even=*/false)))
+    return failure();
+  int64_t s = getQueryPositions() ? k[1] : q[1];
+  StringRef why = getQueryPositions()
+                      ? "[B, S, D] with B, D of the query"
+                      : "[B, T, D] like the query: without query_positions "
+                        "attention is causal over one sequence";
+  if (failed(expectShape(*this, getKey(), "key", {q[0], s, q[2]}, why)) ||
+      failed(expectShape(*this, getValue(), "value", shapeOf(getKey()),
+                         "same as the key")))
+    return failure();
+  if (getQueryPositions() &&
+      failed(expectShape(*this, getQueryPositions(), "query_positions",
+                         {q[0], q[1]}, "[B, T] of the query")))
+    return failure();
+  return expectShape(*this, getResult(), "result", q, "same as the query");
+}
+
+LogicalResult KVWriteOp::verify() {
+  if (failed(expectSameFloatType(*this)) ||
+      failed(expectRank(*this, getCache(), "cache", 3, "[B, S, D]")) ||
+      failed(expectRank(*this, getUpdate(), "update", 3, "[B, T, D]")))
+    return failure();
+  ArrayRef<int64_t> c = shapeOf(getCache());
+  ArrayRef<int64_t> u = shapeOf(getUpdate());
+  if (failed(expectShape(*this, getUpdate(), "update", {c[0], kDyn, c[2]},
+                         "[B, T, D] with B, D of the cache")) ||
+      failed(expectShape(*this, getPositions(), "positions", {u[0], u[1]},
+                         "[B, T] of the update")))
+    return failure();
+  return expectShape(*this, getResult(), "result", c, "same as the cache");
+}
+
+LogicalResult SwiGLUOp::verify() {
+  if (failed(expectSameFloatType(*this)) ||
+      failed(expectShape(*this, getUp(), "up", shapeOf(getGate()),
+                         "same as the gate")))
+    return failure();
+  return expectShape(*this, getResult(), "result", shapeOf(getGate()),
+                     "same as the gate");
+}
+
+LogicalResult ResidualOp::verify() {
+  if (failed(expectSameFloatType(*this)) ||
+      failed(expectShape(*this, getBranch(), "branch", shapeOf(getStream()),
+                         "same as the stream")))
+    return failure();
+  return expectShape(*this, getResult(), "result", shapeOf(getStream()),
+                     "same as the stream");
+}
+
+LogicalResult GatherPositionsOp::verify() {
+  if (failed(expectSameFloatType(*this)) ||
+      failed(expectRank(*this, getInput(), "input", 3, "[B, T, D]")))
+    return failure();
+  ArrayRef<int64_t> x = shapeOf(getInput());
+  if (failed(expectShape(*this, getIndex(), "index", {x[0]},
+                         "[B] of the input")))
+    return failure();
+  return expectShape(*this, getResult(), "result", {x[0], 1, x[2]},
+                     "[B, 1, D]");
+}
+
+//===----------------------------------------------------------------------===//
+// The feedback path
+//===----------------------------------------------------------------------===//
+
+LogicalResult FeedbackOp::verify() {
+  if (failed(expectSameFloatType(*this)) ||
+      failed(expectRank(*this, getEmbedding(), "embedding", 3, "[B, T, D]")))
+    return failure();
+  ArrayRef<int64_t> e = shapeOf(getEmbedding());
+  int64_t d = e[2];
+  if (failed(expectShape(*this, getState(), "state", e,
+                         "same as the embedding")))
+    return failure();
+
+  SmallVector<std::pair<StringRef, SmallVector<int64_t>>> want;
+  switch (getFusion()) {
+  case FusionKind::glu:
+    want = {{"W_U", {d, d}}, {"W_G", {d, d}}};
+    break;
+  case FusionKind::add:
+    want = {{"W_U", {d, d}}};
+    break;
+  case FusionKind::concat:
+    want = {{"W", {d, d == kDyn ? kDyn : 2 * d}}};
+    break;
+  }
+  if (getWeights().size() != want.size())
+    return emitOpError() << "fusion '" << stringifyFusionKind(getFusion())
+                         << "' takes " << want.size() << " weight(s), got "
+                         << getWeights().size();
+  for (auto [w, spec] : llvm::zip(getWeights(), want))
+    if (failed(expectShape(*this, w, spec.first, spec.second,
+                           "the feedback weight of this fusion")))
+      return failure();
+  return expectShape(*this, getResult(), "result", e, "same as the embedding");
+}
+
+LogicalResult ShiftRightOp::verify() {
+  if (failed(expectSameFloatType(*this)) ||
+      failed(expectMinRank(*this, getInput(), "input", 2, "[B, T, ...]")))
+    return failure();
+  return expectShape(*this, getResult(), "result", shapeOf(getInput()),
+                     "same as the input");
+}
+
+LogicalResult FeedbackMaskOp::verify() {
+  if (failed(expectRank(*this, getIds(), "ids", 2, "[B, T]")))
+    return failure();
+  if (getPrefixMixin() && !getSeed())
+    return emitOpError() << "prefix_mixin draws prefix lengths and needs a "
+                            "seed operand";
+  if (getBosTokenId() < 0)
+    return emitOpError() << "bos_token_id must be >= 0, got "
+                         << getBosTokenId();
+  return expectShape(*this, getResult(), "result", shapeOf(getIds()),
+                     "[B, T] of the ids");
+}
+
+LogicalResult JitterOp::verify() {
+  if (failed(expectSameFloatType(*this)))
+    return failure();
+  if (getEpsilon().convertToDouble() < 0)
+    return emitOpError() << "epsilon must be >= 0, got "
+                         << getEpsilon().convertToDouble();
+  if (getStream() < 0)
+    return emitOpError() << "stream must be >= 0, got " << getStream();
+  return expectShape(*this, getResult(), "result", shapeOf(getInput()),
+                     "same as the input");
+}
+
+LogicalResult WhereOp::verify() {
+  if (failed(expectSameFloatType(*this)) ||
+      failed(expectRank(*this, getOnTrue(), "on_true", 3, "[B, T, D]")))
+    return failure();
+  ArrayRef<int64_t> x = shapeOf(getOnTrue());
+  if (failed(expectShape(*this, getOnFalse(), "on_false", x,
+                         "same as on_true")) ||
+      failed(expectShape(*this, getMask(), "mask", {x[0], x[1]},
+                         "[B, T] of on_true")))
+    return failure();
+  return expectShape(*this, getResult(), "result", x, "same as on_true");
+}
+
+//===----------------------------------------------------------------------===//
+// Objective
+//===----------------------------------------------------------------------===//
+
+LogicalResult NTPLossOp::verify() {
+  if (failed(expectRank(*this, getLogits(), "logits", 3, "[B, T, V]")))
+    return failure();
+  ArrayRef<int64_t> l = shapeOf(getLogits());
+  return expectShape(*this, getTargets(), "targets", {l[0], l[1]},
+                     "[B, T] of the logits");
+}
+
+LogicalResult MultipassOp::verify() {
+  int64_t k = getNumPasses();
+  if (k < 1)
+    return emitOpError() << "num_passes must be >= 1, got " << k;
+  if ((int64_t)getLossWeights().size() != k)
+    return emitOpError() << "loss_weights must have num_passes = " << k
+                         << " entries, got " << getLossWeights().size();
+  for (double w : getLossWeights())
+    if (!(w >= 0) || std::isinf(w))
+      return emitOpError() << "loss_weights must be finite and >= 0, got "
+                           << w;
+  if (failed(expectMinRank(*this, getInput(), "input", 2, "[B, T, ...]")))
+    return failure();
+  auto losses = cast<RankedTensorType>(getPassLosses().getType());
+  if (!losses.getElementType().isF32())
+    return emitOpError() << "result ('pass_losses') must hold f32, got "
+                         << losses.getElementType();
+  return expectShape(*this, getPassLosses(), "pass_losses", {k},
+                     "[num_passes]");
+}
+
+/// Checks a region's block arguments and what its fbt.yield returns.
+static LogicalResult verifyRegion(MultipassOp op, Region &region,
+                                  StringRef name, TypeRange args,
+                                  TypeRange yields, StringRef meaning) {
+  Block &block = region.front();
+  if (block.getArgumentTypes() != args)
+    return op.emitOpError() << "'" << name << "' region must take "
+                            << args.size() << " argument(s) of type "
+                            << args.front() << " (" << meaning << ")";
+  auto yield = dyn_cast<YieldOp>(block.getTerminator());
+  if (!yield)
+    return op.emitOpError() << "'" << name
+                            << "' region must end in fbt.yield";
+  if (yield.getValues().getTypes() != yields) {
+    auto diag = op.emitOpError() << "'" << name << "' region must yield (";
+    llvm::interleaveComma(yields, diag);
+    diag << ")";
+    return diag;
+  }
+  return success();
+}
+
+LogicalResult MultipassOp::verifyRegions() {
+  Type x = getInput().getType();
+  auto loss = RankedTensorType::get({}, Float32Type::get(getContext()));
+  if (failed(verifyRegion(*this, getBody(), "body", {x}, {x, loss},
+                          "the pass input")))
+    return failure();
+  return verifyRegion(*this, getFeedback(), "feedback", {x, x}, {x},
+                      "the plain input and the shifted states of the pass "
+                      "before");
+}

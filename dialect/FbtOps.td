@@ -1,0 +1,313 @@
+//===- FbtOps.td - the fbt dialect (model level) -----------*- tablegen -*-===//
+//
+// Model-level operations of the Full-Bandwidth Transformer. Values are ranked,
+// statically shaped tensors; parameters are explicit SSA values (function
+// arguments), never globals, so one set of weights serves every pass.
+// Layout conventions (DESIGN.md section 2):
+//   activations  [B, T, D]     batch, sequence, width
+//   token ids    [B, T] i32
+//   weights      [N, K]         "out x in", as in HF Llama checkpoints
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FBT_OPS_TD
+#define FBT_OPS_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/EnumAttr.td"
+include "mlir/IR/CommonAttrConstraints.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// Dialect
+//===----------------------------------------------------------------------===//
+
+def Fbt_Dialect : Dialect {
+  let name = "fbt";
+  let cppNamespace = "::mlir::fbt";
+  let summary = "Model-level operations of the Full-Bandwidth Transformer";
+  let description = [{
+    The fbt dialect states an FBT model and its K-pass training objective at
+    the level of transformer building blocks. Passes expand the objective,
+    differentiate it and lower it to generated kernels plus library GEMMs.
+  }];
+}
+
+class Fbt_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Fbt_Dialect, mnemonic, traits>;
+
+// Activations and weights: f32 on the CPU, bf16/f16 allowed for GPU storage.
+def Fbt_FloatTensor : RankedTensorOf<[F32, BF16, F16]>;
+// Token ids, targets and positions.
+def Fbt_IntTensor : RankedTensorOf<[I32]>;
+// A 0-d float tensor (a loss).
+def Fbt_Scalar : 0DTensorOf<[F32]>;
+
+def Fbt_FusionGlu    : I32EnumAttrCase<"glu", 0>;
+def Fbt_FusionAdd    : I32EnumAttrCase<"add", 1>;
+def Fbt_FusionConcat : I32EnumAttrCase<"concat", 2>;
+def Fbt_FusionKind : I32EnumAttr<"FusionKind",
+    "how the carried state is fused with the token embedding",
+    [Fbt_FusionGlu, Fbt_FusionAdd, Fbt_FusionConcat]> {
+  let cppNamespace = "::mlir::fbt";
+}
+
+//===----------------------------------------------------------------------===//
+// Embedding and head
+//===----------------------------------------------------------------------===//
+
+def Fbt_EmbeddingOp : Fbt_Op<"embedding", [Pure]> {
+  let summary = "gather rows of the (tied) embedding table";
+  let description = [{
+    `result[..., :] = table[ids[...], :]`. The table `[V, D]` is the same value
+    that `fbt.lm_head` reads (weight tying).
+  }];
+  let arguments = (ins Fbt_FloatTensor:$table, Fbt_IntTensor:$ids);
+  let results = (outs Fbt_FloatTensor:$result);
+  let assemblyFormat = "$table `,` $ids attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Fbt_LMHeadOp : Fbt_Op<"lm_head", [Pure]> {
+  let summary = "logits through the tied embedding: x @ table^T";
+  let arguments = (ins Fbt_FloatTensor:$input, Fbt_FloatTensor:$table);
+  let results = (outs Fbt_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $table attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Transformer primitives
+//===----------------------------------------------------------------------===//
+
+def Fbt_RMSNormOp : Fbt_Op<"rmsnorm", [Pure]> {
+  let summary = "RMSNorm over the last dimension with a learned scale";
+  let description = [{
+    `result = input / sqrt(mean(input^2, -1) + epsilon) * scale`.
+  }];
+  let arguments = (ins Fbt_FloatTensor:$input, Fbt_FloatTensor:$scale,
+                       F64Attr:$epsilon);
+  let results = (outs Fbt_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $scale attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Fbt_MatmulOp : Fbt_Op<"matmul", [Pure]> {
+  let summary = "linear map: input @ weight^T";
+  let description = [{
+    `input` is `[..., K]`, `weight` is `[N, K]` (out x in), the result is
+    `[..., N]`. Lowered to a library GEMM (BLAS on CPUs, cuBLASLt on GPUs).
+  }];
+  let arguments = (ins Fbt_FloatTensor:$input, Fbt_FloatTensor:$weight);
+  let results = (outs Fbt_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $weight attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Fbt_RopeOp : Fbt_Op<"rope", [Pure]> {
+  let summary = "rotary position embedding, per head";
+  let description = [{
+    `input` is `[B, T, D]` viewed as `num_heads` heads of `D / num_heads`
+    (even) channels; pairs `(i, i + Dh/2)` rotate by `pos * theta^(-2i/Dh)`
+    (the HF Llama convention). Positions come from `positions` `[B, T]` when
+    given, else position `t` for index `t`.
+  }];
+  let arguments = (ins Fbt_FloatTensor:$input, Optional<Fbt_IntTensor>:$positions,
+                       I64Attr:$num_heads, F64Attr:$theta);
+  let results = (outs Fbt_FloatTensor:$result);
+  let assemblyFormat = "$input (`,` $positions^)? attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Fbt_AttentionOp : Fbt_Op<"attention", [Pure]> {
+  let summary = "causal multi-head scaled dot-product attention";
+  let description = [{
+    `query` is `[B, T, D]`, `key` and `value` are `[B, S, D]`, each viewed as
+    `num_heads` heads. Query `t` sees key `j` iff `j <= pos(t)`, where `pos(t)`
+    is `query_positions[b, t]` when given (decoding against a KV cache) and `t`
+    otherwise (then `S == T`). Scores are scaled by `1/sqrt(D / num_heads)`.
+  }];
+  let arguments = (ins Fbt_FloatTensor:$query, Fbt_FloatTensor:$key,
+                       Fbt_FloatTensor:$value,
+                       Optional<Fbt_IntTensor>:$query_positions,
+                       I64Attr:$num_heads);
+  let results = (outs Fbt_FloatTensor:$result);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value (`,` $query_positions^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Fbt_KVWriteOp : Fbt_Op<"kv_write", [Pure]> {
+  let summary = "write new keys or values into a KV cache at given positions";
+  let description = [{
+    `cache` is `[B, S, D]`, `update` is `[B, T, D]`, `positions` is `[B, T]`:
+    `result = cache` with `result[b, positions[b, t], :] = update[b, t, :]`.
+    Value semantics; bufferization makes it an in-place store.
+  }];
+  let arguments = (ins Fbt_FloatTensor:$cache, Fbt_FloatTensor:$update,
+                       Fbt_IntTensor:$positions);
+  let results = (outs Fbt_FloatTensor:$result);
+  let assemblyFormat = "$cache `,` $update `,` $positions attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Fbt_SwiGLUOp : Fbt_Op<"swiglu", [Pure]> {
+  let summary = "silu(gate) * up, elementwise";
+  let arguments = (ins Fbt_FloatTensor:$gate, Fbt_FloatTensor:$up);
+  let results = (outs Fbt_FloatTensor:$result);
+  let assemblyFormat = "$gate `,` $up attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Fbt_ResidualOp : Fbt_Op<"residual", [Pure]> {
+  let summary = "residual update with depth scaling: stream + scale * branch";
+  let arguments = (ins Fbt_FloatTensor:$stream, Fbt_FloatTensor:$branch,
+                       F64Attr:$scale);
+  let results = (outs Fbt_FloatTensor:$result);
+  let assemblyFormat = "$stream `,` $branch attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Fbt_GatherPositionsOp : Fbt_Op<"gather_positions", [Pure]> {
+  let summary = "pick one position per sequence: result[b, 0] = input[b, index[b]]";
+  let description = [{
+    `input` is `[B, T, D]`, `index` is `[B]`, the result is `[B, 1, D]`. Used to
+    take the last prompt position of each sequence of a padded batch.
+  }];
+  let arguments = (ins Fbt_FloatTensor:$input, Fbt_IntTensor:$index);
+  let results = (outs Fbt_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $index attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// The feedback path
+//===----------------------------------------------------------------------===//
+
+def Fbt_FeedbackOp : Fbt_Op<"feedback", [Pure]> {
+  let summary = "fuse the token embedding with the carried top-layer state";
+  let description = [{
+    `embedding` and `state` are `[B, T, D]`. By `fusion`:
+    - `glu` (default): `(state @ W_U^T) * sigmoid(embedding @ W_G^T)`;
+      weights `(W_U [D, D], W_G [D, D])`: state on the value path, token as the gate;
+    - `add`: `embedding + state @ W_U^T`; weights `(W_U [D, D])`;
+    - `concat`: `[embedding; state] @ W^T`; weights `(W [D, 2D])`.
+  }];
+  let arguments = (ins Fbt_FloatTensor:$embedding, Fbt_FloatTensor:$state,
+                       Variadic<Fbt_FloatTensor>:$weights,
+                       DefaultValuedAttr<Fbt_FusionKind, "FusionKind::glu">:$fusion);
+  let results = (outs Fbt_FloatTensor:$result);
+  let assemblyFormat = [{
+    $fusion $embedding `,` $state `,` $weights attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Fbt_ShiftRightOp : Fbt_Op<"shift_right", [Pure]> {
+  let summary = "shift along the sequence by one: result[:, t] = input[:, t-1], zero at t=0";
+  let arguments = (ins Fbt_FloatTensor:$input);
+  let results = (outs Fbt_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Fbt_FeedbackMaskOp : Fbt_Op<"feedback_mask", [Pure]> {
+  let summary = "where the fused input is used: 0 at t=0, document starts and plain prefixes";
+  let description = [{
+    `ids` is `[B, T]`; the result `[B, T]` holds 1.0 where the fused input
+    replaces the plain embedding and 0.0 elsewhere: at `t = 0`, at every
+    `bos_token_id`, and inside each document's plain prefix. With
+    `prefix_mixin`, a document of length `n` starting at `t0` gets a prefix of
+    `1 + floor(u * n)` positions, `u` a uniform draw from the counter-based
+    generator keyed by (`seed`, `b`, `t0`) (so training sees the
+    prompt-then-generation shape of inference); otherwise the prefix is the
+    document's first position.
+  }];
+  let arguments = (ins Fbt_IntTensor:$ids, Optional<I64>:$seed,
+                       I64Attr:$bos_token_id, UnitAttr:$prefix_mixin);
+  let results = (outs Fbt_FloatTensor:$result);
+  let assemblyFormat = "$ids (`,` $seed^)? attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Fbt_JitterOp : Fbt_Op<"jitter", [Pure]> {
+  let summary = "training noise on the carried state: input + epsilon * U(-1, 1)";
+  let description = [{
+    The noise is counter-based: element `i` of stream `stream` under `seed`
+    is a pure function of the three, so a step is reproducible and each pass
+    (stream) draws its own noise.
+  }];
+  let arguments = (ins Fbt_FloatTensor:$input, I64:$seed, F64Attr:$epsilon,
+                       DefaultValuedAttr<I64Attr, "0">:$stream);
+  let results = (outs Fbt_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $seed attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Fbt_WhereOp : Fbt_Op<"where", [Pure]> {
+  let summary = "per-position select: mask ? on_true : on_false";
+  let description = [{
+    `mask` is `[B, T]` (1.0 or 0.0), `on_true` and `on_false` are `[B, T, D]`.
+  }];
+  let arguments = (ins Fbt_FloatTensor:$mask, Fbt_FloatTensor:$on_true,
+                       Fbt_FloatTensor:$on_false);
+  let results = (outs Fbt_FloatTensor:$result);
+  let assemblyFormat = "$mask `,` $on_true `,` $on_false attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Objective
+//===----------------------------------------------------------------------===//
+
+def Fbt_NTPLossOp : Fbt_Op<"ntp_loss", [Pure]> {
+  let summary = "mean next-token cross-entropy";
+  let description = [{
+    `logits` is `[B, T, V]`, `targets` is `[B, T]` (the token after each
+    position). Positions whose target equals `ignore_index` do not count.
+  }];
+  let arguments = (ins Fbt_FloatTensor:$logits, Fbt_IntTensor:$targets,
+                       DefaultValuedAttr<I64Attr, "-1">:$ignore_index);
+  let results = (outs Fbt_Scalar:$result);
+  let assemblyFormat = "$logits `,` $targets attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Fbt_MultipassOp : Fbt_Op<"multipass", [RecursiveMemoryEffects]> {
+  let summary = "the K-pass training objective, stated once";
+  let description = [{
+    Runs `num_passes` (K) full-sequence passes that share every weight.
+    Pass 1 runs `body` on `input` (the plain embeddings). Pass k > 1 runs
+    `body` on `feedback(input, shift_right(h_{k-1}))`: the `feedback` region
+    receives the plain input and the top-layer states of pass k-1, already
+    shifted right by one position (and cut from the gradient when
+    `detach_state` is set), and yields the pass input. `body` yields the
+    top-layer states and the pass loss.
+
+    Results: `loss = sum_k loss_weights[k] * L_k`, and the per-pass losses
+    `[K]`. The usual objective `L_1 + lambda * mean(L_2..L_K)` has weights
+    `[1, lambda/(K-1), ...]`.
+
+    `fbt-expand-multipass` unrolls the op into K chained passes; it gives each
+    copy of the feedback region its own jitter stream (the pass index).
+  }];
+  let arguments = (ins Fbt_FloatTensor:$input, I64Attr:$num_passes,
+                       DenseF64ArrayAttr:$loss_weights, UnitAttr:$detach_state);
+  let results = (outs Fbt_Scalar:$loss, Fbt_FloatTensor:$pass_losses);
+  let regions = (region SizedRegion<1>:$body, SizedRegion<1>:$feedback);
+  let assemblyFormat = [{
+    $input `:` type($input) attr-dict-with-keyword `body` $body `feedback` $feedback `->` type(results)
+  }];
+  let hasVerifier = 1;
+  let hasRegionVerifier = 1;
+}
+
+def Fbt_YieldOp : Fbt_Op<"yield", [
+    Pure, Terminator, HasParent<"MultipassOp">]> {
+  let summary = "terminates the regions of fbt.multipass";
+  let arguments = (ins Variadic<AnyType>:$values);
+  let assemblyFormat = "attr-dict ($values^ `:` type($values))?";
+}
+
+#endif // FBT_OPS_TD
