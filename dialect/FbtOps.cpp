@@ -11,6 +11,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
@@ -121,6 +122,9 @@ LogicalResult expectHeads(Operation *op, int64_t width, int64_t heads,
   return success();
 }
 
+/// Doubles in diagnostics read as the user wrote them ("-0.5", not "-5.0e-01").
+std::string num(double d) { return llvm::formatv("{0}", d).str(); }
+
 SmallVector<int64_t> withLast(ArrayRef<int64_t> shape, int64_t last) {
   SmallVector<int64_t> s(shape);
   s.back() = last;
@@ -165,7 +169,7 @@ LogicalResult RMSNormOp::verify() {
     return failure();
   if (getEpsilon().convertToDouble() <= 0)
     return emitOpError() << "epsilon must be > 0, got "
-                         << getEpsilon().convertToDouble();
+                         << num(getEpsilon().convertToDouble());
   int64_t d = shapeOf(getInput()).back();
   if (failed(expectShape(*this, getScale(), "scale", {d},
                          "the last dim of the input")))
@@ -197,7 +201,7 @@ LogicalResult RopeOp::verify() {
     return failure();
   if (getTheta().convertToDouble() <= 0)
     return emitOpError() << "theta must be > 0, got "
-                         << getTheta().convertToDouble();
+                         << num(getTheta().convertToDouble());
   if (getPositions() &&
       failed(expectShape(*this, getPositions(), "positions", {x[0], x[1]},
                          "[B, T] of the input")))
@@ -326,9 +330,9 @@ LogicalResult FeedbackMaskOp::verify() {
   if (getPrefixMixin() && !getSeed())
     return emitOpError() << "prefix_mixin draws prefix lengths and needs a "
                             "seed operand";
-  if (getBosTokenId() < 0)
+  if ((int64_t)getBosTokenId() < 0)
     return emitOpError() << "bos_token_id must be >= 0, got "
-                         << getBosTokenId();
+                         << (int64_t)getBosTokenId();
   return expectShape(*this, getResult(), "result", shapeOf(getIds()),
                      "[B, T] of the ids");
 }
@@ -338,9 +342,9 @@ LogicalResult JitterOp::verify() {
     return failure();
   if (getEpsilon().convertToDouble() < 0)
     return emitOpError() << "epsilon must be >= 0, got "
-                         << getEpsilon().convertToDouble();
-  if (getStream() < 0)
-    return emitOpError() << "stream must be >= 0, got " << getStream();
+                         << num(getEpsilon().convertToDouble());
+  if ((int64_t)getStream() < 0)
+    return emitOpError() << "stream must be >= 0, got " << (int64_t)getStream();
   return expectShape(*this, getResult(), "result", shapeOf(getInput()),
                      "same as the input");
 }
@@ -380,7 +384,7 @@ LogicalResult MultipassOp::verify() {
   for (double w : getLossWeights())
     if (!(w >= 0) || std::isinf(w))
       return emitOpError() << "loss_weights must be finite and >= 0, got "
-                           << w;
+                           << num(w);
   if (failed(expectMinRank(*this, getInput(), "input", 2, "[B, T, ...]")))
     return failure();
   auto losses = cast<RankedTensorType>(getPassLosses().getType());

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs every Debian package fbt's build and tests need. Idempotent: a
+# second run on a ready machine only checks.
+set -euo pipefail
+
+packages=(
+  cmake ninja-build ccache
+  llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools clang-22
+  libclang-rt-22-dev      # libFuzzer and sanitizers
+  libgtest-dev            # unit tests
+  libopenblas-dev         # CPU GEMMs
+  python3-torch           # the independent numerics reference
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+sudo=""
+if [[ $(id -u) != 0 ]]; then sudo="sudo"; fi
+$sudo apt-get update -q
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"

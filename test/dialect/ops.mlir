@@ -1,0 +1,99 @@
+// RUN: fbt-opt %s | fbt-opt | FileCheck %s
+// RUN: fbt-opt %s --mlir-print-op-generic | fbt-opt | FileCheck %s
+// Every fbt op parses, verifies, prints and parses back.
+
+// CHECK-LABEL: func.func @embedding_and_head
+func.func @embedding_and_head(%table: tensor<256x64xf32>, %ids: tensor<2x8xi32>,
+                              %x: tensor<2x8x64xf32>) -> (tensor<2x8x64xf32>, tensor<2x8x256xf32>) {
+  // CHECK: fbt.embedding %{{.*}}, %{{.*}} : (tensor<256x64xf32>, tensor<2x8xi32>) -> tensor<2x8x64xf32>
+  %e = fbt.embedding %table, %ids : (tensor<256x64xf32>, tensor<2x8xi32>) -> tensor<2x8x64xf32>
+  // CHECK: fbt.lm_head %{{.*}}, %{{.*}} : (tensor<2x8x64xf32>, tensor<256x64xf32>) -> tensor<2x8x256xf32>
+  %l = fbt.lm_head %x, %table : (tensor<2x8x64xf32>, tensor<256x64xf32>) -> tensor<2x8x256xf32>
+  return %e, %l : tensor<2x8x64xf32>, tensor<2x8x256xf32>
+}
+
+// CHECK-LABEL: func.func @primitives
+func.func @primitives(%x: tensor<2x8x64xf32>, %scale: tensor<64xf32>, %w: tensor<172x64xf32>,
+                      %pos: tensor<2x8xi32>, %g: tensor<2x8x172xf32>) {
+  // CHECK: fbt.rmsnorm %{{.*}}, %{{.*}} {epsilon = 1.000000e-05 : f64}
+  %n = fbt.rmsnorm %x, %scale {epsilon = 1.0e-5 : f64} : (tensor<2x8x64xf32>, tensor<64xf32>) -> tensor<2x8x64xf32>
+  // CHECK: fbt.matmul %{{.*}}, %{{.*}} : (tensor<2x8x64xf32>, tensor<172x64xf32>) -> tensor<2x8x172xf32>
+  %m = fbt.matmul %n, %w : (tensor<2x8x64xf32>, tensor<172x64xf32>) -> tensor<2x8x172xf32>
+  // CHECK: fbt.rope %{{.*}} {num_heads = 4 : i64, theta = 1.000000e+04 : f64}
+  %r = fbt.rope %x {num_heads = 4 : i64, theta = 10000.0 : f64} : (tensor<2x8x64xf32>) -> tensor<2x8x64xf32>
+  // CHECK: fbt.rope %{{.*}}, %{{.*}} {num_heads = 4 : i64, theta = 1.000000e+04 : f64} : (tensor<2x8x64xf32>, tensor<2x8xi32>)
+  %rp = fbt.rope %x, %pos {num_heads = 4 : i64, theta = 10000.0 : f64} : (tensor<2x8x64xf32>, tensor<2x8xi32>) -> tensor<2x8x64xf32>
+  // CHECK: fbt.attention %{{.*}}, %{{.*}}, %{{.*}} {num_heads = 4 : i64}
+  %a = fbt.attention %r, %r, %x {num_heads = 4 : i64} : (tensor<2x8x64xf32>, tensor<2x8x64xf32>, tensor<2x8x64xf32>) -> tensor<2x8x64xf32>
+  // CHECK: fbt.swiglu
+  %s = fbt.swiglu %m, %g : (tensor<2x8x172xf32>, tensor<2x8x172xf32>) -> tensor<2x8x172xf32>
+  // CHECK: fbt.residual %{{.*}}, %{{.*}} {scale = 5.000000e-01 : f64}
+  %z = fbt.residual %x, %a {scale = 0.5 : f64} : (tensor<2x8x64xf32>, tensor<2x8x64xf32>) -> tensor<2x8x64xf32>
+  return
+}
+
+// CHECK-LABEL: func.func @kv_cache
+func.func @kv_cache(%cache: tensor<2x128x64xf32>, %new: tensor<2x1x64xf32>, %pos: tensor<2x1xi32>,
+                    %h: tensor<2x8x64xf32>, %last: tensor<2xi32>) -> (tensor<2x1x64xf32>, tensor<2x1x64xf32>) {
+  // CHECK: fbt.kv_write %{{.*}}, %{{.*}}, %{{.*}} : (tensor<2x128x64xf32>, tensor<2x1x64xf32>, tensor<2x1xi32>) -> tensor<2x128x64xf32>
+  %c = fbt.kv_write %cache, %new, %pos : (tensor<2x128x64xf32>, tensor<2x1x64xf32>, tensor<2x1xi32>) -> tensor<2x128x64xf32>
+  // CHECK: fbt.attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {num_heads = 4 : i64} : (tensor<2x1x64xf32>, tensor<2x128x64xf32>, tensor<2x128x64xf32>, tensor<2x1xi32>)
+  %a = fbt.attention %new, %c, %c, %pos {num_heads = 4 : i64} : (tensor<2x1x64xf32>, tensor<2x128x64xf32>, tensor<2x128x64xf32>, tensor<2x1xi32>) -> tensor<2x1x64xf32>
+  // CHECK: fbt.gather_positions %{{.*}}, %{{.*}} : (tensor<2x8x64xf32>, tensor<2xi32>) -> tensor<2x1x64xf32>
+  %g = fbt.gather_positions %h, %last : (tensor<2x8x64xf32>, tensor<2xi32>) -> tensor<2x1x64xf32>
+  return %a, %g : tensor<2x1x64xf32>, tensor<2x1x64xf32>
+}
+
+// CHECK-LABEL: func.func @feedback_path
+func.func @feedback_path(%e: tensor<2x8x64xf32>, %h: tensor<2x8x64xf32>, %wu: tensor<64x64xf32>,
+                         %wg: tensor<64x64xf32>, %wc: tensor<64x128xf32>, %ids: tensor<2x8xi32>,
+                         %seed: i64) -> tensor<2x8x64xf32> {
+  // CHECK: fbt.shift_right %{{.*}} : (tensor<2x8x64xf32>) -> tensor<2x8x64xf32>
+  %s = fbt.shift_right %h : (tensor<2x8x64xf32>) -> tensor<2x8x64xf32>
+  // CHECK: fbt.jitter %{{.*}}, %{{.*}} {epsilon = 2.000000e-02 : f64, stream = 1 : i64}
+  %j = fbt.jitter %s, %seed {epsilon = 0.02 : f64, stream = 1 : i64} : (tensor<2x8x64xf32>, i64) -> tensor<2x8x64xf32>
+  // CHECK: fbt.feedback glu %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} :
+  %f = fbt.feedback glu %e, %j, %wu, %wg : (tensor<2x8x64xf32>, tensor<2x8x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<2x8x64xf32>
+  // CHECK: fbt.feedback add
+  %fa = fbt.feedback add %e, %j, %wu : (tensor<2x8x64xf32>, tensor<2x8x64xf32>, tensor<64x64xf32>) -> tensor<2x8x64xf32>
+  // CHECK: fbt.feedback concat
+  %fc = fbt.feedback concat %e, %j, %wc : (tensor<2x8x64xf32>, tensor<2x8x64xf32>, tensor<64x128xf32>) -> tensor<2x8x64xf32>
+  // CHECK: fbt.feedback_mask %{{.*}}, %{{.*}} {bos_token_id = 0 : i64, prefix_mixin}
+  %m = fbt.feedback_mask %ids, %seed {bos_token_id = 0 : i64, prefix_mixin} : (tensor<2x8xi32>, i64) -> tensor<2x8xf32>
+  // CHECK: fbt.feedback_mask %{{.*}} {bos_token_id = 0 : i64} : (tensor<2x8xi32>) -> tensor<2x8xf32>
+  %m0 = fbt.feedback_mask %ids {bos_token_id = 0 : i64} : (tensor<2x8xi32>) -> tensor<2x8xf32>
+  // CHECK: fbt.where %{{.*}}, %{{.*}}, %{{.*}} : (tensor<2x8xf32>, tensor<2x8x64xf32>, tensor<2x8x64xf32>) -> tensor<2x8x64xf32>
+  %u = fbt.where %m, %f, %e : (tensor<2x8xf32>, tensor<2x8x64xf32>, tensor<2x8x64xf32>) -> tensor<2x8x64xf32>
+  return %u : tensor<2x8x64xf32>
+}
+
+// CHECK-LABEL: func.func @bf16_storage
+func.func @bf16_storage(%x: tensor<2x8x64xbf16>, %w: tensor<64x64xbf16>) -> tensor<2x8x64xbf16> {
+  // CHECK: fbt.matmul {{.*}} -> tensor<2x8x64xbf16>
+  %m = fbt.matmul %x, %w : (tensor<2x8x64xbf16>, tensor<64x64xbf16>) -> tensor<2x8x64xbf16>
+  return %m : tensor<2x8x64xbf16>
+}
+
+// CHECK-LABEL: func.func @objective
+func.func @objective(%e: tensor<2x8x64xf32>, %table: tensor<256x64xf32>, %tgt: tensor<2x8xi32>,
+                     %wu: tensor<64x64xf32>, %wg: tensor<64x64xf32>) -> (tensor<f32>, tensor<2xf32>) {
+  // CHECK: fbt.multipass %{{.*}} : tensor<2x8x64xf32> attributes {loss_weights = array<f64: 1.000000e+00, 1.000000e+00>, num_passes = 2 : i64} body {
+  // CHECK: ^bb0(%{{.*}}: tensor<2x8x64xf32>):
+  // CHECK: fbt.ntp_loss %{{.*}}, %{{.*}} : (tensor<2x8x256xf32>, tensor<2x8xi32>) -> tensor<f32>
+  // CHECK: fbt.yield %{{.*}}, %{{.*}} : tensor<2x8x64xf32>, tensor<f32>
+  // CHECK: } feedback {
+  // CHECK: ^bb0(%{{.*}}: tensor<2x8x64xf32>, %{{.*}}: tensor<2x8x64xf32>):
+  // CHECK: fbt.yield %{{.*}} : tensor<2x8x64xf32>
+  // CHECK: } -> tensor<f32>, tensor<2xf32>
+  %loss, %per = fbt.multipass %e : tensor<2x8x64xf32> attributes {num_passes = 2 : i64, loss_weights = array<f64: 1.0, 1.0>} body {
+  ^bb0(%u: tensor<2x8x64xf32>):
+    %l = fbt.lm_head %u, %table : (tensor<2x8x64xf32>, tensor<256x64xf32>) -> tensor<2x8x256xf32>
+    %ce = fbt.ntp_loss %l, %tgt : (tensor<2x8x256xf32>, tensor<2x8xi32>) -> tensor<f32>
+    fbt.yield %u, %ce : tensor<2x8x64xf32>, tensor<f32>
+  } feedback {
+  ^bb0(%plain: tensor<2x8x64xf32>, %s: tensor<2x8x64xf32>):
+    %f = fbt.feedback glu %plain, %s, %wu, %wg : (tensor<2x8x64xf32>, tensor<2x8x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<2x8x64xf32>
+    fbt.yield %f : tensor<2x8x64xf32>
+  } -> tensor<f32>, tensor<2xf32>
+  return %loss, %per : tensor<f32>, tensor<2xf32>
+}

@@ -1,0 +1,24 @@
+# lit configuration for the fbt compiler tests.
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "FBT"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test"]
+config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "unit", "fuzz"]
+
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.fbt_obj_root, "test")
+
+llvm_config.use_default_substitutions()
+config.substitutions.append(("%specs", os.path.join(config.fbt_src_root, "specs")))
+
+tool_dirs = [
+    os.path.join(config.fbt_obj_root, "tools", "fbt-opt"),
+    os.path.join(config.fbt_obj_root, "tools", "fbtc"),
+    config.llvm_tools_dir,
+]
+llvm_config.add_tool_substitutions(["fbt-opt", "fbtc"], tool_dirs)
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
