@@ -241,10 +241,14 @@ LogicalResult KVWriteOp::verify() {
     return failure();
   ArrayRef<int64_t> c = shapeOf(getCache());
   ArrayRef<int64_t> u = shapeOf(getUpdate());
+  if (!getPositions() && u[1] != kDyn && c[1] != kDyn && u[1] > c[1])
+    return emitOpError() << "operand #1 ('update') has " << u[1]
+                         << " positions, more than the cache's " << c[1];
   if (failed(expectShape(*this, getUpdate(), "update", {c[0], kDyn, c[2]},
                          "[B, T, D] with B, D of the cache")) ||
-      failed(expectShape(*this, getPositions(), "positions", {u[0], u[1]},
-                         "[B, T] of the update")))
+      (getPositions() &&
+       failed(expectShape(*this, getPositions(), "positions", {u[0], u[1]},
+                          "[B, T] of the update"))))
     return failure();
   return expectShape(*this, getResult(), "result", c, "same as the cache");
 }

@@ -143,12 +143,13 @@ def Fbt_KVWriteOp : Fbt_Op<"kv_write", [Pure]> {
   let description = [{
     `cache` is `[B, S, D]`, `update` is `[B, T, D]`, `positions` is `[B, T]`:
     `result = cache` with `result[b, positions[b, t], :] = update[b, t, :]`.
+    Without `positions`, row `t` goes to position `t` (a prefill from 0).
     Value semantics; bufferization makes it an in-place store.
   }];
   let arguments = (ins Fbt_FloatTensor:$cache, Fbt_FloatTensor:$update,
-                       Fbt_IntTensor:$positions);
+                       Optional<Fbt_IntTensor>:$positions);
   let results = (outs Fbt_FloatTensor:$result);
-  let assemblyFormat = "$cache `,` $update `,` $positions attr-dict `:` functional-type(operands, results)";
+  let assemblyFormat = "$cache `,` $update (`,` $positions^)? attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
 }
 

@@ -399,3 +399,11 @@ func.func @feedback_mask_bos(%ids: tensor<2x8xi32>) {
   %m = fbt.feedback_mask %ids {bos_token_id = -3 : i64} : (tensor<2x8xi32>) -> tensor<2x8xf32>
   return
 }
+
+// -----
+
+func.func @kv_write_prefill_too_long(%c: tensor<2x4x64xf32>, %u: tensor<2x8x64xf32>) {
+  // expected-error @+1 {{operand #1 ('update') has 8 positions, more than the cache's 4}}
+  %r = fbt.kv_write %c, %u : (tensor<2x4x64xf32>, tensor<2x8x64xf32>) -> tensor<2x4x64xf32>
+  return
+}

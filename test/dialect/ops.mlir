@@ -39,6 +39,8 @@ func.func @kv_cache(%cache: tensor<2x128x64xf32>, %new: tensor<2x1x64xf32>, %pos
   %c = fbt.kv_write %cache, %new, %pos : (tensor<2x128x64xf32>, tensor<2x1x64xf32>, tensor<2x1xi32>) -> tensor<2x128x64xf32>
   // CHECK: fbt.attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {num_heads = 4 : i64} : (tensor<2x1x64xf32>, tensor<2x128x64xf32>, tensor<2x128x64xf32>, tensor<2x1xi32>)
   %a = fbt.attention %new, %c, %c, %pos {num_heads = 4 : i64} : (tensor<2x1x64xf32>, tensor<2x128x64xf32>, tensor<2x128x64xf32>, tensor<2x1xi32>) -> tensor<2x1x64xf32>
+  // CHECK: fbt.kv_write %{{.*}}, %{{.*}} : (tensor<2x128x64xf32>, tensor<2x8x64xf32>) -> tensor<2x128x64xf32>
+  %pre = fbt.kv_write %cache, %h : (tensor<2x128x64xf32>, tensor<2x8x64xf32>) -> tensor<2x128x64xf32>
   // CHECK: fbt.gather_positions %{{.*}}, %{{.*}} : (tensor<2x8x64xf32>, tensor<2xi32>) -> tensor<2x1x64xf32>
   %g = fbt.gather_positions %h, %last : (tensor<2x8x64xf32>, tensor<2xi32>) -> tensor<2x1x64xf32>
   return %a, %g : tensor<2x1x64xf32>, tensor<2x1x64xf32>
