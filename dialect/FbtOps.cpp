@@ -18,6 +18,7 @@ using namespace mlir;
 using namespace mlir::fbt;
 
 #include "dialect/FbtEnums.cpp.inc"
+#include "dialect/FbtInterfaces.cpp.inc"
 
 #define GET_OP_CLASSES
 #include "dialect/FbtOps.cpp.inc"
@@ -382,13 +383,10 @@ LogicalResult MultipassOp::verify() {
   int64_t k = getNumPasses();
   if (k < 1)
     return emitOpError() << "num_passes must be >= 1, got " << k;
-  if ((int64_t)getLossWeights().size() != k)
-    return emitOpError() << "loss_weights must have num_passes = " << k
-                         << " entries, got " << getLossWeights().size();
-  for (double w : getLossWeights())
-    if (!(w >= 0) || std::isinf(w))
-      return emitOpError() << "loss_weights must be finite and >= 0, got "
-                           << num(w);
+  double lambda = getAuxLossWeight().convertToDouble();
+  if (!(lambda >= 0) || std::isinf(lambda))
+    return emitOpError() << "aux_loss_weight must be finite and >= 0, got "
+                         << num(lambda);
   if (failed(expectMinRank(*this, getInput(), "input", 2, "[B, T, ...]")))
     return failure();
   auto losses = cast<RankedTensorType>(getPassLosses().getType());
@@ -397,6 +395,12 @@ LogicalResult MultipassOp::verify() {
                          << losses.getElementType();
   return expectShape(*this, getPassLosses(), "pass_losses", {k},
                      "[num_passes]");
+}
+
+SmallVector<double> MultipassOp::lossWeights(int64_t k, double lambda) {
+  SmallVector<double> w(k, k > 1 ? lambda / double(k - 1) : 0.0);
+  w[0] = 1.0;
+  return w;
 }
 
 /// Checks a region's block arguments and what its fbt.yield returns.
@@ -430,4 +434,165 @@ LogicalResult MultipassOp::verifyRegions() {
   return verifyRegion(*this, getFeedback(), "feedback", {x, x}, {x},
                       "the plain input and the shifted states of the pass "
                       "before");
+}
+
+//===----------------------------------------------------------------------===//
+// Arithmetic and gradient plumbing
+//===----------------------------------------------------------------------===//
+
+/// Ops whose operands (listed) and results all have one shape.
+static LogicalResult verifySameShapes(Operation *op,
+                                      ArrayRef<std::pair<Value, StringRef>> vs) {
+  if (failed(expectSameFloatType(op)))
+    return failure();
+  ArrayRef<int64_t> first = shapeOf(vs.front().first);
+  for (auto [v, name] : vs.drop_front())
+    if (failed(expectShape(op, v, name, first,
+                           ("same as '" + vs.front().second + "'").str())))
+      return failure();
+  for (Value r : op->getResults())
+    if (failed(expectShape(op, r, "result", first,
+                           ("same as '" + vs.front().second + "'").str())))
+      return failure();
+  return success();
+}
+
+LogicalResult AddOp::verify() {
+  return verifySameShapes(*this, {{getLhs(), "lhs"}, {getRhs(), "rhs"}});
+}
+
+LogicalResult ScaleOp::verify() {
+  return verifySameShapes(*this, {{getInput(), "input"}});
+}
+
+LogicalResult StopGradientOp::verify() {
+  return verifySameShapes(*this, {{getInput(), "input"}});
+}
+
+LogicalResult ShiftLeftOp::verify() {
+  if (failed(expectMinRank(*this, getInput(), "input", 2, "[B, T, ...]")))
+    return failure();
+  return verifySameShapes(*this, {{getInput(), "input"}});
+}
+
+LogicalResult CombineLossesOp::verify() {
+  int64_t k = getLosses().size();
+  if (k < 1)
+    return emitOpError() << "needs at least one loss";
+  if ((int64_t)getWeights().size() != k)
+    return emitOpError() << "weights must have one entry per loss (" << k
+                         << "), got " << getWeights().size();
+  return expectShape(*this, getPassLosses(), "pass_losses", {k}, "[K]");
+}
+
+//===----------------------------------------------------------------------===//
+// Gradients
+//===----------------------------------------------------------------------===//
+
+LogicalResult MatmulGradInputOp::verify() {
+  if (failed(expectSameFloatType(*this)) ||
+      failed(expectRank(*this, getWeight(), "weight", 2, "[N, K]")))
+    return failure();
+  ArrayRef<int64_t> w = shapeOf(getWeight());
+  if (failed(expectShape(*this, getGrad(), "grad",
+                         withLast(shapeOf(getGrad()), w[0]),
+                         "[..., N] with N the weight's rows")))
+    return failure();
+  return expectShape(*this, getResult(), "result",
+                     withLast(shapeOf(getGrad()), w[1]), "[..., K]");
+}
+
+LogicalResult MatmulGradWeightOp::verify() {
+  if (failed(expectSameFloatType(*this)) ||
+      failed(expectMinRank(*this, getGrad(), "grad", 1, "[..., N]")))
+    return failure();
+  ArrayRef<int64_t> g = shapeOf(getGrad()), x = shapeOf(getInput());
+  if (failed(expectShape(*this, getInput(), "input", withLast(g, x.back()),
+                         "[..., K] with the grad's leading dims")))
+    return failure();
+  return expectShape(*this, getResult(), "result", {g.back(), x.back()},
+                     "[N, K]");
+}
+
+LogicalResult EmbeddingGradOp::verify() {
+  if (failed(expectSameFloatType(*this)) ||
+      failed(expectRank(*this, getResult(), "result", 2, "[V, D]")))
+    return failure();
+  SmallVector<int64_t> g(shapeOf(getIds()));
+  g.push_back(shapeOf(getResult())[1]);
+  return expectShape(*this, getGrad(), "grad", g, "ids shape + [D]");
+}
+
+LogicalResult RMSNormGradOp::verify() {
+  if (failed(expectSameFloatType(*this)) ||
+      failed(expectMinRank(*this, getInput(), "input", 1, "[..., D]")))
+    return failure();
+  ArrayRef<int64_t> x = shapeOf(getInput());
+  if (failed(expectShape(*this, getGrad(), "grad", x, "same as the input")) ||
+      failed(expectShape(*this, getScale(), "scale", {x.back()},
+                         "the last dim of the input")) ||
+      failed(expectShape(*this, getInputGrad(), "input_grad", x,
+                         "same as the input")))
+    return failure();
+  return expectShape(*this, getScaleGrad(), "scale_grad", {x.back()},
+                     "same as the scale");
+}
+
+LogicalResult AttentionGradOp::verify() {
+  if (failed(expectRank(*this, getQuery(), "query", 3, "[B, T, D]")) ||
+      failed(expectHeads(*this, shapeOf(getQuery())[2], getNumHeads(), false)))
+    return failure();
+  return verifySameShapes(*this, {{getGrad(), "grad"},
+                                  {getQuery(), "query"},
+                                  {getKey(), "key"},
+                                  {getValue(), "value"}});
+}
+
+LogicalResult SwiGLUGradOp::verify() {
+  return verifySameShapes(
+      *this, {{getGrad(), "grad"}, {getGate(), "gate"}, {getUp(), "up"}});
+}
+
+LogicalResult WhereGradOp::verify() {
+  if (failed(expectRank(*this, getGrad(), "grad", 3, "[B, T, D]")))
+    return failure();
+  ArrayRef<int64_t> g = shapeOf(getGrad());
+  if (failed(expectShape(*this, getMask(), "mask", {g[0], g[1]},
+                         "[B, T] of the grad")))
+    return failure();
+  for (Value r : getResults())
+    if (failed(expectShape(*this, r, "result", g, "same as the grad")))
+      return failure();
+  return success();
+}
+
+LogicalResult NTPLossGradOp::verify() {
+  if (failed(expectRank(*this, getLogits(), "logits", 3, "[B, T, V]")))
+    return failure();
+  ArrayRef<int64_t> l = shapeOf(getLogits());
+  if (failed(expectShape(*this, getTargets(), "targets", {l[0], l[1]},
+                         "[B, T] of the logits")))
+    return failure();
+  return expectShape(*this, getResult(), "result", l, "same as the logits");
+}
+
+LogicalResult FeedbackGradOp::verify() {
+  if (failed(expectSameFloatType(*this)))
+    return failure();
+  ArrayRef<int64_t> e = shapeOf(getEmbedding());
+  for (auto [v, name] : {std::pair<Value, StringRef>{getGrad(), "grad"},
+                         {getState(), "state"},
+                         {getEmbeddingGrad(), "embedding_grad"},
+                         {getStateGrad(), "state_grad"}})
+    if (failed(expectShape(*this, v, name, e, "same as the embedding")))
+      return failure();
+  if (getWeightGrads().size() != getWeights().size())
+    return emitOpError() << "needs one weight gradient per weight ("
+                         << getWeights().size() << "), got "
+                         << getWeightGrads().size();
+  for (auto [w, g] : llvm::zip(getWeights(), getWeightGrads()))
+    if (failed(expectShape(*this, g, "weight_grads", shapeOf(w),
+                           "same as its weight")))
+      return failure();
+  return success();
 }

@@ -4,11 +4,13 @@
 
 #include "dialect/FbtDialect.h"
 #include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "dialect/FbtEnums.h.inc"
+#include "dialect/FbtInterfaces.h.inc"
 
 #define GET_OP_CLASSES
 #include "dialect/FbtOps.h.inc"

@@ -17,6 +17,7 @@ include "mlir/IR/OpBase.td"
 include "mlir/IR/EnumAttr.td"
 include "mlir/IR/CommonAttrConstraints.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
+include "dialect/FbtInterfaces.td"
 
 //===----------------------------------------------------------------------===//
 // Dialect
@@ -35,6 +36,9 @@ def Fbt_Dialect : Dialect {
 
 class Fbt_Op<string mnemonic, list<Trait> traits = []>
     : Op<Fbt_Dialect, mnemonic, traits>;
+
+class Differentiable_ : DeclareOpInterfaceMethods<Fbt_DifferentiableOpInterface>;
+def Differentiable : Differentiable_;
 
 // Activations and weights: f32 on the CPU, bf16/f16 allowed for GPU storage.
 def Fbt_FloatTensor : RankedTensorOf<[F32, BF16, F16]>;
@@ -56,7 +60,7 @@ def Fbt_FusionKind : I32EnumAttr<"FusionKind",
 // Embedding and head
 //===----------------------------------------------------------------------===//
 
-def Fbt_EmbeddingOp : Fbt_Op<"embedding", [Pure]> {
+def Fbt_EmbeddingOp : Fbt_Op<"embedding", [Pure, Differentiable]> {
   let summary = "gather rows of the (tied) embedding table";
   let description = [{
     `result[..., :] = table[ids[...], :]`. The table `[V, D]` is the same value
@@ -68,7 +72,7 @@ def Fbt_EmbeddingOp : Fbt_Op<"embedding", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Fbt_LMHeadOp : Fbt_Op<"lm_head", [Pure]> {
+def Fbt_LMHeadOp : Fbt_Op<"lm_head", [Pure, Differentiable]> {
   let summary = "logits through the tied embedding: x @ table^T";
   let arguments = (ins Fbt_FloatTensor:$input, Fbt_FloatTensor:$table);
   let results = (outs Fbt_FloatTensor:$result);
@@ -80,7 +84,7 @@ def Fbt_LMHeadOp : Fbt_Op<"lm_head", [Pure]> {
 // Transformer primitives
 //===----------------------------------------------------------------------===//
 
-def Fbt_RMSNormOp : Fbt_Op<"rmsnorm", [Pure]> {
+def Fbt_RMSNormOp : Fbt_Op<"rmsnorm", [Pure, Differentiable]> {
   let summary = "RMSNorm over the last dimension with a learned scale";
   let description = [{
     `result = input / sqrt(mean(input^2, -1) + epsilon) * scale`.
@@ -92,7 +96,7 @@ def Fbt_RMSNormOp : Fbt_Op<"rmsnorm", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Fbt_MatmulOp : Fbt_Op<"matmul", [Pure]> {
+def Fbt_MatmulOp : Fbt_Op<"matmul", [Pure, Differentiable]> {
   let summary = "linear map: input @ weight^T";
   let description = [{
     `input` is `[..., K]`, `weight` is `[N, K]` (out x in), the result is
@@ -104,22 +108,23 @@ def Fbt_MatmulOp : Fbt_Op<"matmul", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Fbt_RopeOp : Fbt_Op<"rope", [Pure]> {
+def Fbt_RopeOp : Fbt_Op<"rope", [Pure, Differentiable]> {
   let summary = "rotary position embedding, per head";
   let description = [{
     `input` is `[B, T, D]` viewed as `num_heads` heads of `D / num_heads`
     (even) channels; pairs `(i, i + Dh/2)` rotate by `pos * theta^(-2i/Dh)`
     (the HF Llama convention). Positions come from `positions` `[B, T]` when
-    given, else position `t` for index `t`.
+    given, else position `t` for index `t`. With `inverse` the rotation runs
+    backwards (the transpose, used by the gradient).
   }];
   let arguments = (ins Fbt_FloatTensor:$input, Optional<Fbt_IntTensor>:$positions,
-                       I64Attr:$num_heads, F64Attr:$theta);
+                       I64Attr:$num_heads, F64Attr:$theta, UnitAttr:$inverse);
   let results = (outs Fbt_FloatTensor:$result);
   let assemblyFormat = "$input (`,` $positions^)? attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
 }
 
-def Fbt_AttentionOp : Fbt_Op<"attention", [Pure]> {
+def Fbt_AttentionOp : Fbt_Op<"attention", [Pure, Differentiable]> {
   let summary = "causal multi-head scaled dot-product attention";
   let description = [{
     `query` is `[B, T, D]`, `key` and `value` are `[B, S, D]`, each viewed as
@@ -153,7 +158,7 @@ def Fbt_KVWriteOp : Fbt_Op<"kv_write", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Fbt_SwiGLUOp : Fbt_Op<"swiglu", [Pure]> {
+def Fbt_SwiGLUOp : Fbt_Op<"swiglu", [Pure, Differentiable]> {
   let summary = "silu(gate) * up, elementwise";
   let arguments = (ins Fbt_FloatTensor:$gate, Fbt_FloatTensor:$up);
   let results = (outs Fbt_FloatTensor:$result);
@@ -161,7 +166,7 @@ def Fbt_SwiGLUOp : Fbt_Op<"swiglu", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Fbt_ResidualOp : Fbt_Op<"residual", [Pure]> {
+def Fbt_ResidualOp : Fbt_Op<"residual", [Pure, Differentiable]> {
   let summary = "residual update with depth scaling: stream + scale * branch";
   let arguments = (ins Fbt_FloatTensor:$stream, Fbt_FloatTensor:$branch,
                        F64Attr:$scale);
@@ -186,7 +191,7 @@ def Fbt_GatherPositionsOp : Fbt_Op<"gather_positions", [Pure]> {
 // The feedback path
 //===----------------------------------------------------------------------===//
 
-def Fbt_FeedbackOp : Fbt_Op<"feedback", [Pure]> {
+def Fbt_FeedbackOp : Fbt_Op<"feedback", [Pure, Differentiable]> {
   let summary = "fuse the token embedding with the carried top-layer state";
   let description = [{
     `embedding` and `state` are `[B, T, D]`. By `fusion`:
@@ -205,7 +210,7 @@ def Fbt_FeedbackOp : Fbt_Op<"feedback", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Fbt_ShiftRightOp : Fbt_Op<"shift_right", [Pure]> {
+def Fbt_ShiftRightOp : Fbt_Op<"shift_right", [Pure, Differentiable]> {
   let summary = "shift along the sequence by one: result[:, t] = input[:, t-1], zero at t=0";
   let arguments = (ins Fbt_FloatTensor:$input);
   let results = (outs Fbt_FloatTensor:$result);
@@ -232,7 +237,7 @@ def Fbt_FeedbackMaskOp : Fbt_Op<"feedback_mask", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Fbt_JitterOp : Fbt_Op<"jitter", [Pure]> {
+def Fbt_JitterOp : Fbt_Op<"jitter", [Pure, Differentiable]> {
   let summary = "training noise on the carried state: input + epsilon * U(-1, 1)";
   let description = [{
     The noise is counter-based: element `i` of stream `stream` under `seed`
@@ -246,7 +251,7 @@ def Fbt_JitterOp : Fbt_Op<"jitter", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Fbt_WhereOp : Fbt_Op<"where", [Pure]> {
+def Fbt_WhereOp : Fbt_Op<"where", [Pure, Differentiable]> {
   let summary = "per-position select: mask ? on_true : on_false";
   let description = [{
     `mask` is `[B, T]` (1.0 or 0.0), `on_true` and `on_false` are `[B, T, D]`.
@@ -262,7 +267,7 @@ def Fbt_WhereOp : Fbt_Op<"where", [Pure]> {
 // Objective
 //===----------------------------------------------------------------------===//
 
-def Fbt_NTPLossOp : Fbt_Op<"ntp_loss", [Pure]> {
+def Fbt_NTPLossOp : Fbt_Op<"ntp_loss", [Pure, Differentiable]> {
   let summary = "mean next-token cross-entropy";
   let description = [{
     `logits` is `[B, T, V]`, `targets` is `[B, T]` (the token after each
@@ -286,15 +291,18 @@ def Fbt_MultipassOp : Fbt_Op<"multipass", [RecursiveMemoryEffects]> {
     `detach_state` is set), and yields the pass input. `body` yields the
     top-layer states and the pass loss.
 
-    Results: `loss = sum_k loss_weights[k] * L_k`, and the per-pass losses
-    `[K]`. The usual objective `L_1 + lambda * mean(L_2..L_K)` has weights
-    `[1, lambda/(K-1), ...]`.
+    Results: `loss = L_1 + aux_loss_weight * mean(L_2..L_K)` (lambda of
+    DESIGN.md section 2), and the per-pass losses `[K]`.
 
     `fbt-expand-multipass` unrolls the op into K chained passes; it gives each
     copy of the feedback region its own jitter stream (the pass index).
   }];
   let arguments = (ins Fbt_FloatTensor:$input, I64Attr:$num_passes,
-                       DenseF64ArrayAttr:$loss_weights, UnitAttr:$detach_state);
+                       F64Attr:$aux_loss_weight, UnitAttr:$detach_state);
+  let extraClassDeclaration = [{
+    /// Per-pass weights of the total: [1, lambda/(K-1), ..., lambda/(K-1)].
+    static ::llvm::SmallVector<double> lossWeights(int64_t k, double lambda);
+  }];
   let results = (outs Fbt_Scalar:$loss, Fbt_FloatTensor:$pass_losses);
   let regions = (region SizedRegion<1>:$body, SizedRegion<1>:$feedback);
   let assemblyFormat = [{
@@ -309,6 +317,162 @@ def Fbt_YieldOp : Fbt_Op<"yield", [
   let summary = "terminates the regions of fbt.multipass";
   let arguments = (ins Variadic<AnyType>:$values);
   let assemblyFormat = "attr-dict ($values^ `:` type($values))?";
+}
+
+
+//===----------------------------------------------------------------------===//
+// Arithmetic and gradient plumbing
+//===----------------------------------------------------------------------===//
+
+def Fbt_AddOp : Fbt_Op<"add", [Pure, Commutative, Differentiable,
+    AllTypesMatch<["lhs", "rhs", "result"]>]> {
+  let summary = "elementwise sum (gradient accumulation)";
+  let arguments = (ins Fbt_FloatTensor:$lhs, Fbt_FloatTensor:$rhs);
+  let results = (outs Fbt_FloatTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Fbt_ScaleOp : Fbt_Op<"scale", [Pure, Differentiable,
+    AllTypesMatch<["input", "result"]>]> {
+  let summary = "multiply by a constant: input * factor";
+  let arguments = (ins Fbt_FloatTensor:$input, F64Attr:$factor);
+  let results = (outs Fbt_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Fbt_StopGradientOp : Fbt_Op<"stop_gradient", [Pure, Differentiable,
+    AllTypesMatch<["input", "result"]>]> {
+  let summary = "identity forward, no gradient backward (detach_state)";
+  let arguments = (ins Fbt_FloatTensor:$input);
+  let results = (outs Fbt_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Fbt_CombineLossesOp : Fbt_Op<"combine_losses", [Pure, Differentiable]> {
+  let summary = "weighted sum of the per-pass losses, and the losses as a vector";
+  let description = [{
+    `loss = sum_k weights[k] * losses[k]`; `pass_losses[k] = losses[k]`
+    (reported, not differentiated).
+  }];
+  let arguments = (ins Variadic<Fbt_Scalar>:$losses, DenseF64ArrayAttr:$weights);
+  let results = (outs Fbt_Scalar:$loss, Fbt_FloatTensor:$pass_losses);
+  let assemblyFormat = "$losses attr-dict `:` type($losses) `->` type(results)";
+  let hasVerifier = 1;
+}
+
+def Fbt_ShiftLeftOp : Fbt_Op<"shift_left", [Pure,
+    AllTypesMatch<["input", "result"]>]> {
+  let summary = "result[:, t] = input[:, t+1], zero at the last position (shift_right's transpose)";
+  let arguments = (ins Fbt_FloatTensor:$input);
+  let results = (outs Fbt_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Gradients (emitted by fbt-autodiff)
+//===----------------------------------------------------------------------===//
+
+def Fbt_MatmulGradInputOp : Fbt_Op<"matmul_grad_input", [Pure]> {
+  let summary = "gradient of matmul wrt its input: grad @ weight";
+  let description = [{
+    `grad` is `[..., N]`, `weight` is `[N, K]`, the result is `[..., K]`.
+  }];
+  let arguments = (ins Fbt_FloatTensor:$grad, Fbt_FloatTensor:$weight);
+  let results = (outs Fbt_FloatTensor:$result);
+  let assemblyFormat = "$grad `,` $weight attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Fbt_MatmulGradWeightOp : Fbt_Op<"matmul_grad_weight", [Pure]> {
+  let summary = "gradient of matmul wrt its weight: sum over rows of grad^T input";
+  let description = [{
+    `grad` is `[..., N]`, `input` is `[..., K]` (same leading dims), the
+    result is `[N, K]`.
+  }];
+  let arguments = (ins Fbt_FloatTensor:$grad, Fbt_FloatTensor:$input);
+  let results = (outs Fbt_FloatTensor:$result);
+  let assemblyFormat = "$grad `,` $input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Fbt_EmbeddingGradOp : Fbt_Op<"embedding_grad", [Pure]> {
+  let summary = "scatter-add of row gradients into a [V, D] table gradient";
+  let arguments = (ins Fbt_FloatTensor:$grad, Fbt_IntTensor:$ids);
+  let results = (outs Fbt_FloatTensor:$result);
+  let assemblyFormat = "$grad `,` $ids attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Fbt_RMSNormGradOp : Fbt_Op<"rmsnorm_grad", [Pure]> {
+  let summary = "gradients of rmsnorm wrt input and scale";
+  let arguments = (ins Fbt_FloatTensor:$grad, Fbt_FloatTensor:$input,
+                       Fbt_FloatTensor:$scale, F64Attr:$epsilon);
+  let results = (outs Fbt_FloatTensor:$input_grad, Fbt_FloatTensor:$scale_grad);
+  let assemblyFormat = "$grad `,` $input `,` $scale attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Fbt_AttentionGradOp : Fbt_Op<"attention_grad", [Pure]> {
+  let summary = "gradients of causal attention wrt query, key and value";
+  let description = [{
+    Recomputes the probabilities from `query` and `key` (flash-style: no
+    T x T tensor is kept from the forward pass).
+  }];
+  let arguments = (ins Fbt_FloatTensor:$grad, Fbt_FloatTensor:$query,
+                       Fbt_FloatTensor:$key, Fbt_FloatTensor:$value,
+                       I64Attr:$num_heads);
+  let results = (outs Fbt_FloatTensor:$query_grad, Fbt_FloatTensor:$key_grad,
+                      Fbt_FloatTensor:$value_grad);
+  let assemblyFormat = "$grad `,` $query `,` $key `,` $value attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Fbt_SwiGLUGradOp : Fbt_Op<"swiglu_grad", [Pure]> {
+  let summary = "gradients of silu(gate) * up wrt gate and up";
+  let arguments = (ins Fbt_FloatTensor:$grad, Fbt_FloatTensor:$gate,
+                       Fbt_FloatTensor:$up);
+  let results = (outs Fbt_FloatTensor:$gate_grad, Fbt_FloatTensor:$up_grad);
+  let assemblyFormat = "$grad `,` $gate `,` $up attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Fbt_WhereGradOp : Fbt_Op<"where_grad", [Pure]> {
+  let summary = "split a gradient by the mask: (mask ? grad : 0, mask ? 0 : grad)";
+  let arguments = (ins Fbt_FloatTensor:$mask, Fbt_FloatTensor:$grad);
+  let results = (outs Fbt_FloatTensor:$on_true_grad, Fbt_FloatTensor:$on_false_grad);
+  let assemblyFormat = "$mask `,` $grad attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Fbt_NTPLossGradOp : Fbt_Op<"ntp_loss_grad", [Pure]> {
+  let summary = "gradient of the mean next-token cross-entropy wrt the logits";
+  let description = [{
+    `(softmax(logits) - onehot(targets)) * grad / count` at counted positions,
+    zero at ignored ones.
+  }];
+  let arguments = (ins Fbt_Scalar:$grad, Fbt_FloatTensor:$logits,
+                       Fbt_IntTensor:$targets,
+                       DefaultValuedAttr<I64Attr, "-1">:$ignore_index);
+  let results = (outs Fbt_FloatTensor:$result);
+  let assemblyFormat = "$grad `,` $logits `,` $targets attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Fbt_FeedbackGradOp : Fbt_Op<"feedback_grad", [Pure]> {
+  let summary = "gradients of fbt.feedback wrt embedding, state and weights";
+  let arguments = (ins Fbt_FloatTensor:$grad, Fbt_FloatTensor:$embedding,
+                       Fbt_FloatTensor:$state, Variadic<Fbt_FloatTensor>:$weights,
+                       DefaultValuedAttr<Fbt_FusionKind, "FusionKind::glu">:$fusion);
+  let results = (outs Fbt_FloatTensor:$embedding_grad, Fbt_FloatTensor:$state_grad,
+                      Variadic<Fbt_FloatTensor>:$weight_grads);
+  let assemblyFormat = [{
+    $fusion $grad `,` $embedding `,` $state `,` $weights attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
 }
 
 #endif // FBT_OPS_TD

@@ -300,7 +300,7 @@ func.func @ntp_loss_result(%l: tensor<2x8x256xf32>, %t: tensor<2x8xi32>) {
 
 func.func @multipass_k(%e: tensor<2x8x64xf32>) {
   // expected-error @+1 {{num_passes must be >= 1, got 0}}
-  %l, %p = fbt.multipass %e : tensor<2x8x64xf32> attributes {num_passes = 0 : i64, loss_weights = array<f64>} body {
+  %l, %p = fbt.multipass %e : tensor<2x8x64xf32> attributes {num_passes = 0 : i64, aux_loss_weight = 1.0 : f64} body {
   ^bb0(%u: tensor<2x8x64xf32>):
     %c = arith.constant dense<0.0> : tensor<f32>
     fbt.yield %u, %c : tensor<2x8x64xf32>, tensor<f32>
@@ -313,24 +313,9 @@ func.func @multipass_k(%e: tensor<2x8x64xf32>) {
 
 // -----
 
-func.func @multipass_weights(%e: tensor<2x8x64xf32>) {
-  // expected-error @+1 {{loss_weights must have num_passes = 2 entries, got 3}}
-  %l, %p = fbt.multipass %e : tensor<2x8x64xf32> attributes {num_passes = 2 : i64, loss_weights = array<f64: 1.0, 0.5, 0.5>} body {
-  ^bb0(%u: tensor<2x8x64xf32>):
-    %c = arith.constant dense<0.0> : tensor<f32>
-    fbt.yield %u, %c : tensor<2x8x64xf32>, tensor<f32>
-  } feedback {
-  ^bb0(%x: tensor<2x8x64xf32>, %s: tensor<2x8x64xf32>):
-    fbt.yield %x : tensor<2x8x64xf32>
-  } -> tensor<f32>, tensor<2xf32>
-  return
-}
-
-// -----
-
 func.func @multipass_negative_weight(%e: tensor<2x8x64xf32>) {
-  // expected-error @+1 {{loss_weights must be finite and >= 0, got -1}}
-  %l, %p = fbt.multipass %e : tensor<2x8x64xf32> attributes {num_passes = 2 : i64, loss_weights = array<f64: 1.0, -1.0>} body {
+  // expected-error @+1 {{aux_loss_weight must be finite and >= 0, got -1}}
+  %l, %p = fbt.multipass %e : tensor<2x8x64xf32> attributes {num_passes = 2 : i64, aux_loss_weight = -1.0 : f64} body {
   ^bb0(%u: tensor<2x8x64xf32>):
     %c = arith.constant dense<0.0> : tensor<f32>
     fbt.yield %u, %c : tensor<2x8x64xf32>, tensor<f32>
@@ -345,7 +330,7 @@ func.func @multipass_negative_weight(%e: tensor<2x8x64xf32>) {
 
 func.func @multipass_pass_losses(%e: tensor<2x8x64xf32>) {
   // expected-error @+1 {{result ('pass_losses') must have shape [2] ([num_passes]), got [3]}}
-  %l, %p = fbt.multipass %e : tensor<2x8x64xf32> attributes {num_passes = 2 : i64, loss_weights = array<f64: 1.0, 1.0>} body {
+  %l, %p = fbt.multipass %e : tensor<2x8x64xf32> attributes {num_passes = 2 : i64, aux_loss_weight = 1.0 : f64} body {
   ^bb0(%u: tensor<2x8x64xf32>):
     %c = arith.constant dense<0.0> : tensor<f32>
     fbt.yield %u, %c : tensor<2x8x64xf32>, tensor<f32>
@@ -360,7 +345,7 @@ func.func @multipass_pass_losses(%e: tensor<2x8x64xf32>) {
 
 func.func @multipass_body_yield(%e: tensor<2x8x64xf32>) {
   // expected-error @+1 {{'body' region must yield ('tensor<2x8x64xf32>', 'tensor<f32>')}}
-  %l, %p = fbt.multipass %e : tensor<2x8x64xf32> attributes {num_passes = 2 : i64, loss_weights = array<f64: 1.0, 1.0>} body {
+  %l, %p = fbt.multipass %e : tensor<2x8x64xf32> attributes {num_passes = 2 : i64, aux_loss_weight = 1.0 : f64} body {
   ^bb0(%u: tensor<2x8x64xf32>):
     fbt.yield %u : tensor<2x8x64xf32>
   } feedback {
@@ -374,7 +359,7 @@ func.func @multipass_body_yield(%e: tensor<2x8x64xf32>) {
 
 func.func @multipass_feedback_args(%e: tensor<2x8x64xf32>) {
   // expected-error @+1 {{'feedback' region must take 2 argument(s) of type 'tensor<2x8x64xf32>' (the plain input and the shifted states of the pass before)}}
-  %l, %p = fbt.multipass %e : tensor<2x8x64xf32> attributes {num_passes = 2 : i64, loss_weights = array<f64: 1.0, 1.0>} body {
+  %l, %p = fbt.multipass %e : tensor<2x8x64xf32> attributes {num_passes = 2 : i64, aux_loss_weight = 1.0 : f64} body {
   ^bb0(%u: tensor<2x8x64xf32>):
     %c = arith.constant dense<0.0> : tensor<f32>
     fbt.yield %u, %c : tensor<2x8x64xf32>, tensor<f32>

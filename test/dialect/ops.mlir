@@ -79,7 +79,7 @@ func.func @bf16_storage(%x: tensor<2x8x64xbf16>, %w: tensor<64x64xbf16>) -> tens
 // CHECK-LABEL: func.func @objective
 func.func @objective(%e: tensor<2x8x64xf32>, %table: tensor<256x64xf32>, %tgt: tensor<2x8xi32>,
                      %wu: tensor<64x64xf32>, %wg: tensor<64x64xf32>) -> (tensor<f32>, tensor<2xf32>) {
-  // CHECK: fbt.multipass %{{.*}} : tensor<2x8x64xf32> attributes {loss_weights = array<f64: 1.000000e+00, 1.000000e+00>, num_passes = 2 : i64} body {
+  // CHECK: fbt.multipass %{{.*}} : tensor<2x8x64xf32> attributes {aux_loss_weight = 1.000000e+00 : f64, num_passes = 2 : i64} body {
   // CHECK: ^bb0(%{{.*}}: tensor<2x8x64xf32>):
   // CHECK: fbt.ntp_loss %{{.*}}, %{{.*}} : (tensor<2x8x256xf32>, tensor<2x8xi32>) -> tensor<f32>
   // CHECK: fbt.yield %{{.*}}, %{{.*}} : tensor<2x8x64xf32>, tensor<f32>
@@ -87,7 +87,7 @@ func.func @objective(%e: tensor<2x8x64xf32>, %table: tensor<256x64xf32>, %tgt: t
   // CHECK: ^bb0(%{{.*}}: tensor<2x8x64xf32>, %{{.*}}: tensor<2x8x64xf32>):
   // CHECK: fbt.yield %{{.*}} : tensor<2x8x64xf32>
   // CHECK: } -> tensor<f32>, tensor<2xf32>
-  %loss, %per = fbt.multipass %e : tensor<2x8x64xf32> attributes {num_passes = 2 : i64, loss_weights = array<f64: 1.0, 1.0>} body {
+  %loss, %per = fbt.multipass %e : tensor<2x8x64xf32> attributes {num_passes = 2 : i64, aux_loss_weight = 1.0 : f64} body {
   ^bb0(%u: tensor<2x8x64xf32>):
     %l = fbt.lm_head %u, %table : (tensor<2x8x64xf32>, tensor<256x64xf32>) -> tensor<2x8x256xf32>
     %ce = fbt.ntp_loss %l, %tgt : (tensor<2x8x256xf32>, tensor<2x8xi32>) -> tensor<f32>
