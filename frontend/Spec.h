@@ -39,7 +39,8 @@ struct FeedbackSpec {
 struct TrainingSpec {
   // Progressive schedule: K=1 for the first `singlePassFraction` of the
   // steps, then K=`passes`, with `deepPassFraction` of the batches at
-  // K=`deepPasses`.
+  // K=`deepPasses`. `deepPassFraction` is a fraction of the multi-pass
+  // phase's batches; `deepPasses` defaults to `passes` + 1 on load.
   double singlePassFraction = 0.5;
   int64_t passes = 2;
   double deepPassFraction = 0.03;

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialect/FbtDialect.h"
+#include "passes/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -18,6 +19,7 @@ int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   registry.insert<mlir::fbt::FbtDialect, mlir::func::FuncDialect,
                   mlir::arith::ArithDialect, mlir::tensor::TensorDialect>();
+  mlir::fbt::registerFbtPassesAndPipelines();
   // Generic cleanups used between fbt passes.
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();

@@ -1,0 +1,408 @@
+//===- ModelBuilder.cpp - model spec to fbt IR ----------------------------===//
+//
+// The model math of DESIGN.md section 2, stated once in fbt ops. The three
+// kinds of step share `layer()`, which differs only in where keys and values
+// come from (the sequence itself, or a KV cache).
+//
+//===----------------------------------------------------------------------===//
+
+#include "frontend/ModelBuilder.h"
+
+#include "dialect/FbtOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/StringExtras.h"
+
+using namespace mlir;
+namespace ops = mlir::fbt;
+
+namespace fbt {
+
+std::vector<ParameterInfo> parameterList(const ModelSpec &s) {
+  const int64_t d = s.hiddenSize, f = s.intermediateSize;
+  std::vector<ParameterInfo> p;
+  p.push_back({"model.embed_tokens.weight", {s.vocabSize, d}, false, false});
+  for (int64_t l = 0; l < s.numHiddenLayers; ++l) {
+    std::string pre = "model.layers." + std::to_string(l) + ".";
+    p.push_back({pre + "input_layernorm.weight", {d}, false, false});
+    p.push_back({pre + "self_attn.q_proj.weight", {d, d}});
+    p.push_back({pre + "self_attn.k_proj.weight", {d, d}});
+    p.push_back({pre + "self_attn.v_proj.weight", {d, d}});
+    p.push_back({pre + "self_attn.o_proj.weight", {d, d}});
+    p.push_back({pre + "post_attention_layernorm.weight", {d}, false, false});
+    p.push_back({pre + "mlp.gate_proj.weight", {f, d}});
+    p.push_back({pre + "mlp.up_proj.weight", {f, d}});
+    p.push_back({pre + "mlp.down_proj.weight", {d, f}});
+  }
+  p.push_back({"model.norm.weight", {d}, false, false});
+  switch (s.feedback.fusion) {
+  case Fusion::Glu:
+    p.push_back({"feedback.value_proj.weight", {d, d}, true});
+    p.push_back({"feedback.gate_proj.weight", {d, d}, true});
+    break;
+  case Fusion::Add:
+    p.push_back({"feedback.value_proj.weight", {d, d}, true});
+    break;
+  case Fusion::Concat:
+    p.push_back({"feedback.proj.weight", {d, 2 * d}, true});
+    break;
+  case Fusion::None:
+    break;
+  }
+  return p;
+}
+
+namespace {
+
+/// Parameter values of one function, looked up by role.
+struct Params {
+  Value embed, finalNorm;
+  struct Layer {
+    Value attnNorm, wq, wk, wv, wo, mlpNorm, wGate, wUp, wDown;
+  };
+  SmallVector<Layer> layers;
+  SmallVector<Value> feedback;
+
+  static Params bind(ValueRange args, int64_t numLayers) {
+    Params p;
+    unsigned i = 0;
+    p.embed = args[i++];
+    for (int64_t l = 0; l < numLayers; ++l) {
+      Layer y;
+      for (Value *v : {&y.attnNorm, &y.wq, &y.wk, &y.wv, &y.wo, &y.mlpNorm,
+                       &y.wGate, &y.wUp, &y.wDown})
+        *v = args[i++];
+      p.layers.push_back(y);
+    }
+    p.finalNorm = args[i++];
+    for (; i < args.size(); ++i)
+      p.feedback.push_back(args[i]);
+    return p;
+  }
+};
+
+/// Where attention gets its keys and values.
+struct KVSource {
+  /// Decoding: positions [B, T] of the new tokens; null in training/prefill.
+  Value positions;
+  /// Prefill and decoding: this layer's caches, updated in place (by value).
+  Value *kCache = nullptr, *vCache = nullptr;
+};
+
+class ModelBuilder {
+public:
+  ModelBuilder(MLIRContext &ctx, const ModelSpec &spec)
+      : spec(spec), b(&ctx), loc(NameLoc::get(b.getStringAttr(spec.name))),
+        params(parameterList(spec)) {}
+
+  OwningOpRef<ModuleOp> build() {
+    OwningOpRef<ModuleOp> module = ModuleOp::create(loc, spec.name);
+    setModelAttributes(*module);
+    b.setInsertionPointToEnd(module->getBody());
+    for (int64_t k : spec.scheduledPasses())
+      buildTrainStep(k);
+    buildPrefill();
+    buildDecodeStep();
+    return module;
+  }
+
+private:
+  const ModelSpec &spec;
+  OpBuilder b;
+  Location loc;
+  std::vector<ParameterInfo> params;
+
+  int64_t D() const { return spec.hiddenSize; }
+  int64_t H() const { return spec.numAttentionHeads; }
+  double depthScale() const { return spec.feedback.depthScaling; }
+
+  RankedTensorType f32(ArrayRef<int64_t> shape) {
+    return RankedTensorType::get(shape, b.getF32Type());
+  }
+  RankedTensorType i32(ArrayRef<int64_t> shape) {
+    return RankedTensorType::get(shape, b.getI32Type());
+  }
+
+  void setModelAttributes(ModuleOp module) {
+    auto i64 = [&](int64_t v) { return b.getI64IntegerAttr(v); };
+    SmallVector<NamedAttribute> cfg = {
+        b.getNamedAttr("vocab_size", i64(spec.vocabSize)),
+        b.getNamedAttr("hidden_size", i64(spec.hiddenSize)),
+        b.getNamedAttr("num_hidden_layers", i64(spec.numHiddenLayers)),
+        b.getNamedAttr("num_attention_heads", i64(spec.numAttentionHeads)),
+        b.getNamedAttr("intermediate_size", i64(spec.intermediateSize)),
+        b.getNamedAttr("max_position_embeddings",
+                       i64(spec.maxPositionEmbeddings)),
+        b.getNamedAttr("bos_token_id", i64(spec.bosTokenId)),
+        b.getNamedAttr("fusion", b.getStringAttr(fusionName(spec.feedback.fusion))),
+    };
+    module->setAttr("fbt.model", b.getDictionaryAttr(cfg));
+  }
+
+  /// Starts a function whose first arguments are the parameters, followed by
+  /// `inputs` (name, type). Returns the entry block's arguments.
+  std::pair<func::FuncOp, SmallVector<Value>>
+  startFunction(StringRef name, ArrayRef<std::pair<StringRef, Type>> inputs,
+                ArrayRef<std::pair<std::string, Type>> results,
+                StringRef step) {
+    SmallVector<Type> argTypes, resultTypes;
+    for (const ParameterInfo &p : params)
+      argTypes.push_back(f32(p.shape));
+    for (auto &in : inputs)
+      argTypes.push_back(in.second);
+    for (auto &r : results)
+      resultTypes.push_back(r.second);
+
+    auto fn = func::FuncOp::create(b, loc, name,
+                                   b.getFunctionType(argTypes, resultTypes));
+    fn->setAttr("fbt.step", b.getStringAttr(step));
+    unsigned i = 0;
+    for (const ParameterInfo &p : params) {
+      fn.setArgAttr(i, "fbt.name", b.getStringAttr(p.name));
+      fn.setArgAttr(i++, "fbt.param", b.getUnitAttr());
+    }
+    for (auto &in : inputs)
+      fn.setArgAttr(i++, "fbt.name", b.getStringAttr(in.first));
+    for (auto [j, r] : llvm::enumerate(results))
+      fn.setResultAttr(j, "fbt.name", b.getStringAttr(r.first));
+
+    Block *entry = fn.addEntryBlock();
+    b.setInsertionPointToStart(entry);
+    return {fn, SmallVector<Value>(entry->getArguments())};
+  }
+
+  /// One pre-norm block: z + a*Attn(RMSNorm(z)), then + a*MLP(RMSNorm(.)).
+  Value layer(Value z, const Params::Layer &w, KVSource kv) {
+    auto x = cast<RankedTensorType>(z.getType());
+    auto eps = b.getF64FloatAttr(spec.rmsNormEps);
+    auto heads = b.getI64IntegerAttr(H());
+    auto theta = b.getF64FloatAttr(spec.ropeTheta);
+    auto scale = b.getF64FloatAttr(depthScale());
+
+    Value n = ops::RMSNormOp::create(b, loc, x, z, w.attnNorm, eps);
+    Value q = ops::MatmulOp::create(b, loc, x, n, w.wq);
+    Value k = ops::MatmulOp::create(b, loc, x, n, w.wk);
+    Value v = ops::MatmulOp::create(b, loc, x, n, w.wv);
+    q = ops::RopeOp::create(b, loc, x, q, kv.positions, heads, theta,
+                            UnitAttr());
+    k = ops::RopeOp::create(b, loc, x, k, kv.positions, heads, theta,
+                            UnitAttr());
+
+    Value attn;
+    if (kv.kCache) {
+      *kv.kCache = ops::KVWriteOp::create(b, loc, kv.kCache->getType(),
+                                          *kv.kCache, k, kv.positions);
+      *kv.vCache = ops::KVWriteOp::create(b, loc, kv.vCache->getType(),
+                                          *kv.vCache, v, kv.positions);
+    }
+    if (kv.positions) // decoding: attend over the cache
+      attn = ops::AttentionOp::create(b, loc, x, q, *kv.kCache, *kv.vCache,
+                                      kv.positions, heads);
+    else // training and prefill: causal over the sequence itself
+      attn = ops::AttentionOp::create(b, loc, x, q, k, v, Value(), heads);
+    Value o = ops::MatmulOp::create(b, loc, x, attn, w.wo);
+    z = ops::ResidualOp::create(b, loc, x, z, o, scale);
+
+    SmallVector<int64_t> hidden(x.getShape());
+    hidden.back() = spec.intermediateSize;
+    auto ht = f32(hidden);
+    Value n2 = ops::RMSNormOp::create(b, loc, x, z, w.mlpNorm, eps);
+    Value g = ops::MatmulOp::create(b, loc, ht, n2, w.wGate);
+    Value u = ops::MatmulOp::create(b, loc, ht, n2, w.wUp);
+    Value s = ops::SwiGLUOp::create(b, loc, ht, g, u);
+    Value m = ops::MatmulOp::create(b, loc, x, s, w.wDown);
+    return ops::ResidualOp::create(b, loc, x, z, m, scale);
+  }
+
+  /// The stack; caches (one pair per layer) are updated when given.
+  Value stack(Value z, const Params &p, Value positions,
+              MutableArrayRef<Value> kCaches, MutableArrayRef<Value> vCaches) {
+    for (auto [l, w] : llvm::enumerate(p.layers)) {
+      KVSource kv{positions};
+      if (!kCaches.empty()) {
+        kv.kCache = &kCaches[l];
+        kv.vCache = &vCaches[l];
+      }
+      z = layer(z, w, kv);
+    }
+    return z;
+  }
+
+  Value logits(Value h, const Params &p) {
+    auto x = cast<RankedTensorType>(h.getType());
+    Value n = ops::RMSNormOp::create(b, loc, x, h, p.finalNorm,
+                                     b.getF64FloatAttr(spec.rmsNormEps));
+    SmallVector<int64_t> shape(x.getShape());
+    shape.back() = spec.vocabSize;
+    return ops::LMHeadOp::create(b, loc, f32(shape), n, p.embed);
+  }
+
+  /// fuse(e, s) for the spec's fusion; e itself when there is no feedback.
+  Value fuse(Value e, Value s, const Params &p) {
+    ops::FusionKind kind;
+    switch (spec.feedback.fusion) {
+    case Fusion::None:
+      return e;
+    case Fusion::Glu:
+      kind = ops::FusionKind::glu;
+      break;
+    case Fusion::Add:
+      kind = ops::FusionKind::add;
+      break;
+    case Fusion::Concat:
+      kind = ops::FusionKind::concat;
+      break;
+    }
+    return ops::FeedbackOp::create(b, loc, e.getType(), e, s, p.feedback,
+                                   kind);
+  }
+
+  void buildTrainStep(int64_t k) {
+    const int64_t bs = spec.training.batchSize, t = spec.training.sequenceLength;
+    auto x = f32({bs, t, D()});
+    auto [fn, args] = startFunction(
+        ("train_k" + Twine(k)).str(),
+        {{"input_ids", i32({bs, t})}, {"targets", i32({bs, t})},
+         {"seed", b.getI64Type()}},
+        {{"loss", f32({})}, {"pass_losses", f32({k})}}, "train");
+    fn->setAttr("fbt.passes", b.getI64IntegerAttr(k));
+    Params p = Params::bind(ValueRange(args).take_front(params.size()),
+                            spec.numHiddenLayers);
+    Value ids = args[params.size()], targets = args[params.size() + 1],
+          seed = args[params.size() + 2];
+
+    Value e = ops::EmbeddingOp::create(b, loc, x, p.embed, ids);
+    Value mask;
+    if (k > 1)
+      mask = ops::FeedbackMaskOp::create(
+          b, loc, f32({bs, t}), ids,
+          spec.feedback.prefixMixin ? seed : Value(),
+          b.getI64IntegerAttr(spec.bosTokenId),
+          spec.feedback.prefixMixin ? b.getUnitAttr() : UnitAttr());
+
+    auto mp = ops::MultipassOp::create(
+        b, loc, TypeRange{f32({}), f32({k})}, e, b.getI64IntegerAttr(k),
+        b.getF64FloatAttr(spec.feedback.auxLossWeight),
+        spec.feedback.detachState ? b.getUnitAttr() : UnitAttr());
+
+    {
+      OpBuilder::InsertionGuard guard(b);
+      Block *body = b.createBlock(&mp.getBody(), {}, {x}, {loc});
+      Value h = stack(body->getArgument(0), p, Value(), {}, {});
+      Value ce = ops::NTPLossOp::create(b, loc, f32({}), logits(h, p), targets,
+                                        b.getI64IntegerAttr(-1));
+      ops::YieldOp::create(b, loc, ValueRange{h, ce});
+
+      Block *fb = b.createBlock(&mp.getFeedback(), {}, {x, x}, {loc, loc});
+      Value plain = fb->getArgument(0), s = fb->getArgument(1);
+      Value u = plain;
+      if (mask) {
+        if (spec.feedback.jitter > 0)
+          s = ops::JitterOp::create(b, loc, x, s, seed,
+                                    b.getF64FloatAttr(spec.feedback.jitter),
+                                    b.getI64IntegerAttr(0));
+        u = ops::WhereOp::create(b, loc, x, mask, fuse(plain, s, p), plain);
+      }
+      ops::YieldOp::create(b, loc, ValueRange{u});
+    }
+    func::ReturnOp::create(b, loc, mp.getResults());
+    b.setInsertionPointAfter(fn);
+  }
+
+  /// Results of the steps that touch the KV caches, after `head`.
+  void appendCaches(SmallVector<std::pair<std::string, Type>> &list, Type t) {
+    for (int64_t l = 0; l < spec.numHiddenLayers; ++l)
+      list.push_back({"k_cache." + std::to_string(l), t});
+    for (int64_t l = 0; l < spec.numHiddenLayers; ++l)
+      list.push_back({"v_cache." + std::to_string(l), t});
+  }
+
+  void buildPrefill() {
+    const int64_t bs = spec.inference.batchSize,
+                  t = spec.inference.maxPromptLength,
+                  s = spec.inference.maxSequenceLength;
+    auto cache = f32({bs, s, D()});
+    SmallVector<std::pair<StringRef, Type>> inputs = {
+        {"input_ids", i32({bs, t})}, {"last_positions", i32({bs})}};
+    SmallVector<std::pair<std::string, Type>> caches, results = {
+        {"logits", f32({bs, 1, spec.vocabSize})}, {"state", f32({bs, 1, D()})}};
+    appendCaches(caches, cache);
+    std::vector<std::string> cacheNames;
+    for (auto &c : caches)
+      cacheNames.push_back(c.first);
+    for (auto &c : cacheNames)
+      inputs.push_back({c, cache});
+    results.append(caches.begin(), caches.end());
+
+    auto [fn, args] = startFunction("prefill", inputs, results, "prefill");
+    Params p = Params::bind(ValueRange(args).take_front(params.size()),
+                            spec.numHiddenLayers);
+    unsigned i = params.size();
+    Value ids = args[i++], lastPositions = args[i++];
+    SmallVector<Value> kc(args.begin() + i, args.begin() + i + spec.numHiddenLayers);
+    SmallVector<Value> vc(args.begin() + i + spec.numHiddenLayers, args.end());
+
+    // Prompts are right-padded; causal attention keeps padding out of the
+    // real positions, and each sequence's last real position (length - 1) is
+    // picked for the first decode step.
+    Value e = ops::EmbeddingOp::create(b, loc, f32({bs, t, D()}), p.embed, ids);
+    Value h = stack(e, p, Value(), kc, vc);
+    Value last = ops::GatherPositionsOp::create(b, loc, f32({bs, 1, D()}), h,
+                                                lastPositions);
+    SmallVector<Value> outs = {logits(last, p), last};
+    outs.append(kc.begin(), kc.end());
+    outs.append(vc.begin(), vc.end());
+    func::ReturnOp::create(b, loc, outs);
+    b.setInsertionPointAfter(fn);
+  }
+
+  void buildDecodeStep() {
+    const int64_t bs = spec.inference.batchSize,
+                  s = spec.inference.maxSequenceLength;
+    auto cache = f32({bs, s, D()});
+    auto x = f32({bs, 1, D()});
+    SmallVector<std::pair<StringRef, Type>> inputs = {
+        {"input_ids", i32({bs, 1})},
+        {"positions", i32({bs, 1})},
+        {"state", x},
+        {"feedback_on", f32({bs, 1})}};
+    SmallVector<std::pair<std::string, Type>> caches, results = {
+        {"logits", f32({bs, 1, spec.vocabSize})}, {"state", x}};
+    appendCaches(caches, cache);
+    std::vector<std::string> cacheNames;
+    for (auto &c : caches)
+      cacheNames.push_back(c.first);
+    for (auto &c : cacheNames)
+      inputs.push_back({c, cache});
+    results.append(caches.begin(), caches.end());
+
+    auto [fn, args] = startFunction("decode_step", inputs, results, "decode");
+    Params p = Params::bind(ValueRange(args).take_front(params.size()),
+                            spec.numHiddenLayers);
+    unsigned i = params.size();
+    Value ids = args[i++], positions = args[i++], state = args[i++],
+          feedbackOn = args[i++];
+    SmallVector<Value> kc(args.begin() + i, args.begin() + i + spec.numHiddenLayers);
+    SmallVector<Value> vc(args.begin() + i + spec.numHiddenLayers, args.end());
+
+    // standard: u = e. soft: u = fuse(e, h_{t-1}). Chosen per sequence by
+    // feedback_on, so one compiled step serves both regimes in one batch.
+    Value u = ops::EmbeddingOp::create(b, loc, x, p.embed, ids);
+    if (spec.feedback.fusion != Fusion::None)
+      u = ops::WhereOp::create(b, loc, x, feedbackOn, fuse(u, state, p), u);
+    Value h = stack(u, p, positions, kc, vc);
+    SmallVector<Value> outs = {logits(h, p), h};
+    outs.append(kc.begin(), kc.end());
+    outs.append(vc.begin(), vc.end());
+    func::ReturnOp::create(b, loc, outs);
+    b.setInsertionPointAfter(fn);
+  }
+};
+} // namespace
+
+OwningOpRef<ModuleOp> buildModel(MLIRContext &ctx, const ModelSpec &spec) {
+  return ModelBuilder(ctx, spec).build();
+}
+
+} // namespace fbt

@@ -1,0 +1,43 @@
+//===- ModelBuilder.h - model spec to fbt IR --------------------*- C++ -*-===//
+//
+// Builds the model-level module for a spec: one function per compiled step.
+//   train_k<K>   the K-pass training objective (one per K the schedule uses)
+//   prefill      a prompt batch into fresh KV caches, last state and logits
+//   decode_step  one token per sequence against the KV caches, with the
+//                feedback path switched per sequence (standard vs soft)
+// Every step takes the same parameter list first, in `parameterNames` order,
+// so one set of weights serves them all.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FBT_FRONTEND_MODELBUILDER_H
+#define FBT_FRONTEND_MODELBUILDER_H
+
+#include "frontend/Spec.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+
+#include <string>
+#include <vector>
+
+namespace fbt {
+
+struct ParameterInfo {
+  std::string name;            // HF Llama name, or feedback.* for the FBT path
+  std::vector<int64_t> shape;
+  bool feedback = false;       // belongs to the feedback path
+  bool decay = true;           // AdamW weight decay applies (not to norms, embedding)
+};
+
+/// The model's parameters, in the order every step function takes them.
+std::vector<ParameterInfo> parameterList(const ModelSpec &spec);
+
+/// Builds the module; the caller's context must have the fbt and func
+/// dialects loaded.
+mlir::OwningOpRef<mlir::ModuleOp> buildModel(mlir::MLIRContext &ctx,
+                                             const ModelSpec &spec);
+
+} // namespace fbt
+
+#endif // FBT_FRONTEND_MODELBUILDER_H

@@ -1,0 +1,751 @@
+//===- Spec.cpp - FBT model specs (JSON) ----------------------------------===//
+//
+// Reading a spec happens in stages, and the first problem found is the one
+// reported, as a single line "<source>: <json.path>: expected X, got Y":
+//   1. the bytes: a text file (no NUL, valid UTF-8), not empty, not nested
+//      deeper than any spec is;
+//   2. the JSON syntax (llvm::json), then duplicate keys, which llvm::json
+//      would silently resolve to the last one;
+//   3. unknown keys everywhere (a misspelled key usually explains every later
+//      error, so it goes first);
+//   4. each field's type and range, in the order of the tables below;
+//   5. consistency between fields, then the 64-bit overflow of the figures
+//      `describe` computes (so no later stage has to check its arithmetic).
+//
+// Integer fields take any JSON number with an integral value (64, 64.0, 6.4e1)
+// that fits in int64; 2.5 is an error.
+//
+//===----------------------------------------------------------------------===//
+
+#include "frontend/Spec.h"
+#include "frontend/Describe.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
+#include <tuple>
+
+using namespace fbt;
+using llvm::Error;
+using llvm::StringRef;
+using llvm::Twine;
+namespace json = llvm::json;
+
+llvm::StringRef fbt::fusionName(Fusion f) {
+  switch (f) {
+  case Fusion::Glu:
+    return "glu";
+  case Fusion::Add:
+    return "add";
+  case Fusion::Concat:
+    return "concat";
+  case Fusion::None:
+    return "none";
+  }
+  return "?";
+}
+
+std::vector<int64_t> ModelSpec::scheduledPasses() const {
+  // Without a fusion there is no feedback path, so every step is one pass.
+  if (feedback.fusion == Fusion::None)
+    return {1};
+  // K=1 for the first `singlePassFraction` of the steps; the rest run at
+  // `passes`, except `deepPassFraction` of those batches at `deepPasses`.
+  std::vector<int64_t> ks;
+  bool multiPassPhase = training.singlePassFraction < 1;
+  if (training.singlePassFraction > 0)
+    ks.push_back(1);
+  if (multiPassPhase && training.deepPassFraction < 1)
+    ks.push_back(training.passes);
+  if (multiPassPhase && training.deepPassFraction > 0)
+    ks.push_back(training.deepPasses);
+  llvm::sort(ks);
+  ks.erase(std::unique(ks.begin(), ks.end()), ks.end());
+  return ks;
+}
+
+namespace {
+
+// The keys each object may hold, in the order their fields are checked.
+constexpr StringRef kTopKeys[] = {
+    "name",          "vocab_size",        "hidden_size",
+    "num_hidden_layers", "num_attention_heads", "intermediate_size",
+    "max_position_embeddings", "rms_norm_eps", "rope_theta",
+    "tie_word_embeddings",     "bos_token_id", "feedback",
+    "training",      "inference"};
+constexpr StringRef kFeedbackKeys[] = {"fusion",          "jitter",
+                                       "depth_scaling",   "detach_state",
+                                       "aux_loss_weight", "prefix_mixin"};
+constexpr StringRef kTrainingKeys[] = {
+    "single_pass_fraction", "passes",        "deep_pass_fraction",
+    "deep_passes",          "batch_size",    "sequence_length",
+    "steps",                "learning_rate", "beta1",
+    "beta2",                "adam_epsilon",  "weight_decay",
+    "warmup_steps",         "min_learning_rate", "grad_clip",
+    "seed"};
+constexpr StringRef kInferenceKeys[] = {"batch_size", "max_prompt_length",
+                                        "max_sequence_length"};
+
+struct SectionKeys {
+  StringRef name;
+  llvm::ArrayRef<StringRef> keys;
+};
+const SectionKeys kSections[] = {{"feedback", kFeedbackKeys},
+                                 {"training", kTrainingKeys},
+                                 {"inference", kInferenceKeys}};
+
+/// Names from other configs (nanoGPT, GPT-2) that a user may reach for; only
+/// used to suggest the key this format spells differently.
+const std::pair<StringRef, StringRef> kAliases[] = {
+    {"n_embd", "hidden_size"},
+    {"n_layer", "num_hidden_layers"},
+    {"n_head", "num_attention_heads"},
+    {"n_positions", "max_position_embeddings"},
+    {"n_ctx", "max_position_embeddings"},
+    {"block_size", "training.sequence_length"},
+    {"lr", "training.learning_rate"},
+    {"ffn_dim", "intermediate_size"}};
+
+/// A spec nests two objects deep; anything much deeper is not a spec, and
+/// the limit keeps llvm::json's recursive parser and destructor off deep
+/// stacks (a fuzzer finds "[[[[..." quickly).
+constexpr unsigned kMaxNesting = 32;
+
+/// Shortest decimal that reads back as `d`, so errors echo what the user
+/// wrote ("0.1", not "0.10000000000000001").
+std::string formatDouble(double d) {
+  if (std::isnan(d))
+    return "nan";
+  if (std::isinf(d))
+    return d > 0 ? "a number beyond the double range"
+                 : "a number below the double range";
+  char buf[40];
+  for (int precision = 1; precision <= 17; ++precision) {
+    std::snprintf(buf, sizeof(buf), "%.*g", precision, d);
+    if (std::strtod(buf, nullptr) == d)
+      break;
+  }
+  return buf;
+}
+
+/// The value if `v` is a number with an integral value that fits in int64.
+std::optional<int64_t> asInt64(const json::Value &v) {
+  std::optional<double> d = v.getAsNumber();
+  if (!d)
+    return std::nullopt;
+  if (std::optional<uint64_t> u = v.getAsUINT64()) // exact for integers >= 0
+    return *u <= uint64_t(INT64_MAX) ? std::optional<int64_t>(int64_t(*u))
+                                     : std::nullopt;
+  // Negative integers and doubles. json::Value::getAsInteger would convert a
+  // double of exactly 2^63 to int64 (undefined), so the range is checked
+  // here first.
+  if (std::trunc(*d) != *d || !(*d >= -0x1p63 && *d < 0x1p63))
+    return std::nullopt;
+  return v.getAsInteger();
+}
+
+/// The value if `v` is a number with an integral value that fits in uint64.
+std::optional<uint64_t> asUInt64(const json::Value &v) {
+  if (std::optional<uint64_t> u = v.getAsUINT64())
+    return u;
+  std::optional<double> d = v.getAsNumber();
+  if (!d || std::trunc(*d) != *d || !(*d >= 0 && *d < 0x1p64))
+    return std::nullopt;
+  return uint64_t(*d);
+}
+
+/// Cuts `s` to at most `max` bytes without splitting a UTF-8 sequence.
+StringRef truncateUtf8(StringRef s, size_t max) {
+  if (s.size() <= max)
+    return s;
+  size_t end = max;
+  while (end > 0 && (uint8_t(s[end]) & 0xC0) == 0x80)
+    --end;
+  return s.take_front(end);
+}
+
+/// How an error message shows the value it got: scalars as JSON (strings
+/// quoted and shortened), containers by kind only.
+std::string describeValue(const json::Value &v) {
+  switch (v.kind()) {
+  case json::Value::Null:
+    return "null";
+  case json::Value::Boolean:
+    return *v.getAsBoolean() ? "true" : "false";
+  case json::Value::Number:
+    if (std::optional<int64_t> i = asInt64(v))
+      return std::to_string(*i);
+    if (std::optional<uint64_t> u = v.getAsUINT64())
+      return std::to_string(*u);
+    return formatDouble(*v.getAsNumber());
+  case json::Value::String: {
+    StringRef s = *v.getAsString();
+    StringRef shown = truncateUtf8(s, 40);
+    std::string out;
+    llvm::raw_string_ostream os(out);
+    os << json::Value(shown.str());
+    if (shown.size() < s.size())
+      out.insert(out.size() - 1, "...");
+    return out;
+  }
+  case json::Value::Array:
+    return "an array";
+  case json::Value::Object:
+    return "an object";
+  }
+  return "?";
+}
+
+/// 1-based line and column of byte `offset` in `text`.
+std::pair<size_t, size_t> lineColumn(StringRef text, size_t offset) {
+  StringRef before = text.take_front(offset);
+  size_t line = 1 + before.count('\n');
+  size_t lastNewline = before.rfind('\n');
+  size_t column =
+      lastNewline == StringRef::npos ? offset + 1 : offset - lastNewline;
+  return {line, column};
+}
+
+/// What a pass over the raw text finds that llvm::json does not report.
+struct TextScan {
+  std::optional<size_t> tooDeepAt;
+  /// First repeated key: its path and the byte offsets of both occurrences.
+  std::optional<std::string> duplicatePath;
+  size_t firstOffset = 0, duplicateOffset = 0;
+};
+
+/// Scans JSON text for nesting depth and duplicate keys. On invalid JSON the
+/// depth is still an upper bound of the parser's recursion (both agree on
+/// where strings are up to the first syntax error); the duplicate result is
+/// only used once the text has parsed.
+TextScan scanText(StringRef text) {
+  struct Frame {
+    bool isObject = false;
+    bool expectKey = false;
+    size_t index = 0;
+    std::string key;
+    llvm::StringMap<size_t> keys; // key -> offset of its first occurrence
+  };
+  TextScan scan;
+  llvm::SmallVector<Frame, 4> stack;
+  auto pathTo = [&](StringRef key) {
+    std::string path;
+    for (const Frame &f : stack) {
+      if (&f == &stack.back())
+        break;
+      if (f.isObject)
+        path += (path.empty() ? "" : ".") + f.key;
+      else
+        path += "[" + std::to_string(f.index) + "]";
+    }
+    return path + (path.empty() ? "" : ".") + key.str();
+  };
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == '{' || c == '[') {
+      if (stack.size() == kMaxNesting) {
+        scan.tooDeepAt = i;
+        return scan;
+      }
+      Frame &f = stack.emplace_back();
+      f.isObject = f.expectKey = c == '{';
+    } else if (c == '}' || c == ']') {
+      if (!stack.empty())
+        stack.pop_back();
+    } else if (c == ',') {
+      if (!stack.empty()) {
+        stack.back().expectKey = stack.back().isObject;
+        ++stack.back().index;
+      }
+    } else if (c == '"') {
+      size_t start = i;
+      for (++i; i < text.size() && text[i] != '"'; ++i)
+        if (text[i] == '\\')
+          ++i;
+      if (stack.empty() || !stack.back().expectKey)
+        continue;
+      // A key: decode its escapes (if any) the way the parser does.
+      StringRef quoted = text.slice(start, std::min(i + 1, text.size()));
+      std::string key = quoted.drop_front().drop_back().str();
+      if (quoted.contains('\\')) {
+        llvm::Expected<json::Value> decoded = json::parse(quoted);
+        if (!decoded) {
+          llvm::consumeError(decoded.takeError());
+          continue;
+        }
+        key = decoded->getAsString()->str();
+      }
+      Frame &top = stack.back();
+      top.expectKey = false;
+      top.key = key;
+      auto [it, inserted] = top.keys.try_emplace(key, start);
+      if (!inserted && !scan.duplicatePath) {
+        scan.duplicatePath = pathTo(key);
+        scan.firstOffset = it->second;
+        scan.duplicateOffset = start;
+      }
+    }
+  }
+  return scan;
+}
+
+/// What to suggest for an unknown `key` in `section` ("" = top level): a
+/// likely typo of a key of the section, the key's place in another section,
+/// or the name this format uses for another config's key.
+std::optional<std::string> suggestKey(StringRef section, StringRef key,
+                                      llvm::ArrayRef<StringRef> known) {
+  // A path relative to `section`: bare within it, qualified elsewhere.
+  auto relative = [&](StringRef path) -> std::string {
+    auto [first, rest] = path.split('.');
+    if (rest.empty())
+      return section.empty() ? path.str() : ("the top-level " + path).str();
+    return first == section ? rest.str() : path.str();
+  };
+  for (auto [alias, target] : kAliases)
+    if (key == alias)
+      return relative(target);
+  // The right key in the wrong section, e.g. "training": {"fusion": ...}.
+  if (!section.empty() && llvm::is_contained(kTopKeys, key))
+    return relative(key);
+  for (const SectionKeys &s : kSections)
+    if (s.name != section && llvm::is_contained(s.keys, key))
+      return relative((s.name + "." + key).str());
+  // A typo: the nearest key, if within a third of its length.
+  std::string lower = key.lower();
+  std::optional<StringRef> best;
+  unsigned bestDistance = 0;
+  for (StringRef candidate : known) {
+    unsigned d = StringRef(lower).edit_distance(candidate);
+    if (!best || d < bestDistance) {
+      best = candidate;
+      bestDistance = d;
+    }
+  }
+  if (best && bestDistance <= std::max<size_t>(1, best->size() / 3))
+    return best->str();
+  return std::nullopt;
+}
+
+/// Reads the fields of one JSON object into a spec. Every reader is a no-op
+/// once an error has been recorded, so parsing reads as a flat list of
+/// fields and reports the first problem.
+class Reader {
+public:
+  explicit Reader(StringRef source) : source(source.str()) {}
+
+  bool failed() const { return error.has_value(); }
+  Error takeError() {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   Twine(*error));
+  }
+
+  /// Records "<source>: <path>: <message>" unless an error is recorded.
+  void fail(const Twine &path, const Twine &message) {
+    if (!error)
+      error = (source + ": " + path + ": " + message).str();
+  }
+  void expected(const Twine &path, const Twine &what, const Twine &got) {
+    fail(path, "expected " + what + ", got " + got);
+  }
+  /// Records a root-level error (no JSON path).
+  void failRoot(const Twine &message) {
+    if (!error)
+      error = (source + ": " + message).str();
+  }
+  /// Records "<source>:<line>:<column>: <message>", the form editors follow.
+  void failAt(const Twine &lineColumn, const Twine &message) {
+    if (!error)
+      error = (source + ":" + lineColumn + ": " + message).str();
+  }
+
+  /// Rejects keys of `obj` not in `known`, alphabetically first one first.
+  void checkKeys(const json::Object &obj, StringRef section,
+                 llvm::ArrayRef<StringRef> known) {
+    if (failed())
+      return;
+    llvm::SmallVector<StringRef> unknown;
+    for (const auto &kv : obj)
+      if (!llvm::is_contained(known, StringRef(kv.first)))
+        unknown.push_back(kv.first);
+    if (unknown.empty())
+      return;
+    llvm::sort(unknown);
+    StringRef key = unknown.front();
+    std::string message = "unknown key";
+    if (std::optional<std::string> s = suggestKey(section, key, known))
+      message += " (did you mean " + *s + "?)";
+    fail(join(section, key), message);
+  }
+
+  static std::string join(StringRef section, StringRef key) {
+    return section.empty() ? key.str() : (section + "." + key).str();
+  }
+
+  /// The field's value, or null if absent. Records an error if the field
+  /// is required and absent.
+  const json::Value *get(const json::Object &obj, StringRef section,
+                         StringRef key, bool required = false) {
+    if (failed())
+      return nullptr;
+    const json::Value *v = obj.get(key);
+    if (!v && required)
+      fail(join(section, key), "required field is missing");
+    return v;
+  }
+
+  void integer(const json::Object &obj, StringRef section, StringRef key,
+               int64_t &out, int64_t min, bool required = false) {
+    const json::Value *v = get(obj, section, key, required);
+    if (!v)
+      return;
+    std::optional<int64_t> i = asInt64(*v);
+    if (!i || *i < min)
+      return expected(join(section, key),
+                      "an integer >= " + Twine(min), describeValue(*v));
+    out = *i;
+  }
+
+  void unsignedInteger(const json::Object &obj, StringRef section,
+                       StringRef key, uint64_t &out) {
+    const json::Value *v = get(obj, section, key);
+    if (!v)
+      return;
+    std::optional<uint64_t> u = asUInt64(*v);
+    if (!u)
+      return expected(join(section, key), "an integer in [0, 2^64)",
+                      describeValue(*v));
+    out = *u;
+  }
+
+  enum class Range { Positive, NonNegative, Fraction, HalfOpenFraction };
+
+  void number(const json::Object &obj, StringRef section, StringRef key,
+              double &out, Range range) {
+    const json::Value *v = get(obj, section, key);
+    if (!v)
+      return;
+    std::optional<double> d = v->getAsNumber();
+    bool ok = d && std::isfinite(*d);
+    StringRef what;
+    switch (range) {
+    case Range::Positive:
+      what = "a number > 0";
+      ok = ok && *d > 0;
+      break;
+    case Range::NonNegative:
+      what = "a number >= 0";
+      ok = ok && *d >= 0;
+      break;
+    case Range::Fraction:
+      what = "a number in [0, 1]";
+      ok = ok && *d >= 0 && *d <= 1;
+      break;
+    case Range::HalfOpenFraction:
+      what = "a number in [0, 1)";
+      ok = ok && *d >= 0 && *d < 1;
+      break;
+    }
+    if (!ok)
+      return expected(join(section, key), what, describeValue(*v));
+    out = *d;
+  }
+
+  void boolean(const json::Object &obj, StringRef section, StringRef key,
+               bool &out) {
+    const json::Value *v = get(obj, section, key);
+    if (!v)
+      return;
+    std::optional<bool> b = v->getAsBoolean();
+    if (!b)
+      return expected(join(section, key), "true or false", describeValue(*v));
+    out = *b;
+  }
+
+  /// The section object, or null if absent or not an object (an error).
+  const json::Object *section(const json::Object &root, StringRef name) {
+    const json::Value *v = get(root, "", name);
+    if (!v)
+      return nullptr;
+    const json::Object *obj = v->getAsObject();
+    if (!obj)
+      expected(name, "an object", describeValue(*v));
+    return obj;
+  }
+
+private:
+  std::string source;
+  std::optional<std::string> error;
+};
+
+void readModel(Reader &r, const json::Object &o, ModelSpec &spec) {
+  if (const json::Value *v = r.get(o, "", "name")) {
+    std::optional<StringRef> s = v->getAsString();
+    // The name may become part of file and symbol names.
+    bool ok = s && !s->empty() && s->size() <= 64 &&
+              llvm::all_of(*s, [](char c) {
+                return llvm::isAlnum(c) || c == '_' || c == '-' || c == '.';
+              });
+    if (!ok)
+      r.expected("name",
+                 "a name of 1 to 64 letters, digits, '_', '-' or '.'",
+                 describeValue(*v));
+    else
+      spec.name = s->str();
+  }
+  r.integer(o, "", "vocab_size", spec.vocabSize, 1, true);
+  r.integer(o, "", "hidden_size", spec.hiddenSize, 1, true);
+  r.integer(o, "", "num_hidden_layers", spec.numHiddenLayers, 1, true);
+  r.integer(o, "", "num_attention_heads", spec.numAttentionHeads, 1, true);
+  r.integer(o, "", "intermediate_size", spec.intermediateSize, 1, true);
+  r.integer(o, "", "max_position_embeddings", spec.maxPositionEmbeddings, 1,
+            true);
+  r.number(o, "", "rms_norm_eps", spec.rmsNormEps, Reader::Range::Positive);
+  r.number(o, "", "rope_theta", spec.ropeTheta, Reader::Range::Positive);
+  r.boolean(o, "", "tie_word_embeddings", spec.tieWordEmbeddings);
+  if (!r.failed() && !spec.tieWordEmbeddings)
+    r.expected("tie_word_embeddings",
+               "true (the FBT uses E as both embedding and LM head, so plain "
+               "and fused inputs share one space)",
+               "false");
+  r.integer(o, "", "bos_token_id", spec.bosTokenId, 0);
+}
+
+void readFeedback(Reader &r, const json::Object &o, FeedbackSpec &fb) {
+  StringRef s = "feedback";
+  if (const json::Value *v = r.get(o, s, "fusion")) {
+    std::optional<StringRef> name = v->getAsString();
+    std::optional<Fusion> f;
+    for (Fusion candidate :
+         {Fusion::Glu, Fusion::Add, Fusion::Concat, Fusion::None})
+      if (name && *name == fusionName(candidate))
+        f = candidate;
+    if (!f)
+      r.expected("feedback.fusion", "one of glu, add, concat, none",
+                 describeValue(*v));
+    else
+      fb.fusion = *f;
+  }
+  r.number(o, s, "jitter", fb.jitter, Reader::Range::NonNegative);
+  // depth_scaling: true = the default 1/sqrt(2L) (resolved later),
+  // false = no scaling, or the scale itself.
+  if (const json::Value *v = r.get(o, s, "depth_scaling")) {
+    std::optional<bool> b = v->getAsBoolean();
+    std::optional<double> d = v->getAsNumber();
+    if (b)
+      fb.depthScaling = *b ? 0 : 1.0;
+    else if (d && std::isfinite(*d) && *d > 0)
+      fb.depthScaling = *d;
+    else
+      r.expected("feedback.depth_scaling", "true, false or a number > 0",
+                 describeValue(*v));
+  }
+  r.boolean(o, s, "detach_state", fb.detachState);
+  r.number(o, s, "aux_loss_weight", fb.auxLossWeight,
+           Reader::Range::NonNegative);
+  r.boolean(o, s, "prefix_mixin", fb.prefixMixin);
+}
+
+void readTraining(Reader &r, const json::Object &o, TrainingSpec &t) {
+  using Range = Reader::Range;
+  StringRef s = "training";
+  r.number(o, s, "single_pass_fraction", t.singlePassFraction, Range::Fraction);
+  r.integer(o, s, "passes", t.passes, 1);
+  r.number(o, s, "deep_pass_fraction", t.deepPassFraction, Range::Fraction);
+  r.integer(o, s, "deep_passes", t.deepPasses, 1);
+  r.integer(o, s, "batch_size", t.batchSize, 1);
+  r.integer(o, s, "sequence_length", t.sequenceLength, 1);
+  r.integer(o, s, "steps", t.steps, 1);
+  r.number(o, s, "learning_rate", t.learningRate, Range::Positive);
+  r.number(o, s, "beta1", t.beta1, Range::HalfOpenFraction);
+  r.number(o, s, "beta2", t.beta2, Range::HalfOpenFraction);
+  r.number(o, s, "adam_epsilon", t.adamEpsilon, Range::Positive);
+  r.number(o, s, "weight_decay", t.weightDecay, Range::NonNegative);
+  r.integer(o, s, "warmup_steps", t.warmupSteps, 0);
+  r.number(o, s, "min_learning_rate", t.minLearningRate, Range::NonNegative);
+  // 0 turns clipping off.
+  r.number(o, s, "grad_clip", t.gradClip, Range::NonNegative);
+  r.unsignedInteger(o, s, "seed", t.seed);
+}
+
+/// Rules between fields, checked once every field has its value.
+void checkConsistency(Reader &r, const ModelSpec &spec) {
+  const int64_t d = spec.hiddenSize, h = spec.numAttentionHeads;
+  if (d % h != 0)
+    return r.expected("num_attention_heads",
+                      "a divisor of hidden_size (" + Twine(d) + ")",
+                      Twine(h));
+  if (spec.headDim() % 2 != 0)
+    return r.expected("num_attention_heads",
+                      "an even head dimension hidden_size / "
+                      "num_attention_heads (RoPE rotates pairs)",
+                      Twine(d) + " / " + Twine(h) + " = " +
+                          Twine(spec.headDim()));
+  if (spec.bosTokenId >= spec.vocabSize)
+    return r.expected("bos_token_id",
+                      "a token id below vocab_size (" +
+                          Twine(spec.vocabSize) + ")",
+                      Twine(spec.bosTokenId));
+
+  const TrainingSpec &t = spec.training;
+  if (t.deepPasses < t.passes)
+    return r.expected("training.deep_passes",
+                      "an integer >= training.passes (" + Twine(t.passes) +
+                          ")",
+                      Twine(t.deepPasses));
+  if (t.sequenceLength > spec.maxPositionEmbeddings)
+    return r.expected("training.sequence_length",
+                      "at most max_position_embeddings (" +
+                          Twine(spec.maxPositionEmbeddings) + ")",
+                      Twine(t.sequenceLength));
+  if (t.warmupSteps > t.steps)
+    return r.expected("training.warmup_steps",
+                      "at most training.steps (" + Twine(t.steps) + ")",
+                      Twine(t.warmupSteps));
+  if (t.minLearningRate > t.learningRate)
+    return r.expected("training.min_learning_rate",
+                      "at most training.learning_rate (" +
+                          formatDouble(t.learningRate) + ")",
+                      formatDouble(t.minLearningRate));
+
+  const InferenceSpec &inf = spec.inference;
+  if (inf.maxSequenceLength > spec.maxPositionEmbeddings)
+    return r.expected("inference.max_sequence_length",
+                      "at most max_position_embeddings (" +
+                          Twine(spec.maxPositionEmbeddings) + ")",
+                      Twine(inf.maxSequenceLength));
+  if (inf.maxPromptLength > inf.maxSequenceLength)
+    return r.expected("inference.max_prompt_length",
+                      "at most inference.max_sequence_length (" +
+                          Twine(inf.maxSequenceLength) + ")",
+                      Twine(inf.maxPromptLength));
+}
+
+} // namespace
+
+llvm::Expected<ModelSpec> fbt::parseSpec(StringRef text, StringRef source) {
+  Reader r(source);
+
+  // 1. The bytes.
+  if (size_t nul = text.find('\0'); nul != StringRef::npos) {
+    r.failRoot("not a JSON text file (NUL byte at offset " + Twine(nul) +
+               ")");
+    return r.takeError();
+  }
+  if (size_t bad; !json::isUTF8(text, &bad)) {
+    r.failRoot("not a JSON text file (invalid UTF-8 at offset " +
+               Twine(bad) + ")");
+    return r.takeError();
+  }
+  text.consume_front("\xEF\xBB\xBF"); // a UTF-8 byte-order mark
+  if (text.trim().empty()) {
+    r.failRoot("expected a JSON object, got an empty file");
+    return r.takeError();
+  }
+  TextScan scan = scanText(text);
+  if (scan.tooDeepAt) {
+    auto [line, column] = lineColumn(text, *scan.tooDeepAt);
+    r.failAt(Twine(line) + ":" + Twine(column),
+             "expected at most " + Twine(kMaxNesting) +
+                 " nested arrays or objects, got more");
+    return r.takeError();
+  }
+
+  // 2. The syntax. llvm::json reports "[line:column, byte=N]: Message".
+  llvm::Expected<json::Value> root = json::parse(text);
+  if (!root) {
+    std::string log = llvm::toString(root.takeError());
+    StringRef message = log, position;
+    if (message.consume_front("["))
+      std::tie(position, message) = message.split("]: ");
+    std::string what = message.str();
+    if (!what.empty())
+      what[0] = llvm::toLower(what[0]);
+    r.failAt(position.split(',').first, "invalid JSON: " + what);
+    return r.takeError();
+  }
+  if (scan.duplicatePath) {
+    r.fail(*scan.duplicatePath,
+           "duplicate key (lines " +
+               Twine(lineColumn(text, scan.firstOffset).first) + " and " +
+               Twine(lineColumn(text, scan.duplicateOffset).first) + ")");
+    return r.takeError();
+  }
+  const json::Object *top = root->getAsObject();
+  if (!top) {
+    r.failRoot("expected a JSON object, got " + describeValue(*root));
+    return r.takeError();
+  }
+
+  // 3. Unknown keys, everywhere, before any field is read.
+  ModelSpec spec;
+  r.checkKeys(*top, "", kTopKeys);
+  const json::Object *sections[3];
+  for (auto [i, s] : llvm::enumerate(kSections)) {
+    sections[i] = r.section(*top, s.name);
+    if (sections[i])
+      r.checkKeys(*sections[i], s.name, s.keys);
+  }
+
+  // 4. Fields.
+  static const json::Object empty;
+  const json::Object &feedback = sections[0] ? *sections[0] : empty;
+  const json::Object &training = sections[1] ? *sections[1] : empty;
+  const json::Object &inference = sections[2] ? *sections[2] : empty;
+  readModel(r, *top, spec);
+  readFeedback(r, feedback, spec.feedback);
+  readTraining(r, training, spec.training);
+  InferenceSpec &inf = spec.inference;
+  r.integer(inference, "inference", "batch_size", inf.batchSize, 1);
+  r.integer(inference, "inference", "max_prompt_length", inf.maxPromptLength,
+            1);
+  r.integer(inference, "inference", "max_sequence_length",
+            inf.maxSequenceLength, 1);
+  if (r.failed())
+    return r.takeError();
+
+  // Defaults that depend on other fields.
+  if (spec.feedback.depthScaling == 0)
+    spec.feedback.depthScaling =
+        1.0 / std::sqrt(2.0 * double(spec.numHiddenLayers));
+  if (!inference.get("max_sequence_length"))
+    inf.maxSequenceLength = spec.maxPositionEmbeddings;
+  // The training length, unless that exceeds the cache (then the cache).
+  if (!inference.get("max_prompt_length"))
+    inf.maxPromptLength =
+        std::min(spec.training.sequenceLength, inf.maxSequenceLength);
+  // One deeper than the main K, so giving only `passes` stays consistent.
+  if (!training.get("deep_passes"))
+    spec.training.deepPasses = spec.training.passes + 1;
+
+  // 5. Consistency, then the arithmetic of the figures.
+  checkConsistency(r, spec);
+  if (r.failed())
+    return r.takeError();
+  llvm::Expected<Description> figures = tryDescribe(spec);
+  if (!figures)
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        (source + ": " + llvm::toString(figures.takeError())).str());
+  return spec;
+}
+
+llvm::Expected<ModelSpec> fbt::loadSpec(StringRef path) {
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
+      llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                  /*RequiresNullTerminator=*/false);
+  if (!buffer)
+    return llvm::createStringError(buffer.getError(), "cannot open '%s': %s",
+                                   path.str().c_str(),
+                                   buffer.getError().message().c_str());
+  return parseSpec((*buffer)->getBuffer(), path);
+}
