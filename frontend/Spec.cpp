@@ -206,6 +206,16 @@ std::string describeValue(const json::Value &v) {
   return "?";
 }
 
+/// A key as a path component: bare if it looks like one, else quoted, so
+/// a key holding a newline or a dot cannot break or fake the message.
+std::string displayKey(StringRef key) {
+  if (!key.empty() && llvm::all_of(key, [](char c) {
+        return llvm::isAlnum(c) || c == '_' || c == '-';
+      }))
+    return key.str();
+  return describeValue(json::Value(key.str()));
+}
+
 /// 1-based line and column of byte `offset` in `text`.
 std::pair<size_t, size_t> lineColumn(StringRef text, size_t offset) {
   StringRef before = text.take_front(offset);
@@ -244,11 +254,11 @@ TextScan scanText(StringRef text) {
       if (&f == &stack.back())
         break;
       if (f.isObject)
-        path += (path.empty() ? "" : ".") + f.key;
+        path += (path.empty() ? "" : ".") + displayKey(f.key);
       else
         path += "[" + std::to_string(f.index) + "]";
     }
-    return path + (path.empty() ? "" : ".") + key.str();
+    return path + (path.empty() ? "" : ".") + displayKey(key);
   };
   for (size_t i = 0; i < text.size(); ++i) {
     char c = text[i];
@@ -388,7 +398,8 @@ public:
   }
 
   static std::string join(StringRef section, StringRef key) {
-    return section.empty() ? key.str() : (section + "." + key).str();
+    return section.empty() ? displayKey(key)
+                           : (section + "." + displayKey(key)).str();
   }
 
   /// The field's value, or null if absent. Records an error if the field

@@ -55,7 +55,7 @@ struct ExpandMultipass
       getOperation().emitError()
           << "fbt-expand-multipass: passes must be >= 1 (or 0 to keep each "
              "objective's own K), got "
-          << passes;
+          << static_cast<int64_t>(passes);
       return signalPassFailure();
     }
     SmallVector<MultipassOp> ops;

@@ -234,6 +234,21 @@ TEST(SpecErrorTest, UnknownKeys) {
             "learning_rate?)");
 }
 
+TEST(SpecErrorTest, OddKeysAreQuoted) {
+  // A key could otherwise break the one-line message or fake a path.
+  EXPECT_EQ(errorOf(with("inference.max_seq\nlength", 1)),
+            "tiny.json: inference.\"max_seq\\nlength\": unknown key");
+  EXPECT_EQ(errorOf(with("training.passes", json::Object{})),
+            "tiny.json: training.passes: expected an integer >= 1, got an "
+            "object");
+  json::Object o = tinyObject();
+  o["a.b"] = 1;
+  EXPECT_EQ(errorOf(text(o)), "tiny.json: \"a.b\": unknown key");
+  o.erase("a.b");
+  o[""] = 1;
+  EXPECT_EQ(errorOf(text(o)), "tiny.json: \"\": unknown key");
+}
+
 TEST(SpecErrorTest, KeysInTheWrongSection) {
   EXPECT_EQ(errorOf(with("feedback.passes", 2)),
             "tiny.json: feedback.passes: unknown key (did you mean "
