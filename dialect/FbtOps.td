@@ -223,12 +223,12 @@ def Fbt_FeedbackMaskOp : Fbt_Op<"feedback_mask", [Pure]> {
   let description = [{
     `ids` is `[B, T]`; the result `[B, T]` holds 1.0 where the fused input
     replaces the plain embedding and 0.0 elsewhere: at `t = 0`, at every
-    `bos_token_id`, and inside each document's plain prefix. With
-    `prefix_mixin`, a document of length `n` starting at `t0` gets a prefix of
-    `1 + floor(u * n)` positions, `u` a uniform draw from the counter-based
-    generator keyed by (`seed`, `b`, `t0`) (so training sees the
-    prompt-then-generation shape of inference); otherwise the prefix is the
-    document's first position.
+    `bos_token_id`, and inside each document's plain prefix. A document
+    starts at `t0` = 0 or at a BOS and runs to the next BOS or the row's end
+    (`n` positions). With `prefix_mixin` its prefix is `1 + floor(u * n)`
+    positions, `u = uniform(seed, 0, b * T + t0)` (see fbt.jitter), so
+    training sees the prompt-then-generation shape of inference; otherwise
+    the prefix is the document's first position.
   }];
   let arguments = (ins Fbt_IntTensor:$ids, Optional<I64>:$seed,
                        I64Attr:$bos_token_id, UnitAttr:$prefix_mixin);
@@ -240,9 +240,16 @@ def Fbt_FeedbackMaskOp : Fbt_Op<"feedback_mask", [Pure]> {
 def Fbt_JitterOp : Fbt_Op<"jitter", [Pure, Differentiable]> {
   let summary = "training noise on the carried state: input + epsilon * U(-1, 1)";
   let description = [{
-    The noise is counter-based: element `i` of stream `stream` under `seed`
-    is a pure function of the three, so a step is reproducible and each pass
-    (stream) draws its own noise.
+    The noise is counter-based: element `i` (row-major flat index) of stream
+    `stream` under `seed` is `epsilon * (2 * uniform(seed, stream, i) - 1)`,
+    a pure function of the three, so a step is reproducible and each pass
+    (stream) draws its own noise. With 64-bit wrapping arithmetic,
+      mix(z) = splitmix64 finalizer: z += 0x9E3779B97F4A7C15;
+               z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9;
+               z = (z ^ (z >> 27)) * 0x94D049BB133111EB; z ^ (z >> 31)
+      uniform(seed, stream, i) =
+          (mix(mix(seed ^ (stream * 0xD1B54A32D192ED03)) + i) >> 40) * 2^-24
+    a float in [0, 1) with 24 random bits, exact in f32.
   }];
   let arguments = (ins Fbt_FloatTensor:$input, I64:$seed, F64Attr:$epsilon,
                        DefaultValuedAttr<I64Attr, "0">:$stream);

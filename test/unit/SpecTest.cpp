@@ -237,7 +237,8 @@ TEST(SpecErrorTest, UnknownKeys) {
 TEST(SpecErrorTest, OddKeysAreQuoted) {
   // A key could otherwise break the one-line message or fake a path.
   EXPECT_EQ(errorOf(with("inference.max_seq\nlength", 1)),
-            "tiny.json: inference.\"max_seq\\nlength\": unknown key");
+            "tiny.json: inference.\"max_seq\\nlength\": unknown key (did "
+            "you mean max_sequence_length?)");
   EXPECT_EQ(errorOf(with("training.passes", json::Object{})),
             "tiny.json: training.passes: expected an integer >= 1, got an "
             "object");
