@@ -2,6 +2,7 @@
 #ifndef FBT_DIALECT_FBTDIALECT_H
 #define FBT_DIALECT_FBTDIALECT_H
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Dialect.h"
 
 #include "dialect/FbtOpsDialect.h.inc"

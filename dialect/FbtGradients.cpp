@@ -9,6 +9,8 @@
 
 #include "dialect/FbtOps.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+
 using namespace mlir;
 using namespace mlir::fbt;
 
@@ -165,5 +167,28 @@ LogicalResult CombineLossesOp::buildGradients(OpBuilder &b,
   // Only the weighted total is differentiated; pass_losses are reported.
   for (double w : getWeights())
     grads.push_back(dys[0] ? scaled(b, getLoc(), dys[0], w) : Value());
+  return success();
+}
+
+LogicalResult GatedInputNormOp::buildGradients(OpBuilder &b,
+                                               ArrayRef<Value> dys,
+                                               SmallVectorImpl<Value> &grads) {
+  // The fused backward needs both result gradients; a missing one is zero.
+  auto zeros = [&](Type t) -> Value {
+    auto tt = cast<RankedTensorType>(t);
+    return arith::ConstantOp::create(
+        b, getLoc(), tt,
+        DenseElementsAttr::get(tt, FloatAttr::get(tt.getElementType(), 0.0)
+                                       .getValue()));
+  };
+  Value dInput = dys[0] ? dys[0] : zeros(getInput().getType());
+  Value dNormed = dys[1] ? dys[1] : zeros(getNormed().getType());
+  auto g = GatedInputNormGradOp::create(
+      b, getLoc(), getValue().getType(), getGate().getType(),
+      getEmbedding().getType(), getScale().getType(), dInput, dNormed,
+      getValue(), getGate(), getEmbedding(), getMask(), getScale(),
+      getEpsilonAttr());
+  grads.append({g.getValueGrad(), g.getGateGrad(), g.getEmbeddingGrad(),
+                Value(), g.getScaleGrad()});
   return success();
 }

@@ -596,3 +596,99 @@ LogicalResult FeedbackGradOp::verify() {
       return failure();
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// Fused feedback input, decomposition helpers, optimizer
+//===----------------------------------------------------------------------===//
+
+/// value, gate, embedding: [B, T, D]; mask: [B, T]; scale: [D].
+static LogicalResult verifyGatedInput(Operation *op, Value value, Value gate,
+                                      Value embedding, Value mask,
+                                      Value scale) {
+  if (failed(expectSameFloatType(op)) ||
+      failed(expectRank(op, value, "value", 3, "[B, T, D]")))
+    return failure();
+  ArrayRef<int64_t> x = shapeOf(value);
+  if (failed(expectShape(op, gate, "gate", x, "same as the value")) ||
+      failed(expectShape(op, embedding, "embedding", x, "same as the value")) ||
+      failed(expectShape(op, mask, "mask", {x[0], x[1]}, "[B, T] of the value")))
+    return failure();
+  return expectShape(op, scale, "scale", {x[2]}, "[D] of the value");
+}
+
+LogicalResult GatedInputNormOp::verify() {
+  if (failed(verifyGatedInput(*this, getValue(), getGate(), getEmbedding(),
+                              getMask(), getScale())))
+    return failure();
+  ArrayRef<int64_t> x = shapeOf(getValue());
+  if (failed(expectShape(*this, getInput(), "input", x, "same as the value")))
+    return failure();
+  return expectShape(*this, getNormed(), "normed", x, "same as the value");
+}
+
+LogicalResult GatedInputNormGradOp::verify() {
+  if (failed(verifyGatedInput(*this, getValue(), getGate(), getEmbedding(),
+                              getMask(), getScale())))
+    return failure();
+  ArrayRef<int64_t> x = shapeOf(getValue());
+  for (Value g : {getInputGrad(), getNormedGrad()})
+    if (failed(expectShape(*this, g, "grad", x, "same as the value")))
+      return failure();
+  return expectShape(*this, getScaleGrad(), "scale_grad", {x[2]},
+                     "same as the scale");
+}
+
+LogicalResult GluGateOp::verify() {
+  return verifySameShapes(*this, {{getValue(), "value"}, {getGate(), "gate"}});
+}
+
+LogicalResult GluGateGradOp::verify() {
+  return verifySameShapes(
+      *this, {{getGrad(), "grad"}, {getValue(), "value"}, {getGate(), "gate"}});
+}
+
+LogicalResult ConcatOp::verify() {
+  if (failed(expectSameFloatType(*this)) ||
+      failed(expectMinRank(*this, getLhs(), "lhs", 1, "[..., A]")))
+    return failure();
+  ArrayRef<int64_t> a = shapeOf(getLhs()), b = shapeOf(getRhs());
+  if (failed(expectShape(*this, getRhs(), "rhs", withLast(a, b.back()),
+                         "the lhs's leading dims")))
+    return failure();
+  int64_t sum = a.back() == kDyn || b.back() == kDyn ? kDyn : a.back() + b.back();
+  return expectShape(*this, getResult(), "result", withLast(a, sum),
+                     "[..., A + B]");
+}
+
+LogicalResult SplitOp::verify() {
+  if (failed(expectSameFloatType(*this)) ||
+      failed(expectMinRank(*this, getInput(), "input", 1, "[..., 2N]")))
+    return failure();
+  ArrayRef<int64_t> x = shapeOf(getInput());
+  if (x.back() != kDyn && x.back() % 2)
+    return emitOpError() << "operand #0 ('input') must have an even last dim, "
+                         << "got " << shapeStr(x);
+  int64_t half = x.back() == kDyn ? kDyn : x.back() / 2;
+  if (failed(expectShape(*this, getLhs(), "lhs", withLast(x, half),
+                         "half of the input")))
+    return failure();
+  return expectShape(*this, getRhs(), "rhs", withLast(x, half),
+                     "half of the input");
+}
+
+LogicalResult AdamWOp::verify() {
+  if (failed(verifySameShapes(*this, {{getParam(), "param"},
+                                      {getGrad(), "grad"},
+                                      {getM(), "m"},
+                                      {getV(), "v"}})))
+    return failure();
+  for (auto [name, v] : {std::pair<StringRef, double>{"beta1", getBeta1().convertToDouble()},
+                         {"beta2", getBeta2().convertToDouble()}})
+    if (!(v >= 0 && v < 1))
+      return emitOpError() << name << " must be in [0, 1), got " << num(v);
+  if (!(getEpsilon().convertToDouble() > 0))
+    return emitOpError() << "epsilon must be > 0";
+  if (!(getMaxGradNorm().convertToDouble() > 0))
+    return emitOpError() << "max_grad_norm must be > 0";
+  return success();
+}

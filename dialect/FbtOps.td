@@ -27,6 +27,8 @@ def Fbt_Dialect : Dialect {
   let name = "fbt";
   let cppNamespace = "::mlir::fbt";
   let summary = "Model-level operations of the Full-Bandwidth Transformer";
+  // Gradient rules materialize zeros and ones as arith.constant.
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
   let description = [{
     The fbt dialect states an FBT model and its K-pass training objective at
     the level of transformer building blocks. Passes expand the objective,
@@ -478,6 +480,118 @@ def Fbt_FeedbackGradOp : Fbt_Op<"feedback_grad", [Pure]> {
                       Variadic<Fbt_FloatTensor>:$weight_grads);
   let assemblyFormat = [{
     $fusion $grad `,` $embedding `,` $state `,` $weights attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Fused feedback input (fbt-fuse-feedback-gate)
+//===----------------------------------------------------------------------===//
+
+def Fbt_GatedInputNormOp : Fbt_Op<"gated_input_norm", [Pure, Differentiable]> {
+  let summary = "the GLU gate fused into the first layer's input and RMSNorm";
+  let description = [{
+    `value = state @ W_U^T` and `gate = embedding @ W_G^T` are `[B, T, D]`
+    GEMM results; this op is their epilogue:
+      input = mask ? value * sigmoid(gate) : embedding
+      normed = RMSNorm(input) * scale
+    `input` feeds the residual stream, `normed` the first attention. One pass
+    over memory instead of a feedback kernel, a select and a norm.
+  }];
+  let arguments = (ins Fbt_FloatTensor:$value, Fbt_FloatTensor:$gate,
+                       Fbt_FloatTensor:$embedding, Fbt_FloatTensor:$mask,
+                       Fbt_FloatTensor:$scale, F64Attr:$epsilon);
+  let results = (outs Fbt_FloatTensor:$input, Fbt_FloatTensor:$normed);
+  let assemblyFormat = [{
+    $value `,` $gate `,` $embedding `,` $mask `,` $scale attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Fbt_GatedInputNormGradOp : Fbt_Op<"gated_input_norm_grad", [Pure]> {
+  let summary = "backward of fbt.gated_input_norm in one pass";
+  let description = [{
+    With `d = rmsnorm_grad(normed_grad) + input_grad` (the two uses of the
+    input): `value_grad = mask * d * sigmoid(gate)`,
+    `gate_grad = mask * d * value * sigmoid'(gate)`,
+    `embedding_grad = (1 - mask) * d`, and the scale's gradient.
+  }];
+  let arguments = (ins Fbt_FloatTensor:$input_grad,
+                       Fbt_FloatTensor:$normed_grad,
+                       Fbt_FloatTensor:$value, Fbt_FloatTensor:$gate,
+                       Fbt_FloatTensor:$embedding, Fbt_FloatTensor:$mask,
+                       Fbt_FloatTensor:$scale, F64Attr:$epsilon);
+  let results = (outs Fbt_FloatTensor:$value_grad, Fbt_FloatTensor:$gate_grad,
+                      Fbt_FloatTensor:$embedding_grad, Fbt_FloatTensor:$scale_grad);
+  let assemblyFormat = [{
+    $input_grad `,` $normed_grad `,` $value `,` $gate `,` $embedding `,` $mask `,` $scale attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Fbt_GluGateOp : Fbt_Op<"glu_gate", [Pure]> {
+  let summary = "value * sigmoid(gate), elementwise (the GLU fusion's epilogue)";
+  let arguments = (ins Fbt_FloatTensor:$value, Fbt_FloatTensor:$gate);
+  let results = (outs Fbt_FloatTensor:$result);
+  let assemblyFormat = "$value `,` $gate attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Fbt_GluGateGradOp : Fbt_Op<"glu_gate_grad", [Pure]> {
+  let summary = "gradients of value * sigmoid(gate) wrt value and gate";
+  let arguments = (ins Fbt_FloatTensor:$grad, Fbt_FloatTensor:$value,
+                       Fbt_FloatTensor:$gate);
+  let results = (outs Fbt_FloatTensor:$value_grad, Fbt_FloatTensor:$gate_grad);
+  let assemblyFormat = "$grad `,` $value `,` $gate attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Fbt_ConcatOp : Fbt_Op<"concat", [Pure]> {
+  let summary = "concatenate along the last dimension";
+  let arguments = (ins Fbt_FloatTensor:$lhs, Fbt_FloatTensor:$rhs);
+  let results = (outs Fbt_FloatTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Fbt_SplitOp : Fbt_Op<"split", [Pure]> {
+  let summary = "split the last dimension in two halves (concat's transpose)";
+  let arguments = (ins Fbt_FloatTensor:$input);
+  let results = (outs Fbt_FloatTensor:$lhs, Fbt_FloatTensor:$rhs);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizer (fbt-optimizer)
+//===----------------------------------------------------------------------===//
+
+def Fbt_GlobalNormOp : Fbt_Op<"global_norm", [Pure]> {
+  let summary = "sqrt of the sum of squares of every element of every operand";
+  let arguments = (ins Variadic<Fbt_FloatTensor>:$inputs);
+  let results = (outs Fbt_Scalar:$result);
+  let assemblyFormat = "$inputs attr-dict `:` type($inputs) `->` type($result)";
+}
+
+def Fbt_AdamWOp : Fbt_Op<"adamw", [Pure,
+    AllTypesMatch<["param", "grad", "m", "v", "new_param", "new_m", "new_v"]>]> {
+  let summary = "one AdamW update with global-norm clipping, elementwise";
+  let description = [{
+    `clip = min(1, max_grad_norm / (grad_norm + 1e-6))`, `g = grad * clip`,
+    `m' = beta1*m + (1-beta1)*g`, `v' = beta2*v + (1-beta2)*g^2`,
+    `p' = p * (1 - lr*weight_decay) - lr/(1-beta1^step) * m' /
+          (sqrt(v') / sqrt(1-beta2^step) + epsilon)`.
+    `step` counts from 1. Bufferizes in place on `param`, `m` and `v`.
+  }];
+  let arguments = (ins Fbt_FloatTensor:$param, Fbt_FloatTensor:$grad,
+                       Fbt_FloatTensor:$m, Fbt_FloatTensor:$v,
+                       Fbt_Scalar:$lr, Fbt_Scalar:$step, Fbt_Scalar:$grad_norm,
+                       F64Attr:$beta1, F64Attr:$beta2, F64Attr:$epsilon,
+                       F64Attr:$weight_decay, F64Attr:$max_grad_norm);
+  let results = (outs Fbt_FloatTensor:$new_param, Fbt_FloatTensor:$new_m,
+                      Fbt_FloatTensor:$new_v);
+  let assemblyFormat = [{
+    $param `,` $grad `,` $m `,` $v `,` $lr `,` $step `,` $grad_norm attr-dict `:` type($param) `,` type($lr) `,` type($step) `,` type($grad_norm)
   }];
   let hasVerifier = 1;
 }

@@ -89,11 +89,11 @@ public:
     if (!firstOverflow)
       return llvm::Error::success();
     const auto &[f, what] = *firstOverflow;
-    return llvm::createStringError(
-        llvm::inconvertibleErrorCode(),
-        llvm::Twine(f.blame ? f.blame : "spec") +
-            ": expected a smaller value (" + what +
-            " would exceed 64 bits), got " + llvm::Twine(f.blameValue));
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   llvm::Twine(f.blame ? f.blame : "spec") +
+                                       ": expected a smaller value (" + what +
+                                       " would exceed 64 bits), got " +
+                                       llvm::Twine(f.blameValue));
   }
 
 private:
@@ -128,7 +128,7 @@ llvm::Expected<Description> fbt::tryDescribe(const ModelSpec &spec) {
   Figure shared = V * D + L * (2 * D + 4 * D * D + 3 * D * F) + D;
   Figure fb;
   switch (spec.feedback.fusion) {
-  case Fusion::Glu: // W_U, W_G: D x D each.
+  case Fusion::Glu:    // W_U, W_G: D x D each.
   case Fusion::Concat: // W: D x 2D.
     fb = 2 * D * D;
     break;
@@ -174,8 +174,8 @@ llvm::Expected<Description> fbt::tryDescribe(const ModelSpec &spec) {
     p.passes = k;
     p.trainFlopsPerToken = check(flops, "the training FLOPs per token" + at);
     p.activationBytes = check(activations, "the activation bytes" + at);
-    p.stepBytes = check(weights + grads + adam + activations,
-                        "the training memory" + at);
+    p.stepBytes =
+        check(weights + grads + adam + activations, "the training memory" + at);
     d.passes.push_back(p);
   }
 
@@ -242,8 +242,7 @@ std::string fbt::formatCount(uint64_t n) {
 }
 
 std::string fbt::formatBytes(uint64_t n) {
-  static const char *const units[] = {"KiB", "MiB", "GiB",
-                                      "TiB", "PiB", "EiB"};
+  static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
   if (n < 1024)
     return std::to_string(n) + " B";
   return formatScaled(n, 1024, units, " ");
@@ -309,8 +308,8 @@ void fbt::printDescription(const ModelSpec &spec, const Description &d,
      << ") F=" << spec.intermediateSize << "\n";
   os << "feedback: " << fusionName(spec.feedback.fusion)
      << " fusion, depth scaling "
-     << llvm::format("%.4g", spec.feedback.depthScaling)
-     << ", K in " << passList(spec) << "\n\n";
+     << llvm::format("%.4g", spec.feedback.depthScaling) << ", K in "
+     << passList(spec) << "\n\n";
 
   Table t;
   t.heading("parameters");
@@ -319,9 +318,8 @@ void fbt::printDescription(const ModelSpec &spec, const Description &d,
           d.feedbackParams);
   t.count("total", d.totalParams);
 
-  t.heading("training (fp32, batch " +
-            std::to_string(spec.training.batchSize) + " x " +
-            std::to_string(spec.training.sequenceLength) + " tokens)");
+  t.heading("training (fp32, batch " + std::to_string(spec.training.batchSize) +
+            " x " + std::to_string(spec.training.sequenceLength) + " tokens)");
   t.bytes("weights", d.weightBytes);
   t.bytes("gradients", d.gradientBytes);
   t.bytes("AdamW moments", d.optimizerBytes);

@@ -160,6 +160,8 @@ private:
     unsigned i = 0;
     for (const ParameterInfo &p : params) {
       fn.setArgAttr(i, "fbt.name", b.getStringAttr(p.name));
+      if (p.decay)
+        fn.setArgAttr(i, "fbt.decay", b.getUnitAttr());
       fn.setArgAttr(i++, "fbt.param", b.getUnitAttr());
     }
     for (auto &in : inputs)

@@ -19,19 +19,16 @@
 
 #include "frontend/Spec.h"
 #include "frontend/Describe.h"
+#include "frontend/JsonText.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringExtras.h"
-#include "llvm/ADT/StringMap.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
-#include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 #include <optional>
 #include <tuple>
 
@@ -77,22 +74,39 @@ std::vector<int64_t> ModelSpec::scheduledPasses() const {
 namespace {
 
 // The keys each object may hold, in the order their fields are checked.
-constexpr StringRef kTopKeys[] = {
-    "name",          "vocab_size",        "hidden_size",
-    "num_hidden_layers", "num_attention_heads", "intermediate_size",
-    "max_position_embeddings", "rms_norm_eps", "rope_theta",
-    "tie_word_embeddings",     "bos_token_id", "feedback",
-    "training",      "inference"};
+constexpr StringRef kTopKeys[] = {"name",
+                                  "vocab_size",
+                                  "hidden_size",
+                                  "num_hidden_layers",
+                                  "num_attention_heads",
+                                  "intermediate_size",
+                                  "max_position_embeddings",
+                                  "rms_norm_eps",
+                                  "rope_theta",
+                                  "tie_word_embeddings",
+                                  "bos_token_id",
+                                  "feedback",
+                                  "training",
+                                  "inference"};
 constexpr StringRef kFeedbackKeys[] = {"fusion",          "jitter",
                                        "depth_scaling",   "detach_state",
                                        "aux_loss_weight", "prefix_mixin"};
-constexpr StringRef kTrainingKeys[] = {
-    "single_pass_fraction", "passes",        "deep_pass_fraction",
-    "deep_passes",          "batch_size",    "sequence_length",
-    "steps",                "learning_rate", "beta1",
-    "beta2",                "adam_epsilon",  "weight_decay",
-    "warmup_steps",         "min_learning_rate", "grad_clip",
-    "seed"};
+constexpr StringRef kTrainingKeys[] = {"single_pass_fraction",
+                                       "passes",
+                                       "deep_pass_fraction",
+                                       "deep_passes",
+                                       "batch_size",
+                                       "sequence_length",
+                                       "steps",
+                                       "learning_rate",
+                                       "beta1",
+                                       "beta2",
+                                       "adam_epsilon",
+                                       "weight_decay",
+                                       "warmup_steps",
+                                       "min_learning_rate",
+                                       "grad_clip",
+                                       "seed"};
 constexpr StringRef kInferenceKeys[] = {"batch_size", "max_prompt_length",
                                         "max_sequence_length"};
 
@@ -116,199 +130,6 @@ const std::pair<StringRef, StringRef> kAliases[] = {
     {"lr", "training.learning_rate"},
     {"ffn_dim", "intermediate_size"}};
 
-/// A spec nests two objects deep; anything much deeper is not a spec, and
-/// the limit keeps llvm::json's recursive parser and destructor off deep
-/// stacks (a fuzzer finds "[[[[..." quickly).
-constexpr unsigned kMaxNesting = 32;
-
-/// Shortest decimal that reads back as `d`, so errors echo what the user
-/// wrote ("0.1", not "0.10000000000000001").
-std::string formatDouble(double d) {
-  if (std::isnan(d))
-    return "nan";
-  if (std::isinf(d))
-    return d > 0 ? "a number beyond the double range"
-                 : "a number below the double range";
-  char buf[40];
-  for (int precision = 1; precision <= 17; ++precision) {
-    std::snprintf(buf, sizeof(buf), "%.*g", precision, d);
-    if (std::strtod(buf, nullptr) == d)
-      break;
-  }
-  return buf;
-}
-
-/// The value if `v` is a number with an integral value that fits in int64.
-std::optional<int64_t> asInt64(const json::Value &v) {
-  std::optional<double> d = v.getAsNumber();
-  if (!d)
-    return std::nullopt;
-  if (std::optional<uint64_t> u = v.getAsUINT64()) // exact for integers >= 0
-    return *u <= uint64_t(INT64_MAX) ? std::optional<int64_t>(int64_t(*u))
-                                     : std::nullopt;
-  // Negative integers and doubles. json::Value::getAsInteger would convert a
-  // double of exactly 2^63 to int64 (undefined), so the range is checked
-  // here first.
-  if (std::trunc(*d) != *d || !(*d >= -0x1p63 && *d < 0x1p63))
-    return std::nullopt;
-  return v.getAsInteger();
-}
-
-/// The value if `v` is a number with an integral value that fits in uint64.
-std::optional<uint64_t> asUInt64(const json::Value &v) {
-  if (std::optional<uint64_t> u = v.getAsUINT64())
-    return u;
-  std::optional<double> d = v.getAsNumber();
-  if (!d || std::trunc(*d) != *d || !(*d >= 0 && *d < 0x1p64))
-    return std::nullopt;
-  return uint64_t(*d);
-}
-
-/// Cuts `s` to at most `max` bytes without splitting a UTF-8 sequence.
-StringRef truncateUtf8(StringRef s, size_t max) {
-  if (s.size() <= max)
-    return s;
-  size_t end = max;
-  while (end > 0 && (uint8_t(s[end]) & 0xC0) == 0x80)
-    --end;
-  return s.take_front(end);
-}
-
-/// How an error message shows the value it got: scalars as JSON (strings
-/// quoted and shortened), containers by kind only.
-std::string describeValue(const json::Value &v) {
-  switch (v.kind()) {
-  case json::Value::Null:
-    return "null";
-  case json::Value::Boolean:
-    return *v.getAsBoolean() ? "true" : "false";
-  case json::Value::Number:
-    if (std::optional<int64_t> i = asInt64(v))
-      return std::to_string(*i);
-    if (std::optional<uint64_t> u = v.getAsUINT64())
-      return std::to_string(*u);
-    return formatDouble(*v.getAsNumber());
-  case json::Value::String: {
-    StringRef s = *v.getAsString();
-    StringRef shown = truncateUtf8(s, 40);
-    std::string out;
-    llvm::raw_string_ostream os(out);
-    os << json::Value(shown.str());
-    if (shown.size() < s.size())
-      out.insert(out.size() - 1, "...");
-    return out;
-  }
-  case json::Value::Array:
-    return "an array";
-  case json::Value::Object:
-    return "an object";
-  }
-  return "?";
-}
-
-/// A key as a path component: bare if it looks like one, else quoted, so
-/// a key holding a newline or a dot cannot break or fake the message.
-std::string displayKey(StringRef key) {
-  if (!key.empty() && llvm::all_of(key, [](char c) {
-        return llvm::isAlnum(c) || c == '_' || c == '-';
-      }))
-    return key.str();
-  return describeValue(json::Value(key.str()));
-}
-
-/// 1-based line and column of byte `offset` in `text`.
-std::pair<size_t, size_t> lineColumn(StringRef text, size_t offset) {
-  StringRef before = text.take_front(offset);
-  size_t line = 1 + before.count('\n');
-  size_t lastNewline = before.rfind('\n');
-  size_t column =
-      lastNewline == StringRef::npos ? offset + 1 : offset - lastNewline;
-  return {line, column};
-}
-
-/// What a pass over the raw text finds that llvm::json does not report.
-struct TextScan {
-  std::optional<size_t> tooDeepAt;
-  /// First repeated key: its path and the byte offsets of both occurrences.
-  std::optional<std::string> duplicatePath;
-  size_t firstOffset = 0, duplicateOffset = 0;
-};
-
-/// Scans JSON text for nesting depth and duplicate keys. On invalid JSON the
-/// depth is still an upper bound of the parser's recursion (both agree on
-/// where strings are up to the first syntax error); the duplicate result is
-/// only used once the text has parsed.
-TextScan scanText(StringRef text) {
-  struct Frame {
-    bool isObject = false;
-    bool expectKey = false;
-    size_t index = 0;
-    std::string key;
-    llvm::StringMap<size_t> keys; // key -> offset of its first occurrence
-  };
-  TextScan scan;
-  llvm::SmallVector<Frame, 4> stack;
-  auto pathTo = [&](StringRef key) {
-    std::string path;
-    for (const Frame &f : stack) {
-      if (&f == &stack.back())
-        break;
-      if (f.isObject)
-        path += (path.empty() ? "" : ".") + displayKey(f.key);
-      else
-        path += "[" + std::to_string(f.index) + "]";
-    }
-    return path + (path.empty() ? "" : ".") + displayKey(key);
-  };
-  for (size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    if (c == '{' || c == '[') {
-      if (stack.size() == kMaxNesting) {
-        scan.tooDeepAt = i;
-        return scan;
-      }
-      Frame &f = stack.emplace_back();
-      f.isObject = f.expectKey = c == '{';
-    } else if (c == '}' || c == ']') {
-      if (!stack.empty())
-        stack.pop_back();
-    } else if (c == ',') {
-      if (!stack.empty()) {
-        stack.back().expectKey = stack.back().isObject;
-        ++stack.back().index;
-      }
-    } else if (c == '"') {
-      size_t start = i;
-      for (++i; i < text.size() && text[i] != '"'; ++i)
-        if (text[i] == '\\')
-          ++i;
-      if (stack.empty() || !stack.back().expectKey)
-        continue;
-      // A key: decode its escapes (if any) the way the parser does.
-      StringRef quoted = text.slice(start, std::min(i + 1, text.size()));
-      std::string key = quoted.drop_front().drop_back().str();
-      if (quoted.contains('\\')) {
-        llvm::Expected<json::Value> decoded = json::parse(quoted);
-        if (!decoded) {
-          llvm::consumeError(decoded.takeError());
-          continue;
-        }
-        key = decoded->getAsString()->str();
-      }
-      Frame &top = stack.back();
-      top.expectKey = false;
-      top.key = key;
-      auto [it, inserted] = top.keys.try_emplace(key, start);
-      if (!inserted && !scan.duplicatePath) {
-        scan.duplicatePath = pathTo(key);
-        scan.firstOffset = it->second;
-        scan.duplicateOffset = start;
-      }
-    }
-  }
-  return scan;
-}
-
 /// What to suggest for an unknown `key` in `section` ("" = top level): a
 /// likely typo of a key of the section, the key's place in another section,
 /// or the name this format uses for another config's key.
@@ -330,7 +151,10 @@ std::optional<std::string> suggestKey(StringRef section, StringRef key,
   for (const SectionKeys &s : kSections)
     if (s.name != section && llvm::is_contained(s.keys, key))
       return relative((s.name + "." + key).str());
-  // A typo: the nearest key, if within a third of its length.
+  // A typo: the nearest key, if within a third of its length. (Long keys
+  // are no typo of a known one, and would make the distance slow.)
+  if (key.size() > 64)
+    return std::nullopt;
   std::string lower = key.lower();
   std::optional<StringRef> best;
   unsigned bestDistance = 0;
@@ -421,8 +245,8 @@ public:
       return;
     std::optional<int64_t> i = asInt64(*v);
     if (!i || *i < min)
-      return expected(join(section, key),
-                      "an integer >= " + Twine(min), describeValue(*v));
+      return expected(join(section, key), "an integer >= " + Twine(min),
+                      describeValue(*v));
     out = *i;
   }
 
@@ -502,13 +326,12 @@ void readModel(Reader &r, const json::Object &o, ModelSpec &spec) {
   if (const json::Value *v = r.get(o, "", "name")) {
     std::optional<StringRef> s = v->getAsString();
     // The name may become part of file and symbol names.
-    bool ok = s && !s->empty() && s->size() <= 64 &&
-              llvm::all_of(*s, [](char c) {
-                return llvm::isAlnum(c) || c == '_' || c == '-' || c == '.';
-              });
+    bool ok =
+        s && !s->empty() && s->size() <= 64 && llvm::all_of(*s, [](char c) {
+          return llvm::isAlnum(c) || c == '_' || c == '-' || c == '.';
+        });
     if (!ok)
-      r.expected("name",
-                 "a name of 1 to 64 letters, digits, '_', '-' or '.'",
+      r.expected("name", "a name of 1 to 64 letters, digits, '_', '-' or '.'",
                  describeValue(*v));
     else
       spec.name = s->str();
@@ -593,8 +416,7 @@ void checkConsistency(Reader &r, const ModelSpec &spec) {
   const int64_t d = spec.hiddenSize, h = spec.numAttentionHeads;
   if (d % h != 0)
     return r.expected("num_attention_heads",
-                      "a divisor of hidden_size (" + Twine(d) + ")",
-                      Twine(h));
+                      "a divisor of hidden_size (" + Twine(d) + ")", Twine(h));
   if (spec.headDim() % 2 != 0)
     return r.expected("num_attention_heads",
                       "an even head dimension hidden_size / "
@@ -603,15 +425,14 @@ void checkConsistency(Reader &r, const ModelSpec &spec) {
                           Twine(spec.headDim()));
   if (spec.bosTokenId >= spec.vocabSize)
     return r.expected("bos_token_id",
-                      "a token id below vocab_size (" +
-                          Twine(spec.vocabSize) + ")",
+                      "a token id below vocab_size (" + Twine(spec.vocabSize) +
+                          ")",
                       Twine(spec.bosTokenId));
 
   const TrainingSpec &t = spec.training;
   if (t.deepPasses < t.passes)
     return r.expected("training.deep_passes",
-                      "an integer >= training.passes (" + Twine(t.passes) +
-                          ")",
+                      "an integer >= training.passes (" + Twine(t.passes) + ")",
                       Twine(t.deepPasses));
   if (t.sequenceLength > spec.maxPositionEmbeddings)
     return r.expected("training.sequence_length",
@@ -648,13 +469,12 @@ llvm::Expected<ModelSpec> fbt::parseSpec(StringRef text, StringRef source) {
 
   // 1. The bytes.
   if (size_t nul = text.find('\0'); nul != StringRef::npos) {
-    r.failRoot("not a JSON text file (NUL byte at offset " + Twine(nul) +
-               ")");
+    r.failRoot("not a JSON text file (NUL byte at offset " + Twine(nul) + ")");
     return r.takeError();
   }
   if (size_t bad; !json::isUTF8(text, &bad)) {
-    r.failRoot("not a JSON text file (invalid UTF-8 at offset " +
-               Twine(bad) + ")");
+    r.failRoot("not a JSON text file (invalid UTF-8 at offset " + Twine(bad) +
+               ")");
     return r.takeError();
   }
   text.consume_front("\xEF\xBB\xBF"); // a UTF-8 byte-order mark
@@ -681,7 +501,10 @@ llvm::Expected<ModelSpec> fbt::parseSpec(StringRef text, StringRef source) {
     std::string what = message.str();
     if (!what.empty())
       what[0] = llvm::toLower(what[0]);
-    r.failAt(position.split(',').first, "invalid JSON: " + what);
+    if (position.empty())
+      r.failRoot("invalid JSON: " + what);
+    else
+      r.failAt(position.split(',').first, "invalid JSON: " + what);
     return r.takeError();
   }
   if (scan.duplicatePath) {
@@ -735,8 +558,11 @@ llvm::Expected<ModelSpec> fbt::parseSpec(StringRef text, StringRef source) {
     inf.maxPromptLength =
         std::min(spec.training.sequenceLength, inf.maxSequenceLength);
   // One deeper than the main K, so giving only `passes` stays consistent.
+  // (At INT64_MAX passes the overflow check below names the field.)
   if (!training.get("deep_passes"))
-    spec.training.deepPasses = spec.training.passes + 1;
+    spec.training.deepPasses = spec.training.passes == INT64_MAX
+                                   ? INT64_MAX
+                                   : spec.training.passes + 1;
 
   // 5. Consistency, then the arithmetic of the figures.
   checkConsistency(r, spec);

@@ -22,9 +22,24 @@ struct TrainPipelineOptions
                          llvm::cl::desc("Expand every objective with this K "
                                         "(0: the K each step states)"),
                          llvm::cl::init(0)};
+  Option<bool> fuseFeedbackGate{
+      *this, "fuse-feedback-gate",
+      llvm::cl::desc("Fold the GLU gate into the first layer's norm"),
+      llvm::cl::init(true)};
+  Option<bool> optimizer{*this, "optimizer",
+                         llvm::cl::desc("Append clipping and AdamW"),
+                         llvm::cl::init(true)};
+  Option<double> beta1{*this, "beta1", llvm::cl::init(0.9)};
+  Option<double> beta2{*this, "beta2", llvm::cl::init(0.95)};
+  Option<double> epsilon{*this, "epsilon", llvm::cl::init(1e-8)};
+  Option<double> weightDecay{*this, "weight-decay", llvm::cl::init(0.1)};
+  Option<double> maxGradNorm{*this, "max-grad-norm", llvm::cl::init(1.0)};
+  Option<bool> keepGradientStep{*this, "keep-gradient-step",
+                                llvm::cl::init(false)};
 };
 
-/// expand-multipass, autodiff, then cleanups.
+/// expand-multipass, fuse-feedback-gate, autodiff, decompose, optimizer,
+/// then cleanups.
 void buildTrainPipeline(OpPassManager &pm, const TrainPipelineOptions &opts);
 
 /// Registers every fbt pass and the named pipelines.

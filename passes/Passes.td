@@ -35,4 +35,51 @@ def FbtAutodiff : Pass<"fbt-autodiff", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::fbt::FbtDialect", "::mlir::arith::ArithDialect"];
 }
 
+def FbtFuseFeedbackGate : Pass<"fbt-fuse-feedback-gate", "::mlir::ModuleOp"> {
+  let summary = "Fold the GLU feedback gate into the first layer's input norm";
+  let description = [{
+    Rewrites `rmsnorm(where(m, feedback glu(e, s, W_U, W_G), e))` into two
+    GEMMs, `W_U s` and `W_G e`, and one fbt.gated_input_norm epilogue that
+    applies the gate, the select and the norm in one pass over memory. The
+    fused op's gradient rule emits the fused backward, so running this before
+    fbt-autodiff fuses both directions. `W_G e` does not depend on the pass,
+    so CSE leaves one gate GEMM for all K-1 fused passes.
+  }];
+  let dependentDialects = ["::mlir::fbt::FbtDialect"];
+}
+
+def FbtDecompose : Pass<"fbt-decompose", "::mlir::ModuleOp"> {
+  let summary = "Composite ops into GEMMs and elementwise primitives";
+  let description = [{
+    fbt.feedback and fbt.feedback_grad become library GEMMs (matmul and its
+    two gradients) plus elementwise epilogues (glu_gate, add, concat/split),
+    so fbt-to-kernels sees only GEMMs and single-kernel primitives. The
+    transformer layer is already stated in primitives by the frontend.
+  }];
+  let dependentDialects = ["::mlir::fbt::FbtDialect"];
+}
+
+def FbtOptimizer : Pass<"fbt-optimizer", "::mlir::ModuleOp"> {
+  let summary = "Append global-norm clipping and AdamW to differentiated steps";
+  let description = [{
+    A differentiated training step (loss, pass_losses, one gradient per
+    parameter) becomes (params, batch, seed, AdamW moments, lr, step) ->
+    (loss, pass_losses, grad_norm, new params, new moments): one function per
+    training step, learning rate and step count as runtime inputs. Weight
+    decay applies to parameters marked `fbt.decay` (not to norms and the
+    embedding). With keep-gradient-step, the differentiated step stays as
+    `<name>_grads` for numerics checks.
+  }];
+  let options = [
+    Option<"beta1", "beta1", "double", "0.9", "AdamW beta1">,
+    Option<"beta2", "beta2", "double", "0.95", "AdamW beta2">,
+    Option<"epsilon", "epsilon", "double", "1e-8", "AdamW epsilon">,
+    Option<"weightDecay", "weight-decay", "double", "0.1", "Decoupled weight decay">,
+    Option<"maxGradNorm", "max-grad-norm", "double", "1.0", "Global-norm clip threshold">,
+    Option<"keepGradientStep", "keep-gradient-step", "bool", "false",
+           "Keep the differentiated step as <name>_grads">
+  ];
+  let dependentDialects = ["::mlir::fbt::FbtDialect"];
+}
+
 #endif // FBT_PASSES_TD

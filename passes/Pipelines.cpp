@@ -13,7 +13,23 @@ void fbt::buildTrainPipeline(OpPassManager &pm,
   FbtExpandMultipassOptions expand;
   expand.passes = opts.passes;
   pm.addPass(createFbtExpandMultipass(expand));
+  // Before autodiff: the fused op's gradient rule fuses the backward too.
+  if (opts.fuseFeedbackGate)
+    pm.addPass(createFbtFuseFeedbackGate());
   pm.addPass(createFbtAutodiff());
+  pm.addPass(createFbtDecompose());
+  if (opts.optimizer) {
+    FbtOptimizerOptions adam;
+    adam.beta1 = opts.beta1;
+    adam.beta2 = opts.beta2;
+    adam.epsilon = opts.epsilon;
+    adam.weightDecay = opts.weightDecay;
+    adam.maxGradNorm = opts.maxGradNorm;
+    adam.keepGradientStep = opts.keepGradientStep;
+    pm.addPass(createFbtOptimizer(adam));
+  }
+  // CSE merges the recomputed and pass-independent GEMMs (W_G e is shared by
+  // every fused pass); canonicalize drops gradients nobody returns.
   pm.addPass(createCSEPass());
   pm.addPass(createCanonicalizerPass());
 }
@@ -22,7 +38,7 @@ void fbt::registerFbtPassesAndPipelines() {
   registerFbtPasses();
   PassPipelineRegistration<TrainPipelineOptions>(
       "fbt-train-pipeline",
-      "The training-graph pipeline: expand the K-pass objective, "
-      "differentiate it, clean up",
+      "The training-graph pipeline: expand the K-pass objective, fuse the "
+      "feedback gate, differentiate, decompose, add AdamW, clean up",
       buildTrainPipeline);
 }

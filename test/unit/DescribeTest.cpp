@@ -16,7 +16,7 @@
 #include <string>
 
 #ifndef FBT_SOURCE_DIR
-#error "FBT_SOURCE_DIR must name the source root (set by test/unit/CMakeLists.txt)"
+#error "FBT_SOURCE_DIR (the source root) is set by test/unit/CMakeLists.txt"
 #endif
 
 using namespace fbt;
@@ -24,8 +24,8 @@ using namespace fbt;
 namespace {
 
 ModelSpec preset(llvm::StringRef name) {
-  llvm::Expected<ModelSpec> spec =
-      loadSpec((llvm::Twine(FBT_SOURCE_DIR) + "/specs/" + name + ".json").str());
+  llvm::Expected<ModelSpec> spec = loadSpec(
+      (llvm::Twine(FBT_SOURCE_DIR) + "/specs/" + name + ".json").str());
   if (!spec) {
     ADD_FAILURE() << llvm::toString(spec.takeError());
     return ModelSpec();
@@ -55,14 +55,14 @@ TEST(DescribeTest, Tiny) {
   for (uint64_t k = 1; k <= 3; ++k) {
     const PassFigures &p = d.passes[k - 1];
     EXPECT_EQ(p.passes, int64_t(k));
-    EXPECT_EQ(p.trainFlopsPerToken, k * (6ull * 115200 + 12 * 2 * 64 * 64) +
-                                        (k - 1) * 6 * 8192);
+    EXPECT_EQ(p.trainFlopsPerToken,
+              k * (6ull * 115200 + 12 * 2 * 64 * 64) + (k - 1) * 6 * 8192);
     // Per token: L*(9D + 3F + H*T) + 2V + D = 2*(576 + 516 + 256) + 512 + 64
     // = 3272; per fused pass 3D = 192.
-    EXPECT_EQ(p.activationBytes,
-              4 * (k * 8 * 64 * (2ull * (9 * 64 + 3 * 172 + 4 * 64) +
-                                 2 * 256 + 64) +
-                   (k - 1) * 8 * 64 * 3 * 64));
+    EXPECT_EQ(
+        p.activationBytes,
+        4 * (k * 8 * 64 * (2ull * (9 * 64 + 3 * 172 + 4 * 64) + 2 * 256 + 64) +
+             (k - 1) * 8 * 64 * 3 * 64));
     EXPECT_EQ(p.stepBytes, 16ull * 123712 + p.activationBytes);
   }
   EXPECT_EQ(d.passes[0].trainFlopsPerToken, 789504u);
@@ -76,8 +76,8 @@ TEST(DescribeTest, Tiny) {
   EXPECT_EQ(d.decodeFlopsPerToken, 2ull * 115200 + 4 * 2 * 64 * 128);
   EXPECT_EQ(d.decodeFlopsPerContextToken, 4ull * 2 * 64);
   EXPECT_EQ(d.softExtraFlopsPerToken, 2ull * 8192 + 4 * 64);
-  EXPECT_DOUBLE_EQ(d.softExtraPercent,
-                   100.0 * (2 * 8192 + 4 * 64) / (2 * 115200 + 4 * 2 * 64 * 128));
+  EXPECT_DOUBLE_EQ(d.softExtraPercent, 100.0 * (2 * 8192 + 4 * 64) /
+                                           (2 * 115200 + 4 * 2 * 64 * 128));
 }
 
 // 124m: V=50304 D=768 L=12 H=12 F=2048, training B=16 T=1024, inference
@@ -99,14 +99,13 @@ TEST(DescribeTest, GptScale) {
   ASSERT_EQ(d.passes.size(), 3u);
   for (uint64_t k = 1; k <= 3; ++k) {
     const PassFigures &p = d.passes[k - 1];
-    EXPECT_EQ(p.trainFlopsPerToken,
-              k * (6 * matmul + 12ull * 12 * 1024 * 768) +
-                  (k - 1) * 6 * (2ull * 768 * 768));
-    EXPECT_EQ(p.activationBytes,
-              4 * (k * 16 * 1024 *
-                       (12ull * (9 * 768 + 3 * 2048 + 12 * 1024) + 2 * 50304 +
-                        768) +
-                   (k - 1) * 16 * 1024 * 3 * 768));
+    EXPECT_EQ(p.trainFlopsPerToken, k * (6 * matmul + 12ull * 12 * 1024 * 768) +
+                                        (k - 1) * 6 * (2ull * 768 * 768));
+    EXPECT_EQ(
+        p.activationBytes,
+        4 * (k * 16 * 1024 *
+                 (12ull * (9 * 768 + 3 * 2048 + 12 * 1024) + 2 * 50304 + 768) +
+             (k - 1) * 16 * 1024 * 3 * 768));
   }
   // The K=1 figure against PaLM's rule of thumb: 6N + 12*L*T*D.
   EXPECT_EQ(d.passes[0].trainFlopsPerToken, 854654976u);
@@ -202,8 +201,7 @@ TEST(DescribeTest, JsonIsOneObject) {
       o->getObject("training")->getArray("passes");
   ASSERT_EQ(passes->size(), 3u);
   EXPECT_EQ((*passes)[2].getAsObject()->getInteger("k"), 3);
-  EXPECT_EQ((*passes)[0].getAsObject()->getInteger("flops_per_token"),
-            789504);
+  EXPECT_EQ((*passes)[0].getAsObject()->getInteger("flops_per_token"), 789504);
   EXPECT_EQ(o->getObject("inference")->getInteger("kv_bytes_fp32"), 262144);
 }
 

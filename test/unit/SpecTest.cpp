@@ -17,7 +17,7 @@
 #include <string>
 
 #ifndef FBT_SOURCE_DIR
-#error "FBT_SOURCE_DIR must name the source root (set by test/unit/CMakeLists.txt)"
+#error "FBT_SOURCE_DIR (the source root) is set by test/unit/CMakeLists.txt"
 #endif
 
 using namespace fbt;
@@ -173,15 +173,13 @@ TEST(SpecTest, PromptDefaultIsCappedByTheCache) {
 }
 
 TEST(SpecTest, DepthScaling) {
-  EXPECT_DOUBLE_EQ(parseOk(with("feedback.depth_scaling", true))
-                       .feedback.depthScaling,
-                   0.5);
-  EXPECT_EQ(parseOk(with("feedback.depth_scaling", false))
-                .feedback.depthScaling,
-            1.0);
+  EXPECT_DOUBLE_EQ(
+      parseOk(with("feedback.depth_scaling", true)).feedback.depthScaling, 0.5);
   EXPECT_EQ(
-      parseOk(with("feedback.depth_scaling", 0.3)).feedback.depthScaling,
-      0.3);
+      parseOk(with("feedback.depth_scaling", false)).feedback.depthScaling,
+      1.0);
+  EXPECT_EQ(parseOk(with("feedback.depth_scaling", 0.3)).feedback.depthScaling,
+            0.3);
   EXPECT_EQ(errorOf(with("feedback.depth_scaling", 0)),
             "tiny.json: feedback.depth_scaling: expected true, false or a "
             "number > 0, got 0");
@@ -194,9 +192,9 @@ TEST(SpecTest, IntegersMayBeWrittenAsIntegralNumbers) {
     "intermediate_size": 172, "max_position_embeddings": 256})")
                 .hiddenSize,
             64);
-  EXPECT_EQ(parseOk(with("training.seed", json::Value(UINT64_MAX)))
-                .training.seed,
-            UINT64_MAX);
+  EXPECT_EQ(
+      parseOk(with("training.seed", json::Value(UINT64_MAX))).training.seed,
+      UINT64_MAX);
 }
 
 TEST(SpecTest, FusionNames) {
@@ -305,9 +303,8 @@ TEST(SpecErrorTest, LongStringsAreShortened) {
 
 TEST(SpecErrorTest, MissingRequiredFields) {
   for (const char *key :
-       {"vocab_size", "hidden_size", "num_hidden_layers",
-        "num_attention_heads", "intermediate_size",
-        "max_position_embeddings"})
+       {"vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
+        "intermediate_size", "max_position_embeddings"})
     EXPECT_EQ(errorOf(without(key)),
               std::string("tiny.json: ") + key + ": required field is missing");
 }
@@ -420,6 +417,16 @@ TEST(SpecErrorTest, Overflow) {
             "64 bits), got 4611686018427387904");
 }
 
+TEST(SpecErrorTest, HugePassesWithDefaultDeepPasses) {
+  json::Object o = tinyObject();
+  o.getObject("training")->erase("deep_passes");
+  (*o.getObject("training"))["passes"] = INT64_MAX;
+  EXPECT_EQ(errorOf(text(o)),
+            "tiny.json: training.passes: expected a smaller value (the "
+            "training FLOPs per token at K=9223372036854775807 would exceed "
+            "64 bits), got 9223372036854775807");
+}
+
 TEST(SpecErrorTest, Syntax) {
   EXPECT_EQ(errorOf("{\n  \"hidden_size\": 64\n  \"vocab_size\": 256\n}"),
             "tiny.json:3:3: invalid JSON: expected , or } after object "
@@ -449,7 +456,8 @@ TEST(SpecErrorTest, NotAJsonText) {
                          "file");
   EXPECT_EQ(errorOf(" \n\t\n"),
             "tiny.json: expected a JSON object, got an empty file");
-  EXPECT_EQ(errorOf(llvm::StringRef("\x7f" "ELF\x02\x01\0\0", 8)),
+  const char elf[] = {0x7f, 'E', 'L', 'F', 2, 1, 0, 0};
+  EXPECT_EQ(errorOf(llvm::StringRef(elf, sizeof(elf))),
             "tiny.json: not a JSON text file (NUL byte at offset 6)");
   EXPECT_EQ(errorOf("{\"name\": \"caf\xe9\"}"),
             "tiny.json: not a JSON text file (invalid UTF-8 at offset 13)");

@@ -1,0 +1,129 @@
+//===- FileIO.cpp - Whole-file reads and crash-safe writes ----------------===//
+
+#include "runtime/FileIO.h"
+
+#include "runtime/Error.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace fbt {
+
+namespace {
+
+/// Closes a file descriptor on scope exit unless released.
+struct FdGuard {
+  int fd = -1;
+  explicit FdGuard(int f) : fd(f) {}
+  FdGuard(const FdGuard &) = delete;
+  FdGuard &operator=(const FdGuard &) = delete;
+  ~FdGuard() {
+    if (fd >= 0)
+      ::close(fd);
+  }
+  int release() {
+    int f = fd;
+    fd = -1;
+    return f;
+  }
+};
+
+/// write(2) until done, retrying interrupted and partial writes.
+bool writeAll(int fd, const char *data, size_t size) {
+  while (size > 0) {
+    ssize_t n = ::write(fd, data, size);
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      return false;
+    }
+    data += n;
+    size -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+std::string parentDirectory(const std::string &path) {
+  size_t slash = path.find_last_of('/');
+  if (slash == std::string::npos)
+    return ".";
+  if (slash == 0)
+    return "/";
+  return path.substr(0, slash);
+}
+
+} // namespace
+
+std::string readFile(const std::string &path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    throw RuntimeError(systemErrorMessage(path + ": cannot open"));
+  FdGuard guard(fd);
+  std::string data;
+  struct stat st;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+    data.reserve(static_cast<size_t>(st.st_size));
+  char buf[1 << 16];
+  while (true) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      throw RuntimeError(systemErrorMessage(path + ": cannot read"));
+    }
+    if (n == 0)
+      break;
+    data.append(buf, static_cast<size_t>(n));
+  }
+  return data;
+}
+
+std::string atomicTempPath(const std::string &path) {
+  return path + ".tmp." + std::to_string(::getpid());
+}
+
+void writeFileAtomic(const std::string &path,
+                     const std::vector<std::string_view> &pieces) {
+  std::string tmp = atomicTempPath(path);
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0)
+    throw RuntimeError(
+        systemErrorMessage(path + ": cannot create the temporary file " + tmp));
+  FdGuard guard(fd);
+
+  // Any failure from here on: drop the temporary, keep the old file.
+  auto fail = [&](const std::string &what) {
+    std::string msg = systemErrorMessage(path + ": " + what);
+    if (guard.fd >= 0)
+      ::close(guard.release());
+    ::unlink(tmp.c_str());
+    throw RuntimeError(msg);
+  };
+
+  for (std::string_view piece : pieces)
+    if (!writeAll(fd, piece.data(), piece.size()))
+      fail("cannot write " + tmp);
+  // The data must be on disk before the rename makes it visible as `path`;
+  // otherwise a crash could leave a renamed but empty file.
+  if (::fsync(fd) != 0)
+    fail("cannot fsync " + tmp);
+  if (::close(guard.release()) != 0)
+    fail("cannot close " + tmp);
+  if (::rename(tmp.c_str(), path.c_str()) != 0)
+    fail("cannot rename " + tmp + " over it");
+
+  // Persist the directory entry too. Some filesystems cannot fsync a
+  // directory (EINVAL); the rename has happened by then, so that is fine.
+  std::string dir = parentDirectory(path);
+  int dirFd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dirFd < 0)
+    throw RuntimeError(systemErrorMessage(path + ": cannot open directory " +
+                                          dir + " to fsync it"));
+  FdGuard dirGuard(dirFd);
+  if (::fsync(dirFd) != 0 && errno != EINVAL)
+    throw RuntimeError(
+        systemErrorMessage(path + ": cannot fsync directory " + dir));
+}
+
+} // namespace fbt
