@@ -122,6 +122,12 @@ class RandomNumbers(unittest.TestCase):
             for i, u in zip(idx, vec):
                 self.assertEqual(u, R.uniform_scalar(seed, stream, i))
 
+    def test_jitter_noise_elements(self):
+        """Element i of pass k's noise is jitter * (2 * uniform(seed, k, i) - 1), row-major."""
+        noise = R.jitter_noise((2, 3, 4), 1234, 2, 0.02, F64)
+        self.assertEqual(float(noise.reshape(-1)[5]), 0.02 * (2 * (16224884 * 2.0 ** -24) - 1))
+        self.assertEqual(float(noise[1, 2, 3]), 0.02 * (2 * R.uniform_scalar(1234, 2, 23) - 1))
+
     def test_range_and_fp32_exact(self):
         u = R.uniform(1234, 2, np.arange(100000, dtype=np.uint64))
         self.assertTrue((u >= 0).all() and (u < 1).all())
