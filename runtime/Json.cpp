@@ -140,6 +140,10 @@ const Json &Json::operator[](size_t index) const {
   return a[index];
 }
 
+Json &Json::operator[](size_t index) {
+  return const_cast<Json &>(static_cast<const Json &>(*this)[index]);
+}
+
 void Json::push_back(Json value) {
   if (kind_ == Kind::Null)
     kind_ = Kind::Array;

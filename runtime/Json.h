@@ -48,7 +48,8 @@ public:
   Json(unsigned long v) : Json(static_cast<unsigned long long>(v)) {}
   Json(unsigned long long v);
   Json(double v) : kind_(Kind::Number), number_(v) {}
-  Json(float v) : Json(static_cast<double>(v)) {}
+  /// Held as the shortest decimal that reads back as v: 0.1f is 0.1.
+  Json(float v);
   Json(const char *s) : kind_(Kind::String), string_(s) {}
   Json(std::string s) : kind_(Kind::String), string_(std::move(s)) {}
   Json(std::string_view s) : kind_(Kind::String), string_(s) {}
@@ -89,6 +90,7 @@ public:
   size_t size() const;
   /// Array element; throws when out of range.
   const Json &operator[](size_t index) const;
+  Json &operator[](size_t index);
   /// Appends to an array (a null becomes an empty array first).
   void push_back(Json value);
 
@@ -100,6 +102,8 @@ public:
   /// The member named key, appended as null when absent (a null becomes an
   /// empty object first).
   Json &operator[](std::string_view key);
+  /// Same as at(key).
+  const Json &operator[](std::string_view key) const { return at(key); }
   /// Replaces the member named key, or appends it.
   void set(std::string_view key, Json value);
 

@@ -22,3 +22,9 @@ tool_dirs = [
 ]
 llvm_config.add_tool_substitutions(["fbt-opt", "fbtc"], tool_dirs)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+
+# The spec reader's fuzzer runs (briefly) where it was built.
+spec_fuzzer = os.path.join(config.fbt_obj_root, "test", "fuzz", "spec_fuzzer")
+if config.fbt_fuzzers.upper() in ("ON", "TRUE", "1", "YES") and os.path.exists(spec_fuzzer):
+    config.available_features.add("fuzzer")
+    config.substitutions.append(("%spec_fuzzer", spec_fuzzer))

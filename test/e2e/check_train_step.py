@@ -19,6 +19,9 @@
      loss, pass losses, grad norm     relative error <= 1e-4
      every gradient                   max abs error <= 1e-5 + 1e-3 * max|reference|
      parameters after N steps         max abs error <= 1e-5
+   With --steps 1 it also applies the reference AdamW to the runtime's own gradients and
+   compares with the runtime's parameters (max abs error <= 1e-7 + 4 fp32 ulps of max|p|):
+   the optimizer alone.
    prints the worst error of every tensor and exits 1 on any failure, naming the tensors.
 
 The jitter, fusion, prefix mix-in and optimizer settings come from --spec, which must be the
@@ -34,6 +37,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections import OrderedDict
 
 import numpy as np
 import torch
@@ -48,6 +52,9 @@ BATCH_SEED = 1234
 SCALAR_RTOL = 1e-4
 GRAD_ATOL, GRAD_RTOL = 1e-5, 1e-3
 PARAM_ATOL = 1e-5
+# One step from the runtime's own gradients (--steps 1 only): 1e-7 plus 4 fp32 ulps of the
+# largest parameter (storing a norm scale near 1 in fp32 alone rounds by up to 6e-8).
+OPTIMIZER_ATOL, OPTIMIZER_ULPS = 1e-7, 2.0 ** -21
 
 
 def make_params(cfg):
@@ -168,6 +175,28 @@ def compare(out, rec, names):
     return c
 
 
+def check_optimizer_alone(c, out, params32, cfg, lr, names):
+    """With one step: the reference AdamW applied to the runtime's own gradients must give
+    the runtime's parameters (this separates optimizer errors from gradient rounding, which
+    Adam amplifies on near-zero gradients)."""
+    grads = OrderedDict()
+    for name in names:
+        if "grad." + name not in out:
+            return
+        grads[name] = torch.from_numpy(np.asarray(out["grad." + name], dtype=np.float64))
+    new, _, _ = R.adamw_step(R.cast_params(params32, torch.float64), grads, None, cfg, float(lr))
+    for name in names:
+        if name not in out:
+            continue  # already reported missing
+        got = c._get(out, name, new[name].shape)
+        if got is None:
+            continue
+        ref = new[name].numpy()
+        err = float(np.abs(got - ref).max())
+        tol = OPTIMIZER_ATOL + OPTIMIZER_ULPS * float(np.abs(ref).max())
+        c._row("adamw(runtime grads) -> " + name, ref, err, tol, err <= tol, "max abs error")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--fbt", help="the fbt runtime binary")
@@ -207,8 +236,12 @@ def main(argv=None):
                    "--batch", batch_path, "--passes", str(args.passes),
                    "--steps", str(args.steps), "--out", out_path]
             print("$ " + " ".join(cmd))
-            proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                  universal_newlines=True)
+            try:
+                proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                      universal_newlines=True)
+            except OSError as e:
+                print("FAIL: cannot run %s: %s" % (args.fbt, e))
+                return 1
             if proc.stdout:
                 print(proc.stdout.rstrip())
             if proc.returncode != 0:
@@ -221,6 +254,8 @@ def main(argv=None):
 
     rec = reference_steps(params, cfg, ids, targets, args.passes, seed, lrs, torch.float64)
     c = compare(out, rec, list(params))
+    if args.steps == 1:
+        check_optimizer_alone(c, out, params, cfg, lrs[0], list(params))
     print("spec %s, K=%d, %d steps, batch %dx%d, seed %d, jitter %g, fusion %s" %
           (cfg.name, args.passes, args.steps, cfg.batch_size, cfg.sequence_length, seed,
            cfg.jitter, cfg.fusion))

@@ -36,13 +36,16 @@ def _dtype_name(array):
     raise ValueError("safetensors: unsupported dtype %s" % array.dtype)
 
 
-def save_file(tensors, path, metadata=None):
-    """Writes {name: numpy array} (in the given order) to `path`."""
+def _save_file(tensors, path, metadata=None):
+    """Writes {name: numpy array} to `path`."""
     header = OrderedDict()
     if metadata:
         header["__metadata__"] = {str(k): str(v) for k, v in metadata.items()}
     blobs, offset = [], 0
-    for name, array in tensors.items():
+    # Wider elements first (stable), so every tensor starts aligned to its element size.
+    order = sorted(tensors, key=lambda n: -np.asarray(tensors[n]).dtype.itemsize)
+    for name in order:
+        array = tensors[name]
         array = np.ascontiguousarray(array)
         dtype = _dtype_name(array)
         data = array.astype(DTYPES[dtype], copy=False).tobytes()
@@ -59,7 +62,7 @@ def save_file(tensors, path, metadata=None):
             f.write(data)
 
 
-def load_file(path):
+def _load_file(path):
     """{name: numpy array} from `path` (BF16 tensors are widened to float32)."""
     with open(path, "rb") as f:
         raw = f.read()
@@ -96,13 +99,21 @@ def load_metadata(path):
 
 
 try:  # prefer the real package where it exists
-    from safetensors.numpy import load_file as _pkg_load, save_file as _pkg_save
-
-    def save_file(tensors, path, metadata=None):  # noqa: F811
-        _pkg_save({k: np.ascontiguousarray(v) for k, v in tensors.items()}, path,
-                  metadata=metadata)
-
-    def load_file(path):  # noqa: F811
-        return _pkg_load(path)
+    from safetensors.numpy import load_file as _package_load, save_file as _package_save
 except ImportError:
-    pass
+    _package_load = _package_save = None
+
+
+def save_file(tensors, path, metadata=None):
+    """Writes {name: numpy array} to `path`."""
+    tensors = {k: np.ascontiguousarray(v) for k, v in tensors.items()}
+    if _package_save is not None:
+        return _package_save(tensors, path, metadata=metadata)
+    return _save_file(tensors, path, metadata)
+
+
+def load_file(path):
+    """{name: numpy array} from `path`."""
+    if _package_load is not None:
+        return _package_load(path)
+    return _load_file(path)

@@ -1,16 +1,21 @@
 """Self-tests of the reference implementation (fbt_reference.py).
 
 Run with either
-    python3 -m pytest -q test/reference
-    python3 test/reference/test_reference.py      (plain unittest; ends with "N passed, M failed")
+    python3 -m pytest -q test/reference               (where pytest is installed)
+    python3 test/reference/test_reference.py          (unittest; ends with "N passed, M failed")
 
 The plain run also prints the reference values of the random numbers and the feedback-mask
 examples, for checking independent implementations (the compiler's kernels) against them.
 """
 
+import contextlib
+import io
+import json
 import math
 import os
+import struct
 import sys
+import tempfile
 import unittest
 
 import numpy as np
@@ -18,6 +23,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fbt_reference as R  # noqa: E402
+import safetensors_io as st  # noqa: E402
 
 torch.set_num_threads(1)
 
@@ -595,6 +601,53 @@ class ConfigAndParams(unittest.TestCase):
         self.assertAlmostEqual(l64, l32, delta=1e-5)
         for n in g64:
             self.assertLess(max_abs(g64[n], g32[n].double()), 1e-6, n)
+
+
+# --------------------------------------------------------------------------------------
+# File formats and the end-to-end driver (without a runtime)
+# --------------------------------------------------------------------------------------
+
+
+class Files(unittest.TestCase):
+    def test_safetensors_round_trip(self):
+        tensors = {"a": np.arange(6, dtype=np.float32).reshape(2, 3),
+                   "ids": np.array([[1, -1]], dtype=np.int32),
+                   "seed": np.array([1234], dtype=np.int64),
+                   "x": np.array([0.5], dtype=np.float64)}
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "t.safetensors")
+            st.save_file(tensors, path)
+            back = st.load_file(path)
+            with open(path, "rb") as f:
+                n = struct.unpack("<Q", f.read(8))[0]
+                header = json.loads(f.read(n))
+        self.assertEqual(n % 8, 0)
+        for name, array in tensors.items():
+            self.assertEqual(back[name].dtype, array.dtype)
+            np.testing.assert_array_equal(back[name], array)
+            begin = header[name]["data_offsets"][0]
+            self.assertEqual(begin % array.dtype.itemsize, 0, name)
+
+    def test_driver_emulated(self):
+        """check_train_step.py --emulate on a micro spec: the fp32 reference passes the checks."""
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
+        import check_train_step
+        spec = {"name": "micro", "vocab_size": 16, "hidden_size": 8, "num_hidden_layers": 1,
+                "num_attention_heads": 2, "intermediate_size": 12,
+                "max_position_embeddings": 16,
+                "training": {"batch_size": 2, "sequence_length": 8}}
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "micro.json")
+            with open(path, "w") as f:
+                json.dump(spec, f)
+            log = io.StringIO()
+            with contextlib.redirect_stdout(log):
+                rc = check_train_step.main(["--spec", path, "--passes", "3", "--steps", "2",
+                                            "--emulate", "--workdir", tmp])
+            self.assertEqual(rc, 0, log.getvalue())
+            self.assertIn("PASS", log.getvalue())
+            for name in ("params.safetensors", "batch.safetensors", "out.safetensors"):
+                self.assertTrue(os.path.exists(os.path.join(tmp, name)))
 
 
 # --------------------------------------------------------------------------------------
