@@ -8,6 +8,7 @@
 
 #include "dialect/FbtOps.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/STLExtras.h"
@@ -690,5 +691,45 @@ LogicalResult AdamWOp::verify() {
     return emitOpError() << "epsilon must be > 0";
   if (!(getMaxGradNorm().convertToDouble() > 0))
     return emitOpError() << "max_grad_norm must be > 0";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Kernel level
+//===----------------------------------------------------------------------===//
+
+LogicalResult GemmOp::verify() {
+  if (failed(expectSameFloatType(*this)))
+    return failure();
+  auto count = [](Value v) {
+    return cast<RankedTensorType>(v.getType()).getNumElements();
+  };
+  int64_t m = getM(), n = getN(), k = getK();
+  if (m < 1 || n < 1 || k < 1)
+    return emitOpError() << "m, n and k must be >= 1";
+  if (count(getLhs()) != m * k)
+    return emitOpError() << "operand #0 ('lhs') holds " << count(getLhs())
+                         << " elements, not m * k = " << m * k;
+  if (count(getRhs()) != k * n)
+    return emitOpError() << "operand #1 ('rhs') holds " << count(getRhs())
+                         << " elements, not k * n = " << k * n;
+  if (count(getResult()) != m * n)
+    return emitOpError() << "result holds " << count(getResult())
+                         << " elements, not m * n = " << m * n;
+  return success();
+}
+
+LogicalResult
+CallKernelOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  auto fn = symbols.lookupNearestSymbolFrom<func::FuncOp>(*this, getKernelAttr());
+  if (!fn || !fn->hasAttr("fbt.kernel"))
+    return emitOpError() << "'" << getKernel()
+                         << "' does not name a kernel (func.func with "
+                            "fbt.kernel)";
+  unsigned want = getInputs().size() + getResults().size();
+  if (fn.getNumArguments() != want)
+    return emitOpError() << "kernel '" << getKernel() << "' takes "
+                         << fn.getNumArguments() << " buffers, the call passes "
+                         << want;
   return success();
 }

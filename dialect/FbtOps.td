@@ -17,6 +17,7 @@ include "mlir/IR/OpBase.td"
 include "mlir/IR/EnumAttr.td"
 include "mlir/IR/CommonAttrConstraints.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/IR/SymbolInterfaces.td"
 include "dialect/FbtInterfaces.td"
 
 //===----------------------------------------------------------------------===//
@@ -594,6 +595,39 @@ def Fbt_AdamWOp : Fbt_Op<"adamw", [Pure,
     $param `,` $grad `,` $m `,` $v `,` $lr `,` $step `,` $grad_norm attr-dict `:` type($param) `,` type($lr) `,` type($step) `,` type($grad_norm)
   }];
   let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Kernel level (fbt-to-kernels)
+//===----------------------------------------------------------------------===//
+
+def Fbt_GemmOp : Fbt_Op<"gemm", [Pure]> {
+  let summary = "a library GEMM: result[M, N] = op(lhs) @ op(rhs)";
+  let description = [{
+    Operands are viewed as row-major matrices: `lhs` as `[M, K]` (or `[K, M]`
+    with `transpose_lhs`), `rhs` as `[K, N]` (or `[N, K]` with
+    `transpose_rhs`), whatever their tensor rank. The runtime calls BLAS on
+    CPUs and cuBLASLt on GPUs.
+  }];
+  let arguments = (ins Fbt_FloatTensor:$lhs, Fbt_FloatTensor:$rhs,
+                       I64Attr:$m, I64Attr:$n, I64Attr:$k,
+                       UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs);
+  let results = (outs Fbt_FloatTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Fbt_CallKernelOp : Fbt_Op<"call_kernel", [Pure,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "run a generated kernel";
+  let description = [{
+    Calls the kernel function `kernel` (a `func.func` marked `fbt.kernel`,
+    taking one flat memref per operand and then one per result) on the
+    operands' buffers, writing the results' buffers.
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$kernel, Variadic<AnyType>:$inputs);
+  let results = (outs Variadic<AnyType>:$results);
+  let assemblyFormat = "$kernel `(` $inputs `)` attr-dict `:` functional-type($inputs, $results)";
 }
 
 #endif // FBT_OPS_TD

@@ -82,4 +82,21 @@ def FbtOptimizer : Pass<"fbt-optimizer", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::fbt::FbtDialect"];
 }
 
+def FbtToKernels : Pass<"fbt-to-kernels", "::mlir::ModuleOp"> {
+  let summary = "GEMMs to library calls, everything else to generated kernels";
+  let description = [{
+    In every step function, matmul, lm_head and their gradients become
+    `fbt.gemm` (BLAS on CPUs, cuBLASLt on GPUs); every other op becomes an
+    `fbt.call_kernel` of a kernel generated from IR (scf/arith/math over flat
+    memrefs) and added to the module. Ops with the same code (same op,
+    shapes and attributes) share one kernel, so the kernel count does not
+    grow with K or L. `fbt.stop_gradient` is the identity here.
+  }];
+  let dependentDialects = [
+    "::mlir::fbt::FbtDialect", "::mlir::arith::ArithDialect",
+    "::mlir::func::FuncDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect", "::mlir::math::MathDialect"
+  ];
+}
+
 #endif // FBT_PASSES_TD

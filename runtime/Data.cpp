@@ -67,6 +67,8 @@ void TokenStream::copy(int64_t begin, int64_t count, int32_t *out) const {
     throw RuntimeError(source_ + ": tokens [" + std::to_string(begin) + ", " +
                        std::to_string(begin + count) + ") are out of range (" +
                        std::to_string(size_) + " tokens)");
+  if (count == 0)
+    return;
   if (width_ == 4) {
     std::memcpy(out, base_ + begin * 4, static_cast<size_t>(count) * 4);
     return;

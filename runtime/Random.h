@@ -14,8 +14,12 @@
 // uniform is a float in [0, 1) with 24 random bits, exact in f32, so every
 // implementation (C++, CUDA, Python) gets the same value.
 //
-// Streams separate independent uses under one seed; the ones the runtime uses
-// are listed in fbt::rng::streams below.
+// Streams separate independent uses under one seed. The runtime's are listed
+// in fbt::rng::streams below; parameter init uses the parameter's index as
+// its stream (Init.h), and the kernels use small streams too (jitter: the
+// pass index; prefix mix-in: 0). Seeds given to the kernels should therefore
+// differ from the init seed (e.g. derived per step with mix), or pass k's
+// jitter would repeat parameter k's init draws.
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,7 +38,6 @@ constexpr uint64_t kSchedule = 0x5CED;
 constexpr uint64_t kBatch = 0xBA7C;
 /// The default corpus's templates.
 constexpr uint64_t kCorpus = 0xC0B5;
-// Parameter init uses the parameter's index as its stream (see Init.h).
 } // namespace streams
 
 /// The splitmix64 finalizer: a bijection on 64-bit words that spreads every

@@ -103,7 +103,8 @@ Tensor Tensor::fromF32(std::string name, std::vector<int64_t> shape,
     throw RuntimeError("tensor '" + t.name + "': " +
                        std::to_string(values.size()) +
                        " values for shape " + shapeString(t.shape));
-  std::memcpy(t.bytes.data(), values.data(), t.bytes.size());
+  if (!values.empty())
+    std::memcpy(t.bytes.data(), values.data(), t.bytes.size());
   return t;
 }
 
@@ -157,7 +158,8 @@ std::vector<float> Tensor::toF32() const {
   std::vector<float> out(n);
   switch (dtype) {
   case DType::F32:
-    std::memcpy(out.data(), data<float>(), n * sizeof(float));
+    if (n > 0)
+      std::memcpy(out.data(), data<float>(), n * sizeof(float));
     return out;
   case DType::BF16: {
     const uint16_t *p = data<uint16_t>();
@@ -192,8 +194,9 @@ const Tensor &SafetensorsFile::at(std::string_view name) const {
     names += (i ? ", " : "") + tensors[i].name;
   if (tensors.size() > 8)
     names += ", ...";
-  throw RuntimeError("no tensor named '" + std::string(name) + "' (have: " +
-                     names + ")");
+  throw RuntimeError((source.empty() ? "" : source + ": ") +
+                     "no tensor named '" + std::string(name) + "' (have: " +
+                     (names.empty() ? "none" : names) + ")");
 }
 
 //===----------------------------------------------------------------------===//
@@ -287,10 +290,7 @@ Header parseHeader(std::string_view json, uint64_t dataBytes,
   } catch (const RuntimeError &e) {
     throw fail(std::string("header is not valid JSON: ") + e.what());
   }
-  if (!root.isObject())
-    throw fail(std::string("header: expected a JSON object, got ") +
-               Json::kindName(root.kind()));
-
+  // The caller checked the header starts with '{', so root is an object.
   Header header;
   for (const Json::Member &member : root.asObject()) {
     const std::string &name = member.first;
@@ -442,10 +442,16 @@ SafetensorsFile parseWith(uint64_t fileBytes, const ReadAt &readAt,
 
   std::string json(static_cast<size_t>(headerBytes), '\0');
   readAt(8, json.size(), json.data());
+  // As the reference implementation requires; also tells a file that is not
+  // safetensors at all from a corrupt one.
+  if (json.empty() || json[0] != '{')
+    throw RuntimeError(source + ": header does not start with '{' (not a "
+                       "safetensors file?)");
   uint64_t dataStart = 8 + headerBytes;
   Header header = parseHeader(json, fileBytes - dataStart, source);
 
   SafetensorsFile file;
+  file.source = source;
   file.metadata = std::move(header.metadata);
   file.tensors.reserve(header.entries.size());
   for (Entry &e : header.entries) {
@@ -467,7 +473,8 @@ SafetensorsFile parseSafetensors(std::string_view image,
   return parseWith(
       image.size(),
       [&](uint64_t offset, size_t n, void *out) {
-        std::memcpy(out, image.data() + offset, n);
+        if (n > 0) // empty tensors have no buffer to copy into
+          std::memcpy(out, image.data() + offset, n);
       },
       sourceName);
 }
@@ -510,6 +517,21 @@ SafetensorsFile readSafetensors(const std::string &path) {
 // Writing
 //===----------------------------------------------------------------------===//
 
+/// The order tensors are laid out in: wider dtypes first, otherwise as given.
+/// The data starts 8-aligned and element sizes are powers of two, so every
+/// tensor then starts at a multiple of its element size, as readers that map
+/// the file and use it in place need (the reference writer does the same).
+static std::vector<size_t> layoutOrder(const std::vector<Tensor> &tensors) {
+  std::vector<size_t> order(tensors.size());
+  for (size_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    size_t sa = dtypeSize(tensors[a].dtype), sb = dtypeSize(tensors[b].dtype);
+    return sa != sb ? sa > sb : a < b;
+  });
+  return order;
+}
+
 std::string serializeSafetensorsHeader(
     const std::vector<Tensor> &tensors,
     const std::map<std::string, std::string> &metadata) {
@@ -522,7 +544,8 @@ std::string serializeSafetensorsHeader(
   }
   std::set<std::string_view> names;
   uint64_t offset = 0;
-  for (const Tensor &t : tensors) {
+  for (size_t index : layoutOrder(tensors)) {
+    const Tensor &t = tensors[index];
     if (t.name.empty() || t.name == "__metadata__")
       throw RuntimeError("cannot write a tensor named '" + t.name + "'");
     if (!names.insert(t.name).second)
@@ -566,9 +589,10 @@ void writeSafetensorsAtomic(const std::string &path,
     throw RuntimeError(path + ": " + e.what());
   }
   std::vector<std::string_view> pieces{header};
-  for (const Tensor &t : tensors)
-    pieces.emplace_back(reinterpret_cast<const char *>(t.bytes.data()),
-                        t.bytes.size());
+  for (size_t index : layoutOrder(tensors))
+    pieces.emplace_back(
+        reinterpret_cast<const char *>(tensors[index].bytes.data()),
+        tensors[index].bytes.size());
   writeFileAtomic(path, pieces);
 }
 

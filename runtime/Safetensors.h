@@ -78,13 +78,16 @@ struct Tensor {
 };
 
 struct SafetensorsFile {
+  /// The path (or name) it was read from, for messages.
+  std::string source;
   /// In file order (ascending data offsets).
   std::vector<Tensor> tensors;
   std::map<std::string, std::string> metadata;
 
   /// The tensor named `name`, or nullptr.
   const Tensor *find(std::string_view name) const;
-  /// The tensor named `name`; throws naming the file's tensors otherwise.
+  /// The tensor named `name`; otherwise throws naming the file and the
+  /// tensors it does hold.
   const Tensor &at(std::string_view name) const;
 };
 
@@ -98,15 +101,17 @@ SafetensorsFile parseSafetensors(std::string_view image,
                                  const std::string &sourceName);
 
 /// The start of the file writeSafetensorsAtomic writes: the 8-byte length
-/// and the JSON header; the tensors' bytes follow it in the given order. The
-/// header is padded with spaces so the data starts 8-byte aligned. Names must be unique, non-empty
+/// and the JSON header. The header is padded with spaces so the data starts
+/// 8-byte aligned; the tensors follow, wider dtypes first (in the given order
+/// among equals), so each starts aligned to its element size. Names must be unique, non-empty
 /// and not "__metadata__", and each tensor's byte count must match its shape.
 std::string serializeSafetensorsHeader(
     const std::vector<Tensor> &tensors,
     const std::map<std::string, std::string> &metadata);
 
 /// Writes `path` atomically: "<path>.tmp.<pid>", fsync, rename over `path`,
-/// fsync the directory. On failure `path` keeps its old contents.
+/// fsync the directory. On failure `path` keeps its old contents. For files
+/// that Hugging Face tools load, pass metadata {"format": "pt"}.
 void writeSafetensorsAtomic(
     const std::string &path, const std::vector<Tensor> &tensors,
     const std::map<std::string, std::string> &metadata = {});

@@ -2,6 +2,7 @@
 
 #include "runtime/Error.h"
 #include "runtime/FileIO.h"
+#include "runtime/Json.h"
 #include "runtime/Safetensors.h"
 
 #include "TempDir.h"
@@ -13,6 +14,7 @@
 #include <fstream>
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 using namespace fbt;
 
@@ -94,20 +96,36 @@ TEST(SafetensorsTest, RoundTripsEveryDTypeAndMetadata) {
   writeSafetensorsAtomic(path, ts, meta);
 
   SafetensorsFile f = readSafetensors(path);
+  EXPECT_EQ(f.source, path);
   EXPECT_EQ(f.metadata, meta);
   ASSERT_EQ(f.tensors.size(), ts.size());
-  for (size_t i = 0; i < ts.size(); ++i) { // written order is file order
-    EXPECT_EQ(f.tensors[i].name, ts[i].name);
-    EXPECT_EQ(f.tensors[i].dtype, ts[i].dtype);
-    EXPECT_EQ(f.tensors[i].shape, ts[i].shape);
-    EXPECT_EQ(f.tensors[i].bytes, ts[i].bytes);
+  for (const Tensor &t : ts) {
+    const Tensor &back = f.at(t.name);
+    EXPECT_EQ(back.dtype, t.dtype);
+    EXPECT_EQ(back.shape, t.shape);
+    EXPECT_EQ(back.bytes, t.bytes);
   }
+  // File order: wider dtypes first, the given order among equals.
+  std::vector<std::string> order;
+  for (const Tensor &t : f.tensors)
+    order.push_back(t.name);
+  EXPECT_EQ(order, (std::vector<std::string>{
+                       "step", "model.embed_tokens.weight", "step32", "empty",
+                       "feedback.W_U", "half", "bytes"}));
   EXPECT_EQ(f.at("step32").data<int32_t>()[0], -123);
   EXPECT_EQ(f.at("feedback.W_U").toF32(), (std::vector<float>{1.0f, -0.5f}));
   EXPECT_EQ(f.at("half").toF32(), (std::vector<float>{0.25f}));
   EXPECT_EQ(f.at("model.embed_tokens.weight").toF32()[2], 3.5f);
   EXPECT_EQ(f.find("nope"), nullptr);
-  EXPECT_THROW(f.at("nope"), RuntimeError);
+  try {
+    f.at("nope");
+    FAIL();
+  } catch (const RuntimeError &e) {
+    EXPECT_EQ(std::string(e.what()),
+              path + ": no tensor named 'nope' (have: step, "
+                     "model.embed_tokens.weight, step32, empty, feedback.W_U, "
+                     "half, bytes)");
+  }
 
   // The data starts 8-byte aligned; the header is plain JSON.
   std::string bytes = slurp(path);
@@ -115,6 +133,15 @@ TEST(SafetensorsTest, RoundTripsEveryDTypeAndMetadata) {
   std::memcpy(&n, bytes.data(), 8);
   EXPECT_EQ((8 + n) % 8, 0u);
   EXPECT_EQ(bytes[8], '{');
+  // Every tensor starts aligned to its element size.
+  Json header = Json::parse(bytes.substr(8, n));
+  for (const auto &member : header.asObject()) {
+    if (member.first == "__metadata__")
+      continue;
+    size_t size = dtypeSize(*parseDType(member.second.at("dtype").asString()));
+    EXPECT_EQ(member.second.at("data_offsets")[0].asInt() % int64_t(size), 0)
+        << member.first;
+  }
   EXPECT_EQ(parseSafetensors(bytes, "mem").tensors.size(), ts.size());
   // No temporary left behind.
   struct stat st;
@@ -135,8 +162,10 @@ TEST(SafetensorsTest, EveryTruncationIsAnErrorNamingTheFile) {
   writeSafetensorsAtomic(good, sampleTensors(), {{"format", "pt"}});
   std::string bytes = slurp(good);
   std::string cut = dir.file("cut.safetensors");
-  for (size_t len = 0; len < bytes.size(); ++len) {
-    spit(cut, bytes.substr(0, len));
+  spit(cut, bytes);
+  // Every length from one byte short down to empty.
+  for (size_t len = bytes.size(); len-- > 0;) {
+    ASSERT_EQ(::truncate(cut.c_str(), off_t(len)), 0);
     try {
       readSafetensors(cut);
       ADD_FAILURE() << "truncated to " << len << " bytes was accepted";
@@ -196,11 +225,18 @@ TEST(SafetensorsTest, HeaderLengthErrors) {
   huge += "{}";
   EXPECT_NE(parseError(huge).find("runs past the end of the file"),
             std::string::npos);
+  EXPECT_EQ(parseError(image(" {}", 0)),
+            "m.safetensors: header does not start with '{' (not a "
+            "safetensors file?)");
+  EXPECT_EQ(parseError(image("", 0)),
+            "m.safetensors: header does not start with '{' (not a "
+            "safetensors file?)");
   EXPECT_EQ(parseError(image("{\"a\": ", 0)),
             "m.safetensors: header is not valid JSON: line 1, column 7: "
             "expected a value, got end of input");
-  EXPECT_EQ(parseError(image("[]", 0)),
-            "m.safetensors: header: expected a JSON object, got an array");
+  EXPECT_EQ(parseError(image("{} []", 0)),
+            "m.safetensors: header is not valid JSON: line 1, column 4: "
+            "expected end of input after the value, got '['");
 }
 
 TEST(SafetensorsTest, TensorEntryErrors) {

@@ -1,0 +1,70 @@
+//===- Kernels.cpp - kernel keys and dispatch to the generators -----------===//
+
+#include "codegen/Kernels.h"
+
+#include "codegen/KernelBuilder.h"
+#include "dialect/FbtOps.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+using namespace mlir::fbt;
+
+std::pair<Type, int64_t> mlir::fbt::flatBuffer(Value v) {
+  if (auto t = dyn_cast<RankedTensorType>(v.getType()))
+    return {t.getElementType(), std::max<int64_t>(t.getNumElements(), 1)};
+  return {v.getType(), 1}; // a scalar (the i64 seed)
+}
+
+bool mlir::fbt::hasKernel(Operation *op) {
+  return isa<arith::ConstantOp, EmbeddingOp, EmbeddingGradOp, RMSNormOp,
+             RMSNormGradOp, RopeOp, AttentionOp, AttentionGradOp, KVWriteOp,
+             GatherPositionsOp, SwiGLUOp, SwiGLUGradOp, ResidualOp, AddOp,
+             ScaleOp, ShiftRightOp, ShiftLeftOp, FeedbackMaskOp, JitterOp,
+             WhereOp, WhereGradOp, NTPLossOp, NTPLossGradOp, CombineLossesOp,
+             GatedInputNormOp, GatedInputNormGradOp, GluGateOp, GluGateGradOp,
+             ConcatOp, SplitOp, GlobalNormOp, AdamWOp>(op);
+}
+
+std::string mlir::fbt::kernelStem(Operation *op) {
+  if (isa<arith::ConstantOp>(op))
+    return "fill";
+  return op->getName().stripDialect().str();
+}
+
+std::string mlir::fbt::kernelKey(Operation *op) {
+  std::string key;
+  llvm::raw_string_ostream os(key);
+  os << op->getName() << "(";
+  for (Type t : op->getOperandTypes())
+    os << t << ",";
+  os << ")->(";
+  for (Type t : op->getResultTypes())
+    os << t << ",";
+  os << ")";
+  // Attributes are part of the code (epsilon, heads, theta, jitter stream);
+  // a constant's value is too.
+  for (NamedAttribute a : op->getAttrs())
+    os << a.getName().getValue() << "=" << a.getValue() << ";";
+  return key;
+}
+
+FailureOr<func::FuncOp> mlir::fbt::buildKernel(OpBuilder &b, Operation *op,
+                                               StringRef name) {
+  SmallVector<Type> types;
+  SmallVector<int64_t> sizes;
+  for (Value v : llvm::concat<Value>(op->getOperands(), op->getResults())) {
+    auto [t, n] = flatBuffer(v);
+    types.push_back(t);
+    sizes.push_back(n);
+  }
+  KernelBuilder kb(b, op->getLoc(), name, types, sizes);
+  for (auto gen : {buildElementwiseKernel, buildNormKernel,
+                   buildAttentionKernel, buildTokenKernel}) {
+    FailureOr<func::FuncOp> fn = gen(kb, op);
+    if (succeeded(fn))
+      return fn;
+  }
+  kb.finish().erase();
+  return op->emitOpError() << "has no kernel generator (fbt-to-kernels)";
+}

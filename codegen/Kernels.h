@@ -1,0 +1,48 @@
+//===- Kernels.h - generated kernels for fbt primitives ---------*- C++ -*-===//
+//
+// Every fbt primitive that is not a GEMM runs as a kernel generated here, in
+// scf/arith/math/memref IR, specialized to its shapes and attributes. A
+// kernel takes one flat memref per operand, then one per result (a scalar,
+// tensor<f32> or the i64 seed, is a one-element memref).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FBT_CODEGEN_KERNELS_H
+#define FBT_CODEGEN_KERNELS_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+
+#include <string>
+
+namespace mlir::fbt {
+
+class KernelBuilder;
+
+/// Whether a kernel generator exists for `op`.
+bool hasKernel(Operation *op);
+
+/// Identifies the code of `op`'s kernel: ops with equal keys share a kernel
+/// (every layer, every pass, every K).
+std::string kernelKey(Operation *op);
+
+/// A short readable stem for the kernel's symbol, e.g. "rmsnorm".
+std::string kernelStem(Operation *op);
+
+/// Builds the kernel for `op` named `name` at the builder's point.
+FailureOr<func::FuncOp> buildKernel(OpBuilder &b, Operation *op,
+                                    StringRef name);
+
+/// The flat memref element type and size of an operand or result value.
+std::pair<Type, int64_t> flatBuffer(Value v);
+
+// Per-family generators (Kernels*.cpp). Each returns failure() when `op` is
+// not of its family.
+FailureOr<func::FuncOp> buildElementwiseKernel(KernelBuilder &kb, Operation *op);
+FailureOr<func::FuncOp> buildNormKernel(KernelBuilder &kb, Operation *op);
+FailureOr<func::FuncOp> buildAttentionKernel(KernelBuilder &kb, Operation *op);
+FailureOr<func::FuncOp> buildTokenKernel(KernelBuilder &kb, Operation *op);
+
+} // namespace mlir::fbt
+
+#endif // FBT_CODEGEN_KERNELS_H

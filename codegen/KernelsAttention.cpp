@@ -1,0 +1,234 @@
+//===- KernelsAttention.cpp - RoPE, attention, the KV cache ---------------===//
+//
+// Attention is flash-style: each query streams over its keys once with a
+// running max and sum (online softmax), accumulating the output in place, so
+// no T x T score matrix is ever stored. The backward recomputes the
+// probabilities the same way, one query at a time.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/KernelBuilder.h"
+#include "codegen/Kernels.h"
+#include "dialect/FbtOps.h"
+
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+
+#include <cmath>
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::fbt;
+
+namespace {
+ArrayRef<int64_t> shape(Value v) {
+  return cast<RankedTensorType>(v.getType()).getShape();
+}
+
+/// q . k over one head's channels.
+Value dot(KernelBuilder &kb, Value a, Value aBase, Value b, Value bBase,
+          int64_t n) {
+  return kb.sum(n, [&](Value c) {
+    return kb.mul(kb.load(a, kb.iadd(aBase, c)), kb.load(b, kb.iadd(bBase, c)));
+  });
+}
+
+/// Output for one query (its head's channels at `oBase`) over keys [0, last]:
+///   o = sum_j softmax_j(scale * q.k_j) v_j, by online softmax.
+void attendOne(KernelBuilder &kb, Value q, Value qBase, Value k, Value v,
+               Value kvBase, int64_t kvStride, Value last, int64_t dh,
+               double scale, Value o, Value oBase) {
+  kb.loop(dh, [&](Value c) { kb.store(kb.f32(0), o, kb.iadd(oBase, c)); });
+  Value ninf = kb.f32(-std::numeric_limits<float>::infinity());
+  SmallVector<Value> ml = kb.fold(
+      kb.index(0), kb.iadd(last, 1), {ninf, kb.f32(0)},
+      [&](Value j, ValueRange carried) -> SmallVector<Value> {
+        Value row = kb.iadd(kvBase, kb.imul(j, kvStride));
+        Value s = kb.mul(dot(kb, q, qBase, k, row, dh), kb.f32(scale));
+        Value m = kb.max(carried[0], s);
+        Value corr = kb.exp(kb.sub(carried[0], m));
+        Value p = kb.exp(kb.sub(s, m));
+        kb.loop(dh, [&](Value c) {
+          Value oi = kb.iadd(oBase, c);
+          Value acc = kb.add(kb.mul(kb.load(o, oi), corr),
+                             kb.mul(p, kb.load(v, kb.iadd(row, c))));
+          kb.store(acc, o, oi);
+        });
+        return {m, kb.add(kb.mul(carried[1], corr), p)};
+      });
+  Value inv = kb.div(kb.f32(1), ml[1]);
+  kb.loop(dh, [&](Value c) {
+    Value oi = kb.iadd(oBase, c);
+    kb.store(kb.mul(kb.load(o, oi), inv), o, oi);
+  });
+}
+} // namespace
+
+FailureOr<func::FuncOp> mlir::fbt::buildAttentionKernel(KernelBuilder &kb,
+                                                        Operation *op) {
+  if (auto rope = dyn_cast<RopeOp>(op)) {
+    // Args: input, [positions], result. HF Llama's rotate-half convention:
+    // channel i pairs with i + Dh/2, angle pos * theta^(-2i/Dh).
+    ArrayRef<int64_t> x = shape(rope.getInput());
+    int64_t t = x[1], d = x[2], h = rope.getNumHeads(), dh = d / h, half = dh / 2;
+    bool hasPos = bool(rope.getPositions());
+    unsigned outArg = hasPos ? 2 : 1;
+    double lnTheta = std::log(rope.getTheta().convertToDouble());
+    Value sign = kb.f32(rope.getInverse() ? -1.0 : 1.0);
+    kb.parallel(x[0] * t, [&](Value row) {
+      Value pos = hasPos ? kb.toF32(kb.load(kb.arg(1), row))
+                         : kb.toF32(kb.irem(row, t));
+      kb.loop(half, [&](Value i) {
+        // inv_freq = theta^(-2i/Dh), computed once per channel pair.
+        Value exponent = kb.div(kb.mul(kb.f32(2), kb.toF32(i)), kb.f32(dh));
+        Value invFreq = kb.exp(kb.neg(kb.mul(exponent, kb.f32(lnTheta))));
+        Value angle = kb.mul(pos, invFreq);
+        Value c = kb.cos(angle), s = kb.mul(sign, kb.sin(angle));
+        kb.loop(h, [&](Value head) {
+          Value i1 = kb.iadd(kb.iadd(kb.imul(row, d), kb.imul(head, dh)), i);
+          Value i2 = kb.iadd(i1, half);
+          Value x1 = kb.load(kb.arg(0), i1), x2 = kb.load(kb.arg(0), i2);
+          kb.store(kb.sub(kb.mul(x1, c), kb.mul(x2, s)), kb.arg(outArg), i1);
+          kb.store(kb.add(kb.mul(x2, c), kb.mul(x1, s)), kb.arg(outArg), i2);
+        });
+      });
+    });
+    return kb.finish();
+  }
+
+  if (auto attn = dyn_cast<AttentionOp>(op)) {
+    // Args: q [B,T,D], k, v [B,S,D], [positions [B,T]], out [B,T,D].
+    ArrayRef<int64_t> q = shape(attn.getQuery()), k = shape(attn.getKey());
+    int64_t bsz = q[0], t = q[1], d = q[2], s = k[1], h = attn.getNumHeads(),
+            dh = d / h;
+    bool hasPos = bool(attn.getQueryPositions());
+    unsigned outArg = hasPos ? 4 : 3;
+    double scale = 1.0 / std::sqrt((double)dh);
+    kb.parallel(bsz * h * t, [&](Value id) {
+      // id = (b * H + head) * T + tq
+      Value tq = kb.irem(id, t), bh = kb.idiv(id, t);
+      Value head = kb.irem(bh, h), b = kb.idiv(bh, h);
+      Value qRow = kb.iadd(kb.imul(b, t), tq);
+      Value qBase = kb.iadd(kb.imul(qRow, d), kb.imul(head, dh));
+      Value kvBase = kb.iadd(kb.imul(kb.imul(b, s), d), kb.imul(head, dh));
+      Value last = tq;
+      if (hasPos) { // the last cache position this query sees, clamped
+        Value p = kb.toIndex(kb.load(kb.arg(3), qRow));
+        last = kb.select(kb.icmp(arith::CmpIPredicate::ult, p, kb.index(s)), p,
+                         kb.index(s - 1));
+      }
+      attendOne(kb, kb.arg(0), qBase, kb.arg(1), kb.arg(2), kvBase, d, last, dh,
+                scale, kb.arg(outArg), qBase);
+    });
+    return kb.finish();
+  }
+
+  if (auto g = dyn_cast<AttentionGradOp>(op)) {
+    // Args: dout, q, k, v | dq, dk, dv, all [B,T,D]. One parallel unit per
+    // (batch, head); queries run in order so dk and dv accumulate race-free.
+    ArrayRef<int64_t> q = shape(g.getQuery());
+    int64_t bsz = q[0], t = q[1], d = q[2], h = g.getNumHeads(), dh = d / h;
+    double scale = 1.0 / std::sqrt((double)dh);
+    Value dout = kb.arg(0), qm = kb.arg(1), km = kb.arg(2), vm = kb.arg(3);
+    Value dq = kb.arg(4), dk = kb.arg(5), dv = kb.arg(6);
+    Value ninf = kb.f32(-std::numeric_limits<float>::infinity());
+    kb.parallel(bsz * h, [&](Value bh) {
+      Value head = kb.irem(bh, h), b = kb.idiv(bh, h);
+      Value base = kb.iadd(kb.imul(kb.imul(b, t), d), kb.imul(head, dh));
+      auto rowBase = [&](Value pos) { return kb.iadd(base, kb.imul(pos, d)); };
+      kb.loop(t, [&](Value pos) {
+        kb.loop(dh, [&](Value c) {
+          Value i = kb.iadd(rowBase(pos), c);
+          kb.store(kb.f32(0), dq, i);
+          kb.store(kb.f32(0), dk, i);
+          kb.store(kb.f32(0), dv, i);
+        });
+      });
+      kb.loop(t, [&](Value tq) {
+        Value qb = rowBase(tq), end = kb.iadd(tq, 1);
+        auto score = [&](Value j) {
+          return kb.mul(dot(kb, qm, qb, km, rowBase(j), dh), kb.f32(scale));
+        };
+        // Pass 1: the softmax's max and normalizer.
+        SmallVector<Value> ml = kb.fold(
+            kb.index(0), end, {ninf, kb.f32(0)},
+            [&](Value j, ValueRange c) -> SmallVector<Value> {
+              Value s = score(j), m = kb.max(c[0], s);
+              return {m, kb.add(kb.mul(c[1], kb.exp(kb.sub(c[0], m))),
+                                kb.exp(kb.sub(s, m)))};
+            });
+        auto prob = [&](Value j) {
+          return kb.div(kb.exp(kb.sub(score(j), ml[0])), ml[1]);
+        };
+        // Pass 2: D = sum_j P_j (dout . v_j).
+        Value delta = kb.fold(kb.index(0), end, {kb.f32(0)},
+                              [&](Value j, ValueRange c) -> SmallVector<Value> {
+                                Value dp = dot(kb, dout, qb, vm, rowBase(j), dh);
+                                return {kb.add(c[0], kb.mul(prob(j), dp))};
+                              })[0];
+        // Pass 3: dS_j = P_j (dP_j - D); dq += dS k_j; dk_j += dS q; dv_j += P_j dout.
+        kb.loop(kb.index(0), end, [&](Value j) {
+          Value p = prob(j), kbj = rowBase(j);
+          Value dp = dot(kb, dout, qb, vm, kbj, dh);
+          Value ds = kb.mul(kb.mul(p, kb.sub(dp, delta)), kb.f32(scale));
+          kb.loop(dh, [&](Value c) {
+            Value qi = kb.iadd(qb, c), ki = kb.iadd(kbj, c);
+            kb.store(kb.add(kb.load(dq, qi), kb.mul(ds, kb.load(km, ki))), dq, qi);
+            kb.store(kb.add(kb.load(dk, ki), kb.mul(ds, kb.load(qm, qi))), dk, ki);
+            kb.store(kb.add(kb.load(dv, ki), kb.mul(p, kb.load(dout, qi))), dv, ki);
+          });
+        });
+      });
+    });
+    return kb.finish();
+  }
+
+  if (auto w = dyn_cast<KVWriteOp>(op)) {
+    // Args: cache [B,S,D], update [B,T,D], [positions [B,T]], out [B,S,D].
+    // The runtime runs this in place (out is the cache); otherwise the cache
+    // is copied first.
+    ArrayRef<int64_t> c = shape(w.getCache()), u = shape(w.getUpdate());
+    int64_t bsz = c[0], s = c[1], d = c[2], t = u[1];
+    bool hasPos = bool(w.getPositions());
+    Value out = kb.arg(hasPos ? 3 : 2);
+    OpBuilder &b = kb.builder();
+    Location loc = kb.location();
+    Value src = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, kb.arg(0));
+    Value dst = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, out);
+    kb.ifThen(kb.icmp(arith::CmpIPredicate::ne, src, dst), [&] {
+      kb.parallel(bsz * s * d, [&](Value i) {
+        kb.store(kb.load(kb.arg(0), i), out, i);
+      });
+    });
+    kb.parallel(bsz * t, [&](Value row) {
+      Value b0 = kb.idiv(row, t);
+      Value pos = hasPos ? kb.toIndex(kb.load(kb.arg(2), row)) : kb.irem(row, t);
+      // Positions past the cache are dropped (the runtime rejects them first).
+      kb.ifThen(kb.icmp(arith::CmpIPredicate::ult, pos, kb.index(s)), [&] {
+        Value dstBase = kb.imul(kb.iadd(kb.imul(b0, s), pos), d);
+        kb.loop(d, [&](Value ch) {
+          kb.store(kb.load(kb.arg(1), kb.iadd(kb.imul(row, d), ch)), out,
+                   kb.iadd(dstBase, ch));
+        });
+      });
+    });
+    return kb.finish();
+  }
+
+  if (auto g = dyn_cast<GatherPositionsOp>(op)) {
+    // Args: input [B,T,D], index [B], out [B,1,D].
+    ArrayRef<int64_t> x = shape(g.getInput());
+    int64_t t = x[1], d = x[2];
+    kb.parallel(x[0], [&](Value b) {
+      Value p = kb.toIndex(kb.load(kb.arg(1), b));
+      Value safe = kb.select(kb.icmp(arith::CmpIPredicate::ult, p, kb.index(t)),
+                             p, kb.index(t - 1));
+      Value srcBase = kb.imul(kb.iadd(kb.imul(b, t), safe), d);
+      kb.loop(d, [&](Value c) {
+        kb.store(kb.load(kb.arg(0), kb.iadd(srcBase, c)), kb.arg(2),
+                 kb.iadd(kb.imul(b, d), c));
+      });
+    });
+    return kb.finish();
+  }
+  return failure();
+}

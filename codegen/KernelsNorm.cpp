@@ -1,0 +1,162 @@
+//===- KernelsNorm.cpp - RMSNorm and the fused gated input ----------------===//
+//
+// Row kernels: one parallel iteration per row of D, a reduction for the
+// mean square, then the row written once. Scale gradients sum over rows, in
+// a second, serial sweep that keeps the sum race-free.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/KernelBuilder.h"
+#include "codegen/Kernels.h"
+#include "dialect/FbtOps.h"
+
+using namespace mlir;
+using namespace mlir::fbt;
+
+namespace {
+int64_t lastDim(Value v) {
+  return cast<RankedTensorType>(v.getType()).getShape().back();
+}
+int64_t numel(Value v) { return flatBuffer(v).second; }
+
+/// 1 / sqrt(mean(x[row]^2) + eps), x read through `read(i)`.
+Value invRms(KernelBuilder &kb, Value base, int64_t d, double eps,
+             function_ref<Value(Value)> read) {
+  Value ss = kb.sum(d, [&](Value c) {
+    Value x = read(kb.iadd(base, c));
+    return kb.mul(x, x);
+  });
+  return kb.rsqrt(kb.add(kb.div(ss, kb.f32(d)), kb.f32(eps)));
+}
+
+/// Gradient of RMSNorm(x) * w wrt x for one row, given inv = 1/rms:
+///   dx = inv * (g - xhat * mean(g * xhat)),  g = dy * w, xhat = x * inv.
+/// `emit(i, dx)` receives each element.
+void rmsRowGrad(KernelBuilder &kb, Value base, int64_t d, Value inv,
+                function_ref<Value(Value)> x, function_ref<Value(Value)> dy,
+                Value w, function_ref<void(Value, Value)> emit) {
+  Value dot = kb.sum(d, [&](Value c) {
+    Value i = kb.iadd(base, c);
+    return kb.mul(kb.mul(dy(i), kb.load(w, c)), kb.mul(x(i), inv));
+  });
+  Value mean = kb.div(dot, kb.f32(d));
+  kb.loop(d, [&](Value c) {
+    Value i = kb.iadd(base, c);
+    Value g = kb.mul(dy(i), kb.load(w, c));
+    Value xhat = kb.mul(x(i), inv);
+    emit(i, kb.mul(inv, kb.sub(g, kb.mul(xhat, mean))));
+  });
+}
+
+/// dw[c] = sum over rows of dy * x * inv (serial over rows).
+void scaleGrad(KernelBuilder &kb, int64_t rows, int64_t d, double eps,
+               function_ref<Value(Value)> x, function_ref<Value(Value)> dy,
+               Value dw) {
+  kb.loop(d, [&](Value c) { kb.store(kb.f32(0), dw, c); });
+  kb.loop(rows, [&](Value r) {
+    Value base = kb.imul(r, d);
+    Value inv = invRms(kb, base, d, eps, x);
+    kb.loop(d, [&](Value c) {
+      Value i = kb.iadd(base, c);
+      Value add = kb.mul(dy(i), kb.mul(x(i), inv));
+      kb.store(kb.add(kb.load(dw, c), add), dw, c);
+    });
+  });
+}
+} // namespace
+
+FailureOr<func::FuncOp> mlir::fbt::buildNormKernel(KernelBuilder &kb,
+                                                   Operation *op) {
+  auto in = [&](unsigned a) {
+    return [&kb, a](Value i) { return kb.load(kb.arg(a), i); };
+  };
+
+  if (auto n = dyn_cast<RMSNormOp>(op)) { // x, w -> y
+    int64_t d = lastDim(n.getInput()), rows = numel(n.getInput()) / d;
+    double eps = n.getEpsilon().convertToDouble();
+    kb.parallel(rows, [&](Value r) {
+      Value base = kb.imul(r, d);
+      Value inv = invRms(kb, base, d, eps, in(0));
+      kb.loop(d, [&](Value c) {
+        Value i = kb.iadd(base, c);
+        Value y = kb.mul(kb.mul(kb.load(kb.arg(0), i), inv), kb.load(kb.arg(1), c));
+        kb.store(y, kb.arg(2), i);
+      });
+    });
+    return kb.finish();
+  }
+
+  if (auto n = dyn_cast<RMSNormGradOp>(op)) { // dy, x, w -> dx, dw
+    int64_t d = lastDim(n.getInput()), rows = numel(n.getInput()) / d;
+    double eps = n.getEpsilon().convertToDouble();
+    kb.parallel(rows, [&](Value r) {
+      Value base = kb.imul(r, d);
+      Value inv = invRms(kb, base, d, eps, in(1));
+      rmsRowGrad(kb, base, d, inv, in(1), in(0), kb.arg(2),
+                 [&](Value i, Value dx) { kb.store(dx, kb.arg(3), i); });
+    });
+    scaleGrad(kb, rows, d, eps, in(1), in(0), kb.arg(4));
+    return kb.finish();
+  }
+
+  // The fused input: u = m ? v * sigmoid(g) : e, n = RMSNorm(u) * w.
+  // Args: value, gate, embedding, mask, scale | input, normed.
+  auto fusedInput = [&](Value i, Value on) {
+    Value gated = kb.mul(kb.load(kb.arg(0), i), kb.sigmoid(kb.load(kb.arg(1), i)));
+    return kb.select(on, gated, kb.load(kb.arg(2), i));
+  };
+  auto maskOn = [&](unsigned maskArg, Value r) {
+    return kb.fcmp(arith::CmpFPredicate::UNE, kb.load(kb.arg(maskArg), r),
+                   kb.f32(0));
+  };
+
+  if (auto g = dyn_cast<GatedInputNormOp>(op)) {
+    int64_t d = lastDim(g.getValue()), rows = numel(g.getValue()) / d;
+    double eps = g.getEpsilon().convertToDouble();
+    kb.parallel(rows, [&](Value r) {
+      Value base = kb.imul(r, d), on = maskOn(3, r);
+      // Write u first, then normalize from it: one read of v, g and e.
+      kb.loop(d, [&](Value c) {
+        Value i = kb.iadd(base, c);
+        kb.store(fusedInput(i, on), kb.arg(5), i);
+      });
+      Value inv = invRms(kb, base, d, eps, in(5));
+      kb.loop(d, [&](Value c) {
+        Value i = kb.iadd(base, c);
+        Value y = kb.mul(kb.mul(kb.load(kb.arg(5), i), inv), kb.load(kb.arg(4), c));
+        kb.store(y, kb.arg(6), i);
+      });
+    });
+    return kb.finish();
+  }
+
+  if (auto g = dyn_cast<GatedInputNormGradOp>(op)) {
+    // Args: input_grad, normed_grad, value, gate, embedding, mask, scale |
+    //       value_grad, gate_grad, embedding_grad, scale_grad.
+    int64_t d = lastDim(g.getValue()), rows = numel(g.getValue()) / d;
+    double eps = g.getEpsilon().convertToDouble();
+    auto u = [&](Value i) {
+      Value r = kb.idiv(i, d);
+      Value on = maskOn(5, r);
+      Value gated = kb.mul(kb.load(kb.arg(2), i), kb.sigmoid(kb.load(kb.arg(3), i)));
+      return kb.select(on, gated, kb.load(kb.arg(4), i));
+    };
+    kb.parallel(rows, [&](Value r) {
+      Value base = kb.imul(r, d), on = maskOn(5, r);
+      Value inv = invRms(kb, base, d, eps, u);
+      rmsRowGrad(kb, base, d, inv, u, in(1), kb.arg(6), [&](Value i, Value dx) {
+        Value du = kb.add(dx, kb.load(kb.arg(0), i));
+        Value v = kb.load(kb.arg(2), i), s = kb.sigmoid(kb.load(kb.arg(3), i));
+        Value zero = kb.f32(0);
+        Value dv = kb.mul(du, s);
+        Value dg = kb.mul(kb.mul(du, v), kb.mul(s, kb.sub(kb.f32(1), s)));
+        kb.store(kb.select(on, dv, zero), kb.arg(7), i);
+        kb.store(kb.select(on, dg, zero), kb.arg(8), i);
+        kb.store(kb.select(on, zero, du), kb.arg(9), i);
+      });
+    });
+    scaleGrad(kb, rows, d, eps, u, in(1), kb.arg(10));
+    return kb.finish();
+  }
+  return failure();
+}

@@ -1,0 +1,110 @@
+//===- ToKernels.cpp - GEMMs to library calls, the rest to kernels --------===//
+
+#include "codegen/Kernels.h"
+#include "dialect/FbtOps.h"
+#include "passes/Passes.h"
+
+#include "llvm/ADT/StringMap.h"
+
+namespace mlir::fbt {
+#define GEN_PASS_DEF_FBTTOKERNELS
+#include "passes/Passes.h.inc"
+} // namespace mlir::fbt
+
+using namespace mlir;
+using namespace mlir::fbt;
+
+namespace {
+int64_t numel(Value v) {
+  return cast<RankedTensorType>(v.getType()).getNumElements();
+}
+int64_t lastDim(Value v) {
+  return cast<RankedTensorType>(v.getType()).getShape().back();
+}
+
+/// The GEMM form of a matmul-like op, or null if `op` is not one. Tensors are
+/// row-major matrices: x [R, K], w [N, K], dy [R, N].
+GemmOp toGemm(OpBuilder &b, Operation *op) {
+  Location loc = op->getLoc();
+  Type result = op->getResult(0).getType();
+  auto gemm = [&](Value lhs, Value rhs, int64_t m, int64_t n, int64_t k,
+                  bool tl, bool tr) {
+    return GemmOp::create(b, loc, result, lhs, rhs, b.getI64IntegerAttr(m),
+                          b.getI64IntegerAttr(n), b.getI64IntegerAttr(k),
+                          tl ? b.getUnitAttr() : UnitAttr(),
+                          tr ? b.getUnitAttr() : UnitAttr());
+  };
+  if (isa<MatmulOp, LMHeadOp>(op)) { // x @ w^T
+    Value x = op->getOperand(0), w = op->getOperand(1);
+    int64_t k = lastDim(x), n = numel(w) / k;
+    return gemm(x, w, numel(x) / k, n, k, false, true);
+  }
+  if (auto g = dyn_cast<MatmulGradInputOp>(op)) { // dy @ w
+    int64_t n = lastDim(g.getGrad()), k = numel(g.getWeight()) / n;
+    return gemm(g.getGrad(), g.getWeight(), numel(g.getGrad()) / n, k, n,
+                false, false);
+  }
+  if (auto g = dyn_cast<MatmulGradWeightOp>(op)) { // dy^T @ x
+    int64_t n = lastDim(g.getGrad()), k = lastDim(g.getInput());
+    return gemm(g.getGrad(), g.getInput(), n, k, numel(g.getGrad()) / n, true,
+                false);
+  }
+  return {};
+}
+
+struct ToKernels : fbt::impl::FbtToKernelsBase<ToKernels> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<func::FuncOp> steps;
+    for (auto fn : module.getOps<func::FuncOp>())
+      if (fn->hasAttr("fbt.step"))
+        steps.push_back(fn);
+
+    OpBuilder kernels(module.getBodyRegion());
+    kernels.setInsertionPointToEnd(module.getBody());
+    for (func::FuncOp fn : steps) {
+      SmallVector<Operation *> ops;
+      for (Operation &op : fn.getBody().front().without_terminator())
+        ops.push_back(&op);
+      for (Operation *op : ops)
+        if (failed(lower(op, kernels)))
+          return signalPassFailure();
+      fn->setAttr("fbt.kernels", UnitAttr::get(&getContext()));
+    }
+  }
+
+  LogicalResult lower(Operation *op, OpBuilder &kernels) {
+    OpBuilder b(op);
+    if (auto stop = dyn_cast<StopGradientOp>(op)) {
+      stop.replaceAllUsesWith(stop.getInput());
+      stop.erase();
+      return success();
+    }
+    if (GemmOp gemm = toGemm(b, op)) {
+      op->replaceAllUsesWith(gemm);
+      op->erase();
+      return success();
+    }
+    if (!hasKernel(op))
+      return op->emitOpError() << "has no kernel and no library call "
+                                  "(fbt-to-kernels)";
+    std::string key = kernelKey(op);
+    auto it = byKey.find(key);
+    if (it == byKey.end()) {
+      std::string name = "k" + std::to_string(byKey.size()) + "_" + kernelStem(op);
+      if (failed(buildKernel(kernels, op, name)))
+        return failure();
+      it = byKey.insert({key, name}).first;
+    }
+    auto call = CallKernelOp::create(b, op->getLoc(), op->getResultTypes(),
+                                     it->second, op->getOperands());
+    op->replaceAllUsesWith(call);
+    op->erase();
+    return success();
+  }
+
+  llvm::StringMap<std::string> byKey;
+};
+} // namespace
