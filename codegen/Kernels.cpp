@@ -17,18 +17,16 @@ std::pair<Type, int64_t> mlir::fbt::flatBuffer(Value v) {
 }
 
 bool mlir::fbt::hasKernel(Operation *op) {
-  return isa<arith::ConstantOp, EmbeddingOp, EmbeddingGradOp, RMSNormOp,
+  return isa<EmbeddingOp, EmbeddingGradOp, RMSNormOp,
              RMSNormGradOp, RopeOp, AttentionOp, AttentionGradOp, KVWriteOp,
              GatherPositionsOp, SwiGLUOp, SwiGLUGradOp, ResidualOp, AddOp,
              ScaleOp, ShiftRightOp, ShiftLeftOp, FeedbackMaskOp, JitterOp,
-             WhereOp, WhereGradOp, NTPLossOp, NTPLossGradOp, CombineLossesOp,
-             GatedInputNormOp, GatedInputNormGradOp, GluGateOp, GluGateGradOp,
-             ConcatOp, SplitOp, GlobalNormOp, AdamWOp>(op);
+             WhereOp, WhereGradOp, NTPLossOp, NTPLossGradOp, GatedInputNormOp,
+             GatedInputNormGradOp, GluGateOp, GluGateGradOp, ConcatOp, SplitOp,
+             AdamWOp, AccumulateSquaresOp, AxpyOp, SqrtOp>(op);
 }
 
 std::string mlir::fbt::kernelStem(Operation *op) {
-  if (isa<arith::ConstantOp>(op))
-    return "fill";
   return op->getName().stripDialect().str();
 }
 
@@ -42,18 +40,38 @@ std::string mlir::fbt::kernelKey(Operation *op) {
   for (Type t : op->getResultTypes())
     os << t << ",";
   os << ")";
-  // Attributes are part of the code (epsilon, heads, theta, jitter stream);
-  // a constant's value is too.
+  // Attributes are part of the code (epsilon, heads, theta), except the
+  // ones passed as data (jitter's stream).
   for (NamedAttribute a : op->getAttrs())
-    os << a.getName().getValue() << "=" << a.getValue() << ";";
+    if (!isDataAttribute(op, a.getName()))
+      os << a.getName().getValue() << "=" << a.getValue() << ";";
   return key;
+}
+
+bool mlir::fbt::isDataAttribute(Operation *op, StringAttr name) {
+  return isa<JitterOp>(op) && name.getValue() == "stream";
+}
+
+SmallVector<Attribute> mlir::fbt::dataOperands(Operation *op) {
+  if (auto j = dyn_cast<JitterOp>(op))
+    return {j.getStreamAttr()};
+  return {};
 }
 
 FailureOr<func::FuncOp> mlir::fbt::buildKernel(OpBuilder &b, Operation *op,
                                                StringRef name) {
   SmallVector<Type> types;
   SmallVector<int64_t> sizes;
-  for (Value v : llvm::concat<Value>(op->getOperands(), op->getResults())) {
+  for (Value v : op->getOperands()) {
+    auto [t, n] = flatBuffer(v);
+    types.push_back(t);
+    sizes.push_back(n);
+  }
+  for (Attribute a : dataOperands(op)) {
+    types.push_back(cast<TypedAttr>(a).getType());
+    sizes.push_back(1);
+  }
+  for (Value v : op->getResults()) {
     auto [t, n] = flatBuffer(v);
     types.push_back(t);
     sizes.push_back(n);

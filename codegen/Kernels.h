@@ -29,6 +29,12 @@ std::string kernelKey(Operation *op);
 /// A short readable stem for the kernel's symbol, e.g. "rmsnorm".
 std::string kernelStem(Operation *op);
 
+/// Attributes the kernel reads as data rather than bakes in, so that one
+/// kernel serves ops that differ only in them (jitter's per-pass stream).
+/// They are appended, as one-element buffers, after the operands.
+SmallVector<Attribute> dataOperands(Operation *op);
+bool isDataAttribute(Operation *op, StringAttr name);
+
 /// Builds the kernel for `op` named `name` at the builder's point.
 FailureOr<func::FuncOp> buildKernel(OpBuilder &b, Operation *op,
                                     StringRef name);

@@ -115,16 +115,37 @@ FailureOr<func::FuncOp> mlir::fbt::buildElementwiseKernel(KernelBuilder &kb,
   }
 
   if (auto j = dyn_cast<JitterOp>(op)) {
+    // Args: input, seed, stream (data: one kernel serves every pass), out.
     double eps = attrF(j.getEpsilonAttr());
-    int64_t stream = (int64_t)j.getStream();
     Value seed = kb.load(kb.arg(1), kb.index(0));
+    Value stream = kb.load(kb.arg(2), kb.index(0));
     kb.parallel(numel(j), [&](Value i) {
-      Value u = kb.uniform(seed, kb.i64(stream), i);
+      Value u = kb.uniform(seed, stream, i);
       Value noise = kb.mul(kb.f32(eps), kb.sub(kb.mul(kb.f32(2), u), kb.f32(1)));
-      kb.store(kb.add(kb.load(kb.arg(0), i), noise), kb.arg(2), i);
+      kb.store(kb.add(kb.load(kb.arg(0), i), noise), kb.arg(3), i);
     });
     return kb.finish();
   }
+  if (auto a = dyn_cast<AccumulateSquaresOp>(op)) { // input, acc -> acc'
+    Value ss = kb.sum(numel(a.getInput()), [&](Value i) {
+      Value g = kb.load(kb.arg(0), i);
+      return kb.mul(g, g);
+    });
+    Value zero = kb.index(0);
+    kb.store(kb.add(kb.load(kb.arg(1), zero), ss), kb.arg(2), zero);
+    return kb.finish();
+  }
+  if (isa<AxpyOp>(op)) { // acc, x, weight -> acc + weight * x
+    Value zero = kb.index(0);
+    Value v = kb.add(kb.load(kb.arg(0), zero),
+                     kb.mul(kb.load(kb.arg(2), zero), kb.load(kb.arg(1), zero)));
+    kb.store(v, kb.arg(3), zero);
+    return kb.finish();
+  }
+  if (auto q = dyn_cast<SqrtOp>(op))
+    return pointwise(kb, numel(q), 1, 1, [&](ArrayRef<Value> x) {
+      return SmallVector<Value>{kb.sqrt(x[0])};
+    });
 
   if (isa<WhereOp, WhereGradOp>(op)) {
     // mask [B, T], values [B, T, D]: one mask entry per row of D.
@@ -214,29 +235,5 @@ FailureOr<func::FuncOp> mlir::fbt::buildElementwiseKernel(KernelBuilder &kb,
     return kb.finish();
   }
 
-  if (auto gn = dyn_cast<GlobalNormOp>(op)) {
-    // A sum over every gradient: serial, in one accumulator per operand.
-    unsigned n = gn.getInputs().size();
-    Value total = kb.f32(0);
-    for (unsigned a = 0; a < n; ++a)
-      total = kb.add(total, kb.sum(numel(gn.getInputs()[a]), [&](Value i) {
-        Value g = kb.load(kb.arg(a), i);
-        return kb.mul(g, g);
-      }));
-    kb.store(kb.sqrt(total), kb.arg(n), kb.index(0));
-    return kb.finish();
-  }
-
-  if (auto cl = dyn_cast<CombineLossesOp>(op)) {
-    unsigned k = cl.getLosses().size();
-    Value total = kb.f32(0);
-    for (unsigned a = 0; a < k; ++a) {
-      Value l = kb.load(kb.arg(a), kb.index(0));
-      total = kb.add(total, kb.mul(kb.f32(cl.getWeights()[a]), l));
-      kb.store(l, kb.arg(k + 1), kb.index(a));
-    }
-    kb.store(total, kb.arg(k), kb.index(0));
-    return kb.finish();
-  }
   return failure();
 }

@@ -733,3 +733,8 @@ CallKernelOp::verifySymbolUses(SymbolTableCollection &symbols) {
                          << want;
   return success();
 }
+
+LogicalResult PackOp::verify() {
+  return expectShape(*this, getResult(), "result",
+                     {(int64_t)getInputs().size()}, "one slot per operand");
+}

@@ -630,4 +630,37 @@ def Fbt_CallKernelOp : Fbt_Op<"call_kernel", [Pure,
   let assemblyFormat = "$kernel `(` $inputs `)` attr-dict `:` functional-type($inputs, $results)";
 }
 
+def Fbt_AccumulateSquaresOp : Fbt_Op<"accumulate_squares", [Pure]> {
+  let summary = "acc + sum(input^2): one link of the global gradient norm";
+  let arguments = (ins Fbt_FloatTensor:$input, Fbt_Scalar:$acc);
+  let results = (outs Fbt_Scalar:$result);
+  let assemblyFormat = "$input `,` $acc attr-dict `:` functional-type(operands, results)";
+}
+
+def Fbt_AxpyOp : Fbt_Op<"axpy", [Pure]> {
+  let summary = "acc + weight * x on scalars, the weight a runtime value";
+  let arguments = (ins Fbt_Scalar:$acc, Fbt_Scalar:$x, Fbt_Scalar:$weight);
+  let results = (outs Fbt_Scalar:$result);
+  let assemblyFormat = "$acc `,` $x `,` $weight attr-dict `:` functional-type(operands, results)";
+}
+
+def Fbt_SqrtOp : Fbt_Op<"sqrt", [Pure]> {
+  let summary = "elementwise square root";
+  let arguments = (ins Fbt_FloatTensor:$input);
+  let results = (outs Fbt_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+}
+
+def Fbt_PackOp : Fbt_Op<"pack", [Pure]> {
+  let summary = "scalars side by side in a vector";
+  let description = [{
+    No kernel: the memory plan places each operand in its slot of the
+    result's buffer, so producing the operands fills the vector.
+  }];
+  let arguments = (ins Variadic<Fbt_Scalar>:$inputs);
+  let results = (outs Fbt_FloatTensor:$result);
+  let assemblyFormat = "$inputs attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 #endif // FBT_OPS_TD

@@ -52,6 +52,45 @@ GemmOp toGemm(OpBuilder &b, Operation *op) {
   return {};
 }
 
+Value scalarConstant(OpBuilder &b, Location loc, double v) {
+  auto t = RankedTensorType::get({}, b.getF32Type());
+  return arith::ConstantOp::create(
+      b, loc, t, DenseElementsAttr::get(t, b.getF32FloatAttr(v).getValue()));
+}
+
+/// Reductions whose arity grows with L (the global norm) or K (the loss
+/// combination) become chains of fixed-arity links, so their kernels are
+/// shared too. Returns the new ops that still need lowering.
+SmallVector<Operation *> splitReduction(OpBuilder &b, Operation *op) {
+  Location loc = op->getLoc();
+  SmallVector<Operation *> parts;
+  if (auto gn = dyn_cast<GlobalNormOp>(op)) {
+    Value acc = scalarConstant(b, loc, 0);
+    for (Value g : gn.getInputs()) {
+      auto link = AccumulateSquaresOp::create(b, loc, acc.getType(), g, acc);
+      parts.push_back(link);
+      acc = link;
+    }
+    auto root = SqrtOp::create(b, loc, acc.getType(), acc);
+    parts.push_back(root);
+    gn.replaceAllUsesWith(root.getResult());
+    return parts;
+  }
+  auto cl = cast<CombineLossesOp>(op);
+  Value total = scalarConstant(b, loc, 0);
+  for (auto [loss, w] : llvm::zip(cl.getLosses(), cl.getWeights())) {
+    auto link = AxpyOp::create(b, loc, total.getType(), total, loss,
+                               scalarConstant(b, loc, w));
+    parts.push_back(link);
+    total = link;
+  }
+  // The per-pass losses are written in place into the packed vector.
+  auto pack = PackOp::create(b, loc, cl.getPassLosses().getType(), cl.getLosses());
+  cl.getLoss().replaceAllUsesWith(total);
+  cl.getPassLosses().replaceAllUsesWith(pack.getResult());
+  return parts;
+}
+
 struct ToKernels : fbt::impl::FbtToKernelsBase<ToKernels> {
   using Base::Base;
 
@@ -77,9 +116,20 @@ struct ToKernels : fbt::impl::FbtToKernelsBase<ToKernels> {
 
   LogicalResult lower(Operation *op, OpBuilder &kernels) {
     OpBuilder b(op);
+    // Constants stay: the memory plan turns them into initialized buffers.
+    if (isa<arith::ConstantOp>(op))
+      return success();
     if (auto stop = dyn_cast<StopGradientOp>(op)) {
       stop.replaceAllUsesWith(stop.getInput());
       stop.erase();
+      return success();
+    }
+    if (isa<GlobalNormOp, CombineLossesOp>(op)) {
+      SmallVector<Operation *> parts = splitReduction(b, op);
+      op->erase();
+      for (Operation *part : parts)
+        if (failed(lower(part, kernels)))
+          return failure();
       return success();
     }
     if (GemmOp gemm = toGemm(b, op)) {
@@ -98,8 +148,11 @@ struct ToKernels : fbt::impl::FbtToKernelsBase<ToKernels> {
         return failure();
       it = byKey.insert({key, name}).first;
     }
+    SmallVector<Value> operands(op->getOperands());
+    for (Attribute a : dataOperands(op))
+      operands.push_back(arith::ConstantOp::create(b, op->getLoc(), cast<TypedAttr>(a)));
     auto call = CallKernelOp::create(b, op->getLoc(), op->getResultTypes(),
-                                     it->second, op->getOperands());
+                                     it->second, operands);
     op->replaceAllUsesWith(call);
     op->erase();
     return success();

@@ -156,10 +156,10 @@ TokenStream loadTextFile(const std::string &path,
 }
 
 TokenStream loadDefaultCorpus() {
-  return TokenStream(tokenizeText(std::string_view(defaultCorpus(),
-                                                   defaultCorpusSize()),
-                                  kDefaultCorpusSeparator),
-                     "<default corpus>");
+  return TokenStream(
+      tokenizeText(std::string_view(defaultCorpus(), defaultCorpusSize()),
+                   kDefaultCorpusSeparator),
+      "<default corpus>");
 }
 
 //===----------------------------------------------------------------------===//
@@ -231,11 +231,10 @@ TokenStream loadBinFile(const std::string &path, int64_t vocabSize,
   for (int64_t i = 0; i < stream.size_; ++i) {
     uint32_t id = static_cast<uint32_t>(stream[i]);
     if (id >= static_cast<uint64_t>(vocabSize))
-      throw RuntimeError(path + ": token " + std::to_string(id) +
-                         " at offset " + std::to_string(i) + " (byte " +
-                         std::to_string(i * tokenBytes) +
-                         ") is not below the vocab size " +
-                         std::to_string(vocabSize));
+      throw RuntimeError(
+          path + ": token " + std::to_string(id) + " at offset " +
+          std::to_string(i) + " (byte " + std::to_string(i * tokenBytes) +
+          ") is not below the vocab size " + std::to_string(vocabSize));
   }
   return stream;
 }
@@ -259,8 +258,9 @@ TokenStream loadTokenFile(const std::string &path, int64_t vocabSize,
     return loadBinFile(path, vocabSize, 4);
   default: {
     if (vocabSize < kByteVocabSize)
-      throw RuntimeError(path + ": byte-level text needs a vocab size of at "
-                                "least 256, the model has " +
+      throw RuntimeError(path +
+                         ": byte-level text needs a vocab size of at "
+                         "least 256, the model has " +
                          std::to_string(vocabSize));
     return loadTextFile(path, docSeparator);
   }
@@ -283,9 +283,11 @@ TrainValSplit splitTrainVal(const TokenStream &tokens, double valFraction) {
 static void checkBatchShape(const TokenStream &tokens, int64_t batchSize,
                             int64_t seqLen, const char *what) {
   if (batchSize <= 0 || seqLen <= 0)
-    throw RuntimeError(std::string(what) + ": batch size and sequence length "
-                       "must be positive, got " + std::to_string(batchSize) +
-                       " x " + std::to_string(seqLen));
+    throw RuntimeError(std::string(what) +
+                       ": batch size and sequence length "
+                       "must be positive, got " +
+                       std::to_string(batchSize) + " x " +
+                       std::to_string(seqLen));
   if (tokens.size() < seqLen + 1)
     throw RuntimeError(tokens.source() + ": " + what + " has " +
                        std::to_string(tokens.size()) +
@@ -315,8 +317,8 @@ static Batch emptyBatch(int64_t batchSize, int64_t seqLen) {
   return batch;
 }
 
-Batch sampleBatch(const TokenStream &tokens, int64_t batchSize,
-                  int64_t seqLen, uint64_t seed, int64_t step) {
+Batch sampleBatch(const TokenStream &tokens, int64_t batchSize, int64_t seqLen,
+                  uint64_t seed, int64_t step) {
   checkBatchShape(tokens, batchSize, seqLen, "training data");
   if (step < 0)
     throw RuntimeError("step must be >= 0, got " + std::to_string(step));
@@ -339,12 +341,11 @@ ValBatches::ValBatches(TokenStream tokens, int64_t batchSize, int64_t seqLen,
   int64_t windows = (tokens_.size() - 1) / seqLen;
   numBatches_ = windows / batchSize;
   if (numBatches_ == 0)
-    throw RuntimeError(tokens_.source() + ": validation data has " +
-                       std::to_string(tokens_.size()) +
-                       " tokens, too few for one batch of " +
-                       std::to_string(batchSize) + " x " +
-                       std::to_string(seqLen) + " (needs " +
-                       std::to_string(batchSize * seqLen + 1) + ")");
+    throw RuntimeError(
+        tokens_.source() + ": validation data has " +
+        std::to_string(tokens_.size()) + " tokens, too few for one batch of " +
+        std::to_string(batchSize) + " x " + std::to_string(seqLen) +
+        " (needs " + std::to_string(batchSize * seqLen + 1) + ")");
   if (maxBatches > 0 && maxBatches < numBatches_)
     numBatches_ = maxBatches;
 }

@@ -145,8 +145,8 @@ struct Batch {
 /// offset uniformInt(seed, streams::kBatch, step * batchSize + b,
 /// n - seqLen), split into inputs and targets. A pure function of its
 /// arguments. Needs n >= seqLen + 1.
-Batch sampleBatch(const TokenStream &tokens, int64_t batchSize,
-                  int64_t seqLen, uint64_t seed, int64_t step);
+Batch sampleBatch(const TokenStream &tokens, int64_t batchSize, int64_t seqLen,
+                  uint64_t seed, int64_t step);
 
 /// Validation batches over fixed, non-overlapping windows: window w starts
 /// at w * seqLen; batch i holds windows i*B .. i*B + B - 1. The windows that

@@ -10,16 +10,18 @@
 
 namespace fbt {
 
-void initParameter(float *out, const std::vector<int64_t> &shape,
-                   uint64_t seed, uint64_t index, float stddev) {
+void initParameter(float *out, const std::vector<int64_t> &shape, uint64_t seed,
+                   uint64_t index, float stddev) {
   int64_t n = shapeElements(shape);
   if (shape.size() == 1) {
     std::fill(out, out + n, 1.0f);
     return;
   }
   if (shape.size() != 2)
-    throw RuntimeError("parameter " + std::to_string(index) + ": cannot "
-                       "initialize a tensor of shape " + shapeString(shape) +
+    throw RuntimeError("parameter " + std::to_string(index) +
+                       ": cannot "
+                       "initialize a tensor of shape " +
+                       shapeString(shape) +
                        " (only 1-D scales and 2-D weights)");
   for (int64_t i = 0; i < n; ++i)
     out[i] = stddev * rng::normal(seed, index, static_cast<uint64_t>(i));

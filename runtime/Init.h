@@ -24,9 +24,8 @@ constexpr float kDefaultInitStddev = 0.02f;
 
 /// Writes the initial values of parameter `index` (shape's element count of
 /// them) to `out`. Throws RuntimeError for shapes that are not 1-D or 2-D.
-void initParameter(float *out, const std::vector<int64_t> &shape,
-                   uint64_t seed, uint64_t index,
-                   float stddev = kDefaultInitStddev);
+void initParameter(float *out, const std::vector<int64_t> &shape, uint64_t seed,
+                   uint64_t index, float stddev = kDefaultInitStddev);
 
 /// The same, returned as a vector.
 std::vector<float> initParameter(const std::vector<int64_t> &shape,

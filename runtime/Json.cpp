@@ -6,8 +6,8 @@
 #include "runtime/FileIO.h"
 
 #include <charconv>
-#include <cstdio>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <unordered_set>
 
@@ -22,7 +22,8 @@ Json::Json(long long v)
       number_(static_cast<double>(v)) {}
 
 Json::Json(unsigned long long v) : kind_(Kind::Number) {
-  if (v <= static_cast<unsigned long long>(std::numeric_limits<int64_t>::max())) {
+  if (v <=
+      static_cast<unsigned long long>(std::numeric_limits<int64_t>::max())) {
     exactInt_ = true;
     int_ = static_cast<int64_t>(v);
   }
@@ -468,8 +469,7 @@ private:
         ++pos_;
         return obj;
       }
-      fail("expected ',' or '}' after an object member, got " +
-           describe(pos_));
+      fail("expected ',' or '}' after an object member, got " + describe(pos_));
     }
   }
 
@@ -494,8 +494,7 @@ private:
         ++pos_;
         return arr;
       }
-      fail("expected ',' or ']' after an array element, got " +
-           describe(pos_));
+      fail("expected ',' or ']' after an array element, got " + describe(pos_));
     }
   }
 
@@ -642,7 +641,8 @@ private:
       }
       default:
         failAt(pos_ - 1, "expected an escape character (one of \"\\/bfnrtu), "
-                         "got " + describe(pos_ - 1));
+                         "got " +
+                             describe(pos_ - 1));
       }
     }
   }

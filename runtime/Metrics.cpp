@@ -55,7 +55,8 @@ MetricsWriter::~MetricsWriter() {
 
 void MetricsWriter::write(const Json &record) {
   if (!record.isObject())
-    throw RuntimeError(path_ + ": a metrics record must be a JSON object, got " +
+    throw RuntimeError(path_ +
+                       ": a metrics record must be a JSON object, got " +
                        Json::kindName(record.kind()));
   std::string line = record.dump();
   line += '\n';

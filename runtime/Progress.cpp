@@ -11,8 +11,8 @@ namespace fbt {
 
 ProgressBar::ProgressBar(int64_t total, int64_t start, ProgressOptions options)
     : total_(std::max<int64_t>(total, 0)), start_(start),
-      options_(std::move(options)),
-      began_(std::chrono::steady_clock::now()), lastDone_(start) {
+      options_(std::move(options)), began_(std::chrono::steady_clock::now()),
+      lastDone_(start) {
   tty_ = options_.tty ? *options_.tty
                       : (options_.out && ::isatty(::fileno(options_.out)));
   if (options_.linePercent <= 0)
@@ -65,10 +65,9 @@ std::string ProgressBar::formatDuration(double seconds) {
     return "-:--:--";
   auto s = static_cast<int64_t>(std::llround(seconds));
   char buf[48];
-  std::snprintf(buf, sizeof buf, "%lld:%02lld:%02lld",
-                static_cast<long long>(s / 3600),
-                static_cast<long long>(s / 60 % 60),
-                static_cast<long long>(s % 60));
+  std::snprintf(
+      buf, sizeof buf, "%lld:%02lld:%02lld", static_cast<long long>(s / 3600),
+      static_cast<long long>(s / 60 % 60), static_cast<long long>(s % 60));
   return buf;
 }
 

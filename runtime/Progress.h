@@ -79,8 +79,8 @@ private:
   double tokensPerSecond_ = -1;
   std::chrono::steady_clock::time_point began_;
   double lastDraw_ = -1e9;
-  int64_t lastDone_;          // from the latest update()
-  int64_t lastPrinted_ = -1;  // what the last drawn line showed
+  int64_t lastDone_;         // from the latest update()
+  int64_t lastPrinted_ = -1; // what the last drawn line showed
   int64_t lastLineBucket_ = -1;
   bool drawn_ = false;
   bool finished_ = false;

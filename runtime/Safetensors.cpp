@@ -100,8 +100,8 @@ Tensor Tensor::fromF32(std::string name, std::vector<int64_t> shape,
                        const std::vector<float> &values) {
   Tensor t(std::move(name), DType::F32, std::move(shape));
   if (static_cast<int64_t>(values.size()) != t.numElements())
-    throw RuntimeError("tensor '" + t.name + "': " +
-                       std::to_string(values.size()) +
+    throw RuntimeError("tensor '" + t.name +
+                       "': " + std::to_string(values.size()) +
                        " values for shape " + shapeString(t.shape));
   if (!values.empty())
     std::memcpy(t.bytes.data(), values.data(), t.bytes.size());
@@ -127,8 +127,7 @@ template <typename T> void checkAccess(const Tensor &t) {
     throw RuntimeError("tensor '" + t.name + "' holds " +
                        std::to_string(t.bytes.size()) + " bytes, but " +
                        dtypeName(t.dtype) + " " + shapeString(t.shape) +
-                       " needs " +
-                       std::to_string(t.numElements() * sizeof(T)));
+                       " needs " + std::to_string(t.numElements() * sizeof(T)));
 }
 } // namespace
 
@@ -195,8 +194,8 @@ const Tensor &SafetensorsFile::at(std::string_view name) const {
   if (tensors.size() > 8)
     names += ", ...";
   throw RuntimeError((source.empty() ? "" : source + ": ") +
-                     "no tensor named '" + std::string(name) + "' (have: " +
-                     (names.empty() ? "none" : names) + ")");
+                     "no tensor named '" + std::string(name) +
+                     "' (have: " + (names.empty() ? "none" : names) + ")");
 }
 
 //===----------------------------------------------------------------------===//
@@ -313,8 +312,10 @@ Header parseHeader(std::string_view json, uint64_t dataBytes,
 
     std::string where = "tensor '" + name + "': ";
     if (!v.isObject())
-      throw fail(where + "expected an object with dtype, shape and "
-                         "data_offsets, got " + Json::kindName(v.kind()));
+      throw fail(where +
+                 "expected an object with dtype, shape and "
+                 "data_offsets, got " +
+                 Json::kindName(v.kind()));
     for (const Json::Member &m : v.asObject())
       if (m.first != "dtype" && m.first != "shape" && m.first != "data_offsets")
         throw fail(where + "unknown key '" + m.first +
@@ -324,7 +325,10 @@ Header parseHeader(std::string_view json, uint64_t dataBytes,
     const Json *offsets = v.find("data_offsets");
     if (!dtype || !shape || !offsets)
       throw fail(where + "missing '" +
-                 (!dtype ? "dtype" : !shape ? "shape" : "data_offsets") + "'");
+                 (!dtype   ? "dtype"
+                  : !shape ? "shape"
+                           : "data_offsets") +
+                 "'");
 
     Entry e;
     e.name = name;
@@ -350,8 +354,10 @@ Header parseHeader(std::string_view json, uint64_t dataBytes,
     if (!offsets->isArray() || offsets->size() != 2 ||
         !(*offsets)[0].isInteger() || !(*offsets)[1].isInteger() ||
         (*offsets)[0].asInt() < 0 || (*offsets)[1].asInt() < 0)
-      throw fail(where + "data_offsets: expected [begin, end], two "
-                         "non-negative integers, got " + offsets->dump());
+      throw fail(where +
+                 "data_offsets: expected [begin, end], two "
+                 "non-negative integers, got " +
+                 offsets->dump());
     e.begin = static_cast<uint64_t>((*offsets)[0].asInt());
     e.end = static_cast<uint64_t>((*offsets)[1].asInt());
     if (e.begin > e.end)
@@ -359,8 +365,8 @@ Header parseHeader(std::string_view json, uint64_t dataBytes,
                  ": begin is after end");
     if (e.end > dataBytes)
       throw fail(where + "data_offsets " + spanString(e.begin, e.end) +
-                 " run past the end of the data (" +
-                 std::to_string(dataBytes) + " bytes)");
+                 " run past the end of the data (" + std::to_string(dataBytes) +
+                 " bytes)");
 
     // The span is within the file, so a shape whose byte size disagrees
     // with it (or overflows) is caught here without multiplying past 2^63.
@@ -398,8 +404,8 @@ Header parseHeader(std::string_view json, uint64_t dataBytes,
   for (const Entry &e : header.entries) {
     if (e.begin < cursor)
       throw fail("tensors '" + prev->name + "' " +
-                 spanString(prev->begin, prev->end) + " and '" + e.name +
-                 "' " + spanString(e.begin, e.end) + " overlap");
+                 spanString(prev->begin, prev->end) + " and '" + e.name + "' " +
+                 spanString(e.begin, e.end) + " overlap");
     if (e.begin > cursor)
       throw fail("data bytes [" + std::to_string(cursor) + ", " +
                  std::to_string(e.begin) + ") before tensor '" + e.name +
@@ -410,8 +416,9 @@ Header parseHeader(std::string_view json, uint64_t dataBytes,
   if (cursor != dataBytes)
     throw fail(std::to_string(dataBytes - cursor) +
                " trailing bytes after the last tensor's data (the tensors "
-               "end at data offset " + std::to_string(cursor) +
-               ", the data holds " + std::to_string(dataBytes) + " bytes)");
+               "end at data offset " +
+               std::to_string(cursor) + ", the data holds " +
+               std::to_string(dataBytes) + " bytes)");
   return header;
 }
 
@@ -432,8 +439,10 @@ SafetensorsFile parseWith(uint64_t fileBytes, const ReadAt &readAt,
     headerBytes = (headerBytes << 8) | prefix[i];
   if (headerBytes > fileBytes - 8)
     throw RuntimeError(source + ": header length " +
-                       std::to_string(headerBytes) + " runs past the end of "
-                       "the file (" + std::to_string(fileBytes) +
+                       std::to_string(headerBytes) +
+                       " runs past the end of "
+                       "the file (" +
+                       std::to_string(fileBytes) +
                        " bytes; truncated or not a safetensors file)");
   if (headerBytes > kMaxHeaderBytes)
     throw RuntimeError(source + ": header length " +
@@ -446,7 +455,7 @@ SafetensorsFile parseWith(uint64_t fileBytes, const ReadAt &readAt,
   // safetensors at all from a corrupt one.
   if (json.empty() || json[0] != '{')
     throw RuntimeError(source + ": header does not start with '{' (not a "
-                       "safetensors file?)");
+                                "safetensors file?)");
   uint64_t dataStart = 8 + headerBytes;
   Header header = parseHeader(json, fileBytes - dataStart, source);
 
@@ -532,9 +541,9 @@ static std::vector<size_t> layoutOrder(const std::vector<Tensor> &tensors) {
   return order;
 }
 
-std::string serializeSafetensorsHeader(
-    const std::vector<Tensor> &tensors,
-    const std::map<std::string, std::string> &metadata) {
+std::string
+serializeSafetensorsHeader(const std::vector<Tensor> &tensors,
+                           const std::map<std::string, std::string> &metadata) {
   Json header = Json::object();
   if (!metadata.empty()) {
     Json meta = Json::object();
@@ -550,8 +559,8 @@ std::string serializeSafetensorsHeader(
       throw RuntimeError("cannot write a tensor named '" + t.name + "'");
     if (!names.insert(t.name).second)
       throw RuntimeError("tensor '" + t.name + "' appears twice");
-    uint64_t needed = static_cast<uint64_t>(t.numElements()) *
-                      dtypeSize(t.dtype);
+    uint64_t needed =
+        static_cast<uint64_t>(t.numElements()) * dtypeSize(t.dtype);
     if (t.bytes.size() != needed)
       throw RuntimeError("tensor '" + t.name + "' holds " +
                          std::to_string(t.bytes.size()) + " bytes, but " +
@@ -563,8 +572,8 @@ std::string serializeSafetensorsHeader(
     Json info = Json::object();
     info.set("dtype", dtypeName(t.dtype));
     info.set("shape", std::move(shape));
-    info.set("data_offsets", Json(Json::Array{Json(offset),
-                                              Json(offset + needed)}));
+    info.set("data_offsets",
+             Json(Json::Array{Json(offset), Json(offset + needed)}));
     header.set(t.name, std::move(info));
     offset += needed;
   }
@@ -579,9 +588,9 @@ std::string serializeSafetensorsHeader(
   return out + json;
 }
 
-void writeSafetensorsAtomic(const std::string &path,
-                            const std::vector<Tensor> &tensors,
-                            const std::map<std::string, std::string> &metadata) {
+void writeSafetensorsAtomic(
+    const std::string &path, const std::vector<Tensor> &tensors,
+    const std::map<std::string, std::string> &metadata) {
   std::string header;
   try {
     header = serializeSafetensorsHeader(tensors, metadata);

@@ -103,11 +103,12 @@ SafetensorsFile parseSafetensors(std::string_view image,
 /// The start of the file writeSafetensorsAtomic writes: the 8-byte length
 /// and the JSON header. The header is padded with spaces so the data starts
 /// 8-byte aligned; the tensors follow, wider dtypes first (in the given order
-/// among equals), so each starts aligned to its element size. Names must be unique, non-empty
-/// and not "__metadata__", and each tensor's byte count must match its shape.
-std::string serializeSafetensorsHeader(
-    const std::vector<Tensor> &tensors,
-    const std::map<std::string, std::string> &metadata);
+/// among equals), so each starts aligned to its element size. Names must be
+/// unique, non-empty and not "__metadata__", and each tensor's byte count must
+/// match its shape.
+std::string
+serializeSafetensorsHeader(const std::vector<Tensor> &tensors,
+                           const std::map<std::string, std::string> &metadata);
 
 /// Writes `path` atomically: "<path>.tmp.<pid>", fsync, rename over `path`,
 /// fsync the directory. On failure `path` keeps its old contents. For files

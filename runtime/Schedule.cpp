@@ -26,8 +26,8 @@ void PassSchedule::validate() const {
   require(singlePassFraction >= 0 && singlePassFraction <= 1,
           "single_pass_fraction", "a number in [0, 1]", singlePassFraction);
   require(passes >= 1, "passes", "an integer >= 1", double(passes));
-  require(deepPassFraction >= 0 && deepPassFraction <= 1,
-          "deep_pass_fraction", "a number in [0, 1]", deepPassFraction);
+  require(deepPassFraction >= 0 && deepPassFraction <= 1, "deep_pass_fraction",
+          "a number in [0, 1]", deepPassFraction);
   require(deepPasses >= 1, "deep_passes", "an integer >= 1",
           double(deepPasses));
   require(totalSteps >= 1, "steps", "an integer >= 1", double(totalSteps));
@@ -38,8 +38,8 @@ int64_t PassSchedule::passesAt(int64_t step) const {
       singlePassFraction * static_cast<double>(totalSteps))
     return 1;
   // A float in [0, 1) against p3: p3 = 0 never fires, p3 = 1 always does.
-  float u = rng::uniform(seed, rng::streams::kSchedule,
-                         static_cast<uint64_t>(step));
+  float u =
+      rng::uniform(seed, rng::streams::kSchedule, static_cast<uint64_t>(step));
   return static_cast<double>(u) < deepPassFraction ? deepPasses : passes;
 }
 

@@ -75,24 +75,23 @@ const char *const kNames[] = {"Mia",  "Leo",  "Sam",  "Ava",  "Ben",  "Zoe",
                               "Max",  "Ivy",  "Tom",  "Lily", "Finn", "Ruby",
                               "Omar", "Nina", "Hugo", "Rosa", "Eli",  "Pia",
                               "Jack", "Ella", "Noah", "Maya", "Alex", "Kira"};
-const char *const kAnimals[] = {"cat",   "dog",      "fox",      "rabbit",
-                                "owl",   "bear",     "duck",     "mouse",
-                                "horse", "frog",     "goat",     "turtle",
-                                "deer",  "hedgehog", "squirrel", "pig"};
+const char *const kAnimals[] = {
+    "cat",   "dog",  "fox",  "rabbit", "owl",  "bear",     "duck",     "mouse",
+    "horse", "frog", "goat", "turtle", "deer", "hedgehog", "squirrel", "pig"};
 // kAnimals, in the plural, index for index.
 const char *const kAnimalsPlural[] = {
-    "cats",   "dogs",  "foxes", "rabbits", "owls",      "bears",
-    "ducks",  "mice",  "horses", "frogs",  "goats",     "turtles",
-    "deer",   "hedgehogs", "squirrels", "pigs"};
+    "cats",  "dogs",      "foxes",     "rabbits", "owls",  "bears",
+    "ducks", "mice",      "horses",    "frogs",   "goats", "turtles",
+    "deer",  "hedgehogs", "squirrels", "pigs"};
 static_assert(sizeof kAnimals == sizeof kAnimalsPlural);
-const char *const kAdjectives[] = {"little", "brave", "curious", "sleepy",
-                                   "kind",   "clever", "tiny",   "happy",
-                                   "quiet",  "busy",  "gentle", "young"};
-const char *const kPlaces[] = {"small house", "big forest",   "green valley",
+const char *const kAdjectives[] = {"little", "brave",  "curious", "sleepy",
+                                   "kind",   "clever", "tiny",    "happy",
+                                   "quiet",  "busy",   "gentle",  "young"};
+const char *const kPlaces[] = {"small house",   "big forest", "green valley",
                                "quiet village", "sunny farm", "old mill",
-                               "tall tree",   "cozy den",     "little town"};
-const char *const kLandmarks[] = {"river", "hill", "lake",  "bridge",
-                                  "meadow", "sea", "road",  "garden",
+                               "tall tree",     "cozy den",   "little town"};
+const char *const kLandmarks[] = {"river",    "hill", "lake", "bridge",
+                                  "meadow",   "sea",  "road", "garden",
                                   "mountain", "pond"};
 // What an animal does each morning: {past tense, plain form}.
 const char *const kRoutines[][2] = {
@@ -106,21 +105,23 @@ const char *const kRoutines[][2] = {
     {"swept the floor", "sweep the floor"},
     {"went for a swim in the {L}", "go for a swim in the {L}"},
     {"counted the clouds", "count the clouds"}};
-const char *const kObjects[] = {"red ball", "shiny key",   "blue box",
-                                "paper map",  "small bell",  "yellow kite",
-                                "wooden boat", "golden leaf", "green hat",
+const char *const kObjects[] = {"red ball",    "shiny key",    "blue box",
+                                "paper map",   "small bell",   "yellow kite",
+                                "wooden boat", "golden leaf",  "green hat",
                                 "silver coin", "soft blanket", "big seed"};
-const char *const kWheres[] = {"under a rock",      "behind the door",
-                               "in the tall grass", "near the {L}",
-                               "on the path",       "inside a hollow log",
-                               "by the window",     "at the bottom of a basket"};
-const char *const kQuotes[] = {"What a nice day",     "I will keep it safe",
-                               "Look what I found",   "This is a surprise",
-                               "I should show my friend", "Where did this come from",
-                               "How wonderful"};
-const char *const kReplies[] = {"That is beautiful!", "Let us find out more.",
-                                "You are very lucky.", "I have never seen one!",
-                                "We can share it.",   "Thank you for showing me."};
+const char *const kWheres[] = {
+    "under a rock",      "behind the door",
+    "in the tall grass", "near the {L}",
+    "on the path",       "inside a hollow log",
+    "by the window",     "at the bottom of a basket"};
+const char *const kQuotes[] = {
+    "What a nice day",    "I will keep it safe",     "Look what I found",
+    "This is a surprise", "I should show my friend", "Where did this come from",
+    "How wonderful"};
+const char *const kReplies[] = {
+    "That is beautiful!",  "Let us find out more.",
+    "You are very lucky.", "I have never seen one!",
+    "We can share it.",    "Thank you for showing me."};
 const char *const kActivities[] = {
     "played until the sun went down", "shared a big lunch",
     "built a little house",           "went for a long walk",
@@ -131,13 +132,13 @@ const char *const kEndings[] = {"everyone was happy",
                                 "{N} and {F} became best friends",
                                 "the {O} stayed with {N} for a long time",
                                 "{N} learned that sharing makes friends glad"};
-const char *const kWeather[] = {"sunny", "rainy", "windy", "snowy", "cloudy",
-                                "warm", "cold"};
-const char *const kFeelings[] = {"happy", "sad", "tired", "excited", "hungry",
-                                 "scared", "proud"};
-const char *const kItems[] = {"apples",   "books",   "coins",   "cookies",
-                              "shells",   "stickers", "pencils", "marbles",
-                              "flowers",  "cards",   "eggs",    "stones"};
+const char *const kWeather[] = {"sunny",  "rainy", "windy", "snowy",
+                                "cloudy", "warm",  "cold"};
+const char *const kFeelings[] = {"happy",  "sad",    "tired", "excited",
+                                 "hungry", "scared", "proud"};
+const char *const kItems[] = {"apples",  "books",    "coins",   "cookies",
+                              "shells",  "stickers", "pencils", "marbles",
+                              "flowers", "cards",    "eggs",    "stones"};
 
 //===----------------------------------------------------------------------===//
 // Documents
@@ -208,40 +209,59 @@ std::string wordProblem(Dice &d) {
     case 0:
       line = fill("{N} has {a} {I}. {M} gives {N} {b} more. How many {I} does "
                   "{N} have now? {N} has {c} {I}.",
-                  {{"N", n}, {"M", m}, {"I", item}, {"a", num(a)},
-                   {"b", num(b)}, {"c", num(a + b)}});
+                  {{"N", n},
+                   {"M", m},
+                   {"I", item},
+                   {"a", num(a)},
+                   {"b", num(b)},
+                   {"c", num(a + b)}});
       break;
     case 1: {
       if (b > a)
         std::swap(a, b);
       line = fill("{N} had {a} {I}. {N} gave {b} {I} to {M}. Now {N} has {c} "
                   "{I} left.",
-                  {{"N", n}, {"M", m}, {"I", item}, {"a", num(a)},
-                   {"b", num(b)}, {"c", num(a - b)}});
+                  {{"N", n},
+                   {"M", m},
+                   {"I", item},
+                   {"a", num(a)},
+                   {"b", num(b)},
+                   {"c", num(a - b)}});
       break;
     }
     case 2: {
       int64_t bags = d.range(2, 9), each = d.range(2, 9);
       line = fill("{N} has {a} bags with {b} {I} in each bag. That is {a} "
                   "times {b}, so {N} has {c} {I}.",
-                  {{"N", n}, {"I", item}, {"a", num(bags)},
-                   {"b", num(each)}, {"c", num(bags * each)}});
+                  {{"N", n},
+                   {"I", item},
+                   {"a", num(bags)},
+                   {"b", num(each)},
+                   {"c", num(bags * each)}});
       break;
     }
     case 3: {
       std::string animals = kAnimalsPlural[d.below(std::size(kAnimalsPlural))];
       line = fill("There are {a} {A} in the {P}. Then {b} more {A} come. "
                   "Now there are {c} {A} in the {P}.",
-                  {{"A", animals}, {"P", d.pick(kPlaces)}, {"a", num(a)},
-                   {"b", num(b)}, {"c", num(a + b)}});
+                  {{"A", animals},
+                   {"P", d.pick(kPlaces)},
+                   {"a", num(a)},
+                   {"b", num(b)},
+                   {"c", num(a + b)}});
       break;
     }
     default: {
       int64_t c = d.range(1, 9);
       line = fill("{N} has {a} {I}, {M} has {b} and {K} has {c}. Together "
                   "they have {a} plus {b} plus {c}, which is {s} {I}.",
-                  {{"N", n}, {"M", m}, {"K", d.pick(kNames)}, {"I", item},
-                   {"a", num(a)}, {"b", num(b)}, {"c", num(c)},
+                  {{"N", n},
+                   {"M", m},
+                   {"K", d.pick(kNames)},
+                   {"I", item},
+                   {"a", num(a)},
+                   {"b", num(b)},
+                   {"c", num(c)},
                    {"s", num(a + b + c)}});
     }
     }
@@ -296,19 +316,32 @@ std::string arithmetic(Dice &d) {
 
 std::string facts(Dice &d) {
   static const char *const kFacts[] = {
-      "A cat has four legs.",          "A bird has two legs.",
-      "A spider has eight legs.",      "The sky is blue.",
-      "Grass is green.",               "Snow is white.",
-      "Fire is hot.",                  "Ice is cold.",
-      "Fish live in water.",           "Birds can fly.",
-      "The sun rises in the east.",    "The sun sets in the west.",
-      "A week has seven days.",        "A year has twelve months.",
-      "A day has twenty four hours.",  "An hour has sixty minutes.",
-      "Cows give milk.",               "Bees make honey.",
-      "Rain falls from clouds.",       "The moon shines at night.",
-      "Two and two make four.",        "Ten is more than five.",
-      "A triangle has three sides.",   "A square has four sides.",
-      "Plants need water and light.",  "Ducks can swim.",
+      "A cat has four legs.",
+      "A bird has two legs.",
+      "A spider has eight legs.",
+      "The sky is blue.",
+      "Grass is green.",
+      "Snow is white.",
+      "Fire is hot.",
+      "Ice is cold.",
+      "Fish live in water.",
+      "Birds can fly.",
+      "The sun rises in the east.",
+      "The sun sets in the west.",
+      "A week has seven days.",
+      "A year has twelve months.",
+      "A day has twenty four hours.",
+      "An hour has sixty minutes.",
+      "Cows give milk.",
+      "Bees make honey.",
+      "Rain falls from clouds.",
+      "The moon shines at night.",
+      "Two and two make four.",
+      "Ten is more than five.",
+      "A triangle has three sides.",
+      "A square has four sides.",
+      "Plants need water and light.",
+      "Ducks can swim.",
   };
   static const char *const kQuestions[][2] = {
       {"What color is the sky?", "The sky is blue."},
@@ -341,8 +374,8 @@ std::string facts(Dice &d) {
       if (a == b)
         line = num(a) + " is equal to " + num(b) + ".";
       else
-        line = num(a) + " is " + (a > b ? "more" : "less") + " than " +
-               num(b) + ".";
+        line = num(a) + " is " + (a > b ? "more" : "less") + " than " + num(b) +
+               ".";
       break;
     default:
       line = "The number after " + num(a) + " is " + num(a + 1) +
@@ -385,8 +418,8 @@ std::string counting(Dice &d) {
   }
   case 3: { // days, from any day, wrapping around
     int64_t first = d.range(0, 6);
-    out = "The days of the week, starting on " +
-          std::string(kDays[first]) + ": ";
+    out =
+        "The days of the week, starting on " + std::string(kDays[first]) + ": ";
     for (int64_t i = 0; i < 7; ++i)
       out += (i ? ", " : "") + std::string(kDays[(first + i) % 7]);
     return out + ".";

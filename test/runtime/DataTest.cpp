@@ -60,8 +60,8 @@ TEST(DataTest, NulInTextIsAnError) {
 TEST(DataTest, TextFiles) {
   test::TempDir dir;
   spit(dir.file("a.txt"), "one\n\ntwo");
-  TokenStream s = loadTokenFile(dir.file("a.txt"), 256, TokenFileFormat::Auto,
-                                "\n\n");
+  TokenStream s =
+      loadTokenFile(dir.file("a.txt"), 256, TokenFileFormat::Auto, "\n\n");
   EXPECT_EQ(s.toVector(),
             (std::vector<int32_t>{0, 'o', 'n', 'e', 0, 't', 'w', 'o'}));
   EXPECT_EQ(s.source(), dir.file("a.txt"));
@@ -87,12 +87,12 @@ TEST(DataTest, BinFilesUint16AndUint32) {
             (std::vector<int32_t>{1, 100000, 2}));
   // An explicit format overrides the name.
   spit(dir.file("data.tok"), raw(u32));
-  EXPECT_EQ(loadTokenFile(dir.file("data.tok"), 100001, TokenFileFormat::U32)
-                .size(),
-            3);
-  EXPECT_EQ(loadTokenFile(dir.file("data.tok"), 100001, TokenFileFormat::U16)
-                .size(),
-            6);
+  EXPECT_EQ(
+      loadTokenFile(dir.file("data.tok"), 100001, TokenFileFormat::U32).size(),
+      3);
+  EXPECT_EQ(
+      loadTokenFile(dir.file("data.tok"), 100001, TokenFileFormat::U16).size(),
+      6);
 }
 
 TEST(DataTest, BinFileValidationNamesFileAndOffset) {
@@ -111,8 +111,9 @@ TEST(DataTest, BinFileValidationNamesFileAndOffset) {
   spit(path, "");
   EXPECT_EQ(errorOf([&] { loadTokenFile(path, 50304); }),
             path + ": no tokens (empty file)");
-  EXPECT_NE(errorOf([&] { loadTokenFile(dir.file("none.bin"), 10); })
-                .find("cannot open"),
+  EXPECT_NE(errorOf([&] {
+              loadTokenFile(dir.file("none.bin"), 10);
+            }).find("cannot open"),
             std::string::npos);
 }
 
@@ -214,8 +215,9 @@ TEST(DataTest, ValBatchesAreFixedWindows) {
   EXPECT_THROW(val[4], RuntimeError);
   EXPECT_EQ(ValBatches(s, 2, 10, 2).size(), 2);
   EXPECT_EQ(ValBatches(s.slice(0, 21), 2, 10).size(), 1); // needs B*T+1
-  EXPECT_NE(errorOf([&] { ValBatches(s.slice(0, 20), 2, 10); })
-                .find("too few for one batch of 2 x 10 (needs 21)"),
+  EXPECT_NE(errorOf([&] {
+              ValBatches(s.slice(0, 20), 2, 10);
+            }).find("too few for one batch of 2 x 10 (needs 21)"),
             std::string::npos);
 }
 
@@ -223,7 +225,7 @@ TEST(DataTest, DefaultCorpusIsDeterministicTextWithStructure) {
   size_t n = defaultCorpusSize();
   EXPECT_GT(n, 200u * 1024);
   EXPECT_LT(n, 400u * 1024);
-  EXPECT_EQ(std::strlen(defaultCorpus()), n); // no NUL inside
+  EXPECT_EQ(std::strlen(defaultCorpus()), n);  // no NUL inside
   EXPECT_EQ(defaultCorpus(), defaultCorpus()); // built once
   for (size_t i = 0; i < n; ++i) {
     unsigned char c = static_cast<unsigned char>(defaultCorpus()[i]);

@@ -1,7 +1,7 @@
 //===- InitTest.cpp - Deterministic parameter init ------------------------===//
 
-#include "runtime/Error.h"
 #include "runtime/Init.h"
+#include "runtime/Error.h"
 #include "runtime/Random.h"
 
 #include <gtest/gtest.h>

@@ -1,7 +1,7 @@
 //===- JsonTest.cpp - JSON values, parser errors, writer ------------------===//
 
-#include "runtime/Error.h"
 #include "runtime/Json.h"
+#include "runtime/Error.h"
 
 #include <gtest/gtest.h>
 
@@ -67,8 +67,8 @@ TEST(JsonTest, IntegersStayExact) {
 }
 
 TEST(JsonTest, DoublesRoundTripShortest) {
-  for (double d : {0.1, 1.0 / 3.0, -2.5e-300, 1e21, 123456789.125, 100.0,
-                   -0.0}) {
+  for (double d :
+       {0.1, 1.0 / 3.0, -2.5e-300, 1e21, 123456789.125, 100.0, -0.0}) {
     Json back = Json::parse(Json(d).dump());
     EXPECT_EQ(back.asDouble(), d) << Json(d).dump();
   }
@@ -82,11 +82,13 @@ TEST(JsonTest, DoublesRoundTripShortest) {
 }
 
 TEST(JsonTest, StringsEscapeAndDecode) {
-  Json v = Json::parse(R"("a\"b\\c\/d\b\f\n\r\t\u0001\u00e9\u20ac\ud83d\ude00")");
+  Json v =
+      Json::parse(R"("a\"b\\c\/d\b\f\n\r\t\u0001\u00e9\u20ac\ud83d\ude00")");
   EXPECT_EQ(v.asString(), "a\"b\\c/d\b\f\n\r\t\x01\xc3\xa9\xe2\x82\xac"
                           "\xf0\x9f\x98\x80");
-  EXPECT_EQ(v.dump(), "\"a\\\"b\\\\c/d\\b\\f\\n\\r\\t\\u0001\xc3\xa9\xe2\x82\xac"
-                      "\xf0\x9f\x98\x80\"");
+  EXPECT_EQ(v.dump(),
+            "\"a\\\"b\\\\c/d\\b\\f\\n\\r\\t\\u0001\xc3\xa9\xe2\x82\xac"
+            "\xf0\x9f\x98\x80\"");
   EXPECT_EQ(Json::parse(v.dump()), v);
   // Raw UTF-8 passes through.
   EXPECT_EQ(Json::parse("\"\xe6\x97\xa5\"").asString(), "\xe6\x97\xa5");
@@ -141,7 +143,8 @@ TEST(JsonTest, WrongKindAccessThrows) {
 }
 
 TEST(JsonTest, ErrorsGiveLineAndColumn) {
-  EXPECT_EQ(parseError(""), "line 1, column 1: expected a value, got end of input");
+  EXPECT_EQ(parseError(""),
+            "line 1, column 1: expected a value, got end of input");
   EXPECT_EQ(parseError("{\n  \"a\": 1,\n  \"b\" 2\n}"),
             "line 3, column 7: expected ':' after an object key, got '2'");
   EXPECT_EQ(parseError("[1, 2,]"),
@@ -222,8 +225,8 @@ TEST(JsonTest, LoadsFilesAndNamesThemInErrors) {
   try {
     fbt::loadJsonFile("/nonexistent/x.json");
   } catch (const RuntimeError &e) {
-    EXPECT_EQ(std::string(e.what()).rfind("/nonexistent/x.json: cannot open", 0),
-              0u);
+    EXPECT_EQ(
+        std::string(e.what()).rfind("/nonexistent/x.json: cannot open", 0), 0u);
   }
 }
 

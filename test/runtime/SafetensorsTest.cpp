@@ -1,9 +1,9 @@
 //===- SafetensorsTest.cpp - Checkpoint files: round trips, corruption ----===//
 
+#include "runtime/Safetensors.h"
 #include "runtime/Error.h"
 #include "runtime/FileIO.h"
 #include "runtime/Json.h"
-#include "runtime/Safetensors.h"
 
 #include "TempDir.h"
 
@@ -77,8 +77,8 @@ TEST(SafetensorsTest, DTypes) {
   EXPECT_EQ(dtypeSize(DType::I32), 4u);
   EXPECT_EQ(dtypeSize(DType::I64), 8u);
   EXPECT_EQ(dtypeSize(DType::U8), 1u);
-  for (DType d : {DType::F32, DType::BF16, DType::F16, DType::I32, DType::I64,
-                  DType::U8})
+  for (DType d :
+       {DType::F32, DType::BF16, DType::F16, DType::I32, DType::I64, DType::U8})
     EXPECT_EQ(parseDType(dtypeName(d)), d);
   EXPECT_EQ(parseDType("F64"), std::nullopt);
   EXPECT_EQ(shapeElements({}), 1);
@@ -246,9 +246,10 @@ TEST(SafetensorsTest, TensorEntryErrors) {
   EXPECT_EQ(err(R"({"dtype": "F64", "shape": [1], "data_offsets": [0, 8]})"),
             "m.safetensors: tensor 'w': unsupported dtype 'F64' (supported: "
             "F32, BF16, F16, I32, I64, U8)");
-  EXPECT_EQ(err(R"({"dtype": "F32", "shape": [2], "data_offsets": [0, 8], "x": 1})"),
-            "m.safetensors: tensor 'w': unknown key 'x' (expected dtype, "
-            "shape, data_offsets)");
+  EXPECT_EQ(
+      err(R"({"dtype": "F32", "shape": [2], "data_offsets": [0, 8], "x": 1})"),
+      "m.safetensors: tensor 'w': unknown key 'x' (expected dtype, "
+      "shape, data_offsets)");
   EXPECT_EQ(err(R"({"dtype": "F32", "data_offsets": [0, 8]})"),
             "m.safetensors: tensor 'w': missing 'shape'");
   EXPECT_EQ(err(R"({"dtype": "F32", "shape": [-2], "data_offsets": [0, 8]})"),
@@ -276,23 +277,25 @@ TEST(SafetensorsTest, TensorEntryErrors) {
   EXPECT_EQ(parseError(image(R"({"__metadata__": {"a": 1}})", 0)),
             "m.safetensors: header: __metadata__: 'a': expected a string, got "
             "a number");
-  EXPECT_EQ(parseError(image(
-                R"({"w": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]},)"
-                R"( "w": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}})",
-                8)),
-            "m.safetensors: header is not valid JSON: line 1, column 63: "
-            "duplicate key \"w\"");
+  EXPECT_EQ(
+      parseError(image(
+          R"({"w": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]},)"
+          R"( "w": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}})",
+          8)),
+      "m.safetensors: header is not valid JSON: line 1, column 63: "
+      "duplicate key \"w\"");
 }
 
 TEST(SafetensorsTest, SpansMustTileTheData) {
   auto two = [](const char *a, const char *b, size_t data) {
-    return parseError(image(std::string("{\"a\": {\"dtype\": \"U8\", \"shape\": "
-                                        "[4], \"data_offsets\": ") +
-                                a +
-                                "}, \"b\": {\"dtype\": \"U8\", \"shape\": [4], "
-                                "\"data_offsets\": " +
-                                b + "}}",
-                            data));
+    return parseError(
+        image(std::string("{\"a\": {\"dtype\": \"U8\", \"shape\": "
+                          "[4], \"data_offsets\": ") +
+                  a +
+                  "}, \"b\": {\"dtype\": \"U8\", \"shape\": [4], "
+                  "\"data_offsets\": " +
+                  b + "}}",
+              data));
   };
   EXPECT_EQ(two("[0, 4]", "[4, 8]", 8), "");
   EXPECT_EQ(two("[4, 8]", "[0, 4]", 8), ""); // any header order
@@ -392,8 +395,7 @@ TEST(SafetensorsTest, AtomicWriteReplacesTheOldFile) {
   std::string path = dir.file("c.safetensors");
   writeSafetensorsAtomic(path, {Tensor::fromF32("v", {1}, {1})});
   writeSafetensorsAtomic(path, {Tensor::fromF32("v", {2}, {3, 4})});
-  EXPECT_EQ(readSafetensors(path).at("v").toF32(),
-            (std::vector<float>{3, 4}));
+  EXPECT_EQ(readSafetensors(path).at("v").toF32(), (std::vector<float>{3, 4}));
 }
 
 TEST(SafetensorsTest, HalfPrecisionConversions) {

@@ -22,8 +22,8 @@ class TempDir {
 public:
   TempDir() {
     const char *base = std::getenv("TMPDIR");
-    std::string tmpl = std::string(base && *base ? base : "/tmp") +
-                       "/fbt-runtime-test-XXXXXX";
+    std::string tmpl =
+        std::string(base && *base ? base : "/tmp") + "/fbt-runtime-test-XXXXXX";
     if (!::mkdtemp(tmpl.data()))
       throw std::runtime_error("mkdtemp failed for " + tmpl);
     path_ = tmpl;
