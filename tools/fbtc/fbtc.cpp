@@ -2,6 +2,8 @@
 //
 //   fbtc SPEC --emit=fbt [-o FILE]     model-level fbt IR of every step
 //   fbtc SPEC --emit=train [-o FILE]   after the training-graph passes
+//   fbtc SPEC --emit=kernels|plan      after fbt-to-kernels; the step plans
+//   fbtc SPEC --target=cpu -o M.fbtb   the runtime bundle
 //   fbtc SPEC --describe [--json]      the figures a user plans with
 //
 // Exit status: 0 on success, 2 on bad input (spec, options), 1 on an internal
@@ -13,6 +15,10 @@
 #include "frontend/Describe.h"
 #include "frontend/ModelBuilder.h"
 #include "frontend/Spec.h"
+#include "frontend/SpecJson.h"
+#include "codegen/BundleWriter.h"
+#include "codegen/CpuTarget.h"
+#include "codegen/StepPlan.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -20,6 +26,7 @@
 #include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
@@ -27,7 +34,8 @@
 using namespace llvm;
 
 namespace {
-enum class Stage { Fbt, Train };
+enum class Stage { Fbt, Train, Kernels, Plan, Bundle };
+enum class Target { None, Cpu };
 
 cl::OptionCategory category("fbtc options");
 cl::opt<std::string> specPath(cl::Positional, cl::desc("<model spec .json>"),
@@ -43,13 +51,32 @@ cl::opt<Stage> emit("emit", cl::desc("What to produce"), cl::init(Stage::Fbt),
                                clEnumValN(Stage::Train, "train",
                                           "after the training-graph passes: "
                                           "expanded, differentiated, with "
-                                          "AdamW")),
+                                          "AdamW"),
+                               clEnumValN(Stage::Kernels, "kernels",
+                                          "after fbt-to-kernels: library "
+                                          "GEMMs and generated kernels"),
+                               clEnumValN(Stage::Plan, "plan",
+                                          "the step plans (JSON): buffers, "
+                                          "arena sizes, calls"),
+                               clEnumValN(Stage::Bundle, "bundle",
+                                          "the runtime bundle (.fbtb); the "
+                                          "default with --target")),
                     cl::cat(category));
+cl::opt<Target> target("target", cl::desc("Compile for"),
+                       cl::init(Target::None),
+                       cl::values(clEnumValN(Target::Cpu, "cpu",
+                                             "this machine's CPU: kernels "
+                                             "through LLVM, GEMMs on BLAS")),
+                       cl::cat(category));
+cl::opt<std::string> cpuName("cpu",
+                             cl::desc("LLVM CPU name for --target=cpu "
+                                      "(default: this machine's)"),
+                             cl::cat(category));
 cl::opt<bool> describe("describe",
                        cl::desc("Print parameter counts, FLOPs, memory and "
                                 "KV-cache figures instead of compiling"),
                        cl::cat(category));
-cl::opt<bool> json("json", cl::desc("With --describe: one JSON object"),
+cl::opt<bool> jsonOutput("json", cl::desc("With --describe: one JSON object"),
                    cl::cat(category));
 
 constexpr int kBadInput = 2;
@@ -76,7 +103,8 @@ void setTrainOptions(const fbt::ModelSpec &spec,
   o.beta2 = spec.training.beta2;
   o.epsilon = spec.training.adamEpsilon;
   o.weightDecay = spec.training.weightDecay;
-  o.maxGradNorm = spec.training.gradClip;
+  // grad_clip 0 turns clipping off: a bound no norm reaches.
+  o.maxGradNorm = spec.training.gradClip > 0 ? spec.training.gradClip : 1e30;
   o.keepGradientStep = true;
 }
 } // namespace
@@ -97,7 +125,7 @@ int main(int argc, char **argv) {
     if (!d)
       return fail(kBadInput, toString(d.takeError()));
     return writeOutput([&](raw_ostream &os) {
-      if (json)
+      if (jsonOutput)
         fbt::printDescriptionJson(*spec, *d, os);
       else
         fbt::printDescription(*spec, *d, os);
@@ -111,13 +139,67 @@ int main(int argc, char **argv) {
   if (failed(mlir::verify(*module)))
     return fail(kInternalError, "the generated IR does not verify (a bug in "
                                 "fbtc; please report it with the spec)");
-  if (emit >= Stage::Train) {
+  Stage stage = emit;
+  if (target != Target::None && emit.getNumOccurrences() == 0)
+    stage = Stage::Bundle;
+  if (stage == Stage::Bundle && target == Target::None)
+    return fail(kBadInput, "--emit=bundle needs a --target (cpu)");
+  if (stage >= Stage::Train) {
     mlir::PassManager pm(&ctx);
     mlir::fbt::TrainPipelineOptions options;
     setTrainOptions(*spec, options);
     mlir::fbt::buildTrainPipeline(pm, options);
+    if (stage >= Stage::Kernels)
+      pm.addPass(mlir::fbt::createFbtToKernels());
     if (failed(pm.run(*module)))
-      return fail(kInternalError, "the training-graph passes failed");
+      return fail(kInternalError, "the compiler passes failed");
   }
-  return writeOutput([&](raw_ostream &os) { module->print(os); });
+  if (stage <= Stage::Kernels)
+    return writeOutput([&](raw_ostream &os) { module->print(os); });
+
+  json::Object steps;
+  int64_t largestArena = 0;
+  for (auto fn : module->getOps<mlir::func::FuncOp>()) {
+    if (!fn->hasAttr("fbt.step"))
+      continue;
+    FailureOr<mlir::fbt::StepPlan> plan = mlir::fbt::planStep(fn);
+    if (failed(plan))
+      return fail(kInternalError, "planning " + fn.getSymName() + " failed");
+    largestArena = std::max(largestArena, plan->arenaBytes);
+    steps[fn.getSymName()] = mlir::fbt::toJson(*plan);
+  }
+  if (stage == Stage::Plan)
+    return writeOutput([&](raw_ostream &os) {
+      os << formatv("{0:2}", json::Value(std::move(steps))) << "\n";
+    });
+
+  mlir::fbt::CpuTargetOptions cpu;
+  cpu.cpu = cpuName;
+  FailureOr<std::string> library = mlir::fbt::compileKernelsForCpu(*module, cpu);
+  if (failed(library))
+    return fail(kInternalError, "compiling the kernels failed");
+  json::Array params, kernels;
+  for (const fbt::ParameterInfo &p : fbt::parameterList(*spec))
+    params.push_back(json::Object{{"name", p.name},
+                                  {"shape", json::Array(p.shape)},
+                                  {"decay", p.decay},
+                                  {"feedback", p.feedback}});
+  for (auto fn : module->getOps<mlir::func::FuncOp>())
+    if (fn->hasAttr("fbt.kernel"))
+      kernels.push_back(fn.getSymName());
+  json::Object manifest{
+      {"format", "fbt-bundle"},
+      {"target", json::Object{{"kind", "cpu"},
+                              {"arch", "x86_64"},
+                              {"cpu", mlir::fbt::resolvedCpu(cpu)}}},
+      {"model", fbt::specToJson(*spec)},
+      {"params", std::move(params)},
+      {"kernels", std::move(kernels)},
+      {"largest_arena_bytes", largestArena},
+      {"steps", std::move(steps)}};
+  std::string out = outputPath == "-" ? spec->name + ".fbtb" : outputPath;
+  if (Error e = mlir::fbt::writeBundle(out, std::move(manifest),
+                                       {{"kernels.so", *library}}))
+    return fail(kBadInput, toString(std::move(e)));
+  return 0;
 }

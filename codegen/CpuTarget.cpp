@@ -1,0 +1,172 @@
+//===- CpuTarget.cpp - kernels to a shared object -------------------------===//
+
+#include "codegen/CpuTarget.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "mlir/Transforms/Passes.h"
+
+#include "llvm/ADT/ScopeExit.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/TargetParser/Host.h"
+
+using namespace mlir;
+
+std::string fbt::resolvedCpu(const CpuTargetOptions &options) {
+  return options.cpu.empty() ? llvm::sys::getHostCPUName().str() : options.cpu;
+}
+
+namespace {
+/// A module holding copies of the kernels only.
+OwningOpRef<ModuleOp> extractKernels(ModuleOp module) {
+  OpBuilder b(module.getContext());
+  OwningOpRef<ModuleOp> kernels = ModuleOp::create(module.getLoc());
+  b.setInsertionPointToEnd(kernels->getBody());
+  for (auto fn : module.getOps<func::FuncOp>())
+    if (fn->hasAttr("fbt.kernel"))
+      b.clone(*fn);
+  return kernels;
+}
+
+LogicalResult lowerToLLVMDialect(ModuleOp kernels) {
+  PassManager pm(kernels.getContext());
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertIndexToLLVMPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  ConvertFuncToLLVMPassOptions func;
+  func.useBarePtrCallConv = true; // one plain pointer per buffer
+  pm.addPass(createConvertFuncToLLVMPass(func));
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  pm.addPass(createCanonicalizerPass());
+  return pm.run(kernels);
+}
+
+std::unique_ptr<llvm::TargetMachine> hostMachine(const std::string &cpu,
+                                                 std::string &error) {
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
+  const llvm::Target *target =
+      llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target)
+    return nullptr;
+  llvm::TargetOptions opts;
+  return std::unique_ptr<llvm::TargetMachine>(target->createTargetMachine(
+      triple, cpu, /*features=*/"", opts, llvm::Reloc::PIC_,
+      std::nullopt, llvm::CodeGenOptLevel::Aggressive));
+}
+
+void optimize(llvm::Module &m, llvm::TargetMachine &tm, int level) {
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PassBuilder pb(&tm);
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::OptimizationLevel opt = level >= 3   ? llvm::OptimizationLevel::O3
+                                : level == 2 ? llvm::OptimizationLevel::O2
+                                : level == 1 ? llvm::OptimizationLevel::O1
+                                             : llvm::OptimizationLevel::O0;
+  pb.buildPerModuleDefaultPipeline(opt).run(m, mam);
+}
+
+/// Runs `cc -shared` (found on PATH) on the object; returns the library.
+FailureOr<std::string> linkShared(ModuleOp module, StringRef objectBytes) {
+  auto fail = [&](const Twine &msg) -> FailureOr<std::string> {
+    module.emitError() << "CPU target: " << msg;
+    return failure();
+  };
+  SmallString<128> obj, so;
+  if (llvm::sys::fs::createTemporaryFile("fbt-kernels", "o", obj) ||
+      llvm::sys::fs::createTemporaryFile("fbt-kernels", "so", so))
+    return fail("cannot create temporary files");
+  auto cleanup = llvm::make_scope_exit([&] {
+    llvm::sys::fs::remove(obj);
+    llvm::sys::fs::remove(so);
+  });
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(obj, ec);
+    if (ec)
+      return fail("cannot write " + obj + ": " + ec.message());
+    os << objectBytes;
+  }
+  llvm::ErrorOr<std::string> cc = llvm::sys::findProgramByName("cc");
+  if (!cc)
+    return fail("no C compiler driver 'cc' on PATH to link the kernels");
+  std::string errMsg;
+  SmallVector<StringRef> args = {*cc, "-shared", "-o", so, obj, "-lm"};
+  if (llvm::sys::ExecuteAndWait(*cc, args, std::nullopt, {}, 0, 0, &errMsg) != 0)
+    return fail("linking the kernels failed: " + errMsg);
+  auto buf = llvm::MemoryBuffer::getFile(so, /*IsText=*/false);
+  if (!buf)
+    return fail("cannot read the linked kernels: " + buf.getError().message());
+  return (*buf)->getBuffer().str();
+}
+} // namespace
+
+FailureOr<std::string>
+fbt::compileKernelsForCpu(ModuleOp module, const CpuTargetOptions &options) {
+  OwningOpRef<ModuleOp> kernels = extractKernels(module);
+  if (failed(lowerToLLVMDialect(*kernels)))
+    return module.emitError() << "CPU target: lowering the kernels to the "
+                                 "LLVM dialect failed",
+           failure();
+
+  registerBuiltinDialectTranslation(*module.getContext());
+  registerLLVMDialectTranslation(*module.getContext());
+  llvm::LLVMContext llvmCtx;
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateModuleToLLVMIR(*kernels, llvmCtx, "fbt_kernels");
+  if (!llvmModule)
+    return module.emitError() << "CPU target: translation to LLVM IR failed",
+           failure();
+
+  std::string error;
+  std::unique_ptr<llvm::TargetMachine> tm = hostMachine(resolvedCpu(options), error);
+  if (!tm)
+    return module.emitError() << "CPU target: " << error, failure();
+  llvmModule->setDataLayout(tm->createDataLayout());
+  llvmModule->setTargetTriple(tm->getTargetTriple());
+  optimize(*llvmModule, *tm, options.optLevel);
+  if (!options.dumpLLVMIR.empty()) {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(options.dumpLLVMIR, ec);
+    if (!ec)
+      llvmModule->print(os, nullptr);
+  }
+
+  SmallString<0> object;
+  {
+    llvm::raw_svector_ostream os(object);
+    llvm::legacy::PassManager pm;
+    if (tm->addPassesToEmitFile(pm, os, nullptr,
+                                llvm::CodeGenFileType::ObjectFile))
+      return module.emitError() << "CPU target: cannot emit objects", failure();
+    pm.run(*llvmModule);
+  }
+  return linkShared(module, object);
+}

@@ -1,0 +1,37 @@
+//===- CpuTarget.h - kernels to a shared object ------------------*- C++ -*-===//
+//
+// The CPU backend: the module's kernels (func.func marked fbt.kernel) are
+// lowered through the LLVM dialect to LLVM IR, optimized, compiled to an
+// object for the host (or a named CPU), and linked into a shared library the
+// runtime loads. Each kernel is an exported C function taking one pointer
+// per buffer (the bare-pointer memref convention).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FBT_CODEGEN_CPUTARGET_H
+#define FBT_CODEGEN_CPUTARGET_H
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include <string>
+
+namespace mlir::fbt {
+
+struct CpuTargetOptions {
+  /// LLVM CPU name; empty for the host's.
+  std::string cpu;
+  int optLevel = 3;
+  /// Where to keep the LLVM IR (empty: don't).
+  std::string dumpLLVMIR;
+};
+
+/// The shared library's bytes, or failure (diagnosed on `module`).
+FailureOr<std::string> compileKernelsForCpu(ModuleOp module,
+                                            const CpuTargetOptions &options);
+
+/// The CPU name the options resolve to ("x86-64-v3", the host's, ...).
+std::string resolvedCpu(const CpuTargetOptions &options);
+
+} // namespace mlir::fbt
+
+#endif // FBT_CODEGEN_CPUTARGET_H

@@ -1,0 +1,49 @@
+//===- SpecJson.cpp - a resolved spec as JSON -----------------------------===//
+
+#include "frontend/SpecJson.h"
+
+using llvm::json::Object;
+
+llvm::json::Value fbt::specToJson(const ModelSpec &s) {
+  const FeedbackSpec &f = s.feedback;
+  const TrainingSpec &t = s.training;
+  const InferenceSpec &i = s.inference;
+  return Object{
+      {"name", s.name},
+      {"vocab_size", s.vocabSize},
+      {"hidden_size", s.hiddenSize},
+      {"num_hidden_layers", s.numHiddenLayers},
+      {"num_attention_heads", s.numAttentionHeads},
+      {"intermediate_size", s.intermediateSize},
+      {"max_position_embeddings", s.maxPositionEmbeddings},
+      {"rms_norm_eps", s.rmsNormEps},
+      {"rope_theta", s.ropeTheta},
+      {"tie_word_embeddings", s.tieWordEmbeddings},
+      {"bos_token_id", s.bosTokenId},
+      {"feedback", Object{{"fusion", fusionName(f.fusion)},
+                          {"jitter", f.jitter},
+                          {"depth_scaling", f.depthScaling},
+                          {"detach_state", f.detachState},
+                          {"aux_loss_weight", f.auxLossWeight},
+                          {"prefix_mixin", f.prefixMixin}}},
+      {"training", Object{{"single_pass_fraction", t.singlePassFraction},
+                          {"passes", t.passes},
+                          {"deep_pass_fraction", t.deepPassFraction},
+                          {"deep_passes", t.deepPasses},
+                          {"batch_size", t.batchSize},
+                          {"sequence_length", t.sequenceLength},
+                          {"steps", t.steps},
+                          {"learning_rate", t.learningRate},
+                          {"beta1", t.beta1},
+                          {"beta2", t.beta2},
+                          {"adam_epsilon", t.adamEpsilon},
+                          {"weight_decay", t.weightDecay},
+                          {"warmup_steps", t.warmupSteps},
+                          {"min_learning_rate", t.minLearningRate},
+                          {"grad_clip", t.gradClip},
+                          {"seed", (int64_t)t.seed}}},
+      {"inference", Object{{"batch_size", i.batchSize},
+                           {"max_prompt_length", i.maxPromptLength},
+                           {"max_sequence_length", i.maxSequenceLength}}},
+  };
+}
