@@ -112,6 +112,7 @@ FailureOr<StepPlan> mlir::fbt::planStep(func::FuncOp fn) {
   for (auto [j, v] : llvm::enumerate(ret.getOperands())) {
     auto name = fn.getResultAttrOfType<StringAttr>(j, "fbt.name");
     TensorInfo info = infoOf(v.getType(), name ? name.getValue() : "");
+    bool seen = where.count(v); // an argument, or returned twice
     if (auto upd = fn.getResultAttrOfType<IntegerAttr>(j, "fbt.updates")) {
       Value arg = fn.getArgument(upd.getInt());
       Operation *producer = v.getDefiningOp();
@@ -119,15 +120,14 @@ FailureOr<StepPlan> mlir::fbt::planStep(func::FuncOp fn) {
           producer && llvm::all_of(arg.getUsers(), [&](Operation *u) {
             return u == ret || position.lookup(u) <= position.lookup(producer);
           });
-      if (lastReader &&
-          writesInPlace(producer, cast<OpResult>(v).getResultNumber(), arg) &&
-          !where.count(v)) {
+      if (!seen && lastReader &&
+          writesInPlace(producer, cast<OpResult>(v).getResultNumber(), arg)) {
         info.updates = upd.getInt();
         where[v] = {BufferRef::Kind::Input, upd.getInt(), 0, info.bytes};
       }
     }
     bool computed = v.getDefiningOp() && !isa<arith::ConstantOp>(v.getDefiningOp());
-    if (!computed || where.count(v))
+    if (!computed || seen)
       deferredCopies.push_back({(int64_t)j, v});
     else if (!where.count(v))
       where[v] = {BufferRef::Kind::Output, (int64_t)j, 0, info.bytes};

@@ -166,8 +166,15 @@ private:
     }
     for (auto &in : inputs)
       fn.setArgAttr(i++, "fbt.name", b.getStringAttr(in.first));
-    for (auto [j, r] : llvm::enumerate(results))
+    for (auto [j, r] : llvm::enumerate(results)) {
       fn.setResultAttr(j, "fbt.name", b.getStringAttr(r.first));
+      // A result named like an input replaces it (the KV caches, the state):
+      // the runtime may keep it in place.
+      for (auto [a, in] : llvm::enumerate(inputs))
+        if (in.first == r.first)
+          fn.setResultAttr(j, "fbt.updates",
+                           b.getI64IntegerAttr(params.size() + a));
+    }
 
     Block *entry = fn.addEntryBlock();
     b.setInsertionPointToStart(entry);
