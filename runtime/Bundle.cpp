@@ -1,0 +1,256 @@
+//===- Bundle.cpp - loading and validating a compiled bundle --------------===//
+
+#include "runtime/Bundle.h"
+
+#include "runtime/Error.h"
+#include "runtime/FileIO.h"
+
+#include <cstring>
+
+namespace fbt {
+
+namespace {
+constexpr char kMagic[8] = {'F', 'B', 'T', 'B', 'N', 'D', 'L', '1'};
+constexpr size_t kHeader = 24;
+
+uint64_t readU64(const std::string &s, size_t at) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; --i)
+    v = (v << 8) | (unsigned char)s[at + i];
+  return v;
+}
+
+uint64_t alignTo64(uint64_t v) { return (v + 63) & ~uint64_t(63); }
+
+std::vector<int64_t> shapeOf(const Json &j) {
+  std::vector<int64_t> s;
+  for (const Json &d : j.asArray())
+    s.push_back(d.asInt());
+  return s;
+}
+
+TensorSpec tensorOf(const Json &j) {
+  TensorSpec t;
+  t.name = j.at("name").asString();
+  t.dtype = j.at("dtype").asString();
+  t.shape = shapeOf(j.at("shape"));
+  t.bytes = j.at("bytes").asInt();
+  if (const Json *p = j.find("param"))
+    t.param = p->asBool();
+  if (const Json *u = j.find("updates"))
+    t.updates = u->asInt();
+  return t;
+}
+
+BufferRef refOf(const Json &j) {
+  const Json::Array &a = j.asArray();
+  if (a.size() != 4)
+    throw RuntimeError("a buffer reference must have 4 fields");
+  BufferRef r;
+  const std::string &kind = a[0].asString();
+  if (kind == "input")
+    r.kind = BufferRef::Kind::Input;
+  else if (kind == "output")
+    r.kind = BufferRef::Kind::Output;
+  else if (kind == "const")
+    r.kind = BufferRef::Kind::Const;
+  else if (kind == "arena")
+    r.kind = BufferRef::Kind::Arena;
+  else
+    throw RuntimeError("unknown buffer kind '" + kind + "'");
+  r.index = a[1].asInt();
+  r.offset = a[2].asInt();
+  r.bytes = a[3].asInt();
+  return r;
+}
+
+StepPlan planOf(const std::string &name, const Json &j) {
+  StepPlan p;
+  p.name = name;
+  p.kind = j.at("kind").asString();
+  p.passes = j.at("passes").asInt();
+  p.arenaBytes = j.at("arena_bytes").asInt();
+  for (const Json &t : j.at("inputs").asArray())
+    p.inputs.push_back(tensorOf(t));
+  for (const Json &t : j.at("outputs").asArray())
+    p.outputs.push_back(tensorOf(t));
+  for (const Json &c : j.at("constants").asArray())
+    p.constants.push_back({c.at("dtype").asString(), c.at("count").asInt(),
+                           c.at("value").asDouble()});
+  for (const Json &o : j.at("ops").asArray()) {
+    PlanOp op;
+    if (const Json *k = o.find("kernel")) {
+      op.kernel = k->asString();
+    } else {
+      const Json::Array &g = o.at("gemm").asArray();
+      const Json::Array &t = o.at("transpose").asArray();
+      if (g.size() != 3 || t.size() != 2)
+        throw RuntimeError("a GEMM needs [m, n, k] and two transposes");
+      op.m = g[0].asInt();
+      op.n = g[1].asInt();
+      op.k = g[2].asInt();
+      op.transposeLhs = t[0].asBool();
+      op.transposeRhs = t[1].asBool();
+    }
+    for (const Json &a : o.at("args").asArray())
+      op.args.push_back(refOf(a));
+    p.ops.push_back(std::move(op));
+  }
+  for (const Json &c : j.at("copies").asArray())
+    p.copies.push_back({c.at("output").asInt(), refOf(c.at("from"))});
+  return p;
+}
+
+/// Every reference lies inside the buffer it names.
+void checkRef(const StepPlan &p, const BufferRef &r) {
+  auto inside = [&](int64_t size) {
+    return r.offset >= 0 && r.bytes >= 0 && r.offset + r.bytes <= size;
+  };
+  bool ok = false;
+  switch (r.kind) {
+  case BufferRef::Kind::Input:
+    ok = r.index >= 0 && r.index < (int64_t)p.inputs.size() &&
+         inside(p.inputs[r.index].bytes);
+    break;
+  case BufferRef::Kind::Output:
+    ok = r.index >= 0 && r.index < (int64_t)p.outputs.size() &&
+         inside(p.outputs[r.index].bytes);
+    break;
+  case BufferRef::Kind::Const:
+    ok = r.index >= 0 && r.index < (int64_t)p.constants.size() &&
+         inside(p.constants[r.index].count * (p.constants[r.index].dtype == "i64" ? 8 : 4));
+    break;
+  case BufferRef::Kind::Arena:
+    ok = inside(p.arenaBytes);
+    break;
+  }
+  if (!ok)
+    throw RuntimeError("step '" + p.name +
+                       "' references a buffer outside its bounds");
+}
+
+void checkPlan(const StepPlan &p, const std::vector<std::string> &kernels) {
+  for (const PlanOp &op : p.ops) {
+    if (!op.kernel.empty()) {
+      bool known = false;
+      for (const std::string &k : kernels)
+        known |= k == op.kernel;
+      if (!known)
+        throw RuntimeError("step '" + p.name + "' calls unknown kernel '" +
+                           op.kernel + "'");
+    } else {
+      if (op.args.size() != 3 || op.m < 1 || op.n < 1 || op.k < 1)
+        throw RuntimeError("step '" + p.name + "' has a malformed GEMM");
+      int64_t need[3] = {op.m * op.k * 4, op.k * op.n * 4, op.m * op.n * 4};
+      for (int i = 0; i < 3; ++i)
+        if (op.args[i].bytes < need[i])
+          throw RuntimeError("step '" + p.name +
+                             "' has a GEMM operand smaller than its shape");
+    }
+    for (const BufferRef &r : op.args)
+      checkRef(p, r);
+  }
+  for (const OutputCopy &c : p.copies) {
+    checkRef(p, c.source);
+    if (c.output < 0 || c.output >= (int64_t)p.outputs.size())
+      throw RuntimeError("step '" + p.name + "' copies to a missing output");
+  }
+}
+} // namespace
+
+uint64_t fnv1a64(const void *data, size_t size) {
+  const unsigned char *p = static_cast<const unsigned char *>(data);
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (size_t i = 0; i < size; ++i) {
+    h ^= p[i];
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+int64_t StepPlan::inputIndex(const std::string &n) const {
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (inputs[i].name == n)
+      return i;
+  return -1;
+}
+
+int64_t StepPlan::outputIndex(const std::string &n) const {
+  for (size_t i = 0; i < outputs.size(); ++i)
+    if (outputs[i].name == n)
+      return i;
+  return -1;
+}
+
+const StepPlan &Bundle::step(const std::string &name) const {
+  auto it = steps_.find(name);
+  if (it == steps_.end())
+    throw RuntimeError(path_ + ": the bundle has no step '" + name + "'");
+  return it->second;
+}
+
+Bundle Bundle::load(const std::string &path, const std::string &expectedTarget) {
+  std::string file = readFile(path);
+  auto bad = [&](const std::string &what) {
+    return RuntimeError(path + ": not a valid fbt bundle: " + what);
+  };
+  if (file.size() < kHeader)
+    throw bad("the file is shorter than the header (" +
+              std::to_string(file.size()) + " bytes)");
+  if (std::memcmp(file.data(), kMagic, 4) != 0)
+    throw bad("wrong magic (is this a bundle written by fbtc?)");
+  if (std::memcmp(file.data(), kMagic, 8) != 0)
+    throw bad("bundle format version '" + file.substr(4, 4) +
+              "' is not the supported 'NDL1'; recompile it with this fbtc");
+  uint64_t length = readU64(file, 8);
+  if (length > file.size() - kHeader)
+    throw bad("the manifest runs past the end of the file (truncated?)");
+  std::string text = file.substr(kHeader, length);
+  if (fnv1a64(text.data(), text.size()) != readU64(file, 16))
+    throw bad("the manifest's checksum does not match (corrupt file)");
+
+  Bundle b;
+  b.path_ = path;
+  try {
+    b.manifest_ = Json::parse(text, path + " manifest");
+    const Json &m = b.manifest_;
+    if (m.at("format").asString() != "fbt-bundle")
+      throw bad("the manifest's format is not 'fbt-bundle'");
+    const std::string &kind = m.at("target").at("kind").asString();
+    if (kind != expectedTarget)
+      throw RuntimeError(path + ": compiled for target '" + kind +
+                         "', but this runtime runs '" + expectedTarget +
+                         "'; recompile with fbtc --target=" + expectedTarget);
+    for (const Json &p : m.at("params").asArray())
+      b.params_.push_back({p.at("name").asString(), shapeOf(p.at("shape")),
+                           p.at("decay").asBool(), p.at("feedback").asBool()});
+    for (const Json &k : m.at("kernels").asArray())
+      b.kernels_.push_back(k.asString());
+    for (const Json::Member &s : m.at("steps").asObject()) {
+      StepPlan plan = planOf(s.first, s.second);
+      checkPlan(plan, b.kernels_);
+      b.steps_[s.first] = std::move(plan);
+    }
+
+    // The kernel library.
+    const Json &blob = m.at("blobs").at("kernels.so");
+    uint64_t base = alignTo64(kHeader + length);
+    uint64_t offset = blob.at("offset").asInt(), size = blob.at("size").asInt();
+    if (base + offset + size > file.size() || base + offset + size < base)
+      throw bad("the kernel library runs past the end of the file (truncated?)");
+    b.library_ = file.substr(base + offset, size);
+    uint64_t sum = std::stoull(blob.at("fnv1a64").asString(), nullptr, 16);
+    if (fnv1a64(b.library_.data(), b.library_.size()) != sum)
+      throw bad("the kernel library's checksum does not match (corrupt file)");
+  } catch (const RuntimeError &e) {
+    std::string what = e.what();
+    if (what.rfind(path, 0) == 0)
+      throw;
+    throw bad(what);
+  } catch (const std::exception &e) {
+    throw bad(e.what());
+  }
+  return b;
+}
+
+} // namespace fbt

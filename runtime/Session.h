@@ -1,0 +1,74 @@
+//===- Session.h - a loaded bundle ready to run ---------------------*- C++ -*-===//
+//
+// A Session holds a bundle, its loaded kernels, and one StepRunner per step
+// used (each with its arena), and the model's state: parameters, AdamW
+// moments and the optimizer's step count. Checkpoints are safetensors with
+// HF Llama names for the shared weights (so standard tools load the K=1
+// model), `feedback.*` for the feedback path, and `optimizer.adam_m.*`,
+// `optimizer.adam_v.*` beside them; the step count and seed are metadata.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FBT_RUNTIME_SESSION_H
+#define FBT_RUNTIME_SESSION_H
+
+#include "runtime/Bundle.h"
+#include "runtime/CpuExecutor.h"
+#include "runtime/KernelLibrary.h"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace fbt {
+
+struct ModelState {
+  std::vector<AlignedBuffer> params, m, v; ///< in Bundle::params() order
+  int64_t step = 0;                        ///< optimizer steps taken
+  uint64_t seed = 0;
+};
+
+struct StepResult {
+  float loss = 0;
+  std::vector<float> passLosses;
+  float gradNorm = 0;
+};
+
+class Session {
+public:
+  explicit Session(const std::string &bundlePath);
+
+  const Bundle &bundle() const { return bundle_; }
+  ModelState &state() { return state_; }
+  int64_t paramIndex(const std::string &name) const;
+  /// The bundle's model config (the resolved spec).
+  const Json &config() const { return bundle_.model(); }
+
+  StepRunner &runner(const std::string &step);
+
+  /// Fresh parameters from `seed` (normal(0, 0.02), norms at 1), zero moments.
+  void initialize(uint64_t seed);
+  void saveCheckpoint(const std::string &path) const;
+  /// Loads parameters (and moments, if present; else zero). Every parameter
+  /// must be there with the bundle's shape.
+  void loadCheckpoint(const std::string &path);
+
+  /// One optimizer step of train_k<K>: (ids, targets) are [B, T] int32.
+  StepResult trainStep(int64_t passes, const int32_t *ids, const int32_t *targets,
+                       uint64_t seed, float lr);
+  /// Loss and per-pass losses without an update (train_k<K>_grads), and the
+  /// gradients when `grads` is non-null (one buffer per parameter).
+  StepResult evalStep(int64_t passes, const int32_t *ids, const int32_t *targets,
+                      uint64_t seed, std::vector<AlignedBuffer> *grads = nullptr);
+
+private:
+  Bundle bundle_;
+  std::unique_ptr<KernelLibrary> kernels_;
+  std::map<std::string, std::unique_ptr<StepRunner>> runners_;
+  ModelState state_;
+};
+
+} // namespace fbt
+
+#endif // FBT_RUNTIME_SESSION_H

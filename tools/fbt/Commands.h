@@ -1,0 +1,12 @@
+//===- Commands.h - the fbt subcommands ------------------------------*- C++ -*-===//
+
+#ifndef FBT_TOOLS_FBT_COMMANDS_H
+#define FBT_TOOLS_FBT_COMMANDS_H
+
+namespace fbt {
+int runInspect(int argc, char **argv);
+int runStep(int argc, char **argv);
+int runTrain(int argc, char **argv);
+} // namespace fbt
+
+#endif // FBT_TOOLS_FBT_COMMANDS_H

@@ -1,0 +1,63 @@
+//===- fbt.cpp - the runtime CLI -----------------------------------------===//
+//
+//   fbt train BUNDLE [options]      train on text or token files
+//   fbt step BUNDLE --params P --batch B --passes K --out O
+//                                   run training steps on given tensors
+//   fbt inspect BUNDLE              what a bundle holds
+//
+// Errors are one line on stderr; the exit status is 2 for bad input (files,
+// options) and 1 for failures while running.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Commands.h"
+
+#include "runtime/Error.h"
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+static void usage(std::FILE *out) {
+  std::fputs(
+      "usage: fbt <command> [options]\n"
+      "\n"
+      "Runs bundles compiled by fbtc (fbtc SPEC --target=cpu -o M.fbtb).\n"
+      "\n"
+      "commands:\n"
+      "  train BUNDLE     train the model (default data: an embedded corpus)\n"
+      "  step BUNDLE      run training steps on tensors from safetensors files\n"
+      "  inspect BUNDLE   show the model, steps, kernels and arena sizes\n"
+      "\n"
+      "`fbt <command> --help` describes each command's options.\n",
+      out);
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return 2;
+  }
+  std::string cmd = argv[1];
+  if (cmd == "--help" || cmd == "-h" || cmd == "help") {
+    usage(stdout);
+    return 0;
+  }
+  try {
+    if (cmd == "train")
+      return fbt::runTrain(argc, argv);
+    if (cmd == "step")
+      return fbt::runStep(argc, argv);
+    if (cmd == "inspect")
+      return fbt::runInspect(argc, argv);
+    std::fprintf(stderr, "fbt: error: unknown command '%s'\n", cmd.c_str());
+    usage(stderr);
+    return 2;
+  } catch (const fbt::RuntimeError &e) {
+    std::fprintf(stderr, "fbt: error: %s\n", e.what());
+    return 2;
+  } catch (const std::exception &e) {
+    std::fprintf(stderr, "fbt: error: %s\n", e.what());
+    return 1;
+  }
+}
