@@ -28,7 +28,13 @@
 using namespace mlir;
 
 std::string fbt::resolvedCpu(const CpuTargetOptions &options) {
-  return options.cpu.empty() ? llvm::sys::getHostCPUName().str() : options.cpu;
+  // A portable default (AVX2 + FMA) runs on any recent x86 server; "native"
+  // asks for this machine's exact CPU.
+  if (options.cpu.empty())
+    return "x86-64-v3";
+  if (options.cpu == "native")
+    return llvm::sys::getHostCPUName().str();
+  return options.cpu;
 }
 
 namespace {

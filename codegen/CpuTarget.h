@@ -18,7 +18,8 @@
 namespace mlir::fbt {
 
 struct CpuTargetOptions {
-  /// LLVM CPU name; empty for the host's.
+  /// LLVM CPU name; empty for x86-64-v3 (AVX2, FMA), "native" for this
+  /// machine's.
   std::string cpu;
   int optLevel = 3;
   /// Where to keep the LLVM IR (empty: don't).

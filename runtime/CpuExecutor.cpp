@@ -7,6 +7,7 @@
 #include <cblas.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 
 namespace fbt {
@@ -68,10 +69,15 @@ void StepRunner::run(const std::vector<void *> &inputs,
   };
 
   using Clock = std::chrono::steady_clock;
+  // FBT_TRACE=1 names each call before it runs (for debugging a bundle).
+  static const bool trace = std::getenv("FBT_TRACE") != nullptr;
   void *args[16];
   for (size_t i = 0; i < plan_.ops.size(); ++i) {
     const PlanOp &op = plan_.ops[i];
     auto start = profile_ ? Clock::now() : Clock::time_point();
+    if (trace)
+      std::fprintf(stderr, "fbt: %s #%zu %s\n", plan_.name.c_str(), i,
+                   op.kernel.empty() ? "gemm" : op.kernel.c_str());
     if (!kernels_[i]) {
       const float *a = static_cast<const float *>(address(op.args[0]));
       const float *b = static_cast<const float *>(address(op.args[1]));

@@ -18,7 +18,9 @@
 4. Computes the same N steps with the reference in fp64 and compares:
      loss, pass losses, grad norm     relative error <= 1e-4
      every gradient                   max abs error <= 1e-5 + 1e-3 * max|reference|
-     parameters after N steps         max abs error <= 1e-5
+     parameters after N steps         max abs error <= 1e-5 + 0.01 * sum(lr)
+       (where a gradient is near zero, AdamW's m / sqrt(v) is decided by rounding, so an
+       fp32 run may move such an element by up to lr per step differently: 1% of that)
    With --steps 1 it also applies the reference AdamW to the runtime's own gradients and
    compares with the runtime's parameters (max abs error <= 1e-7 + 4 fp32 ulps of max|p|):
    the optimizer alone.
@@ -52,6 +54,7 @@ BATCH_SEED = 1234
 SCALAR_RTOL = 1e-4
 GRAD_ATOL, GRAD_RTOL = 1e-5, 1e-3
 PARAM_ATOL = 1e-5
+PARAM_LR_SHARE = 0.01
 # One step from the runtime's own gradients (--steps 1 only): 1e-7 plus 4 fp32 ulps of the
 # largest parameter (storing a norm scale near 1 in fp32 alone rounds by up to 6e-8).
 OPTIMIZER_ATOL, OPTIMIZER_ULPS = 1e-7, 2.0 ** -21
@@ -163,15 +166,16 @@ class Comparison:
             print("  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip())
 
 
-def compare(out, rec, names):
+def compare(out, rec, names, lrs):
     c = Comparison()
+    param_atol = PARAM_ATOL + PARAM_LR_SHARE * float(sum(lrs))
     c.relative(out, "loss", np.array(rec["loss"]), SCALAR_RTOL)
     c.relative(out, "pass_losses", np.array(rec["pass_losses"]), SCALAR_RTOL)
     c.relative(out, "grad_norm", np.array(rec["grad_norm"]), SCALAR_RTOL)
     for name in names:
         c.absolute(out, "grad." + name, rec["first_grads"][name].numpy(), GRAD_ATOL, GRAD_RTOL)
     for name in names:
-        c.absolute(out, name, rec["params"][name].numpy(), PARAM_ATOL)
+        c.absolute(out, name, rec["params"][name].numpy(), param_atol)
     return c
 
 
@@ -253,7 +257,7 @@ def main(argv=None):
         out = st.load_file(out_path)
 
     rec = reference_steps(params, cfg, ids, targets, args.passes, seed, lrs, torch.float64)
-    c = compare(out, rec, list(params))
+    c = compare(out, rec, list(params), lrs)
     if args.steps == 1:
         check_optimizer_alone(c, out, params, cfg, lrs[0], list(params))
     print("spec %s, K=%d, %d steps, batch %dx%d, seed %d, jitter %g, fusion %s" %

@@ -70,7 +70,8 @@ cl::opt<Target> target("target", cl::desc("Compile for"),
                        cl::cat(category));
 cl::opt<std::string> cpuName("cpu",
                              cl::desc("LLVM CPU name for --target=cpu "
-                                      "(default: this machine's)"),
+                                      "(default x86-64-v3; 'native' for "
+                                      "this machine's)"),
                              cl::cat(category));
 cl::opt<bool> describe("describe",
                        cl::desc("Print parameter counts, FLOPs, memory and "
