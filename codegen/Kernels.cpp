@@ -49,12 +49,17 @@ std::string mlir::fbt::kernelKey(Operation *op) {
 }
 
 bool mlir::fbt::isDataAttribute(Operation *op, StringAttr name) {
-  return isa<JitterOp>(op) && name.getValue() == "stream";
+  return (isa<JitterOp>(op) && name.getValue() == "stream") ||
+         (isa<ScaleOp>(op) && name.getValue() == "factor");
 }
 
 SmallVector<Attribute> mlir::fbt::dataOperands(Operation *op) {
   if (auto j = dyn_cast<JitterOp>(op))
     return {j.getStreamAttr()};
+  // Loss weights lambda/(K-1) differ with K; as data, one kernel serves all.
+  if (auto s = dyn_cast<ScaleOp>(op))
+    return {FloatAttr::get(Float32Type::get(op->getContext()),
+                           s.getFactor().convertToDouble())};
   return {};
 }
 

@@ -63,11 +63,12 @@ FailureOr<func::FuncOp> mlir::fbt::buildElementwiseKernel(KernelBuilder &kb,
     return pointwise(kb, numel(a), 2, 1, [&](ArrayRef<Value> x) {
       return SmallVector<Value>{kb.add(x[0], x[1])};
     });
-  if (auto s = dyn_cast<ScaleOp>(op)) {
-    double f = attrF(s.getFactorAttr());
-    return pointwise(kb, numel(s), 1, 1, [&](ArrayRef<Value> x) {
-      return SmallVector<Value>{kb.mul(x[0], kb.f32(f))};
+  if (auto s = dyn_cast<ScaleOp>(op)) { // input, factor (data) -> out
+    Value f = kb.load(kb.arg(1), kb.index(0));
+    kb.parallel(numel(s), [&](Value i) {
+      kb.store(kb.mul(kb.load(kb.arg(0), i), f), kb.arg(2), i);
     });
+    return kb.finish();
   }
   if (auto s = dyn_cast<SwiGLUOp>(op)) // silu(g) * u
     return pointwise(kb, numel(s), 2, 1, [&](ArrayRef<Value> x) {

@@ -7,7 +7,7 @@ from lit.llvm import llvm_config
 config.name = "FBT"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".test"]
-config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "unit", "fuzz"]
+config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "unit", "fuzz", "runtime", "reference"]
 
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.fbt_obj_root, "test")
@@ -18,9 +18,21 @@ config.substitutions.append(("%specs", os.path.join(config.fbt_src_root, "specs"
 tool_dirs = [
     os.path.join(config.fbt_obj_root, "tools", "fbt-opt"),
     os.path.join(config.fbt_obj_root, "tools", "fbtc"),
+    os.path.join(config.fbt_obj_root, "tools", "fbt"),
     config.llvm_tools_dir,
 ]
-llvm_config.add_tool_substitutions(["fbt-opt", "fbtc"], tool_dirs)
+llvm_config.add_tool_substitutions(["fbt-opt", "fbtc", "fbt"], tool_dirs)
+
+# End-to-end tests run the runtime CLI and compare with the PyTorch
+# reference, which needs Debian's python3 (the one with python3-torch).
+config.substitutions.append(("%python", "/usr/bin/python3"))
+config.substitutions.append(("%reference", os.path.join(config.fbt_src_root, "test", "reference")))
+config.substitutions.append(("%e2e", os.path.join(config.fbt_src_root, "test", "e2e")))
+if os.path.exists(os.path.join(config.fbt_obj_root, "tools", "fbt", "fbt")):
+    config.available_features.add("runtime")
+import subprocess
+if subprocess.run(["/usr/bin/python3", "-c", "import torch"], capture_output=True).returncode == 0:
+    config.available_features.add("torch")
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 # The spec reader's fuzzer runs (briefly) where it was built.

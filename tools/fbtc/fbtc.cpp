@@ -77,6 +77,10 @@ cl::opt<bool> describe("describe",
                        cl::desc("Print parameter counts, FLOPs, memory and "
                                 "KV-cache figures instead of compiling"),
                        cl::cat(category));
+cl::opt<bool> fuseGate("fuse-feedback-gate",
+                       cl::desc("Fold the GLU gate into the first layer's norm "
+                                "(default on)"),
+                       cl::init(true), cl::cat(category));
 cl::opt<bool> jsonOutput("json", cl::desc("With --describe: one JSON object"),
                    cl::cat(category));
 
@@ -107,6 +111,7 @@ void setTrainOptions(const fbt::ModelSpec &spec,
   // grad_clip 0 turns clipping off: a bound no norm reaches.
   o.maxGradNorm = spec.training.gradClip > 0 ? spec.training.gradClip : 1e30;
   o.keepGradientStep = true;
+  o.fuseFeedbackGate = fuseGate;
 }
 } // namespace
 
