@@ -102,8 +102,10 @@ public:
     b.setInsertionPointToEnd(module->getBody());
     for (int64_t k : spec.scheduledPasses())
       buildTrainStep(k);
-    buildPrefill();
+    buildPrefill(/*fused=*/false);
     buildDecodeStep();
+    if (spec.feedback.fusion != Fusion::None)
+      buildPrefill(/*fused=*/true);
     return module;
   }
 
@@ -327,15 +329,24 @@ private:
       list.push_back({"v_cache." + std::to_string(l), t});
   }
 
-  void buildPrefill() {
+  /// prefill: plain inputs. prefill_fused: one more pass of fused[n], whose
+  /// input at t >= 1 fuses the token with the previous pass's state at t-1.
+  /// Both write the caches from position 0 and return every position's
+  /// state (the next fused pass's input) and the last position's logits.
+  void buildPrefill(bool fused) {
     const int64_t bs = spec.inference.batchSize,
                   t = spec.inference.maxPromptLength,
                   s = spec.inference.maxSequenceLength;
     auto cache = f32({bs, s, D()});
+    auto x = f32({bs, t, D()});
     SmallVector<std::pair<StringRef, Type>> inputs = {
         {"input_ids", i32({bs, t})}, {"last_positions", i32({bs})}};
+    if (fused)
+      inputs.push_back({"prev_states", x});
     SmallVector<std::pair<std::string, Type>> caches, results = {
-        {"logits", f32({bs, 1, spec.vocabSize})}, {"state", f32({bs, 1, D()})}};
+        {"logits", f32({bs, 1, spec.vocabSize})},
+        {"state", f32({bs, 1, D()})},
+        {"states", x}};
     appendCaches(caches, cache);
     std::vector<std::string> cacheNames;
     for (auto &c : caches)
@@ -344,22 +355,32 @@ private:
       inputs.push_back({c, cache});
     results.append(caches.begin(), caches.end());
 
-    auto [fn, args] = startFunction("prefill", inputs, results, "prefill");
+    auto [fn, args] = startFunction(fused ? "prefill_fused" : "prefill", inputs,
+                                    results, "prefill");
     Params p = Params::bind(ValueRange(args).take_front(params.size()),
                             spec.numHiddenLayers);
     unsigned i = params.size();
     Value ids = args[i++], lastPositions = args[i++];
+    Value prev = fused ? args[i++] : Value();
     SmallVector<Value> kc(args.begin() + i, args.begin() + i + spec.numHiddenLayers);
     SmallVector<Value> vc(args.begin() + i + spec.numHiddenLayers, args.end());
 
     // Prompts are right-padded; causal attention keeps padding out of the
     // real positions, and each sequence's last real position (length - 1) is
     // picked for the first decode step.
-    Value e = ops::EmbeddingOp::create(b, loc, f32({bs, t, D()}), p.embed, ids);
-    Value h = stack(e, p, Value(), kc, vc);
+    Value u = ops::EmbeddingOp::create(b, loc, x, p.embed, ids);
+    if (fused) {
+      // Fused wherever training would (not at t = 0 or a BOS), no jitter.
+      Value mask = ops::FeedbackMaskOp::create(
+          b, loc, f32({bs, t}), ids, Value(),
+          b.getI64IntegerAttr(spec.bosTokenId), UnitAttr());
+      Value state = ops::ShiftRightOp::create(b, loc, x, prev);
+      u = ops::WhereOp::create(b, loc, x, mask, fuse(u, state, p), u);
+    }
+    Value h = stack(u, p, Value(), kc, vc);
     Value last = ops::GatherPositionsOp::create(b, loc, f32({bs, 1, D()}), h,
                                                 lastPositions);
-    SmallVector<Value> outs = {logits(last, p), last};
+    SmallVector<Value> outs = {logits(last, p), last, h};
     outs.append(kc.begin(), kc.end());
     outs.append(vc.begin(), vc.end());
     func::ReturnOp::create(b, loc, outs);

@@ -5,6 +5,7 @@
 //   prefill      a prompt batch into fresh KV caches, last state and logits
 //   decode_step  one token per sequence against the KV caches, with the
 //                feedback path switched per sequence (standard vs soft)
+//   prefill_fused  one further pass of fused[n] prefill over the prompt
 // Every step takes the same parameter list first, in `parameterNames` order,
 // so one set of weights serves them all.
 //

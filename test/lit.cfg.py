@@ -18,17 +18,19 @@ config.substitutions.append(("%specs", os.path.join(config.fbt_src_root, "specs"
 tool_dirs = [
     os.path.join(config.fbt_obj_root, "tools", "fbt-opt"),
     os.path.join(config.fbt_obj_root, "tools", "fbtc"),
-    os.path.join(config.fbt_obj_root, "tools", "fbt"),
     config.llvm_tools_dir,
 ]
-llvm_config.add_tool_substitutions(["fbt-opt", "fbtc", "fbt"], tool_dirs)
+llvm_config.add_tool_substitutions(["fbt-opt", "fbtc"], tool_dirs)
+# The runtime CLI is %fbt: a bare `fbt` would also match `--emit=fbt`.
+fbt_cli = os.path.join(config.fbt_obj_root, "tools", "fbt", "fbt")
+config.substitutions.append(("%fbt", fbt_cli))
 
 # End-to-end tests run the runtime CLI and compare with the PyTorch
 # reference, which needs Debian's python3 (the one with python3-torch).
 config.substitutions.append(("%python", "/usr/bin/python3"))
 config.substitutions.append(("%reference", os.path.join(config.fbt_src_root, "test", "reference")))
 config.substitutions.append(("%e2e", os.path.join(config.fbt_src_root, "test", "e2e")))
-if os.path.exists(os.path.join(config.fbt_obj_root, "tools", "fbt", "fbt")):
+if os.path.exists(fbt_cli):
     config.available_features.add("runtime")
 import subprocess
 if subprocess.run(["/usr/bin/python3", "-c", "import torch"], capture_output=True).returncode == 0:

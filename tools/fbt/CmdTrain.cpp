@@ -1,12 +1,233 @@
-//===- CmdTrain.cpp - fbt train (placeholder until the trainer lands) -----===//
+//===- CmdTrain.cpp - fbt train: train a bundle's model -------------------===//
+//
+// Option parsing and the console around runtime/Trainer.h, which holds the
+// loop itself: a progress bar on stderr (steps, loss, per-pass losses,
+// tokens/s, ETA), a line per validation, and a summary on stdout at the end.
+//
+//===----------------------------------------------------------------------===//
 
 #include "Args.h"
 #include "Commands.h"
 
 #include "runtime/Error.h"
+#include "runtime/Progress.h"
+#include "runtime/Session.h"
+#include "runtime/Trainer.h"
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
 
 namespace fbt {
-int runTrain(int argc, char **argv) {
-  throw RuntimeError("fbt train is not built yet");
+
+namespace {
+
+const char *kUsage =
+    "usage: fbt train BUNDLE [options]\n"
+    "\n"
+    "Trains the bundle's model with its compiled steps, validating and\n"
+    "checkpointing as it goes. A run is a pure function of the bundle, the\n"
+    "data, the seed and the number of steps, so --resume continues it bit for\n"
+    "bit.\n"
+    "\n"
+    "data:\n"
+    "  --data FILE         UTF-8 text (byte-level tokens), .bin (uint16 ids) or\n"
+    "                      .u32.bin (uint32 ids); default: the embedded corpus\n"
+    "  --val-fraction F    hold out the last F of the data for validation\n"
+    "                      (default 0.1; 0: no validation)\n"
+    "schedule:\n"
+    "  --steps N           optimizer steps (default: the spec's training.steps)\n"
+    "  --seed S            seeds init, batches, pass schedule and jitter\n"
+    "                      (default: training.seed)\n"
+    "  --lr LR             peak learning rate (default: training.learning_rate);\n"
+    "                      the cosine floor keeps its ratio to the peak\n"
+    "output:\n"
+    "  --out DIR           the run directory (default: runs/<model name>):\n"
+    "                      run.json, metrics.jsonl, latest.safetensors and\n"
+    "                      step-<N>.safetensors at the end\n"
+    "  --eval-every N      validate every N steps (default: steps / 10)\n"
+    "  --eval-batches N    validation batches per evaluation (default 4)\n"
+    "  --save-every N      write latest.safetensors every N steps\n"
+    "                      (default: --eval-every)\n"
+    "  --resume PATH       continue from a checkpoint, or from a run\n"
+    "                      directory's latest.safetensors; options not given\n"
+    "                      come from the run's run.json, output goes to its\n"
+    "                      directory unless --out says otherwise\n"
+    "  --stop-after N      checkpoint and stop after step N, keeping the\n"
+    "                      schedule of --steps (continue later with --resume)\n"
+    "  --quiet             no progress bar or validation lines, only the\n"
+    "                      summary\n";
+
+std::string fixed(double value, int digits = 3) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, value);
+  return buf;
 }
+
+template <typename T> std::string joined(const std::vector<T> &values) {
+  std::string s;
+  for (const T &v : values)
+    s += (s.empty() ? "" : " ") + fixed(v);
+  return s;
+}
+
+int64_t parameterCount(const Bundle &bundle) {
+  int64_t n = 0;
+  for (const ParamSpec &p : bundle.params()) {
+    int64_t size = 1;
+    for (int64_t d : p.shape)
+      size *= d;
+    n += size;
+  }
+  return n;
+}
+
+/// What the console shows while the trainer runs.
+class ConsoleReport : public TrainObserver {
+public:
+  ConsoleReport(const Session &session, bool quiet)
+      : session_(session), quiet_(quiet) {}
+
+  void started(const Trainer &t) override {
+    tokensPerStep_ = t.batchSize() * t.seqLen();
+    if (quiet_)
+      return;
+    const RunSettings &s = t.settings();
+    const PassSchedule &ps = t.passSchedule();
+    std::fprintf(stderr, "model    %s: %s params, batch %lld x %lld tokens\n",
+                 session_.config().at("name").asString().c_str(),
+                 ProgressBar::formatCount(parameterCount(session_.bundle())).c_str(),
+                 (long long)t.batchSize(), (long long)t.seqLen());
+    std::fprintf(stderr,
+                 "schedule %lld steps: K=1 for %lld, then K=%lld (%g%% at "
+                 "K=%lld); lr %g -> %g, seed %llu\n",
+                 (long long)s.steps, (long long)ps.singlePassSteps(),
+                 (long long)ps.passes, 100 * ps.deepPassFraction,
+                 (long long)ps.deepPasses, s.learningRate, s.minLearningRate,
+                 (unsigned long long)s.seed);
+    std::fprintf(stderr, "data     %s: %s training, %s validation tokens\n",
+                 t.trainTokens().source().c_str(),
+                 ProgressBar::formatCount(t.trainTokens().size()).c_str(),
+                 ProgressBar::formatCount(t.valTokens().size()).c_str());
+    std::fprintf(stderr, "output   %s\n", t.outDir().c_str());
+    if (!t.resumedFrom().empty())
+      std::fprintf(stderr, "resuming from %s at step %lld\n",
+                   t.resumedFrom().c_str(), (long long)t.startStep());
+    bar_ = std::make_unique<ProgressBar>(s.steps, t.startStep());
+  }
+
+  void stepDone(const StepRecord &r) override {
+    tokens_ += tokensPerStep_;
+    seconds_ += r.seconds;
+    if (!bar_)
+      return;
+    bar_->setField("loss", fixed(r.loss));
+    bar_->setField("L_k", joined(r.passLosses));
+    bar_->setTokensPerSecond(tokens_ / seconds_);
+    bar_->update(r.step);
+  }
+
+  void evaluated(const EvalRecord &e) override {
+    if (bar_)
+      bar_->print("step " + std::to_string(e.step) + ": val loss " +
+                  fixed(e.loss) + ", per pass (K=" + std::to_string(e.passes) +
+                  ") " + joined(e.passLosses));
+  }
+
+  void finish() {
+    if (bar_)
+      bar_->finish();
+  }
+
+private:
+  const Session &session_;
+  bool quiet_;
+  std::unique_ptr<ProgressBar> bar_;
+  int64_t tokensPerStep_ = 0;
+  double tokens_ = 0, seconds_ = 0;
+};
+
+void printSummary(const TrainSummary &s, const std::string &bundle,
+                  const std::string &outDir) {
+  if (s.finished)
+    std::printf("trained %lld steps (%lld..%lld of %lld)\n",
+                (long long)(s.endStep - s.startStep), (long long)s.startStep + 1,
+                (long long)s.endStep, (long long)s.totalSteps);
+  else
+    std::printf("stopped after step %lld of %lld; continue with: fbt train %s "
+                "--resume %s\n",
+                (long long)s.endStep, (long long)s.totalSteps, bundle.c_str(),
+                outDir.c_str());
+  // Pass 1 is the plain next-token loss at every K; the total loss is not
+  // comparable across the schedule's change from K=1 to K=2.
+  std::printf("train loss (pass 1): %s -> %s (mean of the first / last %lld "
+              "steps)\n",
+              fixed(s.firstLoss).c_str(), fixed(s.lastLoss).c_str(),
+              (long long)s.window);
+  if (s.lastEval)
+    std::printf("val loss at step %lld: %s, per pass (K=%lld) %s\n",
+                (long long)s.lastEval->step, fixed(s.lastEval->loss).c_str(),
+                (long long)s.lastEval->passes,
+                joined(s.lastEval->passLosses).c_str());
+  std::printf("throughput: %s tokens/s\n",
+              ProgressBar::formatCount(s.tokensPerSecond).c_str());
+  std::printf("checkpoint: %s\n", s.checkpoint.c_str());
+}
+
+/// A non-negative integer option, if given.
+std::optional<int64_t> intOption(const Args &args, const char *name) {
+  if (!args.has(name))
+    return std::nullopt;
+  return args.getInt(name, 0);
+}
+
+} // namespace
+
+int runTrain(int argc, char **argv) {
+  Args args(argc, argv, 2,
+            {"data", "val-fraction", "steps", "seed", "out", "resume",
+             "eval-every", "eval-batches", "save-every", "lr", "stop-after"},
+            {"quiet", "help"});
+  if (args.has("help")) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  std::string bundle = args.require(0, "BUNDLE");
+  if (args.positional().size() > 1)
+    throw RuntimeError("unexpected argument '" + args.positional()[1] +
+                       "' (see --help)");
+
+  TrainOptions o;
+  if (args.has("data"))
+    o.data = args.get("data");
+  if (args.has("val-fraction"))
+    o.valFraction = args.getDouble("val-fraction", 0);
+  if (args.has("lr"))
+    o.learningRate = args.getDouble("lr", 0);
+  o.steps = intOption(args, "steps");
+  if (auto seed = intOption(args, "seed")) {
+    if (*seed < 0)
+      throw RuntimeError("--seed must be >= 0, got " + std::to_string(*seed));
+    o.seed = static_cast<uint64_t>(*seed);
+  }
+  o.evalEvery = intOption(args, "eval-every");
+  o.evalBatches = intOption(args, "eval-batches");
+  o.saveEvery = intOption(args, "save-every");
+  o.outDir = args.get("out");
+  o.resume = args.get("resume");
+  o.stopAfter = args.getInt("stop-after", 0);
+  if (args.has("stop-after") && o.stopAfter < 1)
+    throw RuntimeError("--stop-after must be at least 1, got " +
+                       std::to_string(o.stopAfter));
+
+  Session session(bundle);
+  Trainer trainer(session, o);
+  ConsoleReport report(session, args.has("quiet"));
+  TrainSummary summary = trainer.run(&report);
+  report.finish();
+  printSummary(summary, bundle, trainer.outDir());
+  return 0;
+}
+
 } // namespace fbt
