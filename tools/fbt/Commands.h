@@ -7,6 +7,8 @@ namespace fbt {
 int runInspect(int argc, char **argv);
 int runStep(int argc, char **argv);
 int runTrain(int argc, char **argv);
+int runGenerate(int argc, char **argv);
+int runScore(int argc, char **argv);
 } // namespace fbt
 
 #endif // FBT_TOOLS_FBT_COMMANDS_H

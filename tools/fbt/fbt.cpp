@@ -3,6 +3,9 @@
 //   fbt train BUNDLE [options]      train on text or token files
 //   fbt step BUNDLE --params P --batch B --passes K --out O
 //                                   run training steps on given tensors
+//   fbt generate BUNDLE --ckpt C --prompt TEXT [--mode soft]
+//                                   generate text in a decoding regime
+//   fbt score BUNDLE ...            teacher-forced logits (numerics checks)
 //   fbt inspect BUNDLE              what a bundle holds
 //
 // Errors are one line on stderr; the exit status is 2 for bad input (files,
@@ -26,6 +29,8 @@ static void usage(std::FILE *out) {
       "\n"
       "commands:\n"
       "  train BUNDLE     train the model (default data: an embedded corpus)\n"
+      "  generate BUNDLE  generate text: standard, soft or fused decoding\n"
+      "  score BUNDLE     teacher-forced logits in a decoding regime (checks)\n"
       "  step BUNDLE      run training steps on tensors from safetensors files\n"
       "  inspect BUNDLE   show the model, steps, kernels and arena sizes\n"
       "\n"
@@ -46,6 +51,10 @@ int main(int argc, char **argv) {
   try {
     if (cmd == "train")
       return fbt::runTrain(argc, argv);
+    if (cmd == "generate")
+      return fbt::runGenerate(argc, argv);
+    if (cmd == "score")
+      return fbt::runScore(argc, argv);
     if (cmd == "step")
       return fbt::runStep(argc, argv);
     if (cmd == "inspect")

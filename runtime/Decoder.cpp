@@ -1,0 +1,306 @@
+//===- Decoder.cpp - prefill, decode and the three regimes ----------------===//
+
+#include "runtime/Decoder.h"
+
+#include "runtime/Error.h"
+#include "runtime/Random.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <numeric>
+
+namespace fbt {
+
+Regime Regime::parse(const std::string &text) {
+  Regime r;
+  if (text == "standard") {
+    r.kind = Kind::Standard;
+  } else if (text == "soft") {
+    r.kind = Kind::Soft;
+  } else if (text.rfind("fused", 0) == 0) {
+    r.kind = Kind::Fused;
+    std::string n = text.substr(5);
+    if (!n.empty()) {
+      if (n.front() == ':')
+        n = n.substr(1);
+      else if (n.front() == '[' && n.back() == ']')
+        n = n.substr(1, n.size() - 2);
+      else
+        n = "?";
+      size_t used = 0;
+      try {
+        r.passes = std::stoll(n, &used);
+      } catch (...) {
+        used = 0;
+      }
+      if (used != n.size() || r.passes < 1)
+        throw RuntimeError("mode '" + text + "': fused takes a pass count >= 1, "
+                           "as fused:3 or fused[3]");
+    }
+  } else {
+    throw RuntimeError("unknown mode '" + text +
+                       "' (expected standard, soft, fused or fused:N)");
+  }
+  return r;
+}
+
+std::string Regime::name() const {
+  switch (kind) {
+  case Kind::Standard:
+    return "standard";
+  case Kind::Soft:
+    return "soft";
+  case Kind::Fused:
+    return "fused[" + std::to_string(passes) + "]";
+  }
+  return "?";
+}
+
+namespace {
+/// A step's buffers, bound by name.
+struct Binding {
+  std::vector<void *> inputs, outputs;
+  std::map<std::string, AlignedBuffer> owned; // outputs by name
+  const float *out(const std::string &name) const {
+    return owned.at(name).as<float>();
+  }
+};
+} // namespace
+
+Decoder::Decoder(Session &s) : session_(s) {
+  const Json &c = s.config();
+  batch_ = c.at("inference").at("batch_size").asInt();
+  maxPrompt_ = c.at("inference").at("max_prompt_length").asInt();
+  maxSequence_ = c.at("inference").at("max_sequence_length").asInt();
+  vocab_ = c.at("vocab_size").asInt();
+  width_ = c.at("hidden_size").asInt();
+  layers_ = c.at("num_hidden_layers").asInt();
+  for (int64_t i = 0; i < 2 * layers_; ++i)
+    caches_.emplace_back(batch_ * maxSequence_ * width_ * sizeof(float));
+  lastLogits_ = AlignedBuffer(batch_ * vocab_ * sizeof(float));
+  state_ = AlignedBuffer(batch_ * width_ * sizeof(float));
+}
+
+static Binding bindStep(Session &s, const StepPlan &plan,
+                    const std::map<std::string, void *> &named,
+                    std::vector<AlignedBuffer> &caches, int64_t layers) {
+  Binding b;
+  for (const TensorSpec &in : plan.inputs) {
+    void *ptr = nullptr;
+    int64_t p = s.paramIndex(in.name);
+    if (p >= 0) {
+      ptr = s.state().params[p].data();
+    } else if (in.name.rfind("k_cache.", 0) == 0) {
+      ptr = caches[std::stoll(in.name.substr(8))].data();
+    } else if (in.name.rfind("v_cache.", 0) == 0) {
+      ptr = caches[layers + std::stoll(in.name.substr(8))].data();
+    } else {
+      auto it = named.find(in.name);
+      if (it == named.end())
+        throw RuntimeError("step '" + plan.name + "' takes an input '" + in.name +
+                           "' the decoder cannot bind");
+      ptr = it->second;
+    }
+    b.inputs.push_back(ptr);
+  }
+  for (const TensorSpec &out : plan.outputs) {
+    if (out.updates >= 0 && out.name.find("_cache.") != std::string::npos) {
+      b.outputs.push_back(nullptr); // the caches, in place
+      continue;
+    }
+    auto &buf = b.owned[out.name] = AlignedBuffer(out.bytes);
+    b.outputs.push_back(buf.data());
+  }
+  return b;
+}
+
+void Decoder::prefill(const std::vector<std::vector<int32_t>> &prompts,
+                      const Regime &regime) {
+  if ((int64_t)prompts.size() > batch_)
+    throw RuntimeError(std::to_string(prompts.size()) + " prompts, but the bundle "
+                       "decodes " + std::to_string(batch_) + " at a time");
+  std::vector<int32_t> ids(batch_ * maxPrompt_, 0), last(batch_, 0);
+  for (size_t b = 0; b < prompts.size(); ++b) {
+    const auto &p = prompts[b];
+    if (p.empty())
+      throw RuntimeError("prompt " + std::to_string(b) + " is empty");
+    if ((int64_t)p.size() > maxPrompt_)
+      throw RuntimeError("prompt " + std::to_string(b) + " has " +
+                         std::to_string(p.size()) + " tokens; the bundle's "
+                         "prefill takes at most " + std::to_string(maxPrompt_) +
+                         " (inference.max_prompt_length)");
+    for (int32_t id : p)
+      if (id < 0 || id >= vocab_)
+        throw RuntimeError("prompt " + std::to_string(b) + " holds token " +
+                           std::to_string(id) + ", outside the vocabulary");
+    std::copy(p.begin(), p.end(), ids.begin() + b * maxPrompt_);
+    last[b] = (int32_t)p.size() - 1;
+  }
+  std::map<std::string, void *> named = {{"input_ids", ids.data()},
+                                         {"last_positions", last.data()}};
+  StepRunner &plain = session_.runner("prefill");
+  Binding b = bindStep(session_, plain.plan(), named, caches_, layers_);
+  plain.run(b.inputs, b.outputs);
+  AlignedBuffer states = std::move(b.owned.at("states"));
+  std::memcpy(lastLogits_.data(), b.out("logits"), lastLogits_.size());
+  std::memcpy(state_.data(), b.out("state"), state_.size());
+
+  if (regime.kind != Regime::Kind::Fused)
+    return;
+  if (!session_.bundle().hasStep("prefill_fused"))
+    throw RuntimeError("this model has no feedback path (fusion none): fused "
+                       "decoding needs one");
+  StepRunner &fused = session_.runner("prefill_fused");
+  for (int64_t pass = 2; pass <= regime.passes; ++pass) {
+    named["prev_states"] = states.data();
+    Binding f = bindStep(session_, fused.plan(), named, caches_, layers_);
+    fused.run(f.inputs, f.outputs);
+    states = std::move(f.owned.at("states"));
+    std::memcpy(lastLogits_.data(), f.out("logits"), lastLogits_.size());
+    std::memcpy(state_.data(), f.out("state"), state_.size());
+  }
+}
+
+void Decoder::decode(const std::vector<int32_t> &tokens,
+                     const std::vector<int32_t> &positions, bool feedback) {
+  for (int64_t b = 0; b < batch_; ++b)
+    if (positions[b] >= maxSequence_)
+      throw RuntimeError("sequence " + std::to_string(b) + " reached the "
+                         "context length " + std::to_string(maxSequence_));
+  std::vector<float> on(batch_, feedback ? 1.0f : 0.0f);
+  AlignedBuffer state(state_.size());
+  std::memcpy(state.data(), state_.data(), state_.size());
+  std::map<std::string, void *> named = {
+      {"input_ids", const_cast<int32_t *>(tokens.data())},
+      {"positions", const_cast<int32_t *>(positions.data())},
+      {"state", state.data()},
+      {"feedback_on", on.data()}};
+  StepRunner &step = session_.runner("decode_step");
+  Binding b = bindStep(session_, step.plan(), named, caches_, layers_);
+  step.run(b.inputs, b.outputs);
+  std::memcpy(lastLogits_.data(), b.out("logits"), lastLogits_.size());
+  std::memcpy(state_.data(), b.out("state"), state_.size());
+}
+
+std::vector<std::vector<std::vector<float>>>
+Decoder::score(const std::vector<std::vector<int32_t>> &seqs,
+               const std::vector<int64_t> &promptLengths, const Regime &regime) {
+  std::vector<std::vector<int32_t>> prompts;
+  size_t longest = 0;
+  for (size_t b = 0; b < seqs.size(); ++b) {
+    if (promptLengths[b] < 1 || promptLengths[b] > (int64_t)seqs[b].size())
+      throw RuntimeError("sequence " + std::to_string(b) +
+                         ": the prompt length must be in [1, its length]");
+    prompts.emplace_back(seqs[b].begin(), seqs[b].begin() + promptLengths[b]);
+    longest = std::max(longest, seqs[b].size());
+  }
+  prefill(prompts, regime);
+  std::vector<std::vector<std::vector<float>>> logits(seqs.size());
+  for (size_t b = 0; b < seqs.size(); ++b) {
+    logits[b].assign(seqs[b].size(), std::vector<float>(vocab_, 0.0f));
+    const float *row = lastLogits_.as<float>() + b * vocab_;
+    logits[b][promptLengths[b] - 1].assign(row, row + vocab_);
+  }
+  // Rows advance together; a row past its end feeds its last token again
+  // and is ignored.
+  bool feedback = regime.kind != Regime::Kind::Standard;
+  std::vector<int64_t> next(promptLengths.begin(), promptLengths.end());
+  next.resize(batch_, 1);
+  for (size_t round = 0; round < longest; ++round) {
+    bool any = false;
+    std::vector<int32_t> tokens(batch_, 0), positions(batch_, 0);
+    for (int64_t b = 0; b < batch_; ++b) {
+      bool live = b < (int64_t)seqs.size() && next[b] < (int64_t)seqs[b].size();
+      any |= live;
+      int64_t t = live ? next[b] : 0;
+      tokens[b] = live ? seqs[b][t] : 0;
+      positions[b] = (int32_t)t;
+    }
+    if (!any)
+      break;
+    decode(tokens, positions, feedback);
+    for (size_t b = 0; b < seqs.size(); ++b)
+      if (next[b] < (int64_t)seqs[b].size()) {
+        const float *row = lastLogits_.as<float>() + b * vocab_;
+        logits[b][next[b]].assign(row, row + vocab_);
+        ++next[b];
+      }
+  }
+  return logits;
+}
+
+int32_t Decoder::sample(const float *logits, const SamplingOptions &s,
+                        uint64_t counter) const {
+  if (s.temperature <= 0)
+    return (int32_t)(std::max_element(logits, logits + vocab_) - logits);
+  std::vector<int32_t> order(vocab_);
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(),
+            [&](int32_t a, int32_t b) { return logits[a] > logits[b]; });
+  int64_t keep = s.topK > 0 ? std::min<int64_t>(s.topK, vocab_) : vocab_;
+  std::vector<double> p(keep);
+  double total = 0;
+  for (int64_t i = 0; i < keep; ++i) {
+    p[i] = std::exp((logits[order[i]] - logits[order[0]]) / s.temperature);
+    total += p[i];
+  }
+  // Nucleus: the smallest prefix holding top_p of the mass.
+  double mass = 0;
+  int64_t cut = keep;
+  for (int64_t i = 0; i < keep; ++i) {
+    mass += p[i] / total;
+    if (mass >= s.topP) {
+      cut = i + 1;
+      break;
+    }
+  }
+  double sum = std::accumulate(p.begin(), p.begin() + cut, 0.0);
+  double u = rng::uniform(s.seed, 0x5A3D, counter) * sum;
+  for (int64_t i = 0; i < cut; ++i) {
+    if (u < p[i])
+      return order[i];
+    u -= p[i];
+  }
+  return order[cut - 1];
+}
+
+std::vector<std::vector<int32_t>>
+Decoder::generate(const std::vector<std::vector<int32_t>> &prompts,
+                  const Regime &regime, const SamplingOptions &sampling,
+                  int64_t maxNew,
+                  const std::function<bool(int64_t, int32_t)> &onToken) {
+  prefill(prompts, regime);
+  int64_t n = prompts.size();
+  std::vector<std::vector<int32_t>> out(n);
+  std::vector<int32_t> positions(batch_, 0), tokens(batch_, 0);
+  std::vector<bool> live(batch_, false);
+  for (int64_t b = 0; b < n; ++b) {
+    positions[b] = (int32_t)prompts[b].size();
+    live[b] = true;
+  }
+  bool feedback = regime.kind != Regime::Kind::Standard;
+  for (int64_t step = 0; step < maxNew; ++step) {
+    bool any = false;
+    for (int64_t b = 0; b < n; ++b) {
+      if (!live[b])
+        continue;
+      const float *row = lastLogits_.as<float>() + b * vocab_;
+      int32_t id = sample(row, sampling, (uint64_t)(step * batch_ + b));
+      out[b].push_back(id);
+      tokens[b] = id;
+      if (!onToken(b, id) || positions[b] + 1 >= maxSequence_)
+        live[b] = false;
+      any |= live[b];
+    }
+    if (!any || step + 1 == maxNew)
+      break;
+    decode(tokens, positions, feedback);
+    for (int64_t b = 0; b < n; ++b)
+      positions[b] += live[b];
+  }
+  return out;
+}
+
+} // namespace fbt

@@ -1,0 +1,85 @@
+//===- Decoder.h - prefill, decode and the three regimes ---------*- C++ -*-===//
+//
+// Runs a bundle's compiled prefill, prefill_fused and decode_step over a
+// batch of B sequences (B fixed at compile time; shorter batches are padded
+// with idle rows) sharing one KV cache per layer:
+//   standard   u_t = e_t                   (feedback_on = 0)
+//   soft       prefill plain, then u_t = fuse(e_t, h_{t-1}) for every
+//              generated token             (feedback_on = 1)
+//   fused[n]   prefill plain, then n-1 fused prefill passes over the prompt
+//              into the same cache, then soft decoding
+// Prompts of different lengths decode together: each row has its own
+// position, and padding never reaches a real position (causal attention).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FBT_RUNTIME_DECODER_H
+#define FBT_RUNTIME_DECODER_H
+
+#include "runtime/Session.h"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace fbt {
+
+struct Regime {
+  enum class Kind { Standard, Soft, Fused };
+  Kind kind = Kind::Standard;
+  int64_t passes = 2; ///< fused[n]: n
+
+  /// "standard", "soft", "fused" (= fused[2]), "fused:3" or "fused[3]".
+  static Regime parse(const std::string &text);
+  std::string name() const;
+};
+
+struct SamplingOptions {
+  double temperature = 0; ///< 0: greedy
+  int64_t topK = 0;       ///< 0: off
+  double topP = 1.0;      ///< 1: off
+  uint64_t seed = 0;
+};
+
+class Decoder {
+public:
+  explicit Decoder(Session &session);
+
+  int64_t batchSize() const { return batch_; }
+  int64_t maxPrompt() const { return maxPrompt_; }
+  int64_t maxSequence() const { return maxSequence_; }
+  int64_t vocab() const { return vocab_; }
+
+  /// Teacher forcing: for each sequence, prefill its first `promptLengths[b]`
+  /// tokens under `regime`, then feed the rest one by one. Returns the
+  /// logits predicting positions promptLength-1 .. n-1 of every sequence as
+  /// [b][position][V], zero before promptLength-1.
+  std::vector<std::vector<std::vector<float>>>
+  score(const std::vector<std::vector<int32_t>> &sequences,
+        const std::vector<int64_t> &promptLengths, const Regime &regime);
+
+  /// Generates up to `maxNew` tokens after each prompt. `onToken(row, id)`
+  /// is called as tokens are chosen; it returns false to stop that row.
+  std::vector<std::vector<int32_t>>
+  generate(const std::vector<std::vector<int32_t>> &prompts, const Regime &regime,
+           const SamplingOptions &sampling, int64_t maxNew,
+           const std::function<bool(int64_t, int32_t)> &onToken);
+
+private:
+  /// Prefill (and fused passes) for up to B prompts; leaves the caches
+  /// filled, each row's last logits and state in lastLogits_/state_.
+  void prefill(const std::vector<std::vector<int32_t>> &prompts, const Regime &regime);
+  /// One decode step: token and position per row; updates logits and state.
+  void decode(const std::vector<int32_t> &tokens, const std::vector<int32_t> &positions,
+              bool feedback);
+  int32_t sample(const float *logits, const SamplingOptions &s, uint64_t counter) const;
+
+  Session &session_;
+  int64_t batch_, maxPrompt_, maxSequence_, vocab_, width_, layers_;
+  std::vector<AlignedBuffer> caches_;   ///< k_cache.0.., v_cache.0..
+  AlignedBuffer lastLogits_, state_;    ///< [B, 1, V], [B, 1, D]
+};
+
+} // namespace fbt
+
+#endif // FBT_RUNTIME_DECODER_H

@@ -1,0 +1,171 @@
+//===- CmdGenerate.cpp - fbt generate and fbt score -----------------------===//
+
+#include "Args.h"
+#include "Commands.h"
+
+#include "runtime/Data.h"
+#include "runtime/Decoder.h"
+#include "runtime/Error.h"
+#include "runtime/FileIO.h"
+#include "runtime/Safetensors.h"
+
+#include <cstdio>
+#include <fstream>
+
+namespace fbt {
+
+namespace {
+/// Byte-level prompts start with BOS, as every training document does.
+std::vector<int32_t> encode(const std::string &text, int64_t bos) {
+  std::vector<int32_t> ids = {(int32_t)bos};
+  for (unsigned char c : text)
+    ids.push_back(c);
+  return ids;
+}
+
+std::vector<std::string> readPrompts(const Args &args) {
+  if (args.has("prompt") == args.has("prompts"))
+    throw RuntimeError("give exactly one of --prompt TEXT or --prompts FILE");
+  if (args.has("prompt"))
+    return {args.get("prompt")};
+  std::vector<std::string> prompts;
+  std::ifstream in(args.get("prompts"));
+  if (!in)
+    throw RuntimeError(systemErrorMessage("cannot open '" + args.get("prompts") + "'"));
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty())
+      prompts.push_back(line);
+  if (prompts.empty())
+    throw RuntimeError(args.get("prompts") + ": no prompts (one per line)");
+  return prompts;
+}
+
+std::string printable(int32_t id) {
+  if (id == kByteBosToken)
+    return "";
+  return std::string(1, (char)id);
+}
+} // namespace
+
+int runGenerate(int argc, char **argv) {
+  Args args(argc, argv, 2,
+            {"ckpt", "prompt", "prompts", "mode", "max-new-tokens", "temperature",
+             "top-k", "top-p", "seed", "stop"},
+            {"help", "quiet"});
+  if (args.has("help")) {
+    std::puts(
+        "usage: fbt generate BUNDLE --ckpt CKPT (--prompt TEXT | --prompts FILE)\n"
+        "                    [--mode standard|soft|fused[:N]] [--max-new-tokens N]\n"
+        "                    [--temperature T] [--top-k K] [--top-p P] [--seed S]\n"
+        "                    [--stop STRING]\n\n"
+        "Generates text after each prompt (byte-level; one prompt per line in\n"
+        "FILE, decoded together in batches of the bundle's inference batch).\n"
+        "  --mode         standard: plain inputs; soft: every generated token\n"
+        "                 fuses the previous top-layer state (default);\n"
+        "                 fused:N: N prefill passes, then soft\n"
+        "  --temperature  0 for greedy (default 0)\n"
+        "  --stop         stop a sequence once its text ends with STRING");
+    return 0;
+  }
+  if (!args.has("ckpt"))
+    throw RuntimeError("--ckpt is required (a checkpoint from fbt train)");
+  Session session(args.require(0, "BUNDLE"));
+  session.loadCheckpoint(args.get("ckpt"));
+  Decoder decoder(session);
+  Regime regime = Regime::parse(args.get("mode", "soft"));
+  SamplingOptions sampling;
+  sampling.temperature = args.getDouble("temperature", 0);
+  sampling.topK = args.getInt("top-k", 0);
+  sampling.topP = args.getDouble("top-p", 1.0);
+  sampling.seed = (uint64_t)args.getInt("seed", 0);
+  if (sampling.temperature < 0 || sampling.topK < 0 || sampling.topP <= 0 ||
+      sampling.topP > 1)
+    throw RuntimeError("sampling options: temperature >= 0, top-k >= 0, "
+                       "0 < top-p <= 1");
+  int64_t maxNew = args.getInt("max-new-tokens", 64);
+  if (maxNew < 1)
+    throw RuntimeError("--max-new-tokens must be >= 1");
+  std::string stop = args.get("stop");
+  int64_t bos = session.config().at("bos_token_id").asInt();
+
+  std::vector<std::string> prompts = readPrompts(args);
+  bool stream = prompts.size() == 1;
+  for (size_t first = 0; first < prompts.size(); first += decoder.batchSize()) {
+    size_t count = std::min<size_t>(decoder.batchSize(), prompts.size() - first);
+    std::vector<std::vector<int32_t>> ids;
+    std::vector<std::string> texts(count);
+    for (size_t i = 0; i < count; ++i)
+      ids.push_back(encode(prompts[first + i], bos));
+    if (stream) {
+      std::fputs(prompts[0].c_str(), stdout);
+      std::fflush(stdout);
+    }
+    decoder.generate(ids, regime, sampling, maxNew, [&](int64_t row, int32_t id) {
+      std::string piece = printable(id);
+      texts[row] += piece;
+      if (stream) {
+        std::fputs(piece.c_str(), stdout);
+        std::fflush(stdout);
+      }
+      bool stopped = !stop.empty() && texts[row].size() >= stop.size() &&
+                     texts[row].compare(texts[row].size() - stop.size(),
+                                        stop.size(), stop) == 0;
+      return id != bos && !stopped;
+    });
+    if (stream) {
+      std::fputs("\n", stdout);
+      continue;
+    }
+    for (size_t i = 0; i < count; ++i)
+      std::printf("[%zu] %s%s\n", first + i, prompts[first + i].c_str(), texts[i].c_str());
+  }
+  return 0;
+}
+
+int runScore(int argc, char **argv) {
+  Args args(argc, argv, 2, {"ckpt", "tokens", "mode", "out"}, {"help"});
+  if (args.has("help")) {
+    std::puts(
+        "usage: fbt score BUNDLE --ckpt CKPT --tokens T.safetensors\n"
+        "                 --mode standard|soft|fused[:N] --out LOGITS.safetensors\n\n"
+        "Teacher-forced decoding for checks: `tokens` holds input_ids I32 [N, T]\n"
+        "and prompt_lengths I32 [N]; each row is prefilled with its prompt and\n"
+        "fed the rest one token at a time. `logits` F32 [N, T, V] predicts\n"
+        "each position from prompt_length-1 on (zeros before).");
+    return 0;
+  }
+  if (!args.has("ckpt") || !args.has("tokens") || !args.has("out"))
+    throw RuntimeError("--ckpt, --tokens and --out are required (see --help)");
+  Session session(args.require(0, "BUNDLE"));
+  session.loadCheckpoint(args.get("ckpt"));
+  Decoder decoder(session);
+  Regime regime = Regime::parse(args.get("mode", "standard"));
+  SafetensorsFile file = readSafetensors(args.get("tokens"));
+  const Tensor &ids = file.at("input_ids");
+  const Tensor &lengths = file.at("prompt_lengths");
+  if (ids.dtype != DType::I32 || ids.shape.size() != 2 ||
+      lengths.dtype != DType::I32 || lengths.shape != std::vector<int64_t>{ids.shape[0]})
+    throw RuntimeError(args.get("tokens") + ": expected input_ids I32 [N, T] and "
+                       "prompt_lengths I32 [N]");
+  int64_t n = ids.shape[0], t = ids.shape[1];
+  std::vector<float> all;
+  for (int64_t first = 0; first < n; first += decoder.batchSize()) {
+    int64_t count = std::min(decoder.batchSize(), n - first);
+    std::vector<std::vector<int32_t>> seqs;
+    std::vector<int64_t> prompt;
+    for (int64_t r = first; r < first + count; ++r) {
+      const int32_t *row = ids.data<int32_t>() + r * t;
+      seqs.emplace_back(row, row + t);
+      prompt.push_back(lengths.data<int32_t>()[r]);
+    }
+    auto logits = decoder.score(seqs, prompt, regime);
+    for (auto &seq : logits)
+      for (auto &pos : seq)
+        all.insert(all.end(), pos.begin(), pos.end());
+  }
+  writeSafetensorsAtomic(args.get("out"),
+                         {Tensor::fromF32("logits", {n, t, decoder.vocab()}, all)});
+  return 0;
+}
+
+} // namespace fbt
