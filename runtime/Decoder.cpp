@@ -63,9 +63,14 @@ namespace {
 struct Binding {
   std::vector<void *> inputs, outputs;
   std::map<std::string, AlignedBuffer> owned; // outputs by name
-  const float *out(const std::string &name) const {
-    return owned.at(name).as<float>();
+  AlignedBuffer &buffer(const std::string &name) {
+    auto it = owned.find(name);
+    if (it == owned.end())
+      throw RuntimeError("the bundle's step has no output '" + name +
+                         "'; was it compiled by another fbtc? recompile it");
+    return it->second;
   }
+  const float *out(const std::string &name) { return buffer(name).as<float>(); }
 };
 } // namespace
 
@@ -143,7 +148,7 @@ void Decoder::prefill(const std::vector<std::vector<int32_t>> &prompts,
   StepRunner &plain = session_.runner("prefill");
   Binding b = bindStep(session_, plain.plan(), named, caches_, layers_);
   plain.run(b.inputs, b.outputs);
-  AlignedBuffer states = std::move(b.owned.at("states"));
+  AlignedBuffer states = std::move(b.buffer("states"));
   std::memcpy(lastLogits_.data(), b.out("logits"), lastLogits_.size());
   std::memcpy(state_.data(), b.out("state"), state_.size());
 
@@ -157,7 +162,7 @@ void Decoder::prefill(const std::vector<std::vector<int32_t>> &prompts,
     named["prev_states"] = states.data();
     Binding f = bindStep(session_, fused.plan(), named, caches_, layers_);
     fused.run(f.inputs, f.outputs);
-    states = std::move(f.owned.at("states"));
+    states = std::move(f.buffer("states"));
     std::memcpy(lastLogits_.data(), f.out("logits"), lastLogits_.size());
     std::memcpy(state_.data(), f.out("state"), state_.size());
   }

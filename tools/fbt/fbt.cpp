@@ -33,6 +33,7 @@ static void usage(std::FILE *out) {
       "  score BUNDLE     teacher-forced logits in a decoding regime (checks)\n"
       "  step BUNDLE      run training steps on tensors from safetensors files\n"
       "  inspect BUNDLE   show the model, steps, kernels and arena sizes\n"
+      "  bench BUNDLE     time the compiled training or decoding steps\n"
       "\n"
       "`fbt <command> --help` describes each command's options.\n",
       out);
@@ -53,6 +54,8 @@ int main(int argc, char **argv) {
       return fbt::runTrain(argc, argv);
     if (cmd == "generate")
       return fbt::runGenerate(argc, argv);
+    if (cmd == "bench")
+      return fbt::runBench(argc, argv);
     if (cmd == "score")
       return fbt::runScore(argc, argv);
     if (cmd == "step")

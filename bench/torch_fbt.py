@@ -1,0 +1,130 @@
+"""A PyTorch implementation of the FBT training step, the peer our compiled
+steps are measured against (eager, fp32 on the CPU; bf16 and torch.compile on
+GPUs). It is written the way a PyTorch user would write it: nn.Linear,
+F.scaled_dot_product_attention, torch.optim.AdamW, random jitter from torch.
+The numerics oracle is test/reference/fbt_reference.py; this file is for speed.
+"""
+
+import json
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, d, eps):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(d))
+        self.eps = eps
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+def rope_tables(T, dh, theta, device, dtype):
+    inv = 1.0 / theta ** (torch.arange(0, dh, 2, device=device, dtype=torch.float32) / dh)
+    ang = torch.outer(torch.arange(T, device=device, dtype=torch.float32), inv)
+    ang = torch.cat([ang, ang], dim=-1)
+    return ang.cos().to(dtype), ang.sin().to(dtype)
+
+
+def rope(x, cos, sin):
+    h = x.shape[-1] // 2
+    return x * cos + torch.cat([-x[..., h:], x[..., :h]], dim=-1) * sin
+
+
+def causal_attention(q, k, v):
+    if hasattr(F, "scaled_dot_product_attention"):  # torch >= 2.0
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    T = q.shape[-2]
+    scores = (q @ k.transpose(-2, -1)) / math.sqrt(q.shape[-1])
+    causal = torch.ones(T, T, dtype=torch.bool, device=q.device).tril()
+    return scores.masked_fill(~causal, float("-inf")).softmax(-1) @ v
+
+
+class Block(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        d, f = c["hidden_size"], c["intermediate_size"]
+        self.h = c["num_attention_heads"]
+        self.n1, self.n2 = RMSNorm(d, c["rms_norm_eps"]), RMSNorm(d, c["rms_norm_eps"])
+        self.qkv = nn.Linear(d, 3 * d, bias=False)
+        self.o = nn.Linear(d, d, bias=False)
+        self.gate_up = nn.Linear(d, 2 * f, bias=False)
+        self.down = nn.Linear(f, d, bias=False)
+
+    def forward(self, z, a, cos, sin):
+        B, T, D = z.shape
+        q, k, v = self.qkv(self.n1(z)).view(B, T, 3, self.h, D // self.h).unbind(2)
+        q, k, v = (t.transpose(1, 2) for t in (q, k, v))
+        q, k = rope(q, cos, sin), rope(k, cos, sin)
+        y = causal_attention(q, k, v)
+        z = z + a * self.o(y.transpose(1, 2).reshape(B, T, D))
+        g, u = self.gate_up(self.n2(z)).chunk(2, dim=-1)
+        return z + a * self.down(F.silu(g) * u)
+
+
+class FBT(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        d, L = c["hidden_size"], c["num_hidden_layers"]
+        self.c = c
+        self.embed = nn.Embedding(c["vocab_size"], d)
+        self.blocks = nn.ModuleList(Block(c) for _ in range(L))
+        self.norm = RMSNorm(d, c["rms_norm_eps"])
+        self.w_u = nn.Linear(d, d, bias=False)
+        self.w_g = nn.Linear(d, d, bias=False)
+        ds = c["feedback"].get("depth_scaling", True)
+        self.a = 1 / math.sqrt(2 * L) if ds is True else (1.0 if ds is False else ds)
+        for p in self.parameters():
+            if p.dim() == 2:
+                nn.init.normal_(p, std=0.02)
+
+    def passes(self, ids, targets, K, mask):
+        e = self.embed(ids)
+        T = ids.shape[1]
+        cos, sin = rope_tables(T, e.shape[-1] // self.blocks[0].h, self.c["rope_theta"],
+                               e.device, e.dtype)
+        gate = torch.sigmoid(self.w_g(e)) if K > 1 else None
+        losses, h = [], None
+        for k in range(K):
+            u = e
+            if k > 0:
+                s = F.pad(h[:, :-1], (0, 0, 1, 0))
+                s = s + self.c["feedback"]["jitter"] * (2 * torch.rand_like(s) - 1)
+                u = torch.where(mask[..., None], self.w_u(s) * gate, e)
+            z = u
+            for blk in self.blocks:
+                z = blk(z, self.a, cos, sin)
+            h = z
+            logits = F.linear(self.norm(h), self.embed.weight)
+            losses.append(F.cross_entropy(logits.flatten(0, 1), targets.flatten()))
+        lam = self.c["feedback"]["aux_loss_weight"]
+        total = losses[0] + (lam * sum(losses[1:]) / (K - 1) if K > 1 else 0)
+        return total, losses
+
+
+def load_spec(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def make_optimizer(model, c):
+    t = c["training"]
+    decay = [p for n, p in model.named_parameters() if p.dim() == 2 and "embed" not in n]
+    rest = [p for n, p in model.named_parameters() if not (p.dim() == 2 and "embed" not in n)]
+    return torch.optim.AdamW([{"params": decay, "weight_decay": t["weight_decay"]},
+                              {"params": rest, "weight_decay": 0.0}],
+                             lr=t["learning_rate"], betas=(t["beta1"], t["beta2"]),
+                             eps=t["adam_epsilon"])
+
+
+def train_step(model, opt, ids, targets, K, mask, clip):
+    opt.zero_grad(set_to_none=True)
+    loss, _ = model.passes(ids, targets, K, mask)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+    opt.step()
+    return loss

@@ -1,0 +1,108 @@
+//===- CmdBench.cpp - fbt bench: timing compiled steps ---------------------===//
+//
+// Times a bundle's steps on synthetic tokens and prints one JSON object, for
+// bench/ scripts that run a peer side by side:
+//   --train K     optimizer steps of train_k<K>: tokens/s, ms per step, and
+//                 how the time splits between BLAS GEMMs and generated kernels
+//   --decode MODE prefill tokens/s and per-token decode latency
+//
+//===----------------------------------------------------------------------===//
+
+#include "Args.h"
+#include "Commands.h"
+
+#include "runtime/Decoder.h"
+#include "runtime/Error.h"
+#include "runtime/Random.h"
+
+#include <chrono>
+#include <cstdio>
+#include <sys/resource.h>
+
+namespace fbt {
+
+namespace {
+double now() {
+  return std::chrono::duration<double>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+double peakRssMiB() {
+  rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_maxrss / 1024.0;
+}
+} // namespace
+
+int runBench(int argc, char **argv) {
+  Args args(argc, argv, 2, {"train", "decode", "steps", "warmup", "tokens"}, {"help"});
+  if (args.has("help") || args.has("train") == args.has("decode")) {
+    std::puts("usage: fbt bench BUNDLE (--train K | --decode MODE) [--steps N]\n"
+              "                 [--warmup W] [--tokens N]\n\n"
+              "Times compiled steps on synthetic tokens; prints one JSON line.");
+    return args.has("help") ? 0 : 2;
+  }
+  Session s(args.require(0, "BUNDLE"));
+  s.initialize(1);
+  const Json &c = s.config();
+  int64_t vocab = c.at("vocab_size").asInt();
+  int64_t warmup = args.getInt("warmup", 3), steps = args.getInt("steps", 20);
+  if (steps < 1 || warmup < 0)
+    throw RuntimeError("--steps must be >= 1 and --warmup >= 0");
+
+  if (args.has("train")) {
+    int64_t k = args.getInt("train", 1);
+    int64_t b = c.at("training").at("batch_size").asInt(),
+            t = c.at("training").at("sequence_length").asInt();
+    std::vector<int32_t> ids(b * t), targets(b * t);
+    for (int64_t i = 0; i < b * t; ++i) {
+      ids[i] = 1 + (int32_t)rng::uniformInt(3, 1, i, vocab - 1);
+      targets[i] = 1 + (int32_t)rng::uniformInt(3, 2, i, vocab - 1);
+    }
+    StepRunner &runner = s.runner("train_k" + std::to_string(k));
+    for (int64_t i = 0; i < warmup; ++i)
+      s.trainStep(k, ids.data(), targets.data(), i, 1e-4f);
+    runner.setProfiling(true);
+    double start = now();
+    for (int64_t i = 0; i < steps; ++i)
+      s.trainStep(k, ids.data(), targets.data(), i, 1e-4f);
+    double secs = now() - start;
+    std::printf("{\"bench\": \"train\", \"passes\": %lld, \"tokens_per_step\": %lld, "
+                "\"step_ms\": %.3f, \"tokens_per_s\": %.1f, \"gemm_share\": %.3f, "
+                "\"kernel_share\": %.3f, \"arena_bytes\": %lld, \"peak_rss_mib\": %.1f}\n",
+                (long long)k, (long long)(b * t), 1e3 * secs / steps, b * t * steps / secs,
+                runner.gemmSeconds() / secs, runner.kernelSeconds() / secs,
+                (long long)runner.plan().arenaBytes, peakRssMiB());
+    return 0;
+  }
+
+  Regime regime = Regime::parse(args.get("decode"));
+  Decoder d(s);
+  int64_t prompt = std::min<int64_t>(d.maxPrompt(), args.getInt("tokens", d.maxPrompt()));
+  int64_t newTokens = std::min<int64_t>(steps, d.maxSequence() - prompt);
+  std::vector<std::vector<int32_t>> prompts(d.batchSize(), std::vector<int32_t>(prompt));
+  for (auto &p : prompts)
+    for (int64_t i = 0; i < prompt; ++i)
+      p[i] = 1 + (int32_t)rng::uniformInt(4, 1, i, vocab - 1);
+  SamplingOptions greedy;
+  auto all = [](int64_t, int32_t) { return true; };
+  for (int64_t i = 0; i < warmup; ++i)
+    d.generate(prompts, regime, greedy, 2, all);
+  double t0 = now();
+  d.generate(prompts, regime, greedy, 1, all); // prefill (+ fused passes) only
+  double t1 = now();
+  d.generate(prompts, regime, greedy, newTokens + 1, all);
+  double t2 = now();
+  double prefillSecs = t1 - t0, decodeSecs = (t2 - t1) - prefillSecs;
+  std::printf("{\"bench\": \"decode\", \"mode\": \"%s\", \"batch\": %lld, "
+              "\"prompt_tokens\": %lld, \"new_tokens\": %lld, "
+              "\"prefill_tokens_per_s\": %.1f, \"ms_per_token\": %.4f, "
+              "\"peak_rss_mib\": %.1f}\n",
+              regime.name().c_str(), (long long)d.batchSize(), (long long)prompt,
+              (long long)newTokens, d.batchSize() * prompt / prefillSecs,
+              1e3 * decodeSecs / newTokens, peakRssMiB());
+  return 0;
+}
+
+} // namespace fbt
