@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# The main job on the embedded default: install, build, compile the tiny spec
-# and show what was compiled.
+# The main job on the embedded default: install what is missing, build,
+# compile the tiny spec for the CPU, train it on the embedded corpus (the loss
+# falls), then generate text from the trained model in every decoding regime.
+#
+#   scripts/demo.sh [SPEC] [STEPS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -8,6 +11,24 @@ scripts/install-deps.sh
 scripts/build.sh
 BUILD_DIR=${FBT_BUILD_DIR:-build}
 SPEC=${1:-specs/tiny.json}
+STEPS=${2:-600}
+NAME=$(basename "$SPEC" .json)
+RUN=runs/$NAME
+mkdir -p "$RUN"
 
+echo "== the model =="
 "$BUILD_DIR/tools/fbtc/fbtc" "$SPEC" --describe
-"$BUILD_DIR/tools/fbtc/fbtc" "$SPEC" --emit=fbt
+
+echo "== compile for the CPU =="
+"$BUILD_DIR/tools/fbtc/fbtc" "$SPEC" --target=cpu -o "$RUN/$NAME.fbtb"
+"$BUILD_DIR/tools/fbt/fbt" inspect "$RUN/$NAME.fbtb"
+
+echo "== train on the embedded corpus =="
+"$BUILD_DIR/tools/fbt/fbt" train "$RUN/$NAME.fbtb" --steps "$STEPS" --out "$RUN"
+
+echo "== generate =="
+for mode in standard soft fused:2; do
+  echo "-- $mode"
+  "$BUILD_DIR/tools/fbt/fbt" generate "$RUN/$NAME.fbtb" --ckpt "$RUN/latest.safetensors" \
+    --mode "$mode" --prompt "Once upon a time" --max-new-tokens 120
+done
