@@ -128,3 +128,44 @@ def train_step(model, opt, ids, targets, K, mask, clip):
     torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
     opt.step()
     return loss
+
+
+# ---- decoding with a KV cache (the peer for decode latency) ----
+
+def block_step(blk, z, a, cos, sin, cache, pos):
+    """One position through a block; cache holds (k, v) [B, H, S, Dh]."""
+    B, _, D = z.shape
+    q, k, v = blk.qkv(blk.n1(z)).view(B, 1, 3, blk.h, D // blk.h).unbind(2)
+    q, k, v = (t.transpose(1, 2) for t in (q, k, v))
+    q, k = rope(q, cos[pos:pos + 1], sin[pos:pos + 1]), rope(k, cos[pos:pos + 1], sin[pos:pos + 1])
+    cache[0][:, :, pos:pos + 1] = k
+    cache[1][:, :, pos:pos + 1] = v
+    keys, values = cache[0][:, :, :pos + 1], cache[1][:, :, :pos + 1]
+    att = ((q @ keys.transpose(-2, -1)) / math.sqrt(q.shape[-1])).softmax(-1) @ values
+    z = z + a * blk.o(att.transpose(1, 2).reshape(B, 1, D))
+    g, u = blk.gate_up(blk.n2(z)).chunk(2, dim=-1)
+    return z + a * blk.down(F.silu(g) * u)
+
+
+@torch.no_grad()
+def decode(model, prompt, new_tokens, soft):
+    """Greedy decoding with a KV cache; soft fuses the previous state."""
+    c = model.c
+    B, P = prompt.shape
+    S = P + new_tokens
+    D, H = c["hidden_size"], c["num_attention_heads"]
+    cos, sin = rope_tables(S, D // H, c["rope_theta"], prompt.device, torch.float32)
+    caches = [(torch.zeros(B, H, S, D // H), torch.zeros(B, H, S, D // H)) for _ in model.blocks]
+    h, token = None, None
+    for pos in range(S - 1):
+        token = prompt[:, pos:pos + 1] if pos < P else token
+        u = model.embed(token)
+        if soft and pos >= P:
+            u = model.w_u(h) * torch.sigmoid(model.w_g(u))
+        z = u
+        for blk, cache in zip(model.blocks, caches):
+            z = block_step(blk, z, model.a, cos, sin, cache, pos)
+        h = z
+        if pos >= P - 1:
+            token = F.linear(model.norm(h), model.embed.weight).argmax(-1)
+    return token

@@ -1,0 +1,77 @@
+"""Decode latency on the CPU: standard against soft decoding, and PyTorch.
+
+usage: /usr/bin/python3 bench/cpu_decode.py [--spec specs/small.json] [--tokens N]
+                                            [--repeats R]
+
+In one run: compiles the spec, then alternates `fbt bench --decode standard`
+and `--decode soft` R times (medians), and times the same greedy decoding in
+PyTorch eager with a KV cache (bench/torch_fbt.py), standard and soft. Prints
+prefill tokens/s, ms per generated token, and the soft/standard ratio (the
+method's claim: soft decoding costs two D x D GEMVs and a gate more).
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUILD = os.environ.get("FBT_BUILD_DIR", os.path.join(ROOT, "build"))
+THREADS = os.cpu_count() or 1
+
+PEER = r"""
+import json, sys, time, torch
+sys.path.insert(0, sys.argv[1])
+import torch_fbt as M
+torch.set_num_threads(int(sys.argv[4]))
+c = M.load_spec(sys.argv[2]); n = int(sys.argv[3])
+torch.manual_seed(0)
+model = M.FBT(c).eval()
+P = c["inference"]["max_prompt_length"]
+prompt = torch.randint(1, c["vocab_size"], (c["inference"]["batch_size"], P))
+out = {}
+for soft in (False, True):
+    M.decode(model, prompt, 4, soft)
+    t0 = time.perf_counter(); M.decode(model, prompt, 1, soft); t1 = time.perf_counter()
+    M.decode(model, prompt, n + 1, soft); t2 = time.perf_counter()
+    out["soft" if soft else "standard"] = 1e3 * ((t2 - t1) - (t1 - t0)) / n
+print(json.dumps(out))
+"""
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--spec", default=os.path.join(ROOT, "specs", "small.json"))
+    ap.add_argument("--tokens", type=int, default=64)
+    ap.add_argument("--repeats", type=int, default=5)
+    args = ap.parse_args()
+    bundle = os.path.join(tempfile.mkdtemp(), "model.fbtb")
+    subprocess.run([os.path.join(BUILD, "tools", "fbtc", "fbtc"), args.spec, "--target=cpu",
+                    "-o", bundle], check=True)
+    runs = {"standard": [], "soft": []}
+    for _ in range(args.repeats):
+        for mode in runs:
+            out = subprocess.run([os.path.join(BUILD, "tools", "fbt", "fbt"), "bench", bundle,
+                                  "--decode", mode, "--steps", str(args.tokens)],
+                                 check=True, capture_output=True, text=True).stdout
+            runs[mode].append(json.loads(out))
+    peer = json.loads(subprocess.run(["/usr/bin/python3", "-c", PEER, os.path.join(ROOT, "bench"),
+                                      args.spec, str(args.tokens), str(THREADS)],
+                                     check=True, capture_output=True, text=True).stdout)
+    med = {m: statistics.median(r["ms_per_token"] for r in runs[m]) for m in runs}
+    pre = {m: statistics.median(r["prefill_tokens_per_s"] for r in runs[m]) for m in runs}
+    first = runs["standard"][0]
+    print("decode on the CPU (%d threads): %s, batch %d, prompt %d, %d new tokens, median of %d"
+          % (THREADS, os.path.basename(args.spec), first["batch"], first["prompt_tokens"],
+             first["new_tokens"], args.repeats))
+    print("%-10s %14s %14s %14s" % ("mode", "fbt ms/token", "torch ms/token", "fbt prefill tok/s"))
+    for m in ("standard", "soft"):
+        print("%-10s %14.3f %14.3f %14.0f" % (m, med[m], peer[m], pre[m]))
+    print("soft / standard: fbt %.3f, torch %.3f" % (med["soft"] / med["standard"],
+                                                     peer["soft"] / peer["standard"]))
+
+
+if __name__ == "__main__":
+    main()
