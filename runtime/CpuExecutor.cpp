@@ -23,8 +23,11 @@ AlignedBuffer::AlignedBuffer(size_t bytes) : size_(bytes) {
 
 StepRunner::StepRunner(const StepPlan &plan, const KernelLibrary &kernels)
     : plan_(plan), arena_(plan.arenaBytes) {
-  for (const PlanOp &op : plan.ops)
+  for (const PlanOp &op : plan.ops) {
     kernels_.push_back(op.kernel.empty() ? nullptr : kernels.lookup(op.kernel));
+    size_t cut = op.kernel.find('_');
+    stems_.push_back(op.kernel.empty() ? "gemm" : op.kernel.substr(cut + 1));
+  }
   // Constants are splats, filled once.
   for (const ConstantSpec &c : plan.constants) {
     size_t width = c.dtype == "i64" ? 8 : 4;
@@ -97,6 +100,7 @@ void StepRunner::run(const std::vector<void *> &inputs,
     if (profile_) {
       double s = std::chrono::duration<double>(Clock::now() - start).count();
       (kernels_[i] ? kernelSeconds_ : gemmSeconds_) += s;
+      byName_[stems_[i]] += s;
     }
   }
   for (const OutputCopy &c : plan_.copies)

@@ -15,6 +15,8 @@
 #include "runtime/KernelLibrary.h"
 
 #include <cstdlib>
+#include <map>
+#include <string>
 #include <memory>
 #include <vector>
 
@@ -51,6 +53,8 @@ public:
   /// Seconds spent in GEMMs and in kernels over all runs (for profiles).
   double gemmSeconds() const { return gemmSeconds_; }
   double kernelSeconds() const { return kernelSeconds_; }
+  /// Seconds per kernel name (its stem after the kN_ prefix), and "gemm".
+  const std::map<std::string, double> &profile() const { return byName_; }
   void setProfiling(bool on) { profile_ = on; }
 
 private:
@@ -60,6 +64,8 @@ private:
   std::vector<AlignedBuffer> constants_;
   bool profile_ = false;
   double gemmSeconds_ = 0, kernelSeconds_ = 0;
+  std::map<std::string, double> byName_;
+  std::vector<std::string> stems_; // per op
 };
 
 } // namespace fbt

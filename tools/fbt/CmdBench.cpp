@@ -15,6 +15,7 @@
 #include "runtime/Error.h"
 #include "runtime/Random.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <sys/resource.h>
@@ -68,12 +69,23 @@ int runBench(int argc, char **argv) {
     for (int64_t i = 0; i < steps; ++i)
       s.trainStep(k, ids.data(), targets.data(), i, 1e-4f);
     double secs = now() - start;
+    // The five most expensive kind of calls, for the profile.
+    std::vector<std::pair<double, std::string>> top;
+    for (const auto &[name, t] : runner.profile())
+      top.push_back({t, name});
+    std::sort(top.rbegin(), top.rend());
+    std::string prof = "{";
+    for (size_t i = 0; i < top.size() && i < 5; ++i)
+      prof += (i ? ", \"" : "\"") + top[i].second + "\": " +
+              std::to_string(top[i].first / secs).substr(0, 5);
+    prof += "}";
     std::printf("{\"bench\": \"train\", \"passes\": %lld, \"tokens_per_step\": %lld, "
                 "\"step_ms\": %.3f, \"tokens_per_s\": %.1f, \"gemm_share\": %.3f, "
-                "\"kernel_share\": %.3f, \"arena_bytes\": %lld, \"peak_rss_mib\": %.1f}\n",
+                "\"kernel_share\": %.3f, \"arena_bytes\": %lld, \"peak_rss_mib\": %.1f, "
+                "\"top\": %s}\n",
                 (long long)k, (long long)(b * t), 1e3 * secs / steps, b * t * steps / secs,
                 runner.gemmSeconds() / secs, runner.kernelSeconds() / secs,
-                (long long)runner.plan().arenaBytes, peakRssMiB());
+                (long long)runner.plan().arenaBytes, peakRssMiB(), prof.c_str());
     return 0;
   }
 
