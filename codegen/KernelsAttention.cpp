@@ -123,13 +123,15 @@ FailureOr<func::FuncOp> mlir::fbt::buildAttentionKernel(KernelBuilder &kb,
   }
 
   if (auto g = dyn_cast<AttentionGradOp>(op)) {
-    // Args: dout, q, k, v | dq, dk, dv, all [B,T,D]. One parallel unit per
-    // (batch, head); queries run in order so dk and dv accumulate race-free.
+    // Args: dout, q, k, v, out | dq, dk, dv, all [B,T,D]. One parallel unit
+    // per (batch, head); queries run in order so dk and dv accumulate
+    // race-free.
     ArrayRef<int64_t> q = shape(g.getQuery());
     int64_t bsz = q[0], t = q[1], d = q[2], h = g.getNumHeads(), dh = d / h;
     double scale = 1.0 / std::sqrt((double)dh);
     Value dout = kb.arg(0), qm = kb.arg(1), km = kb.arg(2), vm = kb.arg(3);
-    Value dq = kb.arg(4), dk = kb.arg(5), dv = kb.arg(6);
+    Value om = kb.arg(4);
+    Value dq = kb.arg(5), dk = kb.arg(6), dv = kb.arg(7);
     Value ninf = kb.f32(-std::numeric_limits<float>::infinity());
     kb.parallel(bsz * h, [&](Value bh) {
       Value head = kb.irem(bh, h), b = kb.idiv(bh, h);
@@ -159,13 +161,9 @@ FailureOr<func::FuncOp> mlir::fbt::buildAttentionKernel(KernelBuilder &kb,
         auto prob = [&](Value j) {
           return kb.div(kb.exp(kb.sub(score(j), ml[0])), ml[1]);
         };
-        // Pass 2: D = sum_j P_j (dout . v_j).
-        Value delta = kb.fold(kb.index(0), end, {kb.f32(0)},
-                              [&](Value j, ValueRange c) -> SmallVector<Value> {
-                                Value dp = dot(kb, dout, qb, vm, rowBase(j), dh);
-                                return {kb.add(c[0], kb.mul(prob(j), dp))};
-                              })[0];
-        // Pass 3: dS_j = P_j (dP_j - D); dq += dS k_j; dk_j += dS q; dv_j += P_j dout.
+        // D = sum_j P_j (dout . v_j) = dout . out: no pass over the keys.
+        Value delta = dot(kb, dout, qb, om, qb, dh);
+        // Pass 2: dS_j = P_j (dP_j - D); dq += dS k_j; dk_j += dS q; dv_j += P_j dout.
         kb.loop(kb.index(0), end, [&](Value j) {
           Value p = prob(j), kbj = rowBase(j);
           Value dp = dot(kb, dout, qb, vm, kbj, dh);

@@ -81,7 +81,7 @@ LogicalResult AttentionOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
   auto g = AttentionGradOp::create(
       b, getLoc(), getQuery().getType(), getKey().getType(),
       getValue().getType(), dys[0], getQuery(), getKey(), getValue(),
-      getNumHeadsAttr());
+      getResult(), getNumHeadsAttr());
   grads.append({g.getQueryGrad(), g.getKeyGrad(), g.getValueGrad()});
   return success();
 }

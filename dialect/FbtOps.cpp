@@ -546,7 +546,8 @@ LogicalResult AttentionGradOp::verify() {
   return verifySameShapes(*this, {{getGrad(), "grad"},
                                   {getQuery(), "query"},
                                   {getKey(), "key"},
-                                  {getValue(), "value"}});
+                                  {getValue(), "value"},
+                                  {getOutput(), "output"}});
 }
 
 LogicalResult SwiGLUGradOp::verify() {

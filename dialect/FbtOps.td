@@ -430,14 +430,15 @@ def Fbt_AttentionGradOp : Fbt_Op<"attention_grad", [Pure]> {
   let summary = "gradients of causal attention wrt query, key and value";
   let description = [{
     Recomputes the probabilities from `query` and `key` (flash-style: no
-    T x T tensor is kept from the forward pass).
+    T x T tensor is kept from the forward pass); `output`, the forward
+    result, gives each query's `sum_j P_j dP_j` as `grad . output`.
   }];
   let arguments = (ins Fbt_FloatTensor:$grad, Fbt_FloatTensor:$query,
                        Fbt_FloatTensor:$key, Fbt_FloatTensor:$value,
-                       I64Attr:$num_heads);
+                       Fbt_FloatTensor:$output, I64Attr:$num_heads);
   let results = (outs Fbt_FloatTensor:$query_grad, Fbt_FloatTensor:$key_grad,
                       Fbt_FloatTensor:$value_grad);
-  let assemblyFormat = "$grad `,` $query `,` $key `,` $value attr-dict `:` functional-type(operands, results)";
+  let assemblyFormat = "$grad `,` $query `,` $key `,` $value `,` $output attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
 }
 

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -83,7 +84,8 @@ std::map<std::string, std::string> peekMetadata(const std::string &path) {
   if (!in.read(header.data(), static_cast<std::streamsize>(len)))
     return meta;
   try {
-    const Json *m = Json::parse(header).find("__metadata__");
+    Json parsed = Json::parse(header);
+    const Json *m = parsed.find("__metadata__");
     if (m && m->isObject())
       for (const auto &[key, value] : m->asObject())
         if (value.isString())
@@ -181,6 +183,12 @@ private:
   std::string source_;
 };
 
+std::string formatNumber(double value) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", value);
+  return buf;
+}
+
 void requireAtLeast(int64_t value, int64_t least, const char *option) {
   if (value < least)
     throw RuntimeError(std::string(option) + " must be at least " +
@@ -277,13 +285,10 @@ Trainer::Trainer(Session &session, const TrainOptions &options)
             : !options.resume.empty() ? recordDir
                                         : joinPath("runs", model);
   if (checkpoint.empty()) {
+    // A fresh run starts over in a directory that holds one (as rerunning a
+    // script expects); the old latest survives until the first save.
     std::error_code ec;
-    std::string latest = joinPath(outDir_, "latest.safetensors");
-    if (fs::exists(latest, ec))
-      throw RuntimeError(outDir_ +
-                         " already holds a run (latest.safetensors): continue "
-                         "it with --resume " + outDir_ +
-                         ", or choose another --out");
+    replacesRun_ = fs::exists(joinPath(outDir_, "latest.safetensors"), ec);
     session_.initialize(settings_.seed);
   } else {
     session_.loadCheckpoint(checkpoint);
@@ -357,7 +362,7 @@ void Trainer::resolve(const TrainOptions &o, const Json *recordedJson,
   requireAtLeast(s.saveEvery, 1, "--save-every");
   if (!(s.valFraction >= 0 && s.valFraction < 1))
     throw RuntimeError("--val-fraction must be in [0, 1), got " +
-                       std::to_string(s.valFraction));
+                       formatNumber(s.valFraction));
   if (!(std::isfinite(s.learningRate) && s.learningRate >= 0))
     throw RuntimeError("--lr must be a finite number >= 0");
 }
@@ -383,11 +388,20 @@ void Trainer::loadData() {
   if (split_.train.size() < seqLen_ + 1)
     throw RuntimeError(tokens.source() + ": " +
                        std::to_string(split_.train.size()) +
-                       " training tokens, too few for one window of " +
+                       " training tokens (after holding out --val-fraction " +
+                       formatNumber(settings_.valFraction) +
+                       "), too few for one window of " +
                        std::to_string(seqLen_ + 1));
-  if (settings_.valFraction > 0)
+  if (settings_.valFraction == 0)
+    return;
+  try {
     valBatches_ = std::make_unique<ValBatches>(split_.val, batchSize_, seqLen_,
                                                settings_.evalBatches);
+  } catch (const RuntimeError &e) {
+    throw RuntimeError(std::string(e.what()) +
+                       "; raise --val-fraction, or set it to 0 to train "
+                       "without validation");
+  }
 }
 
 /// The schedules, and the compiled steps they need.
@@ -469,8 +483,8 @@ void Trainer::prepareOutput(bool resuming) {
 std::string Trainer::lastCheckpointNote() const {
   if (lastCheckpoint_.empty())
     return "no checkpoint was written";
-  return lastCheckpoint_ + " still holds step " +
-         std::to_string(lastCheckpointStep_);
+  return "the last checkpoint, " + lastCheckpoint_ + " (step " +
+         std::to_string(lastCheckpointStep_) + "), is intact";
 }
 
 StepRecord Trainer::trainOne(int64_t step) {

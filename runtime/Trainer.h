@@ -153,6 +153,9 @@ public:
   const TokenStream &valTokens() const { return split_.val; }
   /// The checkpoint resumed from ("" for a fresh run).
   const std::string &resumedFrom() const { return resumedFrom_; }
+  /// A fresh run whose output directory already held a run's checkpoint,
+  /// which the first save replaces.
+  bool replacesRun() const { return replacesRun_; }
 
   /// The seed the compiled step of step s gets (jitter, prefix mix-in):
   /// mix(seed ^ (0x9E3779B97F4A7C15 * (s + 1))). It differs per step, and
@@ -179,6 +182,7 @@ private:
   std::string outDir_, resumedFrom_;
   int64_t startStep_ = 0, endStep_ = 0, batchSize_ = 0, seqLen_ = 0;
   int64_t evalPasses_ = 0; ///< 0: no validation (--val-fraction 0)
+  bool replacesRun_ = false;
   PassSchedule passSchedule_;
   LrSchedule lrSchedule_;
   TrainValSplit split_;

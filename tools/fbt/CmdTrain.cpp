@@ -111,6 +111,11 @@ public:
                  ProgressBar::formatCount(t.trainTokens().size()).c_str(),
                  ProgressBar::formatCount(t.valTokens().size()).c_str());
     std::fprintf(stderr, "output   %s\n", t.outDir().c_str());
+    if (t.replacesRun())
+      std::fprintf(stderr,
+                   "note: %s held a run; this one starts over and replaces "
+                   "its checkpoints (--resume %s continues it instead)\n",
+                   t.outDir().c_str(), t.outDir().c_str());
     if (!t.resumedFrom().empty())
       std::fprintf(stderr, "resuming from %s at step %lld\n",
                    t.resumedFrom().c_str(), (long long)t.startStep());
