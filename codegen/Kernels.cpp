@@ -85,8 +85,16 @@ FailureOr<func::FuncOp> mlir::fbt::buildKernel(OpBuilder &b, Operation *op,
   for (auto gen : {buildElementwiseKernel, buildNormKernel,
                    buildAttentionKernel, buildTokenKernel}) {
     FailureOr<func::FuncOp> fn = gen(kb, op);
-    if (succeeded(fn))
-      return fn;
+    if (failed(fn))
+      continue;
+    // Distinct buffers never overlap where one is written (the memory plan
+    // keeps a call's inputs and outputs apart), which lets LLVM keep values
+    // in registers and vectorize. The kernels the runtime runs in place
+    // (AdamW, KV-cache writes) are the exception.
+    if (!isa<AdamWOp, KVWriteOp>(op))
+      for (unsigned i = 0; i < fn->getNumArguments(); ++i)
+        fn->setArgAttr(i, "llvm.noalias", b.getUnitAttr());
+    return fn;
   }
   kb.finish().erase();
   return op->emitOpError() << "has no kernel generator (fbt-to-kernels)";
