@@ -11,7 +11,7 @@ scripts/install-deps.sh
 scripts/build.sh
 BUILD_DIR=${FBT_BUILD_DIR:-build}
 SPEC=${1:-specs/tiny.json}
-STEPS=${2:-600}
+STEPS=${2:-1500}
 NAME=$(basename "$SPEC" .json)
 RUN=runs/$NAME
 mkdir -p "$RUN"
@@ -30,5 +30,6 @@ echo "== generate =="
 for mode in standard soft fused:2; do
   echo "-- $mode"
   "$BUILD_DIR/tools/fbt/fbt" generate "$RUN/$NAME.fbtb" --ckpt "$RUN/latest.safetensors" \
-    --mode "$mode" --prompt "Once upon a time" --max-new-tokens 120
+    --mode "$mode" --prompt "Once upon a time" --max-new-tokens 120 \
+    --temperature 0.7 --top-k 40 --seed 1
 done
