@@ -39,8 +39,8 @@ std::string joinPath(const std::string &dir, const std::string &name) {
   return (fs::path(dir) / name).string();
 }
 
-std::string stepName(int64_t passes, bool grads = false) {
-  return "train_k" + std::to_string(passes) + (grads ? "_grads" : "");
+std::string trainStepName(int64_t passes) {
+  return "train_k" + std::to_string(passes);
 }
 
 //===----------------------------------------------------------------------===//
@@ -147,6 +147,35 @@ std::vector<Json> keepMetricsThrough(const std::string &path, int64_t step) {
   return kept;
 }
 
+/// What `--resume` points at: the checkpoint, its directory, its metadata
+/// and the settings its run recorded (null without run.json). All empty for
+/// a fresh run.
+struct ResumePoint {
+  std::string checkpoint, directory;
+  std::map<std::string, std::string> metadata;
+  Json recorded;
+};
+
+ResumePoint findResumePoint(const std::string &resume,
+                            const std::string &model) {
+  ResumePoint from;
+  if (resume.empty())
+    return from;
+  from.checkpoint = checkpointToResume(resume);
+  from.metadata = peekMetadata(from.checkpoint);
+  auto owner = from.metadata.find("fbt.model");
+  if (owner != from.metadata.end() && owner->second != model)
+    throw RuntimeError(from.checkpoint + ": a checkpoint of the model '" +
+                       owner->second + "', but the bundle's model is '" +
+                       model + "'");
+  from.directory = directoryOf(from.checkpoint);
+  std::string runJson = joinPath(from.directory, "run.json");
+  std::error_code ec;
+  if (fs::exists(runJson, ec))
+    from.recorded = loadJsonFile(runJson);
+  return from;
+}
+
 //===----------------------------------------------------------------------===//
 // Settings
 //===----------------------------------------------------------------------===//
@@ -182,6 +211,11 @@ private:
   const Json *json_;
   std::string source_;
 };
+
+bool isDecimal(const std::string &s) {
+  return !s.empty() && s.size() <= 19 &&
+         s.find_first_not_of("0123456789") == std::string::npos;
+}
 
 std::string formatNumber(double value) {
   char buf[32];
@@ -256,54 +290,16 @@ uint64_t Trainer::evalSeed(uint64_t seed, int64_t batch) {
 
 Trainer::Trainer(Session &session, const TrainOptions &options)
     : session_(session) {
-  const Json &config = session_.config();
-  std::string model = config.at("name").asString();
-
-  // What to resume, and the settings its run recorded.
-  std::string checkpoint, recordDir;
-  std::map<std::string, std::string> meta;
-  Json recorded;
-  if (!options.resume.empty()) {
-    checkpoint = checkpointToResume(options.resume);
-    meta = peekMetadata(checkpoint);
-    auto owner = meta.find("fbt.model");
-    if (owner != meta.end() && owner->second != model)
-      throw RuntimeError(checkpoint + ": a checkpoint of the model '" +
-                         owner->second + "', but the bundle's model is '" +
-                         model + "'");
-    recordDir = directoryOf(checkpoint);
-    std::string runJson = joinPath(recordDir, "run.json");
-    std::error_code ec;
-    if (fs::exists(runJson, ec))
-      recorded = loadJsonFile(runJson);
-  }
-  resolve(options, recorded.isNull() ? nullptr : &recorded, meta);
+  std::string model = session_.config().at("name").asString();
+  ResumePoint from = findResumePoint(options.resume, model);
+  resolve(options, from.recorded.isNull() ? nullptr : &from.recorded,
+          from.metadata);
   loadData();
   checkSteps();
-
-  outDir_ = !options.outDir.empty()     ? options.outDir
-            : !options.resume.empty() ? recordDir
-                                        : joinPath("runs", model);
-  if (checkpoint.empty()) {
-    // A fresh run starts over in a directory that holds one (as rerunning a
-    // script expects); the old latest survives until the first save.
-    std::error_code ec;
-    replacesRun_ = fs::exists(joinPath(outDir_, "latest.safetensors"), ec);
-    session_.initialize(settings_.seed);
-  } else {
-    session_.loadCheckpoint(checkpoint);
-    // The checkpoint records the seed its run continues with.
-    session_.state().seed = settings_.seed;
-    resumedFrom_ = lastCheckpoint_ = checkpoint;
-    lastCheckpointStep_ = session_.state().step;
-  }
-  startStep_ = session_.state().step;
-  if (startStep_ >= settings_.steps)
-    throw RuntimeError(checkpoint + " has already taken " +
-                       std::to_string(startStep_) + " of " +
-                       std::to_string(settings_.steps) +
-                       " steps: nothing to do (pass a larger --steps to "
-                       "train further)");
+  outDir_ = !options.outDir.empty()   ? options.outDir
+            : from.checkpoint.empty() ? joinPath("runs", model)
+                                      : from.directory;
+  restoreState(from.checkpoint);
   endStep_ = settings_.steps;
   if (options.stopAfter > 0) {
     if (options.stopAfter <= startStep_)
@@ -312,7 +308,32 @@ Trainer::Trainer(Session &session, const TrainOptions &options)
                          std::to_string(startStep_));
     endStep_ = std::min(endStep_, options.stopAfter);
   }
-  prepareOutput(!checkpoint.empty());
+  prepareOutput(!from.checkpoint.empty());
+}
+
+/// A fresh model from the seed, or the checkpoint's parameters, moments and
+/// step count.
+void Trainer::restoreState(const std::string &checkpoint) {
+  if (checkpoint.empty()) {
+    // A fresh run starts over in a directory that holds one (as rerunning a
+    // script expects); the old latest survives until the first save.
+    std::error_code ec;
+    replacesRun_ = fs::exists(joinPath(outDir_, "latest.safetensors"), ec);
+    session_.initialize(settings_.seed);
+    return;
+  }
+  session_.loadCheckpoint(checkpoint);
+  // The checkpoint records the seed its run continues with.
+  session_.state().seed = settings_.seed;
+  startStep_ = session_.state().step;
+  resumedFrom_ = lastCheckpoint_ = checkpoint;
+  lastCheckpointStep_ = startStep_;
+  if (startStep_ >= settings_.steps)
+    throw RuntimeError(checkpoint + " has already taken " +
+                       std::to_string(startStep_) + " of " +
+                       std::to_string(settings_.steps) +
+                       " steps: nothing to do (pass a larger --steps to "
+                       "train further)");
 }
 
 /// Each setting: the option, else what the resumed run recorded, else the
@@ -327,14 +348,17 @@ void Trainer::resolve(const TrainOptions &o, const Json *recordedJson,
     s.data = *o.data;
   else if (rec.find("data"))
     s.data = rec.get("data", [](const Json &v) { return v.asString(); });
-  s.valFraction = o.valFraction.value_or(rec.number("val_fraction").value_or(0.1));
-  s.steps = o.steps.value_or(rec.integer("steps").value_or(t.at("steps").asInt()));
+  s.valFraction =
+      o.valFraction.value_or(rec.number("val_fraction").value_or(0.1));
+  s.steps =
+      o.steps.value_or(rec.integer("steps").value_or(t.at("steps").asInt()));
 
   if (o.seed)
     s.seed = *o.seed;
   else if (auto r = rec.integer("seed"))
     s.seed = static_cast<uint64_t>(*r);
-  else if (auto m = meta.find("fbt.seed"); m != meta.end())
+  else if (auto m = meta.find("fbt.seed");
+           m != meta.end() && isDecimal(m->second))
     s.seed = std::stoull(m->second);
   else
     s.seed = static_cast<uint64_t>(t.at("seed").asInt());
@@ -353,8 +377,10 @@ void Trainer::resolve(const TrainOptions &o, const Json *recordedJson,
 
   s.evalEvery = o.evalEvery.value_or(
       rec.integer("eval_every").value_or(std::max<int64_t>(1, s.steps / 10)));
-  s.evalBatches = o.evalBatches.value_or(rec.integer("eval_batches").value_or(4));
-  s.saveEvery = o.saveEvery.value_or(rec.integer("save_every").value_or(s.evalEvery));
+  s.evalBatches =
+      o.evalBatches.value_or(rec.integer("eval_batches").value_or(4));
+  s.saveEvery =
+      o.saveEvery.value_or(rec.integer("save_every").value_or(s.evalEvery));
 
   requireAtLeast(s.steps, 1, "--steps");
   requireAtLeast(s.evalEvery, 1, "--eval-every");
@@ -386,12 +412,11 @@ void Trainer::loadData() {
   }
   split_ = splitTrainVal(tokens, settings_.valFraction);
   if (split_.train.size() < seqLen_ + 1)
-    throw RuntimeError(tokens.source() + ": " +
-                       std::to_string(split_.train.size()) +
-                       " training tokens (after holding out --val-fraction " +
-                       formatNumber(settings_.valFraction) +
-                       "), too few for one window of " +
-                       std::to_string(seqLen_ + 1));
+    throw RuntimeError(
+        tokens.source() + ": " + std::to_string(split_.train.size()) +
+        " training tokens (after holding out --val-fraction " +
+        formatNumber(settings_.valFraction) + "), too few for one window of " +
+        std::to_string(seqLen_ + 1));
   if (settings_.valFraction == 0)
     return;
   try {
@@ -430,13 +455,12 @@ void Trainer::checkSteps() {
       evalPasses_ = std::max(evalPasses_, plan.passes);
   }
   for (int64_t k : passSchedule_.distinctPasses())
-    if (!bundle.hasStep(stepName(k)))
-      throw RuntimeError("the pass schedule (passes " +
-                         std::to_string(passSchedule_.passes) +
-                         ", deep_passes " +
-                         std::to_string(passSchedule_.deepPasses) +
-                         ") needs the step '" + stepName(k) +
-                         "', which the bundle lacks (it has: " + have + ")");
+    if (!bundle.hasStep(trainStepName(k)))
+      throw RuntimeError(
+          "the pass schedule (passes " + std::to_string(passSchedule_.passes) +
+          ", deep_passes " + std::to_string(passSchedule_.deepPasses) +
+          ") needs the step '" + trainStepName(k) +
+          "', which the bundle lacks (it has: " + have + ")");
   if (!valBatches_)
     evalPasses_ = 0;
   else if (evalPasses_ == 0)
@@ -476,8 +500,8 @@ void Trainer::prepareOutput(bool resuming) {
       lastEval_ = e;
     }
   }
-  metrics_ = std::make_unique<MetricsWriter>(metricsPath,
-                                             MetricsWriter::Mode::Append);
+  metrics_ =
+      std::make_unique<MetricsWriter>(metricsPath, MetricsWriter::Mode::Append);
 }
 
 std::string Trainer::lastCheckpointNote() const {
@@ -488,17 +512,17 @@ std::string Trainer::lastCheckpointNote() const {
 }
 
 StepRecord Trainer::trainOne(int64_t step) {
-  Batch batch = sampleBatch(split_.train, batchSize_, seqLen_, settings_.seed,
-                            step);
+  Batch batch =
+      sampleBatch(split_.train, batchSize_, seqLen_, settings_.seed, step);
   StepRecord r;
   r.step = step + 1;
   r.passes = passSchedule_.passesAt(step);
   r.lr = static_cast<float>(lrSchedule_.at(step));
   StepResult result;
   try {
-    result = session_.trainStep(r.passes, batch.inputs.data(),
-                                batch.targets.data(),
-                                kernelSeed(settings_.seed, step), r.lr);
+    result =
+        session_.trainStep(r.passes, batch.inputs.data(), batch.targets.data(),
+                           kernelSeed(settings_.seed, step), r.lr);
   } catch (const RuntimeError &e) {
     // A non-finite loss: the parameters in memory are lost, the files not.
     throw RuntimeError(std::string(e.what()) + "; " + lastCheckpointNote());
@@ -525,9 +549,9 @@ EvalRecord Trainer::evaluate(int64_t stepsDone) {
     StepResult r =
         session_.evalStep(evalPasses_, batch.inputs.data(),
                           batch.targets.data(), evalSeed(settings_.seed, i));
-    e.loss += r.loss / n;
+    e.loss += double(r.loss) / double(n);
     for (int64_t k = 0; k < evalPasses_; ++k)
-      e.passLosses[k] += r.passLosses[k] / n;
+      e.passLosses[k] += double(r.passLosses[k]) / double(n);
   }
   return e;
 }
@@ -590,10 +614,10 @@ TrainSummary Trainer::run(TrainObserver *observer) {
   s.lastEval = lastEval_;
   s.tokensPerSecond =
       double((endStep_ - startStep_) * batchSize_ * seqLen_) / trainSeconds;
-  s.checkpoint = s.finished ? joinPath(outDir_, "step-" +
-                                                    std::to_string(endStep_) +
-                                                    ".safetensors")
-                            : lastCheckpoint_;
+  s.checkpoint = s.finished
+                     ? joinPath(outDir_, "step-" + std::to_string(endStep_) +
+                                             ".safetensors")
+                     : lastCheckpoint_;
   return s;
 }
 

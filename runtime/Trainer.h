@@ -51,16 +51,16 @@ namespace fbt {
 /// What the user asked for. Unset fields come from the resumed run's
 /// run.json, else from the bundle's config, else from the defaults noted.
 struct TrainOptions {
-  std::optional<std::string> data; ///< "" or unset: the embedded corpus
-  std::optional<double> valFraction;       ///< default 0.1
-  std::optional<int64_t> steps;            ///< default training.steps
-  std::optional<uint64_t> seed;            ///< default training.seed
-  std::optional<double> learningRate;      ///< default training.learning_rate
-  std::optional<int64_t> evalEvery;        ///< default max(1, steps / 10)
-  std::optional<int64_t> evalBatches;      ///< default 4
-  std::optional<int64_t> saveEvery;        ///< default evalEvery
-  std::string outDir;  ///< "" : runs/<model name>, or the resumed run's dir
-  std::string resume;  ///< a checkpoint file or a run directory; "" : fresh
+  std::optional<std::string> data;    ///< "" or unset: the embedded corpus
+  std::optional<double> valFraction;  ///< default 0.1
+  std::optional<int64_t> steps;       ///< default training.steps
+  std::optional<uint64_t> seed;       ///< default training.seed
+  std::optional<double> learningRate; ///< default training.learning_rate
+  std::optional<int64_t> evalEvery;   ///< default max(1, steps / 10)
+  std::optional<int64_t> evalBatches; ///< default 4
+  std::optional<int64_t> saveEvery;   ///< default evalEvery
+  std::string outDir;    ///< "" : runs/<model name>, or the resumed run's dir
+  std::string resume;    ///< a checkpoint file or a run directory; "" : fresh
   int64_t stopAfter = 0; ///< > 0: checkpoint and stop after this many steps
                          ///< (of --steps; the schedule is unchanged)
 };
@@ -112,8 +112,9 @@ struct TrainSummary {
   double firstLoss = 0, lastLoss = 0;
   int64_t window = 0;
   std::optional<EvalRecord> lastEval;
-  double tokensPerSecond = 0; ///< this process's steps, excluding evals and saves
-  std::string checkpoint;     ///< the last checkpoint written
+  double tokensPerSecond =
+      0;                  ///< this process's steps, excluding evals and saves
+  std::string checkpoint; ///< the last checkpoint written
 };
 
 /// Hooks for reporting progress; Trainer itself prints nothing.
@@ -171,6 +172,7 @@ private:
                const std::map<std::string, std::string> &checkpointMeta);
   void loadData();
   void checkSteps();
+  void restoreState(const std::string &checkpoint);
   void prepareOutput(bool resuming);
   StepRecord trainOne(int64_t step);
   EvalRecord evaluate(int64_t stepsDone);

@@ -32,15 +32,19 @@ const char *kUsage =
     "bit.\n"
     "\n"
     "data:\n"
-    "  --data FILE         UTF-8 text (byte-level tokens), .bin (uint16 ids) or\n"
-    "                      .u32.bin (uint32 ids); default: the embedded corpus\n"
+    "  --data FILE         UTF-8 text (byte-level tokens), .bin (uint16 ids) "
+    "or\n"
+    "                      .u32.bin (uint32 ids); default: the embedded "
+    "corpus\n"
     "  --val-fraction F    hold out the last F of the data for validation\n"
     "                      (default 0.1; 0: no validation)\n"
     "schedule:\n"
-    "  --steps N           optimizer steps (default: the spec's training.steps)\n"
+    "  --steps N           optimizer steps (default: the spec's "
+    "training.steps)\n"
     "  --seed S            seeds init, batches, pass schedule and jitter\n"
     "                      (default: training.seed)\n"
-    "  --lr LR             peak learning rate (default: training.learning_rate);\n"
+    "  --lr LR             peak learning rate (default: "
+    "training.learning_rate);\n"
     "                      the cosine floor keeps its ratio to the peak\n"
     "output:\n"
     "  --out DIR           the run directory (default: runs/<model name>):\n"
@@ -83,6 +87,22 @@ int64_t parameterCount(const Bundle &bundle) {
   return n;
 }
 
+/// "K=1 for 100, then K=2 (3% at K=3)".
+std::string describe(const PassSchedule &ps) {
+  int64_t single = ps.singlePassSteps();
+  if (single == ps.totalSteps)
+    return "K=1 throughout";
+  char multi[96];
+  std::snprintf(multi, sizeof multi, "K=%lld (%g%% at K=%lld)",
+                (long long)ps.passes, 100 * ps.deepPassFraction,
+                (long long)ps.deepPasses);
+  if (ps.deepPassFraction == 0 || ps.deepPasses == ps.passes)
+    std::snprintf(multi, sizeof multi, "K=%lld", (long long)ps.passes);
+  if (single == 0)
+    return multi;
+  return "K=1 for " + std::to_string(single) + ", then " + multi;
+}
+
 /// What the console shows while the trainer runs.
 class ConsoleReport : public TrainObserver {
 public:
@@ -94,18 +114,14 @@ public:
     if (quiet_)
       return;
     const RunSettings &s = t.settings();
-    const PassSchedule &ps = t.passSchedule();
-    std::fprintf(stderr, "model    %s: %s params, batch %lld x %lld tokens\n",
-                 session_.config().at("name").asString().c_str(),
-                 ProgressBar::formatCount(parameterCount(session_.bundle())).c_str(),
-                 (long long)t.batchSize(), (long long)t.seqLen());
-    std::fprintf(stderr,
-                 "schedule %lld steps: K=1 for %lld, then K=%lld (%g%% at "
-                 "K=%lld); lr %g -> %g, seed %llu\n",
-                 (long long)s.steps, (long long)ps.singlePassSteps(),
-                 (long long)ps.passes, 100 * ps.deepPassFraction,
-                 (long long)ps.deepPasses, s.learningRate, s.minLearningRate,
-                 (unsigned long long)s.seed);
+    std::fprintf(
+        stderr, "model    %s: %s params, batch %lld x %lld tokens\n",
+        session_.config().at("name").asString().c_str(),
+        ProgressBar::formatCount(parameterCount(session_.bundle())).c_str(),
+        (long long)t.batchSize(), (long long)t.seqLen());
+    std::fprintf(stderr, "schedule %lld steps: %s; lr %g -> %g, seed %llu\n",
+                 (long long)s.steps, describe(t.passSchedule()).c_str(),
+                 s.learningRate, s.minLearningRate, (unsigned long long)s.seed);
     std::fprintf(stderr, "data     %s: %s training, %s validation tokens\n",
                  t.trainTokens().source().c_str(),
                  ProgressBar::formatCount(t.trainTokens().size()).c_str(),
@@ -157,8 +173,9 @@ void printSummary(const TrainSummary &s, const std::string &bundle,
                   const std::string &outDir) {
   if (s.finished)
     std::printf("trained %lld steps (%lld..%lld of %lld)\n",
-                (long long)(s.endStep - s.startStep), (long long)s.startStep + 1,
-                (long long)s.endStep, (long long)s.totalSteps);
+                (long long)(s.endStep - s.startStep),
+                (long long)s.startStep + 1, (long long)s.endStep,
+                (long long)s.totalSteps);
   else
     std::printf("stopped after step %lld of %lld; continue with: fbt train %s "
                 "--resume %s\n",
