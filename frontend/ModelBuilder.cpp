@@ -321,13 +321,29 @@ private:
     b.setInsertionPointAfter(fn);
   }
 
-  /// Results of the steps that touch the KV caches, after `head`.
-  void appendCaches(SmallVector<std::pair<std::string, Type>> &list, Type t) {
-    for (int64_t l = 0; l < spec.numHiddenLayers; ++l)
-      list.push_back({"k_cache." + std::to_string(l), t});
-    for (int64_t l = 0; l < spec.numHiddenLayers; ++l)
-      list.push_back({"v_cache." + std::to_string(l), t});
+  /// The KV caches (k_cache.0.., v_cache.0..) as the last inputs and the
+  /// last results of a step that reads and updates them.
+  void addCaches(SmallVector<std::pair<StringRef, Type>> &inputs,
+                 SmallVector<std::pair<std::string, Type>> &results) {
+    auto cache = f32({spec.inference.batchSize, spec.inference.maxSequenceLength, D()});
+    if (cacheNames.empty())
+      for (const char *kind : {"k_cache.", "v_cache."})
+        for (int64_t l = 0; l < spec.numHiddenLayers; ++l)
+          cacheNames.push_back(kind + std::to_string(l));
+    for (const std::string &name : cacheNames) {
+      inputs.push_back({name, cache});
+      results.push_back({name, cache});
+    }
   }
+
+  /// The cache arguments: the last 2L, keys then values.
+  std::pair<SmallVector<Value>, SmallVector<Value>> caches(ArrayRef<Value> args) {
+    int64_t l = spec.numHiddenLayers;
+    ArrayRef<Value> tail = args.take_back(2 * l);
+    return {SmallVector<Value>(tail.take_front(l)), SmallVector<Value>(tail.drop_front(l))};
+  }
+
+  std::vector<std::string> cacheNames; // outlives the StringRefs to it
 
   /// prefill: plain inputs. prefill_fused: one more pass of fused[n], whose
   /// input at t >= 1 fuses the token with the previous pass's state at t-1.
@@ -335,25 +351,17 @@ private:
   /// state (the next fused pass's input) and the last position's logits.
   void buildPrefill(bool fused) {
     const int64_t bs = spec.inference.batchSize,
-                  t = spec.inference.maxPromptLength,
-                  s = spec.inference.maxSequenceLength;
-    auto cache = f32({bs, s, D()});
+                  t = spec.inference.maxPromptLength;
     auto x = f32({bs, t, D()});
     SmallVector<std::pair<StringRef, Type>> inputs = {
         {"input_ids", i32({bs, t})}, {"last_positions", i32({bs})}};
     if (fused)
       inputs.push_back({"prev_states", x});
-    SmallVector<std::pair<std::string, Type>> caches, results = {
+    SmallVector<std::pair<std::string, Type>> results = {
         {"logits", f32({bs, 1, spec.vocabSize})},
         {"state", f32({bs, 1, D()})},
         {"states", x}};
-    appendCaches(caches, cache);
-    std::vector<std::string> cacheNames;
-    for (auto &c : caches)
-      cacheNames.push_back(c.first);
-    for (auto &c : cacheNames)
-      inputs.push_back({c, cache});
-    results.append(caches.begin(), caches.end());
+    addCaches(inputs, results);
 
     auto [fn, args] = startFunction(fused ? "prefill_fused" : "prefill", inputs,
                                     results, "prefill");
@@ -362,8 +370,7 @@ private:
     unsigned i = params.size();
     Value ids = args[i++], lastPositions = args[i++];
     Value prev = fused ? args[i++] : Value();
-    SmallVector<Value> kc(args.begin() + i, args.begin() + i + spec.numHiddenLayers);
-    SmallVector<Value> vc(args.begin() + i + spec.numHiddenLayers, args.end());
+    auto [kc, vc] = caches(args);
 
     // Prompts are right-padded; causal attention keeps padding out of the
     // real positions, and each sequence's last real position (length - 1) is
@@ -388,24 +395,16 @@ private:
   }
 
   void buildDecodeStep() {
-    const int64_t bs = spec.inference.batchSize,
-                  s = spec.inference.maxSequenceLength;
-    auto cache = f32({bs, s, D()});
+    const int64_t bs = spec.inference.batchSize;
     auto x = f32({bs, 1, D()});
     SmallVector<std::pair<StringRef, Type>> inputs = {
         {"input_ids", i32({bs, 1})},
         {"positions", i32({bs, 1})},
         {"state", x},
         {"feedback_on", f32({bs, 1})}};
-    SmallVector<std::pair<std::string, Type>> caches, results = {
+    SmallVector<std::pair<std::string, Type>> results = {
         {"logits", f32({bs, 1, spec.vocabSize})}, {"state", x}};
-    appendCaches(caches, cache);
-    std::vector<std::string> cacheNames;
-    for (auto &c : caches)
-      cacheNames.push_back(c.first);
-    for (auto &c : cacheNames)
-      inputs.push_back({c, cache});
-    results.append(caches.begin(), caches.end());
+    addCaches(inputs, results);
 
     auto [fn, args] = startFunction("decode_step", inputs, results, "decode");
     Params p = Params::bind(ValueRange(args).take_front(params.size()),
@@ -413,8 +412,7 @@ private:
     unsigned i = params.size();
     Value ids = args[i++], positions = args[i++], state = args[i++],
           feedbackOn = args[i++];
-    SmallVector<Value> kc(args.begin() + i, args.begin() + i + spec.numHiddenLayers);
-    SmallVector<Value> vc(args.begin() + i + spec.numHiddenLayers, args.end());
+    auto [kc, vc] = caches(args);
 
     // standard: u = e. soft: u = fuse(e, h_{t-1}). Chosen per sequence by
     // feedback_on, so one compiled step serves both regimes in one batch.
