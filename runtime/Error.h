@@ -1,5 +1,4 @@
-//===- Error.h - The runtime's one error type --------------------*- C++
-//-*-===//
+//===- Error.h - The runtime's one error type ------------------*- C++ -*-===//
 //
 // Every failure in runtime/ (a bad file, a corrupt checkpoint, an invalid
 // argument) throws fbt::RuntimeError with a message that names what failed and
