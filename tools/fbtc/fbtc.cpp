@@ -101,6 +101,7 @@ int writeOutput(function_ref<void(raw_ostream &)> print) {
     return fail(kBadInput, toString(std::move(e)));
   return 0;
 }
+
 /// The pipeline's settings from the spec's training section.
 void setTrainOptions(const fbt::ModelSpec &spec,
                      mlir::fbt::TrainPipelineOptions &o) {
@@ -112,6 +113,55 @@ void setTrainOptions(const fbt::ModelSpec &spec,
   o.maxGradNorm = spec.training.gradClip > 0 ? spec.training.gradClip : 1e30;
   o.keepGradientStep = true;
   o.fuseFeedbackGate = fuseGate;
+}
+/// The plan of every step function, by name, and the largest arena.
+LogicalResult planSteps(mlir::ModuleOp module, json::Object &steps,
+                        int64_t &largestArena) {
+  for (auto fn : module.getOps<mlir::func::FuncOp>()) {
+    if (!fn->hasAttr("fbt.step"))
+      continue;
+    FailureOr<mlir::fbt::StepPlan> plan = mlir::fbt::planStep(fn);
+    if (failed(plan))
+      return failure();
+    largestArena = std::max(largestArena, plan->arenaBytes);
+    steps[fn.getSymName()] = mlir::fbt::toJson(*plan);
+  }
+  return success();
+}
+
+/// Compiles the kernels for the CPU and writes the bundle: the manifest
+/// (target, resolved spec, parameters, kernels, plans) and the library.
+int writeCpuBundle(const fbt::ModelSpec &spec, mlir::ModuleOp module,
+                   json::Object steps, int64_t largestArena) {
+  mlir::fbt::CpuTargetOptions cpu;
+  cpu.cpu = cpuName;
+  FailureOr<std::string> library = mlir::fbt::compileKernelsForCpu(module, cpu);
+  if (failed(library))
+    return fail(kInternalError, "compiling the kernels failed");
+  json::Array params, kernels;
+  for (const fbt::ParameterInfo &p : fbt::parameterList(spec))
+    params.push_back(json::Object{{"name", p.name},
+                                  {"shape", json::Array(p.shape)},
+                                  {"decay", p.decay},
+                                  {"feedback", p.feedback}});
+  for (auto fn : module.getOps<mlir::func::FuncOp>())
+    if (fn->hasAttr("fbt.kernel"))
+      kernels.push_back(fn.getSymName());
+  json::Object manifest{
+      {"format", "fbt-bundle"},
+      {"target", json::Object{{"kind", "cpu"},
+                              {"arch", "x86_64"},
+                              {"cpu", mlir::fbt::resolvedCpu(cpu)}}},
+      {"model", fbt::specToJson(spec)},
+      {"params", std::move(params)},
+      {"kernels", std::move(kernels)},
+      {"largest_arena_bytes", largestArena},
+      {"steps", std::move(steps)}};
+  std::string out = outputPath == "-" ? spec.name + ".fbtb" : outputPath;
+  if (Error e = mlir::fbt::writeBundle(out, std::move(manifest),
+                                       {{"kernels.so", *library}}))
+    return fail(kBadInput, toString(std::move(e)));
+  return 0;
 }
 } // namespace
 
@@ -165,47 +215,12 @@ int main(int argc, char **argv) {
 
   json::Object steps;
   int64_t largestArena = 0;
-  for (auto fn : module->getOps<mlir::func::FuncOp>()) {
-    if (!fn->hasAttr("fbt.step"))
-      continue;
-    FailureOr<mlir::fbt::StepPlan> plan = mlir::fbt::planStep(fn);
-    if (failed(plan))
-      return fail(kInternalError, "planning " + fn.getSymName() + " failed");
-    largestArena = std::max(largestArena, plan->arenaBytes);
-    steps[fn.getSymName()] = mlir::fbt::toJson(*plan);
-  }
+  if (failed(planSteps(*module, steps, largestArena)))
+    return fail(kInternalError, "planning the steps failed");
   if (stage == Stage::Plan)
     return writeOutput([&](raw_ostream &os) {
       os << formatv("{0:2}", json::Value(std::move(steps))) << "\n";
     });
-
-  mlir::fbt::CpuTargetOptions cpu;
-  cpu.cpu = cpuName;
-  FailureOr<std::string> library = mlir::fbt::compileKernelsForCpu(*module, cpu);
-  if (failed(library))
-    return fail(kInternalError, "compiling the kernels failed");
-  json::Array params, kernels;
-  for (const fbt::ParameterInfo &p : fbt::parameterList(*spec))
-    params.push_back(json::Object{{"name", p.name},
-                                  {"shape", json::Array(p.shape)},
-                                  {"decay", p.decay},
-                                  {"feedback", p.feedback}});
-  for (auto fn : module->getOps<mlir::func::FuncOp>())
-    if (fn->hasAttr("fbt.kernel"))
-      kernels.push_back(fn.getSymName());
-  json::Object manifest{
-      {"format", "fbt-bundle"},
-      {"target", json::Object{{"kind", "cpu"},
-                              {"arch", "x86_64"},
-                              {"cpu", mlir::fbt::resolvedCpu(cpu)}}},
-      {"model", fbt::specToJson(*spec)},
-      {"params", std::move(params)},
-      {"kernels", std::move(kernels)},
-      {"largest_arena_bytes", largestArena},
-      {"steps", std::move(steps)}};
-  std::string out = outputPath == "-" ? spec->name + ".fbtb" : outputPath;
-  if (Error e = mlir::fbt::writeBundle(out, std::move(manifest),
-                                       {{"kernels.so", *library}}))
-    return fail(kBadInput, toString(std::move(e)));
-  return 0;
+  return writeCpuBundle(*spec, *module, std::move(steps), largestArena);
 }
+
