@@ -103,9 +103,11 @@ public:
     for (int64_t k : spec.scheduledPasses())
       buildTrainStep(k);
     buildPrefill(/*fused=*/false);
-    buildDecodeStep();
-    if (spec.feedback.fusion != Fusion::None)
+    buildDecodeStep(/*feedback=*/spec.feedback.fusion != Fusion::None);
+    if (spec.feedback.fusion != Fusion::None) {
       buildPrefill(/*fused=*/true);
+      buildDecodeStep(/*feedback=*/false);
+    }
     return module;
   }
 
@@ -394,31 +396,35 @@ private:
     b.setInsertionPointAfter(fn);
   }
 
-  void buildDecodeStep() {
+  /// decode_step: one token per row, the feedback path switched per row by
+  /// feedback_on (standard and soft rows in one batch). decode_step_plain:
+  /// the standard regime alone, without the feedback GEMMs, so a standard
+  /// decode costs what a plain transformer's does.
+  void buildDecodeStep(bool feedback) {
     const int64_t bs = spec.inference.batchSize;
     auto x = f32({bs, 1, D()});
     SmallVector<std::pair<StringRef, Type>> inputs = {
-        {"input_ids", i32({bs, 1})},
-        {"positions", i32({bs, 1})},
-        {"state", x},
-        {"feedback_on", f32({bs, 1})}};
+        {"input_ids", i32({bs, 1})}, {"positions", i32({bs, 1})}};
+    if (feedback)
+      inputs.append({{"state", x}, {"feedback_on", f32({bs, 1})}});
     SmallVector<std::pair<std::string, Type>> results = {
         {"logits", f32({bs, 1, spec.vocabSize})}, {"state", x}};
     addCaches(inputs, results);
 
-    auto [fn, args] = startFunction("decode_step", inputs, results, "decode");
+    auto [fn, args] = startFunction(feedback ? "decode_step" : "decode_step_plain",
+                                    inputs, results, "decode");
     Params p = Params::bind(ValueRange(args).take_front(params.size()),
                             spec.numHiddenLayers);
     unsigned i = params.size();
-    Value ids = args[i++], positions = args[i++], state = args[i++],
-          feedbackOn = args[i++];
+    Value ids = args[i++], positions = args[i++];
     auto [kc, vc] = caches(args);
 
-    // standard: u = e. soft: u = fuse(e, h_{t-1}). Chosen per sequence by
-    // feedback_on, so one compiled step serves both regimes in one batch.
+    // standard: u = e. soft: u = fuse(e, h_{t-1}).
     Value u = ops::EmbeddingOp::create(b, loc, x, p.embed, ids);
-    if (spec.feedback.fusion != Fusion::None)
+    if (feedback) {
+      Value state = args[i++], feedbackOn = args[i++];
       u = ops::WhereOp::create(b, loc, x, feedbackOn, fuse(u, state, p), u);
+    }
     Value h = stack(u, p, positions, kc, vc);
     SmallVector<Value> outs = {logits(h, p), h};
     outs.append(kc.begin(), kc.end());

@@ -182,7 +182,10 @@ void Decoder::decode(const std::vector<int32_t> &tokens,
       {"positions", const_cast<int32_t *>(positions.data())},
       {"state", state.data()},
       {"feedback_on", on.data()}};
-  StepRunner &step = session_.runner("decode_step");
+  // Standard decoding takes the step without the feedback path when the
+  // bundle has one (it has whenever the model has a feedback path at all).
+  bool plain = !feedback && session_.bundle().hasStep("decode_step_plain");
+  StepRunner &step = session_.runner(plain ? "decode_step_plain" : "decode_step");
   Binding b = bindStep(session_, step.plan(), named, caches_, layers_);
   step.run(b.inputs, b.outputs);
   std::memcpy(lastLogits_.data(), b.out("logits"), lastLogits_.size());
