@@ -29,6 +29,15 @@ Value invRms(KernelBuilder &kb, Value base, int64_t d, double eps,
   return kb.rsqrt(kb.add(kb.div(ss, kb.f32(d)), kb.f32(eps)));
 }
 
+/// y[row] = x[row] * inv * w: the normalized, scaled row.
+void writeNormalized(KernelBuilder &kb, Value base, int64_t d, Value inv,
+                     Value x, Value w, Value y) {
+  kb.loop(d, [&](Value c) {
+    Value i = kb.iadd(base, c);
+    kb.store(kb.mul(kb.mul(kb.load(x, i), inv), kb.load(w, c)), y, i);
+  });
+}
+
 /// Gradient of RMSNorm(x) * w wrt x for one row, given inv = 1/rms:
 ///   dx = inv * (g - xhat * mean(g * xhat)),  g = dy * w, xhat = x * inv.
 /// `emit(i, dx)` receives each element.
@@ -77,11 +86,7 @@ FailureOr<func::FuncOp> mlir::fbt::buildNormKernel(KernelBuilder &kb,
     kb.parallel(rows, [&](Value r) {
       Value base = kb.imul(r, d);
       Value inv = invRms(kb, base, d, eps, in(0));
-      kb.loop(d, [&](Value c) {
-        Value i = kb.iadd(base, c);
-        Value y = kb.mul(kb.mul(kb.load(kb.arg(0), i), inv), kb.load(kb.arg(1), c));
-        kb.store(y, kb.arg(2), i);
-      });
+      writeNormalized(kb, base, d, inv, kb.arg(0), kb.arg(1), kb.arg(2));
     });
     return kb.finish();
   }
@@ -121,11 +126,7 @@ FailureOr<func::FuncOp> mlir::fbt::buildNormKernel(KernelBuilder &kb,
         kb.store(fusedInput(i, on), kb.arg(5), i);
       });
       Value inv = invRms(kb, base, d, eps, in(5));
-      kb.loop(d, [&](Value c) {
-        Value i = kb.iadd(base, c);
-        Value y = kb.mul(kb.mul(kb.load(kb.arg(5), i), inv), kb.load(kb.arg(4), c));
-        kb.store(y, kb.arg(6), i);
-      });
+      writeNormalized(kb, base, d, inv, kb.arg(5), kb.arg(4), kb.arg(6));
     });
     return kb.finish();
   }

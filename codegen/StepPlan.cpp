@@ -229,10 +229,8 @@ FailureOr<StepPlan> mlir::fbt::planStep(func::FuncOp fn) {
       p.k = gemm.getK();
       p.transposeLhs = gemm.getTransposeLhs();
       p.transposeRhs = gemm.getTransposeRhs();
-      ++plan.gemmCount;
     } else if (auto call = dyn_cast<CallKernelOp>(op)) {
       p.kernel = call.getKernel().str();
-      ++plan.kernelCount;
     } else if (isa<arith::ConstantOp, PackOp>(op)) {
       continue;
     } else {

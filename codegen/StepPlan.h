@@ -68,7 +68,6 @@ struct StepPlan {
   std::vector<PlanOp> ops;
   std::vector<OutputCopy> copies;
   int64_t arenaBytes = 0;
-  int64_t gemmCount = 0, kernelCount = 0;
 };
 
 /// Plans a step function lowered by fbt-to-kernels.
