@@ -118,7 +118,7 @@ void checkRef(const StepPlan &p, const BufferRef &r) {
     break;
   case BufferRef::Kind::Const:
     ok = r.index >= 0 && r.index < (int64_t)p.constants.size() &&
-         inside(p.constants[r.index].count * (p.constants[r.index].dtype == "i64" ? 8 : 4));
+         inside(p.constants[r.index].bytes());
     break;
   case BufferRef::Kind::Arena:
     ok = inside(p.arenaBytes);

@@ -38,9 +38,11 @@ struct TensorSpec {
 };
 
 struct ConstantSpec {
-  std::string dtype;
+  std::string dtype; ///< "f32", "i32" or "i64"
   int64_t count = 0;
   double value = 0;
+
+  int64_t bytes() const { return count * (dtype == "i64" ? 8 : 4); }
 };
 
 struct PlanOp {

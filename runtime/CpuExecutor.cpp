@@ -30,8 +30,7 @@ StepRunner::StepRunner(const StepPlan &plan, const KernelLibrary &kernels)
   }
   // Constants are splats, filled once.
   for (const ConstantSpec &c : plan.constants) {
-    size_t width = c.dtype == "i64" ? 8 : 4;
-    AlignedBuffer b(c.count * width);
+    AlignedBuffer b(c.bytes());
     for (int64_t i = 0; i < c.count; ++i) {
       if (c.dtype == "f32")
         b.as<float>()[i] = (float)c.value;

@@ -93,15 +93,12 @@ static Binding bindStep(Session &s, const StepPlan &plan,
                     std::vector<AlignedBuffer> &caches, int64_t layers) {
   Binding b;
   for (const TensorSpec &in : plan.inputs) {
-    void *ptr = nullptr;
-    int64_t p = s.paramIndex(in.name);
-    if (p >= 0) {
-      ptr = s.state().params[p].data();
-    } else if (in.name.rfind("k_cache.", 0) == 0) {
+    void *ptr = s.stateBuffer(in.name);
+    if (!ptr && in.name.rfind("k_cache.", 0) == 0)
       ptr = caches[std::stoll(in.name.substr(8))].data();
-    } else if (in.name.rfind("v_cache.", 0) == 0) {
+    if (!ptr && in.name.rfind("v_cache.", 0) == 0)
       ptr = caches[layers + std::stoll(in.name.substr(8))].data();
-    } else {
+    if (!ptr) {
       auto it = named.find(in.name);
       if (it == named.end())
         throw RuntimeError("step '" + plan.name + "' takes an input '" + in.name +

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <map>
 
 namespace fbt {
 
@@ -37,6 +38,16 @@ int64_t Session::paramIndex(const std::string &name) const {
     if (bundle_.params()[i].name == name)
       return i;
   return -1;
+}
+
+void *Session::stateBuffer(const std::string &name) {
+  int64_t p = paramIndex(name);
+  if (p >= 0)
+    return state_.params[p].data();
+  for (auto [prefix, moments] : {std::pair{"adam_m.", &state_.m}, {"adam_v.", &state_.v}})
+    if (name.rfind(prefix, 0) == 0 && (p = paramIndex(name.substr(7))) >= 0)
+      return (*moments)[p].data();
+  return nullptr;
 }
 
 StepRunner &Session::runner(const std::string &step) {
@@ -130,30 +141,21 @@ static Binding bindTrainInputs(Session &s, const StepPlan &plan, const int32_t *
                                const int32_t *targets, int64_t *seed, float *lr,
                                float *stepCount) {
   Binding b;
-  ModelState &st = s.state();
+  const std::map<std::string, void *> batch = {
+      {"input_ids", const_cast<int32_t *>(ids)},
+      {"targets", const_cast<int32_t *>(targets)},
+      {"seed", seed},
+      {"lr", lr},
+      {"step", stepCount}};
   for (const TensorSpec &in : plan.inputs) {
-    const std::string &n = in.name;
-    void *ptr = nullptr;
-    int64_t p = s.paramIndex(n);
-    if (p >= 0)
-      ptr = st.params[p].data();
-    else if (n.rfind("adam_m.", 0) == 0 && (p = s.paramIndex(n.substr(7))) >= 0)
-      ptr = st.m[p].data();
-    else if (n.rfind("adam_v.", 0) == 0 && (p = s.paramIndex(n.substr(7))) >= 0)
-      ptr = st.v[p].data();
-    else if (n == "input_ids")
-      ptr = const_cast<int32_t *>(ids);
-    else if (n == "targets")
-      ptr = const_cast<int32_t *>(targets);
-    else if (n == "seed")
-      ptr = seed;
-    else if (n == "lr")
-      ptr = lr;
-    else if (n == "step")
-      ptr = stepCount;
-    else
-      throw RuntimeError("step '" + plan.name + "' takes an input '" + n +
-                         "' this runtime cannot bind");
+    void *ptr = s.stateBuffer(in.name);
+    if (!ptr) {
+      auto it = batch.find(in.name);
+      if (it == batch.end() || !it->second)
+        throw RuntimeError("step '" + plan.name + "' takes an input '" +
+                           in.name + "' this runtime cannot bind");
+      ptr = it->second;
+    }
     b.inputs.push_back(ptr);
   }
   for (const TensorSpec &out : plan.outputs)

@@ -42,6 +42,9 @@ public:
   const Bundle &bundle() const { return bundle_; }
   ModelState &state() { return state_; }
   int64_t paramIndex(const std::string &name) const;
+  /// The state buffer a step input names: a parameter, `adam_m.<param>` or
+  /// `adam_v.<param>`; null for any other name.
+  void *stateBuffer(const std::string &name);
   /// The bundle's model config (the resolved spec).
   const Json &config() const { return bundle_.model(); }
 
