@@ -16,16 +16,6 @@ std::pair<Type, int64_t> mlir::fbt::flatBuffer(Value v) {
   return {v.getType(), 1}; // a scalar (the i64 seed)
 }
 
-bool mlir::fbt::hasKernel(Operation *op) {
-  return isa<EmbeddingOp, EmbeddingGradOp, RMSNormOp,
-             RMSNormGradOp, RopeOp, AttentionOp, AttentionGradOp, KVWriteOp,
-             GatherPositionsOp, SwiGLUOp, SwiGLUGradOp, ResidualOp, AddOp,
-             ScaleOp, ShiftRightOp, ShiftLeftOp, FeedbackMaskOp, JitterOp,
-             WhereOp, WhereGradOp, NTPLossOp, NTPLossGradOp, GatedInputNormOp,
-             GatedInputNormGradOp, GluGateOp, GluGateGradOp, ConcatOp, SplitOp,
-             AdamWOp, AccumulateSquaresOp, AxpyOp, SqrtOp>(op);
-}
-
 std::string mlir::fbt::kernelStem(Operation *op) {
   return op->getName().stripDialect().str();
 }
@@ -97,5 +87,6 @@ FailureOr<func::FuncOp> mlir::fbt::buildKernel(OpBuilder &b, Operation *op,
     return fn;
   }
   kb.finish().erase();
-  return op->emitOpError() << "has no kernel generator (fbt-to-kernels)";
+  return op->emitOpError() << "has no kernel and no library call "
+                              "(fbt-to-kernels)";
 }

@@ -19,9 +19,6 @@ namespace mlir::fbt {
 
 class KernelBuilder;
 
-/// Whether a kernel generator exists for `op`.
-bool hasKernel(Operation *op);
-
 /// Identifies the code of `op`'s kernel: ops with equal keys share a kernel
 /// (every layer, every pass, every K).
 std::string kernelKey(Operation *op);
@@ -35,7 +32,8 @@ std::string kernelStem(Operation *op);
 SmallVector<Attribute> dataOperands(Operation *op);
 bool isDataAttribute(Operation *op, StringAttr name);
 
-/// Builds the kernel for `op` named `name` at the builder's point.
+/// Builds the kernel for `op` named `name` at the builder's point; an op no
+/// generator knows is an error on the op.
 FailureOr<func::FuncOp> buildKernel(OpBuilder &b, Operation *op,
                                     StringRef name);
 

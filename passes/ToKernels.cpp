@@ -137,9 +137,6 @@ struct ToKernels : fbt::impl::FbtToKernelsBase<ToKernels> {
       op->erase();
       return success();
     }
-    if (!hasKernel(op))
-      return op->emitOpError() << "has no kernel and no library call "
-                                  "(fbt-to-kernels)";
     std::string key = kernelKey(op);
     auto it = byKey.find(key);
     if (it == byKey.end()) {
