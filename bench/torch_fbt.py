@@ -1,10 +1,17 @@
 """A PyTorch implementation of the FBT training step, the peer our compiled
-steps are measured against (eager, fp32 on the CPU; bf16 and torch.compile on
-GPUs). It is written the way a PyTorch user would write it: nn.Linear,
-F.scaled_dot_product_attention, torch.optim.AdamW, random jitter from torch.
-The numerics oracle is test/reference/fbt_reference.py; this file is for speed.
+steps are measured against (eager, fp32 on the CPU; bf16 autocast and
+torch.compile on GPUs). It is written the way a PyTorch user would write it:
+nn.Linear, F.scaled_dot_product_attention, torch.optim.AdamW, random jitter
+from torch. The numerics oracle is test/reference/fbt_reference.py; this file
+is for speed.
+
+Devices: the model lives wherever `.to(device)` puts it; train_step takes an
+optional autocast dtype (torch.bfloat16 on GPUs: bf16 GEMMs, fp32 params and
+optimizer state) and decode allocates its KV cache beside the prompt.
+compile_model applies torch.compile where the installed torch has it.
 """
 
+import contextlib
 import json
 import math
 
@@ -31,8 +38,9 @@ def rope_tables(T, dh, theta, device, dtype):
 
 
 def rope(x, cos, sin):
+    """In the tables' precision, back in x's (bf16 under autocast)."""
     h = x.shape[-1] // 2
-    return x * cos + torch.cat([-x[..., h:], x[..., :h]], dim=-1) * sin
+    return (x * cos + torch.cat([-x[..., h:], x[..., :h]], dim=-1) * sin).to(x.dtype)
 
 
 def causal_attention(q, k, v):
@@ -82,6 +90,10 @@ class FBT(nn.Module):
             if p.dim() == 2:
                 nn.init.normal_(p, std=0.02)
 
+    def head_loss(self, h, targets):
+        logits = F.linear(self.norm(h), self.embed.weight)
+        return F.cross_entropy(logits.flatten(0, 1), targets.flatten())
+
     def passes(self, ids, targets, K, mask):
         e = self.embed(ids)
         T = ids.shape[1]
@@ -99,8 +111,7 @@ class FBT(nn.Module):
             for blk in self.blocks:
                 z = blk(z, self.a, cos, sin)
             h = z
-            logits = F.linear(self.norm(h), self.embed.weight)
-            losses.append(F.cross_entropy(logits.flatten(0, 1), targets.flatten()))
+            losses.append(self.head_loss(h, targets))
         lam = self.c["feedback"]["aux_loss_weight"]
         total = losses[0] + (lam * sum(losses[1:]) / (K - 1) if K > 1 else 0)
         return total, losses
@@ -111,19 +122,52 @@ def load_spec(path):
         return json.load(f)
 
 
-def make_optimizer(model, c):
+def make_optimizer(model, c, fused=False):
+    """AdamW as the spec says, no decay on the embedding and norms; fused: the
+    single-kernel CUDA implementation (torch >= 2.0)."""
     t = c["training"]
     decay = [p for n, p in model.named_parameters() if p.dim() == 2 and "embed" not in n]
     rest = [p for n, p in model.named_parameters() if not (p.dim() == 2 and "embed" not in n)]
     return torch.optim.AdamW([{"params": decay, "weight_decay": t["weight_decay"]},
                               {"params": rest, "weight_decay": 0.0}],
                              lr=t["learning_rate"], betas=(t["beta1"], t["beta2"]),
-                             eps=t["adam_epsilon"])
+                             eps=t["adam_epsilon"], **({"fused": True} if fused else {}))
 
 
-def train_step(model, opt, ids, targets, K, mask, clip):
+def autocast(device, dtype):
+    """torch.autocast(device, dtype), or nothing when dtype is None."""
+    if dtype is None:
+        return contextlib.nullcontext()
+    return torch.autocast(device_type=torch.device(device).type, dtype=dtype)
+
+
+def compile_model(model, regional=True):
+    """torch.compile on the model: on each block and on the head (regional, the
+    recipe that bounds compile time: the blocks share one compiled graph), or on
+    the whole K-pass objective. Raises where torch has no torch.compile."""
+    if not hasattr(torch, "compile"):
+        raise RuntimeError("torch %s has no torch.compile" % torch.__version__)
+    if not regional:
+        model.passes = torch.compile(model.passes)
+        return model
+    dynamo = torch._dynamo.config
+    for knob in ("cache_size_limit", "recompile_limit"):  # one graph per block otherwise
+        if hasattr(dynamo, knob):
+            setattr(dynamo, knob, max(64, getattr(dynamo, knob)))
+    for blk in model.blocks:
+        if hasattr(blk, "compile"):  # nn.Module.compile (torch >= 2.2)
+            blk.compile()
+        else:
+            blk.forward = torch.compile(blk.forward)
+    model.head_loss = torch.compile(model.head_loss)
+    return model
+
+
+def train_step(model, opt, ids, targets, K, mask, clip, amp=None):
+    """One optimizer step; amp: an autocast dtype for the forward (None: off)."""
     opt.zero_grad(set_to_none=True)
-    loss, _ = model.passes(ids, targets, K, mask)
+    with autocast(ids.device, amp):
+        loss, _ = model.passes(ids, targets, K, mask)
     loss.backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
     opt.step()
@@ -154,8 +198,10 @@ def decode(model, prompt, new_tokens, soft):
     B, P = prompt.shape
     S = P + new_tokens
     D, H = c["hidden_size"], c["num_attention_heads"]
-    cos, sin = rope_tables(S, D // H, c["rope_theta"], prompt.device, torch.float32)
-    caches = [(torch.zeros(B, H, S, D // H), torch.zeros(B, H, S, D // H)) for _ in model.blocks]
+    dev, dt = prompt.device, model.embed.weight.dtype
+    cos, sin = rope_tables(S, D // H, c["rope_theta"], dev, dt)
+    caches = [(torch.zeros(B, H, S, D // H, device=dev, dtype=dt),
+               torch.zeros(B, H, S, D // H, device=dev, dtype=dt)) for _ in model.blocks]
     h, token = None, None
     for pos in range(S - 1):
         token = prompt[:, pos:pos + 1] if pos < P else token

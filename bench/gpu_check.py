@@ -1,0 +1,317 @@
+"""The stages of the GPU check and its report (bench/gpu_check.sh runs this).
+
+  1. numerics   tiny spec, GPU against the CPU results bench/gpu_prepare.py stored:
+                a training step (K = 1, 2) and teacher-forced decoding (standard, soft),
+                with the default bf16 GEMMs and, where the runtime has a switch for
+                them, exact fp32 GEMMs (bench/gpu_numerics.py check)
+  2. training   `fbt bench --train K` against the PyTorch peer (bench/gpu_peer.py) in
+                eager mode and under torch.compile: tokens/s, MFU, ratios
+  3. decoding   `fbt bench --decode standard|soft` at each prepared batch against the
+                HBM floor (weights + KV cache read once per step) and the PyTorch peer
+Every command runs under its own timeout, clamped to GPU_CHECK_DEADLINE (epoch
+seconds); a stage that fails says why and the next one runs. The report goes to
+stdout and, when $OUT is set, to $OUT/gpu_report.txt and $OUT/gpu_report.json
+(rewritten after every stage, so a cut-short run still leaves one).
+Without a GPU (or with GPU_CHECK_DRY=1) the stages run only on bundles prepared
+with --target cpu: a dry run of this script, not a measurement.
+"""
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DIR = os.environ.get("GPU_CHECK_DIR", os.path.join(ROOT, "bench", "gpu"))
+FBT = os.environ.get("FBT", os.path.join(ROOT, "build-gpu", "tools", "fbt", "fbt"))
+PY = sys.executable
+START = time.time()
+DEADLINE = float(os.environ.get("GPU_CHECK_DEADLINE", START + 420))
+
+PEAK_FLOPS = 989e12  # H200 dense bf16 tensor-core peak, FLOP/s
+HBM_BYTES_PER_S = 4.8e12  # H200 HBM3e bandwidth
+TRAIN_STEPS, DECODE_PROMPT, DECODE_TOKENS = 10, 512, 64
+TIMEOUT = {"numerics": 60, "fbt_train": 45, "peer_eager": 75, "peer_compile": 120,
+           "fbt_decode": 30, "peer_decode": 60}
+
+
+class Report:
+    def __init__(self):
+        self.lines, self.data, self.failures = [], {}, []
+
+    def say(self, line=""):
+        print(line)
+        sys.stdout.flush()
+        self.lines.append(line)
+
+    def fail(self, what, why):
+        self.failures.append("%s: %s" % (what, why))
+        self.say("  FAILED %s: %s" % (what, why))
+
+    def save(self):
+        out = os.environ.get("OUT")
+        if not out:
+            return
+        with open(os.path.join(out, "gpu_report.txt"), "w") as f:
+            f.write("\n".join(self.lines) + "\n")
+        with open(os.path.join(out, "gpu_report.json"), "w") as f:
+            json.dump(dict(self.data, failures=self.failures), f, indent=1)
+
+
+def run(cmd, timeout, env=None):
+    """(ok, stdout, why): the command in its own process group, killed whole on timeout."""
+    timeout = min(timeout, DEADLINE - time.time() - 5)
+    if timeout < 10:
+        return False, "", "out of time (the run's deadline is near)"
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                         universal_newlines=True, start_new_session=True)
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        out, err = p.communicate()
+        return False, out, "timed out after %.0f s" % timeout
+    if p.returncode != 0:
+        tail = (err.strip() or out.strip() or "no output").splitlines()[-1]
+        return False, out, "exit status %d: %s" % (p.returncode, tail.strip())
+    return True, out, ""
+
+
+def json_lines(text):
+    return [json.loads(l) for l in text.splitlines() if l.startswith("{")]
+
+
+def fp32_switch():
+    """NAME=VALUE that makes the runtime's GEMMs exact fp32, or None where the runtime has
+    no such switch (GPU_CHECK_FP32_ENV overrides)."""
+    if os.environ.get("GPU_CHECK_FP32_ENV"):
+        return os.environ["GPU_CHECK_FP32_ENV"]
+    for d, _, names in os.walk(os.path.join(ROOT, "runtime")):
+        for n in names:
+            if n.endswith(".cpp"):
+                with open(os.path.join(d, n), errors="replace") as f:
+                    if 'getenv("FBT_GEMM_COMPUTE")' in f.read():
+                        return "FBT_GEMM_COMPUTE=fp32"
+    return None
+
+
+def numerics(rep, prep):
+    rep.say("== 1. numerics: GPU against CPU, tiny spec (train step K=1,2; decoding)")
+    t = prep["tiny"]
+    runs = [("bf16", None)]
+    switch = fp32_switch()
+    if switch:
+        runs.append(("fp32", switch))
+    rep.data["numerics"] = {}
+    for precision, env in runs:
+        rep.say("  %s GEMMs%s; tolerances per line (error <= tolerance)" % (
+            precision, " (%s)" % env if env else " (the default: bf16 tensor cores, fp32 "
+                                                   "accumulation and storage)"))
+        with tempfile.NamedTemporaryFile(suffix=".json") as js:
+            cmd = [PY, os.path.join(ROOT, "bench", "gpu_numerics.py"), "check",
+                   os.path.join(DIR, t["numerics"]), FBT, os.path.join(DIR, t["bundle"]),
+                   "--precision", precision, "--json", js.name] + (["--env", env] if env else [])
+            ok, out, why = run(cmd, TIMEOUT["numerics"])
+            for line in out.splitlines():
+                rep.say(line)
+            try:
+                with open(js.name) as f:
+                    res = json.load(f)
+            except ValueError:
+                res = None
+        if res is None:
+            rep.fail("numerics (%s)" % precision, why or "no results")
+            continue
+        rep.data["numerics"][precision] = res
+        bad = [c["check"] for c in res["checks"] if not c["ok"]]
+        if bad:
+            rep.failures.append("numerics (%s): %d checks failed: %s" % (
+                precision, len(bad), ", ".join(bad[:5])))
+    if not switch:
+        rep.say("  exact fp32 GEMMs: skipped, the runtime has no FBT_GEMM_COMPUTE switch "
+                "(GPU_CHECK_FP32_ENV=NAME=VALUE names another)")
+
+
+def training(rep, prep, describe, spec):
+    rep.say("")
+    rep.say("== 2. training throughput: %s, batch %d x %d tokens, %d timed steps" % (
+        prep["model"], spec["training"]["batch_size"], spec["training"]["sequence_length"],
+        TRAIN_STEPS))
+    flops = {p["k"]: p["flops_per_token"] for p in describe["training"]["passes"]}
+    rep.say("  MFU = tokens/s x FLOPs per token (fbtc --describe: %s) / %.0f TFLOP/s "
+            "(H200 dense bf16)" % (", ".join("K=%d %.3g" % kv for kv in sorted(flops.items())),
+                                   PEAK_FLOPS / 1e12))
+    rep.say("  peers: bench/torch_fbt.py, fp32 params, torch.autocast(bf16) forward, fused "
+            "AdamW; compile = torch.compile per block and on the head")
+    rows = []
+    for k in (1, 2):
+        ok, out, why = run([FBT, "bench", os.path.join(DIR, prep["train_bundle"]), "--train",
+                            str(k), "--steps", str(TRAIN_STEPS)], TIMEOUT["fbt_train"])
+        r = json_lines(out)
+        if ok and r:
+            rows.append(dict(impl="fbt", k=k, tokens_per_s=r[0]["tokens_per_s"],
+                             step_ms=r[0]["step_ms"], gemm_share=r[0].get("gemm_share")))
+        else:
+            rep.fail("fbt bench --train %d" % k, why or "no JSON line")
+    for impl, mode in (("torch eager", "none"), ("torch compile", "regional")):
+        ok, out, why = run([PY, os.path.join(ROOT, "bench", "gpu_peer.py"), "train",
+                            os.path.join(DIR, "model.json"), "--passes", "1", "2",
+                            "--steps", str(TRAIN_STEPS), "--compile", mode],
+                           TIMEOUT["peer_" + mode.replace("none", "eager").replace(
+                               "regional", "compile")])
+        got = json_lines(out)
+        for r in got:
+            rows.append(dict(impl=impl, k=r["passes"], tokens_per_s=r["tokens_per_s"],
+                             step_ms=r["step_ms"], warmup_s=r["warmup_s"]))
+        if not ok or len(got) < 2:
+            rep.fail(impl, why or "missing results")
+    fbt = {r["k"]: r["tokens_per_s"] for r in rows if r["impl"] == "fbt"}
+    rep.say("  %-14s %2s %12s %10s %7s %10s" % ("", "K", "tokens/s", "ms/step", "MFU",
+                                                "fbt/this"))
+    for r in rows:
+        r["mfu"] = r["tokens_per_s"] * flops[r["k"]] / PEAK_FLOPS
+        r["fbt_over"] = fbt[r["k"]] / r["tokens_per_s"] if r["k"] in fbt else None
+        rep.say("  %-14s %2d %12.0f %10.2f %6.1f%% %10s%s" % (
+            r["impl"], r["k"], r["tokens_per_s"], r["step_ms"], 100 * r["mfu"],
+            "%.2fx" % r["fbt_over"] if r["fbt_over"] and r["impl"] != "fbt" else "-",
+            "   (3 warm-up steps with compiling: %.0f s)" % r["warmup_s"]
+            if r["impl"] == "torch compile" else ""))
+    rep.data["train"] = rows
+    return rows
+
+
+def decoding(rep, prep, describe, spec):
+    rep.say("")
+    inf = spec["inference"]
+    prompt = min(DECODE_PROMPT, inf["max_prompt_length"])
+    tokens = min(DECODE_TOKENS, inf["max_sequence_length"] - prompt)
+    elem = {"f32": 4, "bf16": 2, "f16": 2}.get(prep.get("kv_dtype") or "f32", 4)
+    kv_per_token = describe["inference"]["kv_bytes_per_token_fp32"] * elem // 4
+    weights = {"standard": 4 * describe["params"]["shared"],
+               "soft": 4 * describe["params"]["total"]}
+    context = prompt + (tokens + 1) / 2.0  # the mean number of keys a decode step reads
+    rep.say("== 3. decode latency: %s, prompt %d, %d new tokens, greedy" % (
+        prep["model"], prompt, tokens))
+    rep.say("  floor = (fp32 weights read once: standard %.1f MB, soft %.1f MB (+ W_U, W_G) "
+            "+ batch x %.0f keys x %d B of %s KV cache) / %.1f TB/s" % (
+                weights["standard"] / 1e6, weights["soft"] / 1e6, context, kv_per_token,
+                prep.get("kv_dtype") or "f32 (assumed)", HBM_BYTES_PER_S / 1e12))
+    rep.say("  peer: bench/torch_fbt.py decode, eager, fp32 weights, KV cache; ms are per "
+            "decode step (one token for each of the batch's rows)")
+    rep.say("  %5s %-9s %11s %10s %9s %13s %10s" % ("batch", "mode", "fbt ms", "floor ms",
+                                                   "floor/fbt", "torch ms", "torch/fbt"))
+    rows = []
+    for b, bundle in sorted(prep["decode_bundles"].items(), key=lambda kv: int(kv[0])):
+        ours = {}
+        for mode in ("standard", "soft"):
+            ok, out, why = run([FBT, "bench", os.path.join(DIR, bundle), "--decode", mode,
+                                "--tokens", str(prompt), "--steps", str(tokens)],
+                               TIMEOUT["fbt_decode"])
+            r = json_lines(out)
+            if ok and r:
+                ours[mode] = r[0]["ms_per_token"]
+            else:
+                rep.fail("fbt bench --decode %s (batch %s)" % (mode, b), why or "no JSON line")
+        ok, out, why = run([PY, os.path.join(ROOT, "bench", "gpu_peer.py"), "decode",
+                            os.path.join(DIR, "model.json"), "--batch", b, "--prompt",
+                            str(prompt), "--tokens", str(tokens)], TIMEOUT["peer_decode"])
+        peer = (json_lines(out) or [{}])[0]
+        if not ok:
+            rep.fail("torch decode (batch %s)" % b, why)
+        for mode in ("standard", "soft"):
+            floor = 1e3 * (weights[mode] + int(b) * context * kv_per_token) / HBM_BYTES_PER_S
+            r = dict(batch=int(b), mode=mode, fbt_ms=ours.get(mode), floor_ms=floor,
+                     torch_ms=peer.get(mode))
+            r["floor_over_fbt"] = floor / r["fbt_ms"] if r["fbt_ms"] else None
+            r["torch_over_fbt"] = (r["torch_ms"] / r["fbt_ms"]
+                                   if r["fbt_ms"] and r["torch_ms"] else None)
+            rows.append(r)
+            rep.say("  %5s %-9s %11s %10.4f %9s %13s %10s" % (
+                b, mode, fmt(r["fbt_ms"], "%.4f"), floor, fmt(r["floor_over_fbt"], "%.2f"),
+                fmt(r["torch_ms"], "%.4f"), fmt(r["torch_over_fbt"], "%.2fx")))
+        rep.say("  %5s soft/standard: fbt %s, torch %s" % (
+            b, ratio(ours, "soft", "standard"), ratio(peer, "soft", "standard")))
+    rep.data["decode"] = rows
+    return rows
+
+
+def fmt(x, f):
+    return f % x if x is not None else "-"
+
+
+def ratio(d, a, b):
+    return "%.3f" % (d[a] / d[b]) if d.get(a) and d.get(b) else "-"
+
+
+def summary(rep, train_rows, decode_rows):
+    rep.say("")
+    rep.say("== summary")
+    for p, res in sorted(rep.data.get("numerics", {}).items()):
+        n_ok = sum(c["ok"] for c in res["checks"])
+        rep.say("  numerics %s: %s (%d of %d checks)" % (p, "PASS" if res["passed"] else "FAIL",
+                                                         n_ok, len(res["checks"])))
+    by = {(r["impl"], r["k"]): r for r in train_rows}
+    for k in (1, 2):
+        if ("fbt", k) in by:
+            parts = ["MFU %.1f%%" % (100 * by["fbt", k]["mfu"])]
+            for impl in ("torch eager", "torch compile"):
+                if (impl, k) in by:
+                    parts.append("fbt/%s %.2fx" % (impl.split()[1], by[impl, k]["fbt_over"]))
+            rep.say("  training K=%d: %s" % (k, ", ".join(parts)))
+    for r in decode_rows:
+        if r["fbt_ms"]:
+            rep.say("  decode batch %d %s: %.4f ms/step, %.0f%% of the HBM floor's speed" % (
+                r["batch"], r["mode"], r["fbt_ms"], 100 * r["floor_over_fbt"]))
+    rep.say("  %s; %.0f s" % ("%d failures: %s" % (len(rep.failures), "; ".join(rep.failures))
+                              if rep.failures else "no failures", time.time() - START))
+
+
+def main():
+    rep = Report()
+    with open(os.path.join(DIR, "prepared.json")) as f:
+        prep = json.load(f)
+    with open(os.path.join(DIR, prep["describe"])) as f:
+        describe = json.load(f)
+    with open(os.path.join(DIR, "model.json")) as f:
+        spec = json.load(f)
+    gpu = os.environ.get("GPU_CHECK_GPU", "")
+    try:
+        import torch
+        tv = torch.__version__
+    except ImportError:
+        tv = "none"
+    rep.data["header"] = dict(gpu=gpu, torch=tv, target=prep["target"], model=prep["model"],
+                              build=os.environ.get("GPU_CHECK_BUILD", ""))
+    rep.say("fbt GPU check: %s; bundles for %s; torch %s; runtime build: %s" % (
+        gpu or "no GPU", prep["target"], tv, os.environ.get("GPU_CHECK_BUILD", "not built here")))
+    if not gpu and prep["target"] != "cpu":
+        rep.say("no GPU: every stage skipped (the bundles are for %s; prepare with --target cpu "
+                "for a dry run)" % prep["target"])
+        rep.save()
+        return 1
+    if not gpu:
+        rep.say("DRY RUN: no GPU; the stages run on CPU bundles and the peer on the CPU, to "
+                "exercise this script: these are not GPU figures")
+    if not os.access(FBT, os.X_OK):
+        rep.fail("runtime", "no fbt binary at %s" % FBT)
+    stages = [lambda: numerics(rep, prep), lambda: training(rep, prep, describe, spec),
+              lambda: decoding(rep, prep, describe, spec)]
+    results = []
+    for stage in stages:
+        try:
+            results.append(stage())
+        except Exception as e:  # report and go on to the next stage
+            rep.fail("stage", "%s: %s" % (type(e).__name__, e))
+            results.append([])
+        rep.save()
+    summary(rep, results[1] or [], results[2] or [])
+    rep.save()
+    return 1 if rep.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

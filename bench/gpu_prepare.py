@@ -1,0 +1,116 @@
+"""Prepares the GPU check (bench/gpu_check.sh) where the compiler is.
+
+usage: /usr/bin/python3 bench/gpu_prepare.py [--target sm_90] [--model specs/124m.json]
+                                             [--decode-batches 1 32] [--out bench/gpu]
+
+The GPU machine builds only the runtime (no MLIR/LLVM, no BLAS), so everything
+that needs the compiler or the CPU backend happens here, into --out (ignored
+by git; carried to the GPU machine with the repository, well under 64 MiB):
+  tiny.json, tiny.fbtb, tiny-cpu.fbtb  the tiny spec (inference batch 3, so decoding
+                                  is batched) for the target and for the CPU
+  numerics/                       inputs and CPU results of the numerics check
+                                  (bench/gpu_numerics.py prepare)
+  model.json, model-b<B>.json     the model spec, and one per decode batch B
+  model-b<B>.fbtb                 the model for the target, inference batch B (the
+                                  first also serves the training benchmarks)
+  describe.json                   fbtc --describe --json of the model: FLOPs per
+                                  token per K, parameters, KV-cache bytes
+  prepared.json                   what is where, for gpu_check.py
+--target cpu prepares a dry run (gpu_check.sh on a machine without a GPU runs
+every stage on CPU bundles); --model specs/tiny.json keeps such a run short.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUILD = os.environ.get("FBT_BUILD_DIR", os.path.join(ROOT, "build"))
+FBTC = os.path.join(BUILD, "tools", "fbtc", "fbtc")
+FBT = os.path.join(BUILD, "tools", "fbt", "fbt")
+
+
+def derive(spec, path, **inference):
+    """Writes `spec` with its inference section updated to `path`."""
+    spec = json.loads(json.dumps(spec))
+    spec["inference"].update(inference)
+    with open(path, "w") as f:
+        json.dump(spec, f, indent=2)
+    return path
+
+
+def compile_spec(spec_path, target, out):
+    print("fbtc %s --target=%s -o %s" % (os.path.relpath(spec_path, ROOT), target,
+                                         os.path.relpath(out, ROOT)))
+    subprocess.run([FBTC, spec_path, "--target=" + target, "-o", out], check=True)
+
+
+def kv_dtype(bundle):
+    """The KV cache's element type in the bundle's decode step (None if unknown)."""
+    r = subprocess.run([FBT, "inspect", bundle, "--json"], stdout=subprocess.PIPE,
+                       stderr=subprocess.DEVNULL, universal_newlines=True)
+    if r.returncode != 0:
+        return None
+    for i in json.loads(r.stdout)["steps"]["decode_step"]["inputs"]:
+        if i["name"] == "k_cache.0":
+            return i["dtype"]
+    return None
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--target", default="sm_90")
+    ap.add_argument("--model", default=os.path.join(ROOT, "specs", "124m.json"))
+    ap.add_argument("--decode-batches", type=int, nargs="+", default=[1, 32])
+    ap.add_argument("--out", default=os.path.join(ROOT, "bench", "gpu"))
+    args = ap.parse_args()
+    out = os.path.abspath(args.out)
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    j = lambda name: os.path.join(out, name)  # noqa: E731
+
+    with open(os.path.join(ROOT, "specs", "tiny.json")) as f:
+        tiny = derive(json.load(f), j("tiny.json"), batch_size=3)
+    compile_spec(tiny, args.target, j("tiny.fbtb"))
+    compile_spec(tiny, "cpu", j("tiny-cpu.fbtb"))
+    subprocess.run([sys.executable, os.path.join(ROOT, "bench", "gpu_numerics.py"), "prepare",
+                    j("numerics"), FBT, j("tiny-cpu.fbtb"), tiny], check=True)
+
+    with open(args.model) as f:
+        model = json.load(f)
+    shutil.copyfile(args.model, j("model.json"))
+    decode = {}
+    for b in args.decode_batches:
+        spec = derive(model, j("model-b%d.json" % b), batch_size=b)
+        compile_spec(spec, args.target, j("model-b%d.fbtb" % b))
+        decode[str(b)] = "model-b%d.fbtb" % b
+    describe = subprocess.run([FBTC, args.model, "--describe", "--json"], check=True,
+                              stdout=subprocess.PIPE, universal_newlines=True).stdout
+    with open(j("describe.json"), "w") as f:
+        f.write(describe)
+
+    first = decode[str(args.decode_batches[0])]
+    prepared = {
+        "target": args.target,
+        "model": model.get("name", os.path.basename(args.model)),
+        "tiny": {"spec": "tiny.json", "bundle": "tiny.fbtb", "numerics": "numerics"},
+        "train_bundle": first,
+        "decode_bundles": decode,
+        "kv_dtype": kv_dtype(j(first)),
+        "describe": "describe.json",
+    }
+    with open(j("prepared.json"), "w") as f:
+        json.dump(prepared, f, indent=2)
+    size = sum(os.path.getsize(os.path.join(d, n)) for d, _, ns in os.walk(out) for n in ns)
+    print("prepared %s for %s: %.1f MiB" % (os.path.relpath(out, ROOT), args.target, size / 2**20))
+    if size > 60 * 2**20:
+        print("error: over the 60 MiB that may be carried to the GPU machine")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
