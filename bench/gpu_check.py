@@ -184,12 +184,23 @@ def training(rep, prep, describe, spec):
     return rows
 
 
+def kv_dtype(bundle):
+    """The element type of the bundle's KV cache, from `fbt inspect --json` (None if unknown)."""
+    ok, out, _ = run([FBT, "inspect", bundle, "--json"], 30)
+    try:
+        inputs = json.loads(out)["steps"]["decode_step"]["inputs"]
+    except (ValueError, KeyError):
+        return None
+    return next((i["dtype"] for i in inputs if i["name"] == "k_cache.0"), None)
+
+
 def decoding(rep, prep, describe, spec):
     rep.say("")
     inf = spec["inference"]
     prompt = min(DECODE_PROMPT, inf["max_prompt_length"])
     tokens = min(DECODE_TOKENS, inf["max_sequence_length"] - prompt)
-    elem = {"f32": 4, "bf16": 2, "f16": 2}.get(prep.get("kv_dtype") or "f32", 4)
+    kv = kv_dtype(os.path.join(DIR, prep["train_bundle"]))
+    elem = {"f32": 4, "bf16": 2, "f16": 2}.get(kv or "f32", 4)
     kv_per_token = describe["inference"]["kv_bytes_per_token_fp32"] * elem // 4
     weights = {"standard": 4 * describe["params"]["shared"],
                "soft": 4 * describe["params"]["total"]}
@@ -199,7 +210,7 @@ def decoding(rep, prep, describe, spec):
     rep.say("  floor = (fp32 weights read once: standard %.1f MB, soft %.1f MB (+ W_U, W_G) "
             "+ batch x %.0f keys x %d B of %s KV cache) / %.1f TB/s" % (
                 weights["standard"] / 1e6, weights["soft"] / 1e6, context, kv_per_token,
-                prep.get("kv_dtype") or "f32 (assumed)", HBM_BYTES_PER_S / 1e12))
+                kv or "f32 (assumed)", HBM_BYTES_PER_S / 1e12))
     rep.say("  peer: bench/torch_fbt.py decode, eager, fp32 weights, KV cache; ms are per "
             "decode step (one token for each of the batch's rows)")
     rep.say("  %5s %-9s %11s %10s %9s %13s %10s" % ("batch", "mode", "fbt ms", "floor ms",
@@ -250,6 +261,7 @@ def ratio(d, a, b):
 def summary(rep, train_rows, decode_rows):
     rep.say("")
     rep.say("== summary")
+    first = len(rep.lines)
     for p, res in sorted(rep.data.get("numerics", {}).items()):
         n_ok = sum(c["ok"] for c in res["checks"])
         rep.say("  numerics %s: %s (%d of %d checks)" % (p, "PASS" if res["passed"] else "FAIL",
@@ -268,6 +280,7 @@ def summary(rep, train_rows, decode_rows):
                 r["batch"], r["mode"], r["fbt_ms"], 100 * r["floor_over_fbt"]))
     rep.say("  %s; %.0f s" % ("%d failures: %s" % (len(rep.failures), "; ".join(rep.failures))
                               if rep.failures else "no failures", time.time() - START))
+    rep.data["summary"] = [l.strip() for l in rep.lines[first:]]
 
 
 def main():

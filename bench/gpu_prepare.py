@@ -48,18 +48,6 @@ def compile_spec(spec_path, target, out):
     subprocess.run([FBTC, spec_path, "--target=" + target, "-o", out], check=True)
 
 
-def kv_dtype(bundle):
-    """The KV cache's element type in the bundle's decode step (None if unknown)."""
-    r = subprocess.run([FBT, "inspect", bundle, "--json"], stdout=subprocess.PIPE,
-                       stderr=subprocess.DEVNULL, universal_newlines=True)
-    if r.returncode != 0:
-        return None
-    for i in json.loads(r.stdout)["steps"]["decode_step"]["inputs"]:
-        if i["name"] == "k_cache.0":
-            return i["dtype"]
-    return None
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--target", default="sm_90")
@@ -99,7 +87,6 @@ def main():
         "tiny": {"spec": "tiny.json", "bundle": "tiny.fbtb", "numerics": "numerics"},
         "train_bundle": first,
         "decode_bundles": decode,
-        "kv_dtype": kv_dtype(j(first)),
         "describe": "describe.json",
     }
     with open(j("prepared.json"), "w") as f:

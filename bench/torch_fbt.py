@@ -150,7 +150,8 @@ def compile_model(model, regional=True):
     if not regional:
         model.passes = torch.compile(model.passes)
         return model
-    dynamo = torch._dynamo.config
+    import torch._dynamo as dynamo_module
+    dynamo = dynamo_module.config
     for knob in ("cache_size_limit", "recompile_limit"):  # one graph per block otherwise
         if hasattr(dynamo, knob):
             setattr(dynamo, knob, max(64, getattr(dynamo, knob)))
