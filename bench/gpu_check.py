@@ -154,15 +154,15 @@ def training(rep, prep, describe, spec):
         r = json_lines(out)
         if ok and r:
             rows.append(dict(impl="fbt", k=k, tokens_per_s=r[0]["tokens_per_s"],
-                             step_ms=r[0]["step_ms"], gemm_share=r[0].get("gemm_share")))
+                             step_ms=r[0]["step_ms"], gemm_share=r[0].get("gemm_share"),
+                             device=r[0].get("device", "")))
         else:
             rep.fail("fbt bench --train %d" % k, why or "no JSON line")
-    for impl, mode in (("torch eager", "none"), ("torch compile", "regional")):
+    for impl, mode, limit in (("torch eager", "none", TIMEOUT["peer_eager"]),
+                              ("torch compile", "regional", TIMEOUT["peer_compile"])):
         ok, out, why = run([PY, os.path.join(ROOT, "bench", "gpu_peer.py"), "train",
                             os.path.join(DIR, "model.json"), "--passes", "1", "2",
-                            "--steps", str(TRAIN_STEPS), "--compile", mode],
-                           TIMEOUT["peer_" + mode.replace("none", "eager").replace(
-                               "regional", "compile")])
+                            "--steps", str(TRAIN_STEPS), "--compile", mode], limit)
         got = json_lines(out)
         for r in got:
             rows.append(dict(impl=impl, k=r["passes"], tokens_per_s=r["tokens_per_s"],
@@ -170,6 +170,9 @@ def training(rep, prep, describe, spec):
         if not ok or len(got) < 2:
             rep.fail(impl, why or "missing results")
     fbt = {r["k"]: r["tokens_per_s"] for r in rows if r["impl"] == "fbt"}
+    devices = sorted({r["device"] for r in rows if r.get("device")})
+    if devices:
+        rep.say("  fbt ran on: %s" % ", ".join(devices))
     rep.say("  %-14s %2s %12s %10s %7s %10s" % ("", "K", "tokens/s", "ms/step", "MFU",
                                                 "fbt/this"))
     for r in rows:
