@@ -100,4 +100,9 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except subprocess.CalledProcessError as e:
+        sys.exit("gpu_prepare: %s exited with status %d" % (" ".join(
+            os.path.relpath(a, ROOT) if a.startswith(ROOT) else a for a in e.cmd[:3]),
+            e.returncode))
