@@ -288,6 +288,11 @@ def summary(rep, train_rows, decode_rows):
 
 def main():
     rep = Report()
+    if not os.path.exists(os.path.join(DIR, "prepared.json")):
+        rep.fail("setup", "no %s: run bench/gpu_prepare.py where the compiler is and carry "
+                 "bench/gpu along" % os.path.join(DIR, "prepared.json"))
+        rep.save()
+        return 1
     with open(os.path.join(DIR, "prepared.json")) as f:
         prep = json.load(f)
     with open(os.path.join(DIR, prep["describe"])) as f:
