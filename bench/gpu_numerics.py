@@ -2,6 +2,7 @@
 
   prepare DIR FBT CPU_BUNDLE SPEC     where the compiler and a BLAS are (the CPU side)
   check DIR FBT GPU_BUNDLE [--precision bf16|fp32] [--json FILE]   on the GPU machine
+  emulate DIR [--precision bf16|fp32]  where prepare ran: the tolerances' margins
 
 prepare writes the inputs into DIR: params.safetensors (seed 7, norm scales
 perturbed, as the end-to-end checks make them), batch.safetensors (one [B, T]
@@ -20,8 +21,10 @@ check runs them with the GPU bundle and compares, one PASS/FAIL line each:
       the share of elements off by more than lr / 2 is bounded too
   logits of every predicted position       max |gpu - cpu| / max |cpu|
 The tolerances (TOLERANCES) suit bf16 GEMMs with fp32 accumulation, or exact
-fp32 GEMMs. check needs torch (for arrays) and nothing else; prepare also
-needs numpy and test/reference.
+fp32 GEMMs. emulate runs the same comparison on the fp32 PyTorch reference with
+every GEMM's operands (forward and backward) rounded to bf16: what rounding alone
+uses of each tolerance. check needs torch (for arrays) and nothing else;
+prepare and emulate also need numpy and test/reference.
 """
 
 import argparse
@@ -41,12 +44,16 @@ MODES = ("standard", "soft")
 PROMPTS = (3, 7, 12)
 ROW_LENGTH = 40
 
+# `emulate` shows what rounding alone uses of them: with bf16 GEMM operands the
+# worst gradient is 1.1e-2 of its max, logits 3e-3, the loss 3e-6, 0.2% of the
+# parameters off by over lr/2 and the worst by 1.9 sum(lr) (Adam's second step
+# can move an element by more than lr); in fp32, 1e-6 for every gradient.
 TOLERANCES = {
     # bf16 tensor-core GEMMs (8-bit mantissa), fp32 accumulation and storage
-    "bf16": {"loss": 1e-2, "grad_norm": 2e-2, "grad": 2e-2, "logits": 2e-2,
-             "param_max_lr": 2.0, "param_share": 0.05},
+    "bf16": {"loss": 1e-3, "grad_norm": 1e-2, "grad": 2e-2, "logits": 2e-2,
+             "param_max_lr": 4.0, "param_share": 0.01},
     # fp32 GEMMs: only the order of summation differs from the CPU
-    "fp32": {"loss": 1e-4, "grad_norm": 1e-4, "grad": 1e-3, "logits": 1e-3,
+    "fp32": {"loss": 1e-5, "grad_norm": 1e-4, "grad": 1e-4, "logits": 1e-4,
              "param_max_lr": 0.02, "param_share": 0.001},
 }
 
@@ -174,22 +181,74 @@ def compare_logits(rep, mode, cpu, gpu):
             TOLERANCES[rep.precision]["logits"])
 
 
+def compare_all(rep, d, files):
+    """Every check of the results in `files` against the CPU's in `d`."""
+    lrs = load(os.path.join(d, "batch.safetensors"))["lr"]
+    for k in PASSES:
+        cpu = load(os.path.join(d, "cpu-step-k%d.safetensors" % k))
+        compare_step(rep, k, cpu, load(files["k%d" % k]), lrs, TOLERANCES[rep.precision])
+    for m in MODES:
+        cpu = load(os.path.join(d, "cpu-score-%s.safetensors" % m))["logits"]
+        compare_logits(rep, m, cpu, load(files[m])["logits"])
+
+
+def emulate(d, out_dir, precision):
+    """The results the GPU would give if GEMM rounding were its only difference: the
+    fp32 reference with every GEMM's operands rounded to `precision` (bf16 or fp32)."""
+    import numpy as np
+    sys.path[:0] = [os.path.join(ROOT, "test", p) for p in ("e2e", "reference")]
+    import check_decode as D
+    import check_train_step as C
+    import fbt_reference as R
+    import safetensors_io as st
+
+    def rounded(x):
+        return x.to(torch.bfloat16).to(x.dtype) if precision == "bf16" else x
+
+    class Gemm(torch.autograd.Function):  # y = x W^T; the backward GEMMs round too
+        @staticmethod
+        def forward(ctx, x, w):
+            ctx.save_for_backward(x, w)
+            return rounded(x) @ rounded(w).t()
+
+        @staticmethod
+        def backward(ctx, g):
+            x, w = ctx.saved_tensors
+            g2, x2 = rounded(g).reshape(-1, g.shape[-1]), rounded(x).reshape(-1, x.shape[-1])
+            return rounded(g) @ rounded(w), g2.t() @ x2
+
+    R.linear = Gemm.apply
+    cfg = R.load_config(os.path.join(d, "..", "tiny.json"))
+    params = C.make_params(cfg)
+    ids, targets, seed, lrs = C.make_batch(cfg, STEPS)
+    files = {}
+    for k in PASSES:
+        files["k%d" % k] = os.path.join(out_dir, "step-k%d.safetensors" % k)
+        st.save_file(C.emulated_output(params, cfg, ids, targets, k, seed, lrs), files["k%d" % k])
+    tokens = st.load_file(os.path.join(d, "tokens.safetensors"))
+    rows = list(zip(tokens["input_ids"].tolist(), tokens["prompt_lengths"].tolist()))
+    with torch.no_grad():
+        for m in MODES:
+            files[m] = os.path.join(out_dir, "score-%s.safetensors" % m)
+            logits = [D.reference_logits(R.cast_params(params, torch.float32), cfg, r, n, m)
+                      for r, n in rows]
+            st.save_file({"logits": torch.stack(logits).numpy().astype(np.float32)}, files[m])
+    return files
+
+
 def check(args):
-    d, tol = args.dir, TOLERANCES[args.precision]
+    d = args.dir
     rep = Report(args.precision)
     env = dict(os.environ)
     if args.env:
         name, _, value = args.env.partition("=")
         env[name] = value
-    lrs = load(os.path.join(d, "batch.safetensors"))["lr"]
     with tempfile.TemporaryDirectory(prefix="fbt-gpu-") as tmp:
-        files = run_all(args.fbt, args.bundle, d, tmp, env)
-        for k in PASSES:
-            cpu = load(os.path.join(d, "cpu-step-k%d.safetensors" % k))
-            compare_step(rep, k, cpu, load(files["k%d" % k]), lrs, tol)
-        for m in MODES:
-            cpu = load(os.path.join(d, "cpu-score-%s.safetensors" % m))["logits"]
-            compare_logits(rep, m, cpu, load(files[m])["logits"])
+        if args.cmd == "emulate":
+            files = emulate(d, tmp, args.precision)
+        else:
+            files = run_all(args.fbt, args.bundle, d, tmp, env)
+        compare_all(rep, d, files)
     failed = [r for r in rep.rows if not r["ok"]]
     print("  [%s] %s: %d of %d checks passed" % (args.precision, "FAIL" if failed else "PASS",
                                                 len(rep.rows) - len(failed), len(rep.rows)))
@@ -210,6 +269,10 @@ def main():
     c.add_argument("--precision", choices=sorted(TOLERANCES), default="bf16")
     c.add_argument("--env", help="NAME=VALUE set for fbt (e.g. the exact-fp32 GEMM switch)")
     c.add_argument("--json", help="write the checks here")
+    e = sub.add_parser("emulate")
+    e.add_argument("dir")
+    e.add_argument("--precision", choices=sorted(TOLERANCES), default="bf16")
+    e.set_defaults(env=None, json=None)
     args = ap.parse_args()
     torch.set_num_threads(max(1, min(4, os.cpu_count() or 1)))
     return prepare(args) if args.cmd == "prepare" else check(args)
