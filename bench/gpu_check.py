@@ -34,9 +34,9 @@ DEADLINE = float(os.environ.get("GPU_CHECK_DEADLINE", START + 420))
 
 PEAK_FLOPS = 989e12  # H200 dense bf16 tensor-core peak, FLOP/s
 HBM_BYTES_PER_S = 4.8e12  # H200 HBM3e bandwidth
-TRAIN_STEPS, DECODE_PROMPT, DECODE_TOKENS = 10, 512, 64
-TIMEOUT = {"numerics": 60, "fbt_train": 45, "peer_eager": 75, "peer_compile": 120,
-           "fbt_decode": 30, "peer_decode": 60}
+TRAIN_STEPS, DECODE_PROMPT, DECODE_TOKENS = 8, 512, 64
+TIMEOUT = {"numerics": 60, "fbt_train": 60, "peer_eager": 75, "peer_compile": 120,
+           "fbt_decode": 40, "peer_decode": 60}
 
 
 class Report:
@@ -150,7 +150,8 @@ def training(rep, prep, describe, spec):
     rows = []
     for k in (1, 2):
         ok, out, why = run([FBT, "bench", os.path.join(DIR, prep["train_bundle"]), "--train",
-                            str(k), "--steps", str(TRAIN_STEPS)], TIMEOUT["fbt_train"])
+                            str(k), "--warmup", "2", "--steps", str(TRAIN_STEPS)],
+                           TIMEOUT["fbt_train"])
         r = json_lines(out)
         if ok and r:
             rows.append(dict(impl="fbt", k=k, tokens_per_s=r[0]["tokens_per_s"],
@@ -223,7 +224,7 @@ def decoding(rep, prep, describe, spec):
         ours = {}
         for mode in ("standard", "soft"):
             ok, out, why = run([FBT, "bench", os.path.join(DIR, bundle), "--decode", mode,
-                                "--tokens", str(prompt), "--steps", str(tokens)],
+                                "--tokens", str(prompt), "--steps", str(tokens), "--warmup", "1"],
                                TIMEOUT["fbt_decode"])
             r = json_lines(out)
             if ok and r:
