@@ -3,17 +3,20 @@
 #include "codegen/KernelBuilder.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+
+#include <limits>
 
 using namespace mlir;
 using namespace mlir::fbt;
 
 KernelBuilder::KernelBuilder(OpBuilder &builder, Location loc, StringRef name,
                              ArrayRef<Type> elementTypes,
-                             ArrayRef<int64_t> sizes)
-    : b(builder), loc(loc) {
+                             ArrayRef<int64_t> sizes, KernelTarget target)
+    : b(builder), loc(loc), target(target) {
   SmallVector<Type> args;
   for (auto [t, n] : llvm::zip(elementTypes, sizes))
     args.push_back(MemRefType::get({n}, t));
@@ -62,7 +65,12 @@ void KernelBuilder::loop(int64_t n, function_ref<void(Value)> body) {
 }
 
 void KernelBuilder::loop(Value lo, Value hi, function_ref<void(Value)> body) {
-  scf::ForOp::create(b, loc, lo, hi, index(1), ValueRange{},
+  loop(lo, hi, index(1), body);
+}
+
+void KernelBuilder::loop(Value lo, Value hi, Value step,
+                         function_ref<void(Value)> body) {
+  scf::ForOp::create(b, loc, lo, hi, step, ValueRange{},
                      [&](OpBuilder &nested, Location, Value iv, ValueRange) {
                        OpBuilder::InsertionGuard g(b);
                        b.setInsertionPoint(nested.getInsertionBlock(),
@@ -72,11 +80,153 @@ void KernelBuilder::loop(Value lo, Value hi, function_ref<void(Value)> body) {
                      });
 }
 
+void KernelBuilder::elements(int64_t rows, int64_t cols,
+                             function_ref<void(Value, Value)> body) {
+  if (!gpu()) {
+    parallel(rows, [&](Value r) { loop(cols, [&](Value c) { body(r, c); }); });
+    return;
+  }
+  parallel(rows * cols, [&](Value i) { body(idiv(i, cols), irem(i, cols)); });
+}
+
+void KernelBuilder::rows(int64_t n, int64_t blockThreads,
+                         function_ref<void(Value)> body) {
+  if (!gpu())
+    return parallel(n, body);
+  assert(blockThreads % 32 == 0 && blockThreads <= 1024 && "bad block size");
+  auto par = scf::ParallelOp::create(
+      b, loc, ValueRange{index(0)}, ValueRange{index(n)}, ValueRange{index(1)},
+      [&](OpBuilder &nested, Location, ValueRange ivs) {
+        OpBuilder::InsertionGuard g(b);
+        b.setInsertionPoint(nested.getInsertionBlock(),
+                            nested.getInsertionPoint());
+        threads = blockThreads;
+        rowBody = nested.getInsertionBlock();
+        rowScratch = nullptr;
+        body(ivs[0]);
+        threads = 1;
+        rowBody = nullptr;
+        rowScratch = nullptr;
+      });
+  par->setAttr("fbt.map", b.getStringAttr("rows"));
+  par->setAttr("fbt.threads", b.getI64IntegerAttr(blockThreads));
+}
+
+Value KernelBuilder::rowThread() {
+  if (!gpu())
+    return index(0);
+  return gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+}
+
+void KernelBuilder::rowLoop(int64_t n, function_ref<void(Value)> body) {
+  if (!gpu())
+    return loop(n, body);
+  loop(rowThread(), index(n), index(threads), body);
+}
+
+Value KernelBuilder::rowSum(int64_t n, function_ref<Value(Value)> term) {
+  if (!gpu())
+    return sum(n, term);
+  Value part = fold(rowThread(), index(n), index(threads), {f32(0)},
+                    [&](Value i, ValueRange acc) -> SmallVector<Value> {
+                      return {add(acc[0], term(i))};
+                    })[0];
+  return blockReduce(part, /*isMax=*/false);
+}
+
+Value KernelBuilder::rowMax(int64_t n, function_ref<Value(Value)> term) {
+  Value ninf = f32(-std::numeric_limits<float>::infinity());
+  Value part = fold(rowThread(), index(n), index(rowThreads()), {ninf},
+                    [&](Value i, ValueRange acc) -> SmallVector<Value> {
+                      return {max(acc[0], term(i))};
+                    })[0];
+  if (!gpu())
+    return part;
+  return blockReduce(part, /*isMax=*/true);
+}
+
+void KernelBuilder::rowSync() {
+  if (gpu())
+    gpu::BarrierOp::create(b, loc);
+}
+
+void KernelBuilder::rowLeader(function_ref<void()> then) {
+  if (!gpu())
+    return then();
+  ifThen(icmp(arith::CmpIPredicate::eq, rowThread(), index(0)), then);
+}
+
+Value KernelBuilder::warpSum(Value v) {
+  if (!gpu())
+    return v;
+  // A butterfly: after log2(32) exchanges every lane holds the total.
+  for (int32_t offset = 16; offset >= 1; offset /= 2) {
+    auto shfl = gpu::ShuffleOp::create(b, loc, v, offset, 32,
+                                       gpu::ShuffleMode::XOR);
+    v = add(v, shfl.getShuffleResult());
+  }
+  return v;
+}
+
+Value KernelBuilder::scratch() {
+  if (!rowScratch) {
+    // One 32-float buffer per row grid, in shared memory; the GPU target
+    // turns the allocation into the kernel's workgroup memory.
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(rowBody);
+    auto space = gpu::AddressSpaceAttr::get(b.getContext(),
+                                            gpu::AddressSpace::Workgroup);
+    auto type = MemRefType::get({32}, b.getF32Type(), MemRefLayoutAttrInterface(),
+                                space);
+    rowScratch = memref::AllocaOp::create(b, loc, type);
+  }
+  return rowScratch;
+}
+
+Value KernelBuilder::blockReduce(Value v, bool isMax) {
+  auto combine = [&](Value x, Value y) { return isMax ? max(x, y) : add(x, y); };
+  for (int32_t offset = 16; offset >= 1; offset /= 2) {
+    auto shfl = gpu::ShuffleOp::create(b, loc, v, offset, 32,
+                                       gpu::ShuffleMode::XOR);
+    v = combine(v, shfl.getShuffleResult());
+  }
+  if (threads == 32)
+    return v;
+  // Lane 0 of each warp posts its warp's result; after the barrier every
+  // thread combines them; the second barrier keeps the next reduction from
+  // overwriting the posts before all threads have read them.
+  Value sh = scratch();
+  Value tid = rowThread();
+  Value warp = idiv(tid, 32);
+  ifThen(icmp(arith::CmpIPredicate::eq, irem(tid, 32), index(0)),
+         [&] { store(v, sh, warp); });
+  rowSync();
+  Value total = fold(index(1), index(threads / 32), {load(sh, index(0))},
+                     [&](Value w, ValueRange acc) -> SmallVector<Value> {
+                       return {combine(acc[0], load(sh, w))};
+                     })[0];
+  rowSync();
+  return total;
+}
+
+void KernelBuilder::atomicAdd(Value v, Value mem, Value idx) {
+  if (!gpu())
+    return store(add(load(mem, idx), v), mem, idx);
+  memref::AtomicRMWOp::create(b, loc, arith::AtomicRMWKind::addf, v, mem,
+                              ValueRange{idx});
+}
+
 SmallVector<Value>
 KernelBuilder::fold(Value lo, Value hi, ValueRange init,
                     function_ref<SmallVector<Value>(Value, ValueRange)> body) {
+  return fold(lo, hi, index(1), init, body);
+}
+
+SmallVector<Value>
+KernelBuilder::fold(Value lo, Value hi, Value step, ValueRange init,
+                    function_ref<SmallVector<Value>(Value, ValueRange)> body) {
   auto forOp = scf::ForOp::create(
-      b, loc, lo, hi, index(1), init,
+      b, loc, lo, hi, step, init,
       [&](OpBuilder &nested, Location, Value iv, ValueRange carried) {
         OpBuilder::InsertionGuard g(b);
         b.setInsertionPoint(nested.getInsertionBlock(),

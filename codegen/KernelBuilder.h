@@ -1,14 +1,25 @@
 //===- KernelBuilder.h - a small DSL for writing kernels in IR --*- C++ -*-===//
 //
 // Kernels are func.func ops over flat (1-D) memrefs, built from scf loops and
-// arith/math ops. The outermost loop of a kernel is an scf.parallel over
-// independent rows: the CPU target runs it as a loop, the GPU target maps it
-// to blocks. KernelBuilder keeps the generators short and readable:
+// arith/math ops. A kernel's top level is a sequence of grids, each an
+// scf.parallel over independent iterations: the CPU target runs them as
+// loops; the GPU target launches each one as its own kernel, in order
+// (codegen/GpuKernels.h), so a later grid sees everything an earlier one
+// wrote. KernelBuilder keeps the generators short and readable:
 //
-//   kb.parallel(rows, [&](Value r) {
-//     Value ss = kb.sum(cols, [&](Value c) { Value v = kb.load(x, r*cols+c); return v*v; });
-//     ...
+//   kb.rows(rows, 256, [&](Value r) {
+//     Value ss = kb.rowSum(cols, [&](Value c) { Value v = kb.load(x, r*cols+c); return v*v; });
+//     kb.rowLoop(cols, [&](Value c) { ... });
 //   });
+//
+// Two kinds of grid:
+//   parallel(n, body)   one GPU thread per iteration (elementwise work);
+//   rows(n, T, body)    one GPU block of T threads per iteration: inside it,
+//                       rowLoop splits a loop across the block's threads and
+//                       rowSum/rowMax are block reductions (warp shuffles,
+//                       then shared memory across warps).
+// On the CPU both are the same loop and the row primitives are plain loops
+// and sums, so the CPU's numerics do not depend on the GPU mapping.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,13 +34,18 @@
 
 namespace mlir::fbt {
 
+enum class KernelTarget { Cpu, Gpu };
+
 class KernelBuilder {
 public:
   /// Starts `name(args...)` at the builder's point, args being flat memrefs
   /// of `types`' element types and element counts. The body is open until
   /// finish().
   KernelBuilder(OpBuilder &b, Location loc, StringRef name,
-                ArrayRef<Type> elementTypes, ArrayRef<int64_t> sizes);
+                ArrayRef<Type> elementTypes, ArrayRef<int64_t> sizes,
+                KernelTarget target = KernelTarget::Cpu);
+
+  bool gpu() const { return target == KernelTarget::Gpu; }
 
   func::FuncOp finish();
   Value arg(unsigned i) { return fn.getArgument(i); }
@@ -47,10 +63,41 @@ public:
   void parallel(int64_t n, function_ref<void(Value)> body);
   void loop(int64_t n, function_ref<void(Value)> body);
   void loop(Value lo, Value hi, function_ref<void(Value)> body);
+  void loop(Value lo, Value hi, Value step, function_ref<void(Value)> body);
+  /// A grid over rows x cols elements: body(row, col). On the CPU, a parallel
+  /// loop over rows with an inner loop (vectorizable); on the GPU, one thread
+  /// per element, so neighbouring threads touch neighbouring addresses.
+  void elements(int64_t rows, int64_t cols,
+                function_ref<void(Value, Value)> body);
+
+  // Row-cooperative grids (see the file comment). `threads` is a multiple of
+  // 32, at most 1024. Inside rows(), every thread of the block must reach
+  // each rowSum/rowMax/rowSync: keep them out of conditionals.
+  void rows(int64_t n, int64_t threads, function_ref<void(Value)> body);
+  void rowLoop(int64_t n, function_ref<void(Value)> body);
+  Value rowSum(int64_t n, function_ref<Value(Value)> term);
+  Value rowMax(int64_t n, function_ref<Value(Value)> term);
+  /// Orders the block's earlier stores before its later loads (a barrier on
+  /// the GPU; nothing on the CPU).
+  void rowSync();
+  /// Runs `then` once per row (in thread 0 on the GPU).
+  void rowLeader(function_ref<void()> then);
+  /// The sum over the 32 lanes of a warp, in every lane (rows() of 32
+  /// threads on the GPU); the value itself on the CPU.
+  Value warpSum(Value v);
+  /// This thread's index within the row's block (0 on the CPU).
+  Value rowThread();
+  int64_t rowThreads() const { return gpu() ? threads : 1; }
+
+  /// mem[idx] += v, atomically on the GPU (a plain update on the CPU, whose
+  /// grids run in order).
+  void atomicAdd(Value v, Value mem, Value idx);
   /// Sum over [0, n) (f32), in a loop-carried accumulator.
   Value sum(int64_t n, function_ref<Value(Value)> term);
   /// A loop carrying several values: body(iv, carried) -> next values.
   SmallVector<Value> fold(Value lo, Value hi, ValueRange init,
+                          function_ref<SmallVector<Value>(Value, ValueRange)> body);
+  SmallVector<Value> fold(Value lo, Value hi, Value step, ValueRange init,
                           function_ref<SmallVector<Value>(Value, ValueRange)> body);
   void ifThen(Value cond, function_ref<void()> then);
   Value select(Value cond, Value a, Value b);
@@ -93,10 +140,16 @@ public:
 
 private:
   Value mix(Value z);
+  Value blockReduce(Value v, bool isMax);
+  Value scratch();
 
   OpBuilder &b;
   Location loc;
   func::FuncOp fn;
+  KernelTarget target;
+  int64_t threads = 1;    ///< block size of the enclosing rows() (GPU)
+  Value rowScratch;       ///< its shared-memory scratch, made on first use
+  Block *rowBody = nullptr;
 };
 
 } // namespace mlir::fbt

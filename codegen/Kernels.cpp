@@ -54,7 +54,8 @@ SmallVector<Attribute> mlir::fbt::dataOperands(Operation *op) {
 }
 
 FailureOr<func::FuncOp> mlir::fbt::buildKernel(OpBuilder &b, Operation *op,
-                                               StringRef name) {
+                                               StringRef name,
+                                               KernelTarget target) {
   SmallVector<Type> types;
   SmallVector<int64_t> sizes;
   for (Value v : op->getOperands()) {
@@ -71,7 +72,7 @@ FailureOr<func::FuncOp> mlir::fbt::buildKernel(OpBuilder &b, Operation *op,
     types.push_back(t);
     sizes.push_back(n);
   }
-  KernelBuilder kb(b, op->getLoc(), name, types, sizes);
+  KernelBuilder kb(b, op->getLoc(), name, types, sizes, target);
   for (auto gen : {buildElementwiseKernel, buildNormKernel,
                    buildAttentionKernel, buildTokenKernel}) {
     FailureOr<func::FuncOp> fn = gen(kb, op);

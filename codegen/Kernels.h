@@ -18,6 +18,7 @@
 namespace mlir::fbt {
 
 class KernelBuilder;
+enum class KernelTarget;
 
 /// Identifies the code of `op`'s kernel: ops with equal keys share a kernel
 /// (every layer, every pass, every K).
@@ -32,10 +33,10 @@ std::string kernelStem(Operation *op);
 SmallVector<Attribute> dataOperands(Operation *op);
 bool isDataAttribute(Operation *op, StringAttr name);
 
-/// Builds the kernel for `op` named `name` at the builder's point; an op no
-/// generator knows is an error on the op.
+/// Builds the kernel for `op` named `name` at the builder's point, mapped
+/// for `target`; an op no generator knows is an error on the op.
 FailureOr<func::FuncOp> buildKernel(OpBuilder &b, Operation *op,
-                                    StringRef name);
+                                    StringRef name, KernelTarget target);
 
 /// The flat memref element type and size of an operand or result value.
 std::pair<Type, int64_t> flatBuffer(Value v);

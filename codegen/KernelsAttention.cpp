@@ -3,12 +3,14 @@
 // Attention is flash-style: each query streams over its keys once with a
 // running max and sum (online softmax), accumulating the output in place, so
 // no T x T score matrix is ever stored. The backward recomputes the
-// probabilities the same way, one query at a time.
+// probabilities the same way, one query at a time. The GPU's forms, a warp
+// per query or key, are in KernelsAttentionGpu.cpp.
 //
 //===----------------------------------------------------------------------===//
 
 #include "codegen/KernelBuilder.h"
 #include "codegen/Kernels.h"
+#include "codegen/KernelsAttentionGpu.h"
 #include "dialect/FbtOps.h"
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -74,6 +76,23 @@ FailureOr<func::FuncOp> mlir::fbt::buildAttentionKernel(KernelBuilder &kb,
     unsigned outArg = hasPos ? 2 : 1;
     double lnTheta = std::log(rope.getTheta().convertToDouble());
     Value sign = kb.f32(rope.getInverse() ? -1.0 : 1.0);
+    if (kb.gpu()) { // a thread per channel pair, the pair's angle its own
+      kb.elements(x[0] * t, h * half, [&](Value row, Value j) {
+        Value head = kb.idiv(j, half), i = kb.irem(j, half);
+        Value pos = hasPos ? kb.toF32(kb.load(kb.arg(1), row))
+                           : kb.toF32(kb.irem(row, t));
+        Value exponent = kb.div(kb.mul(kb.f32(2), kb.toF32(i)), kb.f32(dh));
+        Value invFreq = kb.exp(kb.neg(kb.mul(exponent, kb.f32(lnTheta))));
+        Value angle = kb.mul(pos, invFreq);
+        Value c = kb.cos(angle), sn = kb.mul(sign, kb.sin(angle));
+        Value i1 = kb.iadd(kb.iadd(kb.imul(row, d), kb.imul(head, dh)), i);
+        Value i2 = kb.iadd(i1, half);
+        Value x1 = kb.load(kb.arg(0), i1), x2 = kb.load(kb.arg(0), i2);
+        kb.store(kb.sub(kb.mul(x1, c), kb.mul(x2, sn)), kb.arg(outArg), i1);
+        kb.store(kb.add(kb.mul(x2, c), kb.mul(x1, sn)), kb.arg(outArg), i2);
+      });
+      return kb.finish();
+    }
     kb.parallel(x[0] * t, [&](Value row) {
       Value pos = hasPos ? kb.toF32(kb.load(kb.arg(1), row))
                          : kb.toF32(kb.irem(row, t));
@@ -103,6 +122,8 @@ FailureOr<func::FuncOp> mlir::fbt::buildAttentionKernel(KernelBuilder &kb,
     bool hasPos = bool(attn.getQueryPositions());
     unsigned outArg = hasPos ? 4 : 3;
     double scale = 1.0 / std::sqrt((double)dh);
+    if (kb.gpu())
+      return buildAttentionGpu(kb, bsz, t, s, d, h, hasPos, outArg);
     kb.parallel(bsz * h * t, [&](Value id) {
       // id = (b * H + head) * T + tq
       Value tq = kb.irem(id, t), bh = kb.idiv(id, t);
@@ -132,6 +153,8 @@ FailureOr<func::FuncOp> mlir::fbt::buildAttentionKernel(KernelBuilder &kb,
     Value dout = kb.arg(0), qm = kb.arg(1), km = kb.arg(2), vm = kb.arg(3);
     Value om = kb.arg(4);
     Value dq = kb.arg(5), dk = kb.arg(6), dv = kb.arg(7);
+    if (kb.gpu())
+      return buildAttentionGradGpu(kb, bsz, t, d, h);
     Value ninf = kb.f32(-std::numeric_limits<float>::infinity());
     kb.parallel(bsz * h, [&](Value bh) {
       Value head = kb.irem(bh, h), b = kb.idiv(bh, h);
@@ -190,6 +213,25 @@ FailureOr<func::FuncOp> mlir::fbt::buildAttentionKernel(KernelBuilder &kb,
     Value out = kb.arg(hasPos ? 3 : 2);
     OpBuilder &b = kb.builder();
     Location loc = kb.location();
+    if (kb.gpu()) {
+      // The copy is its own launch (every thread checks that it is needed),
+      // then a thread per written channel.
+      kb.parallel(bsz * s * d, [&](Value i) {
+        Value src = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, kb.arg(0));
+        Value dst = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, out);
+        kb.ifThen(kb.icmp(arith::CmpIPredicate::ne, src, dst),
+                  [&] { kb.store(kb.load(kb.arg(0), i), out, i); });
+      });
+      kb.elements(bsz * t, d, [&](Value row, Value ch) {
+        Value b0 = kb.idiv(row, t);
+        Value pos = hasPos ? kb.toIndex(kb.load(kb.arg(2), row)) : kb.irem(row, t);
+        kb.ifThen(kb.icmp(arith::CmpIPredicate::ult, pos, kb.index(s)), [&] {
+          Value dst = kb.iadd(kb.imul(kb.iadd(kb.imul(b0, s), pos), d), ch);
+          kb.store(kb.load(kb.arg(1), kb.iadd(kb.imul(row, d), ch)), out, dst);
+        });
+      });
+      return kb.finish();
+    }
     Value src = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, kb.arg(0));
     Value dst = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, out);
     kb.ifThen(kb.icmp(arith::CmpIPredicate::ne, src, dst), [&] {
@@ -216,15 +258,13 @@ FailureOr<func::FuncOp> mlir::fbt::buildAttentionKernel(KernelBuilder &kb,
     // Args: input [B,T,D], index [B], out [B,1,D].
     ArrayRef<int64_t> x = shape(g.getInput());
     int64_t t = x[1], d = x[2];
-    kb.parallel(x[0], [&](Value b) {
+    kb.elements(x[0], d, [&](Value b, Value c) {
       Value p = kb.toIndex(kb.load(kb.arg(1), b));
       Value safe = kb.select(kb.icmp(arith::CmpIPredicate::ult, p, kb.index(t)),
                              p, kb.index(t - 1));
       Value srcBase = kb.imul(kb.iadd(kb.imul(b, t), safe), d);
-      kb.loop(d, [&](Value c) {
-        kb.store(kb.load(kb.arg(0), kb.iadd(srcBase, c)), kb.arg(2),
-                 kb.iadd(kb.imul(b, d), c));
-      });
+      kb.store(kb.load(kb.arg(0), kb.iadd(srcBase, c)), kb.arg(2),
+               kb.iadd(kb.imul(b, d), c));
     });
     return kb.finish();
   }

@@ -98,19 +98,17 @@ FailureOr<func::FuncOp> mlir::fbt::buildElementwiseKernel(KernelBuilder &kb,
     ArrayRef<int64_t> s = shape(op->getOperand(0));
     int64_t t = s[1], f = numel(op->getOperand(0)) / (s[0] * s[1]);
     bool right = isa<ShiftRightOp>(op);
-    kb.parallel(s[0] * t, [&](Value row) {
+    kb.elements(s[0] * t, f, [&](Value row, Value c) {
       Value pos = kb.irem(row, t);
       Value inside = right ? kb.icmp(arith::CmpIPredicate::ugt, pos, kb.index(0))
                            : kb.icmp(arith::CmpIPredicate::ult, pos,
                                      kb.index(t - 1));
       Value src = right ? kb.isub(row, kb.index(1)) : kb.iadd(row, 1);
-      kb.loop(f, [&](Value c) {
-        Value dst = kb.iadd(kb.imul(row, f), c);
-        // Clamp the address so the masked-off load stays in bounds.
-        Value safe = kb.select(inside, src, row);
-        Value v = kb.load(kb.arg(0), kb.iadd(kb.imul(safe, f), c));
-        kb.store(kb.select(inside, v, kb.f32(0)), kb.arg(1), dst);
-      });
+      Value dst = kb.iadd(kb.imul(row, f), c);
+      // Clamp the address so the masked-off load stays in bounds.
+      Value safe = kb.select(inside, src, row);
+      Value v = kb.load(kb.arg(0), kb.iadd(kb.imul(safe, f), c));
+      kb.store(kb.select(inside, v, kb.f32(0)), kb.arg(1), dst);
     });
     return kb.finish();
   }
@@ -128,7 +126,24 @@ FailureOr<func::FuncOp> mlir::fbt::buildElementwiseKernel(KernelBuilder &kb,
     return kb.finish();
   }
   if (auto a = dyn_cast<AccumulateSquaresOp>(op)) { // input, acc -> acc'
-    Value ss = kb.sum(numel(a.getInput()), [&](Value i) {
+    int64_t n = numel(a.getInput());
+    if (kb.gpu()) {
+      // Blocks of 256 threads each sum a chunk and add it to acc'.
+      constexpr int64_t chunk = 256 * 16;
+      kb.parallel(1, [&](Value i) { kb.store(kb.load(kb.arg(1), i), kb.arg(2), i); });
+      kb.rows((n + chunk - 1) / chunk, 256, [&](Value r) {
+        Value base = kb.imul(r, chunk);
+        Value ss = kb.rowSum(chunk, [&](Value c) {
+          Value i = kb.iadd(base, c);
+          Value in = kb.icmp(arith::CmpIPredicate::ult, i, kb.index(n));
+          Value g = kb.load(kb.arg(0), kb.select(in, i, kb.index(0)));
+          return kb.select(in, kb.mul(g, g), kb.f32(0));
+        });
+        kb.rowLeader([&] { kb.atomicAdd(ss, kb.arg(2), kb.index(0)); });
+      });
+      return kb.finish();
+    }
+    Value ss = kb.sum(n, [&](Value i) {
       Value g = kb.load(kb.arg(0), i);
       return kb.mul(g, g);
     });
@@ -153,20 +168,18 @@ FailureOr<func::FuncOp> mlir::fbt::buildElementwiseKernel(KernelBuilder &kb,
     Value mask = op->getOperand(0);
     int64_t rows = numel(mask), d = numel(op->getResult(0)) / rows;
     bool grad = isa<WhereGradOp>(op);
-    kb.parallel(rows, [&](Value r) {
+    kb.elements(rows, d, [&](Value r, Value c) {
       Value on = kb.fcmp(arith::CmpFPredicate::UNE, kb.load(kb.arg(0), r),
                          kb.f32(0));
-      kb.loop(d, [&](Value c) {
-        Value i = kb.iadd(kb.imul(r, d), c);
-        if (!grad) {
-          Value v = kb.select(on, kb.load(kb.arg(1), i), kb.load(kb.arg(2), i));
-          kb.store(v, kb.arg(3), i);
-          return;
-        }
-        Value dy = kb.load(kb.arg(1), i), zero = kb.f32(0);
-        kb.store(kb.select(on, dy, zero), kb.arg(2), i);
-        kb.store(kb.select(on, zero, dy), kb.arg(3), i);
-      });
+      Value i = kb.iadd(kb.imul(r, d), c);
+      if (!grad) {
+        Value v = kb.select(on, kb.load(kb.arg(1), i), kb.load(kb.arg(2), i));
+        kb.store(v, kb.arg(3), i);
+        return;
+      }
+      Value dy = kb.load(kb.arg(1), i), zero = kb.f32(0);
+      kb.store(kb.select(on, dy, zero), kb.arg(2), i);
+      kb.store(kb.select(on, zero, dy), kb.arg(3), i);
     });
     return kb.finish();
   }
@@ -179,8 +192,7 @@ FailureOr<func::FuncOp> mlir::fbt::buildElementwiseKernel(KernelBuilder &kb,
     int64_t a = shape(half0).back(), w = shape(wide).back(),
             rows = numel(wide) / w;
     unsigned wideArg = cat ? 2 : 0, lhsArg = cat ? 0 : 1, rhsArg = cat ? 1 : 2;
-    kb.parallel(rows, [&](Value r) {
-      kb.loop(w, [&](Value c) {
+    kb.elements(rows, w, [&](Value r, Value c) {
         Value wi = kb.iadd(kb.imul(r, w), c);
         Value inLhs = kb.icmp(arith::CmpIPredicate::ult, c, kb.index(a));
         Value li = kb.iadd(kb.imul(r, a), kb.select(inLhs, c, kb.index(0)));
@@ -196,7 +208,6 @@ FailureOr<func::FuncOp> mlir::fbt::buildElementwiseKernel(KernelBuilder &kb,
         kb.ifThen(inLhs, [&] { kb.store(v, kb.arg(lhsArg), li); });
         kb.ifThen(kb.icmp(arith::CmpIPredicate::uge, c, kb.index(a)),
                   [&] { kb.store(v, kb.arg(rhsArg), ri); });
-      });
     });
     return kb.finish();
   }

@@ -1,14 +1,17 @@
 //===- KernelsNorm.cpp - RMSNorm and the fused gated input ----------------===//
 //
-// Row kernels: one parallel iteration per row of D, a reduction for the
-// mean square, then the row written once. Scale gradients sum over rows, in
-// a second, serial sweep that keeps the sum race-free.
+// Row kernels: one row of D per grid iteration (a GPU block per row), a
+// reduction for the mean square, then the row written once. Scale gradients
+// sum over rows: on the CPU in a second, serial sweep; on the GPU each row's
+// block adds its share atomically into the zeroed sum.
 //
 //===----------------------------------------------------------------------===//
 
 #include "codegen/KernelBuilder.h"
 #include "codegen/Kernels.h"
 #include "dialect/FbtOps.h"
+
+#include <algorithm>
 
 using namespace mlir;
 using namespace mlir::fbt;
@@ -19,10 +22,13 @@ int64_t lastDim(Value v) {
 }
 int64_t numel(Value v) { return flatBuffer(v).second; }
 
+/// Threads per row on the GPU: a warp per 32 channels, at most 256.
+int64_t rowBlock(int64_t d) { return std::min<int64_t>(256, (d + 31) / 32 * 32); }
+
 /// 1 / sqrt(mean(x[row]^2) + eps), x read through `read(i)`.
 Value invRms(KernelBuilder &kb, Value base, int64_t d, double eps,
              function_ref<Value(Value)> read) {
-  Value ss = kb.sum(d, [&](Value c) {
+  Value ss = kb.rowSum(d, [&](Value c) {
     Value x = read(kb.iadd(base, c));
     return kb.mul(x, x);
   });
@@ -32,7 +38,7 @@ Value invRms(KernelBuilder &kb, Value base, int64_t d, double eps,
 /// y[row] = x[row] * inv * w: the normalized, scaled row.
 void writeNormalized(KernelBuilder &kb, Value base, int64_t d, Value inv,
                      Value x, Value w, Value y) {
-  kb.loop(d, [&](Value c) {
+  kb.rowLoop(d, [&](Value c) {
     Value i = kb.iadd(base, c);
     kb.store(kb.mul(kb.mul(kb.load(x, i), inv), kb.load(w, c)), y, i);
   });
@@ -40,27 +46,40 @@ void writeNormalized(KernelBuilder &kb, Value base, int64_t d, Value inv,
 
 /// Gradient of RMSNorm(x) * w wrt x for one row, given inv = 1/rms:
 ///   dx = inv * (g - xhat * mean(g * xhat)),  g = dy * w, xhat = x * inv.
-/// `emit(i, dx)` receives each element.
+/// `emit(i, dx)` receives each element (flat index). On the GPU
+/// the scale gradient's share of the row, dy * xhat, is added into `dw`.
 void rmsRowGrad(KernelBuilder &kb, Value base, int64_t d, Value inv,
                 function_ref<Value(Value)> x, function_ref<Value(Value)> dy,
-                Value w, function_ref<void(Value, Value)> emit) {
-  Value dot = kb.sum(d, [&](Value c) {
+                Value w, Value dw, function_ref<void(Value, Value)> emit) {
+  Value dot = kb.rowSum(d, [&](Value c) {
     Value i = kb.iadd(base, c);
     return kb.mul(kb.mul(dy(i), kb.load(w, c)), kb.mul(x(i), inv));
   });
   Value mean = kb.div(dot, kb.f32(d));
-  kb.loop(d, [&](Value c) {
+  kb.rowLoop(d, [&](Value c) {
     Value i = kb.iadd(base, c);
     Value g = kb.mul(dy(i), kb.load(w, c));
     Value xhat = kb.mul(x(i), inv);
     emit(i, kb.mul(inv, kb.sub(g, kb.mul(xhat, mean))));
+    if (kb.gpu())
+      kb.atomicAdd(kb.mul(dy(i), xhat), dw, c);
   });
 }
 
-/// dw[c] = sum over rows of dy * x * inv (serial over rows).
+/// Zeroes dw before the row grid on the GPU (the rows add into it).
+void zeroScaleGrad(KernelBuilder &kb, int64_t d, Value dw) {
+  if (kb.gpu())
+    kb.parallel(d, [&](Value c) { kb.store(kb.f32(0), dw, c); });
+}
+
+/// dw[c] = sum over rows of dy * x * inv, on the CPU: serial over rows, in
+/// row order, so the sum is the same at every run. (The GPU's rows added
+/// theirs in rmsRowGrad.)
 void scaleGrad(KernelBuilder &kb, int64_t rows, int64_t d, double eps,
                function_ref<Value(Value)> x, function_ref<Value(Value)> dy,
                Value dw) {
+  if (kb.gpu())
+    return;
   kb.loop(d, [&](Value c) { kb.store(kb.f32(0), dw, c); });
   kb.loop(rows, [&](Value r) {
     Value base = kb.imul(r, d);
@@ -83,7 +102,7 @@ FailureOr<func::FuncOp> mlir::fbt::buildNormKernel(KernelBuilder &kb,
   if (auto n = dyn_cast<RMSNormOp>(op)) { // x, w -> y
     int64_t d = lastDim(n.getInput()), rows = numel(n.getInput()) / d;
     double eps = n.getEpsilon().convertToDouble();
-    kb.parallel(rows, [&](Value r) {
+    kb.rows(rows, rowBlock(d), [&](Value r) {
       Value base = kb.imul(r, d);
       Value inv = invRms(kb, base, d, eps, in(0));
       writeNormalized(kb, base, d, inv, kb.arg(0), kb.arg(1), kb.arg(2));
@@ -94,10 +113,11 @@ FailureOr<func::FuncOp> mlir::fbt::buildNormKernel(KernelBuilder &kb,
   if (auto n = dyn_cast<RMSNormGradOp>(op)) { // dy, x, w -> dx, dw
     int64_t d = lastDim(n.getInput()), rows = numel(n.getInput()) / d;
     double eps = n.getEpsilon().convertToDouble();
-    kb.parallel(rows, [&](Value r) {
+    zeroScaleGrad(kb, d, kb.arg(4));
+    kb.rows(rows, rowBlock(d), [&](Value r) {
       Value base = kb.imul(r, d);
       Value inv = invRms(kb, base, d, eps, in(1));
-      rmsRowGrad(kb, base, d, inv, in(1), in(0), kb.arg(2),
+      rmsRowGrad(kb, base, d, inv, in(1), in(0), kb.arg(2), kb.arg(4),
                  [&](Value i, Value dx) { kb.store(dx, kb.arg(3), i); });
     });
     scaleGrad(kb, rows, d, eps, in(1), in(0), kb.arg(4));
@@ -118,10 +138,12 @@ FailureOr<func::FuncOp> mlir::fbt::buildNormKernel(KernelBuilder &kb,
   if (auto g = dyn_cast<GatedInputNormOp>(op)) {
     int64_t d = lastDim(g.getValue()), rows = numel(g.getValue()) / d;
     double eps = g.getEpsilon().convertToDouble();
-    kb.parallel(rows, [&](Value r) {
+    kb.rows(rows, rowBlock(d), [&](Value r) {
       Value base = kb.imul(r, d), on = maskOn(3, r);
-      // Write u first, then normalize from it: one read of v, g and e.
-      kb.loop(d, [&](Value c) {
+      // Write u first, then normalize from it: one read of v, g and e. (On
+      // the GPU each thread reads back only the channels it wrote: rowLoop
+      // and rowSum stride the row the same way.)
+      kb.rowLoop(d, [&](Value c) {
         Value i = kb.iadd(base, c);
         kb.store(fusedInput(i, on), kb.arg(5), i);
       });
@@ -142,10 +164,12 @@ FailureOr<func::FuncOp> mlir::fbt::buildNormKernel(KernelBuilder &kb,
       Value gated = kb.mul(kb.load(kb.arg(2), i), kb.sigmoid(kb.load(kb.arg(3), i)));
       return kb.select(on, gated, kb.load(kb.arg(4), i));
     };
-    kb.parallel(rows, [&](Value r) {
+    zeroScaleGrad(kb, d, kb.arg(10));
+    kb.rows(rows, rowBlock(d), [&](Value r) {
       Value base = kb.imul(r, d), on = maskOn(5, r);
       Value inv = invRms(kb, base, d, eps, u);
-      rmsRowGrad(kb, base, d, inv, u, in(1), kb.arg(6), [&](Value i, Value dx) {
+      rmsRowGrad(kb, base, d, inv, u, in(1), kb.arg(6), kb.arg(10),
+                 [&](Value i, Value dx) {
         Value du = kb.add(dx, kb.load(kb.arg(0), i));
         Value v = kb.load(kb.arg(2), i), s = kb.sigmoid(kb.load(kb.arg(3), i));
         Value zero = kb.f32(0);

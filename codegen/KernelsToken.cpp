@@ -20,15 +20,17 @@ ArrayRef<int64_t> shape(Value v) {
 }
 int64_t numel(Value v) { return flatBuffer(v).second; }
 
-/// max_v logits[row, v] and log(sum exp(logits - max)) for one row.
+/// Threads per row of logits on the GPU.
+constexpr int64_t kLossThreads = 512;
+
+/// max_v logits[row, v] and log(sum exp(logits - max)) for one row (block
+/// reductions on the GPU).
 std::pair<Value, Value> logSumExp(KernelBuilder &kb, Value logits, Value base,
                                   int64_t vocab) {
-  Value ninf = kb.f32(-std::numeric_limits<float>::infinity());
-  Value m = kb.fold(kb.index(0), kb.index(vocab), {ninf},
-                    [&](Value v, ValueRange c) -> SmallVector<Value> {
-                      return {kb.max(c[0], kb.load(logits, kb.iadd(base, v)))};
-                    })[0];
-  Value s = kb.sum(vocab, [&](Value v) {
+  Value m = kb.rowMax(vocab, [&](Value v) {
+    return kb.load(logits, kb.iadd(base, v));
+  });
+  Value s = kb.rowSum(vocab, [&](Value v) {
     return kb.exp(kb.sub(kb.load(logits, kb.iadd(base, v)), m));
   });
   return {m, kb.log(s)};
@@ -41,18 +43,25 @@ Value counted(KernelBuilder &kb, Value target, int64_t ignore) {
   return arith::CmpIOp::create(kb.builder(), kb.location(),
                                arith::CmpIPredicate::ne, t, kb.i64(ignore));
 }
+/// The number of counted targets among `rows` (a row reduction: a block's
+/// threads share it on the GPU).
+Value countTargets(KernelBuilder &kb, Value targets, int64_t rows,
+                   int64_t ignore) {
+  return kb.rowSum(rows, [&](Value r) {
+    return kb.select(counted(kb, kb.load(targets, r), ignore), kb.f32(1),
+                     kb.f32(0));
+  });
+}
 } // namespace
 
 FailureOr<func::FuncOp> mlir::fbt::buildTokenKernel(KernelBuilder &kb,
                                                     Operation *op) {
   if (auto e = dyn_cast<EmbeddingOp>(op)) { // table, ids -> out
     int64_t d = shape(e.getTable())[1], n = numel(e.getIds());
-    kb.parallel(n, [&](Value r) {
+    kb.elements(n, d, [&](Value r, Value c) {
       Value id = kb.toIndex(kb.load(kb.arg(1), r));
-      kb.loop(d, [&](Value c) {
-        Value v = kb.load(kb.arg(0), kb.iadd(kb.imul(id, d), c));
-        kb.store(v, kb.arg(2), kb.iadd(kb.imul(r, d), c));
-      });
+      Value v = kb.load(kb.arg(0), kb.iadd(kb.imul(id, d), c));
+      kb.store(v, kb.arg(2), kb.iadd(kb.imul(r, d), c));
     });
     return kb.finish();
   }
@@ -63,6 +72,14 @@ FailureOr<func::FuncOp> mlir::fbt::buildTokenKernel(KernelBuilder &kb,
     kb.parallel(numel(e.getResult()), [&](Value i) {
       kb.store(kb.f32(0), kb.arg(2), i);
     });
+    if (kb.gpu()) { // one thread per (row, channel), added atomically
+      kb.elements(n, d, [&](Value r, Value c) {
+        Value id = kb.toIndex(kb.load(kb.arg(1), r));
+        kb.atomicAdd(kb.load(kb.arg(0), kb.iadd(kb.imul(r, d), c)), kb.arg(2),
+                     kb.iadd(kb.imul(id, d), c));
+      });
+      return kb.finish();
+    }
     kb.parallel(d, [&](Value c) {
       kb.loop(n, [&](Value r) {
         Value id = kb.toIndex(kb.load(kb.arg(1), r));
@@ -77,6 +94,22 @@ FailureOr<func::FuncOp> mlir::fbt::buildTokenKernel(KernelBuilder &kb,
   if (auto l = dyn_cast<NTPLossOp>(op)) { // logits, targets -> loss
     int64_t vocab = shape(l.getLogits())[2], rows = numel(l.getTargets());
     int64_t ignore = (int64_t)l.getIgnoreIndex();
+    if (kb.gpu()) {
+      // A block per row adds its cross-entropy / count into the zeroed loss.
+      kb.parallel(1, [&](Value i) { kb.store(kb.f32(0), kb.arg(2), i); });
+      kb.rows(rows, kLossThreads, [&](Value r) {
+        Value n = countTargets(kb, kb.arg(1), rows, ignore);
+        Value target = kb.load(kb.arg(1), r);
+        Value on = counted(kb, target, ignore);
+        Value base = kb.imul(r, vocab);
+        auto [m, lse] = logSumExp(kb, kb.arg(0), base, vocab);
+        Value t = kb.select(on, kb.toIndex(target), kb.index(0));
+        Value ce = kb.sub(kb.add(m, lse), kb.load(kb.arg(0), kb.iadd(base, t)));
+        Value share = kb.select(on, kb.div(ce, kb.max(n, kb.f32(1))), kb.f32(0));
+        kb.rowLeader([&] { kb.atomicAdd(share, kb.arg(2), kb.index(0)); });
+      });
+      return kb.finish();
+    }
     SmallVector<Value> acc = kb.fold(
         kb.index(0), kb.index(rows), {kb.f32(0), kb.f32(0)},
         [&](Value r, ValueRange c) -> SmallVector<Value> {
@@ -100,20 +133,19 @@ FailureOr<func::FuncOp> mlir::fbt::buildTokenKernel(KernelBuilder &kb,
   if (auto l = dyn_cast<NTPLossGradOp>(op)) { // dloss, logits, targets -> dlogits
     int64_t vocab = shape(l.getLogits())[2], rows = numel(l.getTargets());
     int64_t ignore = (int64_t)l.getIgnoreIndex();
-    Value n = kb.fold(kb.index(0), kb.index(rows), {kb.f32(0)},
-                      [&](Value r, ValueRange c) -> SmallVector<Value> {
-                        Value on = counted(kb, kb.load(kb.arg(2), r), ignore);
-                        return {kb.add(c[0], kb.select(on, kb.f32(1), kb.f32(0)))};
-                      })[0];
-    Value scale = kb.div(kb.load(kb.arg(0), kb.index(0)), kb.max(n, kb.f32(1)));
-    kb.parallel(rows, [&](Value r) {
+    // The CPU counts once; on the GPU each row's block counts for itself
+    // (a block reduction over the targets) rather than one thread for all.
+    Value n = kb.gpu() ? Value() : countTargets(kb, kb.arg(2), rows, ignore);
+    kb.rows(rows, kLossThreads, [&](Value r) {
+      Value count = n ? n : countTargets(kb, kb.arg(2), rows, ignore);
+      Value scale = kb.div(kb.load(kb.arg(0), kb.index(0)), kb.max(count, kb.f32(1)));
       Value target = kb.load(kb.arg(2), r);
       Value on = counted(kb, target, ignore);
       Value base = kb.imul(r, vocab);
       auto [m, lse] = logSumExp(kb, kb.arg(1), base, vocab);
       Value t = kb.toIndex(target);
       Value rowScale = kb.select(on, scale, kb.f32(0));
-      kb.loop(vocab, [&](Value v) {
+      kb.rowLoop(vocab, [&](Value v) {
         Value i = kb.iadd(base, v);
         Value p = kb.exp(kb.sub(kb.sub(kb.load(kb.arg(1), i), m), lse));
         Value hit = kb.icmp(arith::CmpIPredicate::eq, v, t);

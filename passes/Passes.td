@@ -91,9 +91,18 @@ def FbtToKernels : Pass<"fbt-to-kernels", "::mlir::ModuleOp"> {
     memrefs) and added to the module. Ops with the same code (same op,
     shapes and attributes) share one kernel, so the kernel count does not
     grow with K or L. `fbt.stop_gradient` is the identity here.
+
+    `target=gpu` maps the kernels' grids to GPU threads and blocks (block
+    reductions, atomics for cross-row sums); codegen/GpuKernels.h then
+    splits each kernel into its launches.
   }];
+  let options = [
+    Option<"target", "target", "std::string", /*default=*/"\"cpu\"",
+           "Map the kernels for 'cpu' or 'gpu'">
+  ];
   let dependentDialects = [
     "::mlir::fbt::FbtDialect", "::mlir::arith::ArithDialect",
+    "::mlir::gpu::GPUDialect",
     "::mlir::func::FuncDialect", "::mlir::memref::MemRefDialect",
     "::mlir::scf::SCFDialect", "::mlir::math::MathDialect"
   ];

@@ -1,5 +1,6 @@
 //===- ToKernels.cpp - GEMMs to library calls, the rest to kernels --------===//
 
+#include "codegen/KernelBuilder.h"
 #include "codegen/Kernels.h"
 #include "dialect/FbtOps.h"
 #include "passes/Passes.h"
@@ -96,6 +97,12 @@ struct ToKernels : fbt::impl::FbtToKernelsBase<ToKernels> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    if (target != "cpu" && target != "gpu") {
+      module.emitError() << "fbt-to-kernels: unknown target '" << target
+                         << "' (expected 'cpu' or 'gpu')";
+      return signalPassFailure();
+    }
+    kernelTarget = target == "gpu" ? KernelTarget::Gpu : KernelTarget::Cpu;
     SmallVector<func::FuncOp> steps;
     for (auto fn : module.getOps<func::FuncOp>())
       if (fn->hasAttr("fbt.step"))
@@ -141,7 +148,7 @@ struct ToKernels : fbt::impl::FbtToKernelsBase<ToKernels> {
     auto it = byKey.find(key);
     if (it == byKey.end()) {
       std::string name = "k" + std::to_string(byKey.size()) + "_" + kernelStem(op);
-      if (failed(buildKernel(kernels, op, name)))
+      if (failed(buildKernel(kernels, op, name, kernelTarget)))
         return failure();
       it = byKey.insert({key, name}).first;
     }
@@ -156,5 +163,6 @@ struct ToKernels : fbt::impl::FbtToKernelsBase<ToKernels> {
   }
 
   llvm::StringMap<std::string> byKey;
+  KernelTarget kernelTarget = KernelTarget::Cpu;
 };
 } // namespace

@@ -3,7 +3,9 @@
 //   fbtc SPEC --emit=fbt [-o FILE]     model-level fbt IR of every step
 //   fbtc SPEC --emit=train [-o FILE]   after the training-graph passes
 //   fbtc SPEC --emit=kernels|plan      after fbt-to-kernels; the step plans
-//   fbtc SPEC --target=cpu -o M.fbtb   the runtime bundle
+//   fbtc SPEC --target=cpu -o M.fbtb   the runtime bundle (CPU)
+//   fbtc SPEC --target=sm_90 -o M.fbtb the runtime bundle (NVIDIA; also sm_80)
+//   fbtc SPEC --target=sm_90 --emit=ptx   the kernels' PTX
 //   fbtc SPEC --describe [--json]      the figures a user plans with
 //
 // Exit status: 0 on success, 2 on bad input (spec, options), 1 on an internal
@@ -18,6 +20,7 @@
 #include "frontend/SpecJson.h"
 #include "codegen/BundleWriter.h"
 #include "codegen/CpuTarget.h"
+#include "codegen/NvptxTarget.h"
 #include "codegen/StepPlan.h"
 #include "passes/Passes.h"
 
@@ -34,8 +37,8 @@
 using namespace llvm;
 
 namespace {
-enum class Stage { Fbt, Train, Kernels, Plan, Bundle };
-enum class Target { None, Cpu };
+enum class Stage { Fbt, Train, Kernels, Plan, Ptx, Bundle };
+enum class Target { None, Cpu, Sm80, Sm90 };
 
 cl::OptionCategory category("fbtc options");
 cl::opt<std::string> specPath(cl::Positional, cl::desc("<model spec .json>"),
@@ -58,6 +61,9 @@ cl::opt<Stage> emit("emit", cl::desc("What to produce"), cl::init(Stage::Fbt),
                                clEnumValN(Stage::Plan, "plan",
                                           "the step plans (JSON): buffers, "
                                           "arena sizes, calls"),
+                               clEnumValN(Stage::Ptx, "ptx",
+                                          "the kernels' PTX (with an "
+                                          "NVIDIA --target)"),
                                clEnumValN(Stage::Bundle, "bundle",
                                           "the runtime bundle (.fbtb); the "
                                           "default with --target")),
@@ -66,7 +72,14 @@ cl::opt<Target> target("target", cl::desc("Compile for"),
                        cl::init(Target::None),
                        cl::values(clEnumValN(Target::Cpu, "cpu",
                                              "this machine's CPU: kernels "
-                                             "through LLVM, GEMMs on BLAS")),
+                                             "through LLVM, GEMMs on BLAS"),
+                                  clEnumValN(Target::Sm90, "sm_90",
+                                             "NVIDIA Hopper (H100, H200): "
+                                             "PTX 8.0 + cubin, GEMMs on "
+                                             "cuBLASLt"),
+                                  clEnumValN(Target::Sm80, "sm_80",
+                                             "NVIDIA Ampere (A100): PTX 8.0 "
+                                             "+ cubin")),
                        cl::cat(category));
 cl::opt<std::string> cpuName("cpu",
                              cl::desc("LLVM CPU name for --target=cpu "
@@ -129,15 +142,65 @@ LogicalResult planSteps(mlir::ModuleOp module, json::Object &steps,
   return success();
 }
 
-/// Compiles the kernels for the CPU and writes the bundle: the manifest
-/// (target, resolved spec, parameters, kernels, plans) and the library.
-int writeCpuBundle(const fbt::ModelSpec &spec, mlir::ModuleOp module,
-                   json::Object steps, int64_t largestArena) {
-  mlir::fbt::CpuTargetOptions cpu;
-  cpu.cpu = cpuName;
-  FailureOr<std::string> library = mlir::fbt::compileKernelsForCpu(module, cpu);
-  if (failed(library))
-    return fail(kInternalError, "compiling the kernels failed");
+bool isNvidia(Target t) { return t == Target::Sm80 || t == Target::Sm90; }
+
+mlir::fbt::NvptxTargetOptions nvptxOptions() {
+  mlir::fbt::NvptxTargetOptions o;
+  o.chip = target == Target::Sm80 ? "sm_80" : "sm_90";
+  return o;
+}
+
+/// The launch table of an NVIDIA bundle: kernel -> its launches in order.
+json::Object launchesJson(const mlir::fbt::GpuLaunchTable &table) {
+  json::Object out;
+  for (const auto &[kernel, launches] : table) {
+    json::Array list;
+    for (const mlir::fbt::GpuLaunch &l : launches)
+      list.push_back(json::Object{{"entry", l.entry},
+                                  {"grid", json::Array{l.grid, 1, 1}},
+                                  {"block", json::Array{l.block, 1, 1}},
+                                  {"shared_bytes", 0}});
+    out[kernel] = std::move(list);
+  }
+  return out;
+}
+
+/// Compiles the kernels for the target and writes the bundle: the manifest
+/// (target, resolved spec, parameters, kernels, plans) and the binaries.
+int writeBundle(const fbt::ModelSpec &spec, mlir::ModuleOp module,
+                json::Object steps, int64_t largestArena) {
+  json::Object targetJson;
+  std::vector<std::pair<std::string, std::string>> blobs;
+  json::Object launches;
+  if (isNvidia(target)) {
+    mlir::fbt::NvptxTargetOptions options = nvptxOptions();
+    FailureOr<mlir::fbt::NvptxBinary> bin =
+        mlir::fbt::compileKernelsForNvptx(module, options);
+    if (failed(bin))
+      return fail(kInternalError, "compiling the kernels failed");
+    targetJson = json::Object{{"kind", "nvptx"},
+                              {"chip", options.chip},
+                              {"features", options.features}};
+    blobs.push_back({"kernels.ptx", bin->ptx});
+    if (!bin->cubin.empty())
+      blobs.push_back({"kernels.cubin", bin->cubin});
+    else
+      WithColor::warning(errs(), "fbtc")
+          << "no ptxas found (PATH, $CUDA_HOME/bin, $FBT_PTXAS): the bundle "
+             "holds PTX only, which the driver compiles at load\n";
+    launches = launchesJson(bin->launches);
+  } else {
+    mlir::fbt::CpuTargetOptions cpu;
+    cpu.cpu = cpuName;
+    FailureOr<std::string> library =
+        mlir::fbt::compileKernelsForCpu(module, cpu);
+    if (failed(library))
+      return fail(kInternalError, "compiling the kernels failed");
+    targetJson = json::Object{{"kind", "cpu"},
+                              {"arch", "x86_64"},
+                              {"cpu", mlir::fbt::resolvedCpu(cpu)}};
+    blobs.push_back({"kernels.so", *library});
+  }
   json::Array params, kernels;
   for (const fbt::ParameterInfo &p : fbt::parameterList(spec))
     params.push_back(json::Object{{"name", p.name},
@@ -149,17 +212,16 @@ int writeCpuBundle(const fbt::ModelSpec &spec, mlir::ModuleOp module,
       kernels.push_back(fn.getSymName());
   json::Object manifest{
       {"format", "fbt-bundle"},
-      {"target", json::Object{{"kind", "cpu"},
-                              {"arch", "x86_64"},
-                              {"cpu", mlir::fbt::resolvedCpu(cpu)}}},
+      {"target", std::move(targetJson)},
       {"model", fbt::specToJson(spec)},
       {"params", std::move(params)},
       {"kernels", std::move(kernels)},
       {"largest_arena_bytes", largestArena},
       {"steps", std::move(steps)}};
+  if (isNvidia(target))
+    manifest["launches"] = std::move(launches);
   std::string out = outputPath == "-" ? spec.name + ".fbtb" : outputPath;
-  if (Error e = mlir::fbt::writeBundle(out, std::move(manifest),
-                                       {{"kernels.so", *library}}))
+  if (Error e = mlir::fbt::writeBundle(out, std::move(manifest), blobs))
     return fail(kBadInput, toString(std::move(e)));
   return 0;
 }
@@ -188,7 +250,9 @@ int main(int argc, char **argv) {
     });
   }
 
-  mlir::MLIRContext ctx;
+  mlir::DialectRegistry registry;
+  mlir::fbt::registerNvptxTarget(registry);
+  mlir::MLIRContext ctx(registry);
   ctx.loadDialect<mlir::fbt::FbtDialect, mlir::func::FuncDialect,
                   mlir::arith::ArithDialect>();
   mlir::OwningOpRef<mlir::ModuleOp> module = fbt::buildModel(ctx, *spec);
@@ -199,14 +263,19 @@ int main(int argc, char **argv) {
   if (target != Target::None && emit.getNumOccurrences() == 0)
     stage = Stage::Bundle;
   if (stage == Stage::Bundle && target == Target::None)
-    return fail(kBadInput, "--emit=bundle needs a --target (cpu)");
+    return fail(kBadInput, "--emit=bundle needs a --target (cpu, sm_90, sm_80)");
+  if (stage == Stage::Ptx && !isNvidia(target))
+    return fail(kBadInput, "--emit=ptx needs an NVIDIA --target (sm_90, sm_80)");
   if (stage >= Stage::Train) {
     mlir::PassManager pm(&ctx);
     mlir::fbt::TrainPipelineOptions options;
     setTrainOptions(*spec, options);
     mlir::fbt::buildTrainPipeline(pm, options);
-    if (stage >= Stage::Kernels)
-      pm.addPass(mlir::fbt::createFbtToKernels());
+    if (stage >= Stage::Kernels) {
+      mlir::fbt::FbtToKernelsOptions lower;
+      lower.target = isNvidia(target) ? "gpu" : "cpu";
+      pm.addPass(mlir::fbt::createFbtToKernels(lower));
+    }
     if (failed(pm.run(*module)))
       return fail(kInternalError, "the compiler passes failed");
   }
@@ -221,6 +290,13 @@ int main(int argc, char **argv) {
     return writeOutput([&](raw_ostream &os) {
       os << formatv("{0:2}", json::Value(std::move(steps))) << "\n";
     });
-  return writeCpuBundle(*spec, *module, std::move(steps), largestArena);
+  if (stage == Stage::Ptx) {
+    FailureOr<mlir::fbt::NvptxBinary> bin =
+        mlir::fbt::compileKernelsForNvptx(*module, nvptxOptions());
+    if (failed(bin))
+      return fail(kInternalError, "compiling the kernels failed");
+    return writeOutput([&](raw_ostream &os) { os << bin->ptx; });
+  }
+  return writeBundle(*spec, *module, std::move(steps), largestArena);
 }
 

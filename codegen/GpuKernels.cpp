@@ -1,0 +1,206 @@
+//===- GpuKernels.cpp - kernels split into GPU launches -------------------===//
+
+#include "codegen/GpuKernels.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "llvm/ADT/SetVector.h"
+
+using namespace mlir;
+using namespace mlir::fbt;
+
+namespace {
+/// Threads per block for one-thread-per-iteration grids.
+constexpr int64_t kBlock = 256;
+/// Grids larger than this loop (grid-stride): enough blocks to fill any
+/// current GPU several times over.
+constexpr int64_t kMaxGrid = 1 << 16;
+
+bool isWorkgroupAlloca(Operation *op) {
+  auto alloca = dyn_cast<memref::AllocaOp>(op);
+  return alloca && isa_and_nonnull<gpu::AddressSpaceAttr>(
+                       alloca.getType().getMemorySpace());
+}
+
+/// True if `op` (with what it nests) reads memory at most: it can be
+/// recomputed in every launch that needs it.
+bool onlyReads(Operation *op) {
+  WalkResult r = op->walk([](Operation *inner) {
+    if (isa<memref::LoadOp>(inner) ||
+        inner->hasTrait<OpTrait::HasRecursiveMemoryEffects>() ||
+        isMemoryEffectFree(inner))
+      return WalkResult::advance();
+    return WalkResult::interrupt();
+  });
+  return !r.wasInterrupted();
+}
+
+class Outliner {
+public:
+  Outliner(func::FuncOp kernel, gpu::GPUModuleOp gpuModule)
+      : kernel(kernel), b(kernel.getContext()) {
+    b.setInsertionPointToEnd(gpuModule.getBody());
+  }
+
+  LogicalResult run(std::vector<GpuLaunch> &launches) {
+    Block &body = kernel.getBody().front();
+    for (Operation &op : body.without_terminator()) {
+      if (auto grid = dyn_cast<scf::ParallelOp>(&op)) {
+        if (failed(emitGrid(grid, launches)))
+          return failure();
+      } else if (onlyReads(&op)) {
+        prologue.insert(&op);
+      } else {
+        launches.push_back(emit(&op, /*grid=*/1, /*block=*/1, [&](IRMapping &m) {
+          b.clone(op, m);
+        }));
+      }
+    }
+    return success();
+  }
+
+private:
+  /// Emits the launch of one grid: a loop over its iterations, strided by
+  /// the launch's threads (one per iteration) or blocks (rows).
+  LogicalResult emitGrid(scf::ParallelOp grid, std::vector<GpuLaunch> &launches) {
+    std::optional<int64_t> n = getConstantIntValue(grid.getUpperBound()[0]);
+    std::optional<int64_t> lo = getConstantIntValue(grid.getLowerBound()[0]);
+    std::optional<int64_t> step = getConstantIntValue(grid.getStep()[0]);
+    if (grid.getNumLoops() != 1 || !n || lo != 0 || step != 1)
+      return grid.emitOpError("a kernel grid must be one loop over [0, n)");
+    auto map = grid->getAttrOfType<StringAttr>("fbt.map");
+    bool rows = map && map.getValue() == "rows";
+    int64_t block, blocks;
+    if (rows) {
+      block = grid->getAttrOfType<IntegerAttr>("fbt.threads").getInt();
+      blocks = std::min(*n, kMaxGrid);
+    } else {
+      block = std::min(kBlock, std::max<int64_t>(32, (*n + 31) / 32 * 32));
+      blocks = std::min((*n + block - 1) / block, kMaxGrid);
+    }
+    launches.push_back(emit(grid, blocks, block, [&](IRMapping &m) {
+      Location loc = grid.getLoc();
+      auto index = [&](int64_t v) -> Value {
+        return arith::ConstantIndexOp::create(b, loc, v);
+      };
+      Value bid = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+      Value start = bid, stride = index(blocks);
+      if (!rows) {
+        Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+        start = arith::AddIOp::create(
+            b, loc, arith::MulIOp::create(b, loc, bid, index(block)), tid);
+        stride = index(blocks * block);
+      }
+      // Every thread of a block runs the same iterations of a rows grid, so
+      // the barriers inside are reached uniformly.
+      scf::ForOp::create(
+          b, loc, start, index(*n), stride, ValueRange{},
+          [&](OpBuilder &nested, Location, Value iv, ValueRange) {
+            OpBuilder::InsertionGuard g(b);
+            b.setInsertionPoint(nested.getInsertionBlock(),
+                                nested.getInsertionPoint());
+            m.map(grid.getInductionVars()[0], iv);
+            for (Operation &inner : grid.getBody()->without_terminator())
+              if (!isWorkgroupAlloca(&inner))
+                b.clone(inner, m);
+            scf::YieldOp::create(b, loc);
+          });
+    }));
+    return success();
+  }
+
+  /// A gpu.func taking the kernel's buffers, with the top-level scalars
+  /// `root` uses recomputed first, then `body`.
+  GpuLaunch emit(Operation *root, int64_t grid, int64_t block,
+                 function_ref<void(IRMapping &)> body) {
+    std::string name =
+        (kernel.getSymName() + "_" + Twine(launchCount++)).str();
+    SmallVector<Operation *> allocas;
+    root->walk([&](Operation *op) {
+      if (isWorkgroupAlloca(op))
+        allocas.push_back(op);
+    });
+    SmallVector<Type> workgroup;
+    for (Operation *a : allocas)
+      workgroup.push_back(a->getResult(0).getType());
+    auto fn = gpu::GPUFuncOp::create(b, root->getLoc(), name,
+                                     kernel.getFunctionType(), workgroup);
+    fn->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+    fn->setAttr(gpu::GPUFuncOp::getKnownBlockSizeAttrName(fn->getName()),
+                b.getDenseI32ArrayAttr({(int32_t)block, 1, 1}));
+    Block &entry = fn.getBody().front();
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(&entry);
+    IRMapping m;
+    for (auto [from, to] : llvm::zip(kernel.getArguments(), fn.getArguments()))
+      m.map(from, to);
+    for (auto [a, attribution] :
+         llvm::zip(allocas, fn.getWorkgroupAttributions()))
+      m.map(a->getResult(0), attribution);
+    for (Operation *op : neededPrologue(root))
+      b.clone(*op, m);
+    body(m);
+    gpu::ReturnOp::create(b, root->getLoc());
+    b.setInsertionPointAfter(fn);
+    return {name, grid, block};
+  }
+
+  /// The prologue ops `root` depends on, in program order.
+  SmallVector<Operation *> neededPrologue(Operation *root) {
+    llvm::SetVector<Operation *> needed;
+    SmallVector<Value> work;
+    root->walk([&](Operation *op) {
+      for (Value v : op->getOperands())
+        work.push_back(v);
+    });
+    while (!work.empty()) {
+      Operation *def = work.pop_back_val().getDefiningOp();
+      if (!def || !prologue.contains(def) || !needed.insert(def))
+        continue;
+      def->walk([&](Operation *op) {
+        for (Value v : op->getOperands())
+          work.push_back(v);
+      });
+    }
+    SmallVector<Operation *> ordered;
+    for (Operation *op : prologue)
+      if (needed.contains(op))
+        ordered.push_back(op);
+    return ordered;
+  }
+
+  func::FuncOp kernel;
+  OpBuilder b;
+  llvm::SetVector<Operation *> prologue;
+  int launchCount = 0;
+};
+} // namespace
+
+FailureOr<GpuLaunchTable> mlir::fbt::outlineGpuKernels(ModuleOp module) {
+  SmallVector<func::FuncOp> kernels;
+  for (auto fn : module.getOps<func::FuncOp>())
+    if (fn->hasAttr("fbt.kernel"))
+      kernels.push_back(fn);
+  OpBuilder b(module.getContext());
+  b.setInsertionPointToEnd(module.getBody());
+  auto gpuModule = gpu::GPUModuleOp::create(b, module.getLoc(), "fbt_kernels");
+  module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                  b.getUnitAttr());
+  GpuLaunchTable table;
+  for (func::FuncOp fn : kernels) {
+    std::vector<GpuLaunch> &launches = table[fn.getSymName().str()];
+    if (failed(Outliner(fn, gpuModule).run(launches)))
+      return failure();
+    if (launches.empty())
+      return fn.emitError("kernel has no work for the GPU"), failure();
+    fn.erase();
+  }
+  return table;
+}

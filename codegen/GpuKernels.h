@@ -1,0 +1,42 @@
+//===- GpuKernels.h - kernels split into GPU launches ------------*- C++ -*-===//
+//
+// A kernel built for the GPU (fbt-to-kernels target=gpu) is a func.func whose
+// top level is a sequence of grids (scf.parallel), each marked with how it
+// maps to the GPU: `fbt.map = "rows"` (a block of `fbt.threads` per
+// iteration) or one thread per iteration (the default). Each grid becomes
+// its own gpu.func in one gpu.module, @fbt_kernels, taking all of the
+// kernel's buffers in order; the runtime launches them in order on one
+// stream, which orders one grid's writes before the next grid's reads.
+//
+// Scalars the kernel computes at its top level (a learning rate loaded from
+// a buffer, bias corrections) are recomputed in each launch that uses them;
+// a top-level op with other side effects runs in a launch of one thread.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FBT_CODEGEN_GPUKERNELS_H
+#define FBT_CODEGEN_GPUKERNELS_H
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace mlir::fbt {
+
+/// One kernel launch: a gpu.func and its 1-D grid and block.
+struct GpuLaunch {
+  std::string entry;
+  int64_t grid = 1, block = 1;
+};
+
+using GpuLaunchTable = std::map<std::string, std::vector<GpuLaunch>>;
+
+/// Replaces the module's kernels (func.func marked fbt.kernel) by the
+/// gpu.module @fbt_kernels and returns each kernel's launches.
+FailureOr<GpuLaunchTable> outlineGpuKernels(ModuleOp module);
+
+} // namespace mlir::fbt
+
+#endif // FBT_CODEGEN_GPUKERNELS_H

@@ -1,0 +1,31 @@
+//===- KernelsAttentionGpu.h - attention mapped to GPU warps -----*- C++ -*-===//
+//
+// The GPU forms of attention and its gradient (see the .cpp). Both take the
+// same arguments as the CPU kernels of KernelsAttention.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FBT_CODEGEN_KERNELSATTENTIONGPU_H
+#define FBT_CODEGEN_KERNELSATTENTIONGPU_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+namespace mlir::fbt {
+
+class KernelBuilder;
+
+/// q [B,T,D], k, v [B,S,D], [positions [B,T]], out [B,T,D]; `outArg` is the
+/// output's argument number.
+FailureOr<func::FuncOp> buildAttentionGpu(KernelBuilder &kb, int64_t batch,
+                                          int64_t t, int64_t s, int64_t d,
+                                          int64_t heads, bool hasPositions,
+                                          unsigned outArg);
+
+/// dout, q, k, v, out | dq, dk, dv, all [B,T,D], causal.
+FailureOr<func::FuncOp> buildAttentionGradGpu(KernelBuilder &kb, int64_t batch,
+                                              int64_t t, int64_t d,
+                                              int64_t heads);
+
+} // namespace mlir::fbt
+
+#endif // FBT_CODEGEN_KERNELSATTENTIONGPU_H
