@@ -1,5 +1,7 @@
 # lit configuration for the fbt compiler tests.
 import os
+import shutil
+import subprocess
 
 import lit.formats
 from lit.llvm import llvm_config
@@ -32,7 +34,19 @@ config.substitutions.append(("%reference", os.path.join(config.fbt_src_root, "te
 config.substitutions.append(("%e2e", os.path.join(config.fbt_src_root, "test", "e2e")))
 if os.path.exists(fbt_cli):
     config.available_features.add("runtime")
-import subprocess
+# GPU end-to-end tests need a usable GPU; elsewhere lit reports them
+# UNSUPPORTED. `fbt devices --quiet` exits 0 only when it can use one.
+if os.path.exists(fbt_cli) and subprocess.run([fbt_cli, "devices", "--quiet"],
+                                              capture_output=True).returncode == 0:
+    config.available_features.add("cuda-gpu")
+# Cubins need the CUDA toolkit's ptxas (fbtc looks in the same places).
+ptxas = os.environ.get("FBT_PTXAS") or shutil.which("ptxas")
+for d in [os.path.join(os.environ.get("CUDA_HOME", ""), "bin"), "/usr/local/cuda/bin"]:
+    if not ptxas and os.access(os.path.join(d, "ptxas"), os.X_OK):
+        ptxas = os.path.join(d, "ptxas")
+if ptxas:
+    config.available_features.add("ptxas")
+    config.substitutions.append(("%ptxas", ptxas))
 if subprocess.run(["/usr/bin/python3", "-c", "import torch"], capture_output=True).returncode == 0:
     config.available_features.add("torch")
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
