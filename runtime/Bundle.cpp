@@ -189,7 +189,93 @@ const StepPlan &Bundle::step(const std::string &name) const {
   return it->second;
 }
 
-Bundle Bundle::load(const std::string &path, const std::string &expectedTarget) {
+const std::string *Bundle::blob(const std::string &name) const {
+  auto it = blobs_.find(name);
+  return it == blobs_.end() ? nullptr : &it->second;
+}
+
+const std::string &Bundle::kernelLibrary() const {
+  const std::string *so = blob("kernels.so");
+  if (!so)
+    throw RuntimeError(path_ + ": a '" + target_.kind +
+                       "' bundle has no CPU kernel library");
+  return *so;
+}
+
+const std::vector<KernelLaunch> &Bundle::launches(const std::string &kernel) const {
+  auto it = launches_.find(kernel);
+  if (it == launches_.end())
+    throw RuntimeError(path_ + ": kernel '" + kernel + "' has no GPU launches");
+  return it->second;
+}
+
+namespace {
+/// What an error calls a blob.
+std::string blobTitle(const std::string &name) {
+  if (name == "kernels.so")
+    return "the kernel library";
+  if (name == "kernels.ptx")
+    return "the PTX";
+  if (name == "kernels.cubin")
+    return "the cubin";
+  return "blob " + name;
+}
+
+std::string dims(const uint32_t d[3]) {
+  return "[" + std::to_string(d[0]) + ", " + std::to_string(d[1]) + ", " +
+         std::to_string(d[2]) + "]";
+}
+
+/// A kernel's launches: each has an entry, a grid and a block within the
+/// limits every CUDA GPU shares, so a bad bundle fails here and not as a
+/// launch error on the device.
+std::vector<KernelLaunch> launchesOf(const std::string &kernel, const Json &j) {
+  auto bad = [&](size_t i, const std::string &what) {
+    return RuntimeError("kernel '" + kernel + "': launch " + std::to_string(i) +
+                        ": " + what);
+  };
+  std::vector<KernelLaunch> out;
+  const Json::Array &list = j.asArray();
+  if (list.empty())
+    throw RuntimeError("kernel '" + kernel + "' has no launches");
+  for (size_t i = 0; i < list.size(); ++i) {
+    const Json &l = list[i];
+    KernelLaunch k;
+    k.entry = l.at("entry").asString();
+    if (k.entry.empty())
+      throw bad(i, "the entry symbol is empty");
+    for (auto [key, into] : {std::pair{"grid", k.grid}, {"block", k.block}}) {
+      const Json::Array &d = l.at(key).asArray();
+      if (d.size() != 3)
+        throw bad(i, std::string(key) + " must have 3 sizes");
+      for (int a = 0; a < 3; ++a) {
+        int64_t v = d[a].asInt();
+        // Grid x may reach 2^31-1; every other dimension fits 65535.
+        int64_t most = std::string(key) == "grid" && a == 0 ? 2147483647 : 65535;
+        if (v < 1 || v > most)
+          throw bad(i, std::string(key) + " size " + std::to_string(v) +
+                           " is outside [1, " + std::to_string(most) + "]");
+        into[a] = (uint32_t)v;
+      }
+    }
+    uint64_t threads = (uint64_t)k.block[0] * k.block[1] * k.block[2];
+    if (threads > 1024 || k.block[2] > 64)
+      throw bad(i, "block " + dims(k.block) + " has " + std::to_string(threads) +
+                       " threads; a CUDA block holds at most 1024 (z at most 64)");
+    int64_t shared = 0;
+    if (const Json *s = l.find("shared_bytes"))
+      shared = s->asInt();
+    if (shared < 0 || shared > 227 * 1024)
+      throw bad(i, "shared_bytes " + std::to_string(shared) +
+                       " is outside [0, 232448]");
+    k.sharedBytes = (uint32_t)shared;
+    out.push_back(std::move(k));
+  }
+  return out;
+}
+} // namespace
+
+Bundle Bundle::load(const std::string &path) {
   std::string file = readFile(path);
   auto bad = [&](const std::string &what) {
     return RuntimeError(path + ": not a valid fbt bundle: " + what);
@@ -216,11 +302,21 @@ Bundle Bundle::load(const std::string &path, const std::string &expectedTarget) 
     const Json &m = b.manifest_;
     if (m.at("format").asString() != "fbt-bundle")
       throw bad("the manifest's format is not 'fbt-bundle'");
-    const std::string &kind = m.at("target").at("kind").asString();
-    if (kind != expectedTarget)
-      throw RuntimeError(path + ": compiled for target '" + kind +
-                         "', but this runtime runs '" + expectedTarget +
-                         "'; recompile with fbtc --target=" + expectedTarget);
+    const Json &target = m.at("target");
+    b.target_.kind = target.at("kind").asString();
+    if (b.target_.kind == "cpu") {
+      if (const Json *cpu = target.find("cpu"))
+        b.target_.chip = cpu->asString();
+    } else if (b.target_.kind == "nvptx") {
+      b.target_.chip = target.at("chip").asString();
+      if (const Json *f = target.find("features"))
+        b.target_.features = f->asString();
+    } else {
+      throw RuntimeError(path + ": compiled for target '" + b.target_.kind +
+                         "', but this runtime runs 'cpu'; recompile with "
+                         "fbtc --target=cpu (or --target=sm_90 for an "
+                         "NVIDIA GPU: kind 'nvptx')");
+    }
     for (const Json &p : m.at("params").asArray())
       b.params_.push_back({p.at("name").asString(), shapeOf(p.at("shape")),
                            p.at("decay").asBool(), p.at("feedback").asBool()});
@@ -231,17 +327,34 @@ Bundle Bundle::load(const std::string &path, const std::string &expectedTarget) 
       checkPlan(plan, b.kernels_);
       b.steps_[s.first] = std::move(plan);
     }
+    if (b.target_.gpu()) {
+      const Json &launches = m.at("launches");
+      for (const std::string &k : b.kernels_) {
+        const Json *l = launches.find(k);
+        if (!l)
+          throw RuntimeError("kernel '" + k + "' has no launches");
+        b.launches_[k] = launchesOf(k, *l);
+      }
+    }
 
-    // The kernel library.
-    const Json &blob = m.at("blobs").at("kernels.so");
+    // The blobs, each checked against its checksum.
     uint64_t base = alignTo64(kHeader + length);
-    uint64_t offset = blob.at("offset").asInt(), size = blob.at("size").asInt();
-    if (base + offset + size > file.size() || base + offset + size < base)
-      throw bad("the kernel library runs past the end of the file (truncated?)");
-    b.library_ = file.substr(base + offset, size);
-    uint64_t sum = std::stoull(blob.at("fnv1a64").asString(), nullptr, 16);
-    if (fnv1a64(b.library_.data(), b.library_.size()) != sum)
-      throw bad("the kernel library's checksum does not match (corrupt file)");
+    for (const Json::Member &blob : m.at("blobs").asObject()) {
+      const std::string &name = blob.first;
+      uint64_t offset = blob.second.at("offset").asInt(),
+               size = blob.second.at("size").asInt();
+      if (base + offset + size > file.size() || base + offset + size < base)
+        throw bad(blobTitle(name) + " runs past the end of the file (truncated?)");
+      std::string bytes = file.substr(base + offset, size);
+      uint64_t sum = std::stoull(blob.second.at("fnv1a64").asString(), nullptr, 16);
+      if (fnv1a64(bytes.data(), bytes.size()) != sum)
+        throw bad(blobTitle(name) + "'s checksum does not match (corrupt file)");
+      b.blobs_[name] = std::move(bytes);
+    }
+    const char *required = b.target_.gpu() ? "kernels.ptx" : "kernels.so";
+    if (!b.blob(required))
+      throw bad("a '" + b.target_.kind + "' bundle needs " + blobTitle(required) +
+                " (" + required + "), and this one has none");
   } catch (const RuntimeError &e) {
     std::string what = e.what();
     if (what.rfind(path, 0) == 0)

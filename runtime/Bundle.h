@@ -6,6 +6,11 @@
 // lies inside the buffer it names. A truncated, corrupt or wrong-target
 // bundle is a RuntimeError naming the file and what is wrong.
 //
+// Two targets: "cpu" bundles carry a shared library (kernels.so); "nvptx"
+// bundles carry PTX (kernels.ptx), a cubin for their chip when the compiling
+// machine had ptxas (kernels.cubin), and for every kernel the launches that
+// run it (entry symbol, grid, block). Plans are the same for both.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef FBT_RUNTIME_BUNDLE_H
@@ -71,6 +76,23 @@ struct StepPlan {
   int64_t outputIndex(const std::string &name) const;
 };
 
+/// One launch of a GPU kernel. Every launch of a kernel takes the kernel's
+/// full argument list (PlanOp::args), one device pointer each.
+struct KernelLaunch {
+  std::string entry; ///< the PTX .entry symbol
+  uint32_t grid[3] = {1, 1, 1};
+  uint32_t block[3] = {1, 1, 1};
+  uint32_t sharedBytes = 0;
+};
+
+/// What a bundle was compiled for (the manifest's "target").
+struct BundleTarget {
+  std::string kind;     ///< "cpu" or "nvptx"
+  std::string chip;     ///< nvptx: "sm_90"; cpu: the LLVM CPU name
+  std::string features; ///< nvptx: "+ptx80"
+  bool gpu() const { return kind == "nvptx"; }
+};
+
 struct ParamSpec {
   std::string name;
   std::vector<int64_t> shape;
@@ -80,15 +102,22 @@ struct ParamSpec {
 
 class Bundle {
 public:
-  /// Loads and validates `path`; `expectedTarget` ("cpu") must match.
-  static Bundle load(const std::string &path, const std::string &expectedTarget);
+  /// Loads and validates `path`, a bundle for any target this runtime knows.
+  static Bundle load(const std::string &path);
 
   const std::string &path() const { return path_; }
   const Json &model() const { return manifest_.at("model"); }
   const Json &manifest() const { return manifest_; }
   const std::vector<ParamSpec> &params() const { return params_; }
+  const BundleTarget &target() const { return target_; }
   const std::vector<std::string> &kernels() const { return kernels_; }
-  const std::string &kernelLibrary() const { return library_; }
+  /// A blob by name ("kernels.so", "kernels.ptx", "kernels.cubin"); null if
+  /// the bundle has none of that name.
+  const std::string *blob(const std::string &name) const;
+  /// The CPU target's kernel library (kernels.so).
+  const std::string &kernelLibrary() const;
+  /// The GPU target's launches of `kernel`, in order (at least one).
+  const std::vector<KernelLaunch> &launches(const std::string &kernel) const;
   bool hasStep(const std::string &name) const { return steps_.count(name) != 0; }
   const StepPlan &step(const std::string &name) const;
   const std::map<std::string, StepPlan> &steps() const { return steps_; }
@@ -96,10 +125,12 @@ public:
 private:
   std::string path_;
   Json manifest_;
+  BundleTarget target_;
   std::vector<ParamSpec> params_;
   std::vector<std::string> kernels_;
   std::map<std::string, StepPlan> steps_;
-  std::string library_;
+  std::map<std::string, std::string> blobs_;
+  std::map<std::string, std::vector<KernelLaunch>> launches_;
 };
 
 uint64_t fnv1a64(const void *data, size_t size);

@@ -12,22 +12,10 @@
 
 namespace fbt {
 
-AlignedBuffer::AlignedBuffer(size_t bytes) : size_(bytes) {
-  size_t rounded = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
-  void *p = std::aligned_alloc(64, rounded);
-  if (!p)
-    throw RuntimeError("out of memory allocating " + std::to_string(bytes) + " bytes");
-  std::memset(p, 0, rounded);
-  ptr_.reset(p);
-}
-
-StepRunner::StepRunner(const StepPlan &plan, const KernelLibrary &kernels)
-    : plan_(plan), arena_(plan.arenaBytes) {
-  for (const PlanOp &op : plan.ops) {
+CpuStepRunner::CpuStepRunner(const StepPlan &plan, const KernelLibrary &kernels)
+    : StepRunner(plan), arena_(plan.arenaBytes) {
+  for (const PlanOp &op : plan.ops)
     kernels_.push_back(op.kernel.empty() ? nullptr : kernels.lookup(op.kernel));
-    size_t cut = op.kernel.find('_');
-    stems_.push_back(op.kernel.empty() ? "gemm" : op.kernel.substr(cut + 1));
-  }
   // Constants are splats, filled once.
   for (const ConstantSpec &c : plan.constants) {
     AlignedBuffer b(c.bytes());
@@ -42,48 +30,30 @@ StepRunner::StepRunner(const StepPlan &plan, const KernelLibrary &kernels)
         throw RuntimeError("step '" + plan.name + "': constant of unsupported type " + c.dtype);
     }
     constants_.push_back(std::move(b));
+    constantAddresses_.push_back(constants_.back().as<char>());
   }
 }
 
-void StepRunner::run(const std::vector<void *> &inputs,
-                     const std::vector<void *> &outputs) {
-  if (inputs.size() != plan_.inputs.size() || outputs.size() != plan_.outputs.size())
-    throw RuntimeError("step '" + plan_.name + "' bound with the wrong number of buffers");
-  auto address = [&](const BufferRef &r) -> void * {
-    char *base = nullptr;
-    switch (r.kind) {
-    case BufferRef::Kind::Input:
-      base = static_cast<char *>(inputs[r.index]);
-      break;
-    case BufferRef::Kind::Output:
-      base = static_cast<char *>(outputs[r.index]);
-      break;
-    case BufferRef::Kind::Const:
-      base = static_cast<char *>(constants_[r.index].data());
-      break;
-    case BufferRef::Kind::Arena:
-      base = static_cast<char *>(arena_.data());
-      break;
-    }
-    if (!base)
-      throw RuntimeError("step '" + plan_.name + "': a buffer it uses is not bound");
-    return base + r.offset;
+void CpuStepRunner::run(const std::vector<void *> &inputs,
+                        const std::vector<void *> &outputs) {
+  checkBinding(inputs, outputs);
+  char *arena = arena_.as<char>();
+  auto at = [&](const BufferRef &r) -> void * {
+    return address(r, inputs, outputs, constantAddresses_, arena);
   };
 
   using Clock = std::chrono::steady_clock;
-  // FBT_TRACE=1 names each call before it runs (for debugging a bundle).
-  static const bool trace = std::getenv("FBT_TRACE") != nullptr;
   void *args[16];
   for (size_t i = 0; i < plan_.ops.size(); ++i) {
     const PlanOp &op = plan_.ops[i];
     auto start = profile_ ? Clock::now() : Clock::time_point();
-    if (trace)
+    if (tracing())
       std::fprintf(stderr, "fbt: %s #%zu %s\n", plan_.name.c_str(), i,
                    op.kernel.empty() ? "gemm" : op.kernel.c_str());
     if (!kernels_[i]) {
-      const float *a = static_cast<const float *>(address(op.args[0]));
-      const float *b = static_cast<const float *>(address(op.args[1]));
-      float *c = static_cast<float *>(address(op.args[2]));
+      const float *a = static_cast<const float *>(at(op.args[0]));
+      const float *b = static_cast<const float *>(at(op.args[1]));
+      float *c = static_cast<float *>(at(op.args[2]));
       cblas_sgemm(CblasRowMajor, op.transposeLhs ? CblasTrans : CblasNoTrans,
                   op.transposeRhs ? CblasTrans : CblasNoTrans, (int)op.m,
                   (int)op.n, (int)op.k, 1.0f, a,
@@ -93,17 +63,14 @@ void StepRunner::run(const std::vector<void *> &inputs,
       if (op.args.size() > 16)
         throw RuntimeError("kernel '" + op.kernel + "' takes too many buffers");
       for (size_t a = 0; a < op.args.size(); ++a)
-        args[a] = address(op.args[a]);
+        args[a] = at(op.args[a]);
       KernelLibrary::call(kernels_[i], args, op.args.size());
     }
-    if (profile_) {
-      double s = std::chrono::duration<double>(Clock::now() - start).count();
-      (kernels_[i] ? kernelSeconds_ : gemmSeconds_) += s;
-      byName_[stems_[i]] += s;
-    }
+    if (profile_)
+      record(i, std::chrono::duration<double>(Clock::now() - start).count());
   }
   for (const OutputCopy &c : plan_.copies)
-    std::memcpy(outputs[c.output], address(c.source), c.source.bytes);
+    std::memcpy(outputs[c.output], at(c.source), c.source.bytes);
 }
 
 } // namespace fbt

@@ -58,22 +58,6 @@ std::string Regime::name() const {
   return "?";
 }
 
-namespace {
-/// A step's buffers, bound by name.
-struct Binding {
-  std::vector<void *> inputs, outputs;
-  std::map<std::string, AlignedBuffer> owned; // outputs by name
-  AlignedBuffer &buffer(const std::string &name) {
-    auto it = owned.find(name);
-    if (it == owned.end())
-      throw RuntimeError("the bundle's step has no output '" + name +
-                         "'; was it compiled by another fbtc? recompile it");
-    return it->second;
-  }
-  const float *out(const std::string &name) { return buffer(name).as<float>(); }
-};
-} // namespace
-
 Decoder::Decoder(Session &s) : session_(s) {
   const Json &c = s.config();
   batch_ = c.at("inference").at("batch_size").asInt();
@@ -83,39 +67,34 @@ Decoder::Decoder(Session &s) : session_(s) {
   width_ = c.at("hidden_size").asInt();
   layers_ = c.at("num_hidden_layers").asInt();
   for (int64_t i = 0; i < 2 * layers_; ++i)
-    caches_.emplace_back(batch_ * maxSequence_ * width_ * sizeof(float));
+    caches_.emplace_back(s.device(), batch_ * maxSequence_ * width_ * sizeof(float),
+                         "the KV cache");
   lastLogits_ = AlignedBuffer(batch_ * vocab_ * sizeof(float));
   state_ = AlignedBuffer(batch_ * width_ * sizeof(float));
 }
 
-static Binding bindStep(Session &s, const StepPlan &plan,
-                    const std::map<std::string, void *> &named,
-                    std::vector<AlignedBuffer> &caches, int64_t layers) {
-  Binding b;
-  for (const TensorSpec &in : plan.inputs) {
-    void *ptr = s.stateBuffer(in.name);
-    if (!ptr && in.name.rfind("k_cache.", 0) == 0)
-      ptr = caches[std::stoll(in.name.substr(8))].data();
-    if (!ptr && in.name.rfind("v_cache.", 0) == 0)
-      ptr = caches[layers + std::stoll(in.name.substr(8))].data();
-    if (!ptr) {
-      auto it = named.find(in.name);
-      if (it == named.end())
-        throw RuntimeError("step '" + plan.name + "' takes an input '" + in.name +
-                           "' the decoder cannot bind");
-      ptr = it->second;
-    }
-    b.inputs.push_back(ptr);
-  }
-  for (const TensorSpec &out : plan.outputs) {
-    if (out.updates >= 0 && out.name.find("_cache.") != std::string::npos) {
-      b.outputs.push_back(nullptr); // the caches, in place
-      continue;
-    }
-    auto &buf = b.owned[out.name] = AlignedBuffer(out.bytes);
-    b.outputs.push_back(buf.data());
-  }
-  return b;
+StepBinding &Decoder::binding(const std::string &step,
+                              const std::set<std::string> &inputs) {
+  auto &b = bindings_[step];
+  if (b)
+    return *b;
+  auto owned = [&](const std::string &name) -> void * {
+    if (void *p = session_.stateBuffer(name))
+      return p;
+    for (auto [prefix, first] : {std::pair{"k_cache.", 0}, {"v_cache.", 1}})
+      if (name.rfind(prefix, 0) == 0) {
+        int64_t layer = std::stoll(name.substr(8));
+        if (layer < 0 || layer >= layers_)
+          throw RuntimeError("step '" + step + "' takes a cache for layer " +
+                             std::to_string(layer) + ", but the model has " +
+                             std::to_string(layers_));
+        return caches_[first * layers_ + layer].data();
+      }
+    return nullptr;
+  };
+  b = std::make_unique<StepBinding>(session_.device(), session_.bundle().step(step),
+                                    owned, inputs, "the decoder");
+  return *b;
 }
 
 void Decoder::prefill(const std::vector<std::vector<int32_t>> &prompts,
@@ -140,14 +119,13 @@ void Decoder::prefill(const std::vector<std::vector<int32_t>> &prompts,
     std::copy(p.begin(), p.end(), ids.begin() + b * maxPrompt_);
     last[b] = (int32_t)p.size() - 1;
   }
-  std::map<std::string, void *> named = {{"input_ids", ids.data()},
-                                         {"last_positions", last.data()}};
   StepRunner &plain = session_.runner("prefill");
-  Binding b = bindStep(session_, plain.plan(), named, caches_, layers_);
-  plain.run(b.inputs, b.outputs);
-  AlignedBuffer states = std::move(b.buffer("states"));
-  std::memcpy(lastLogits_.data(), b.out("logits"), lastLogits_.size());
-  std::memcpy(state_.data(), b.out("state"), state_.size());
+  StepBinding &b = binding("prefill", {"input_ids", "last_positions"});
+  b.set("input_ids", ids.data(), ids.size() * sizeof(int32_t));
+  b.set("last_positions", last.data(), last.size() * sizeof(int32_t));
+  b.run(plain);
+  b.read("logits", lastLogits_.data(), lastLogits_.size());
+  b.read("state", state_.data(), state_.size());
 
   if (regime.kind != Regime::Kind::Fused)
     return;
@@ -155,13 +133,20 @@ void Decoder::prefill(const std::vector<std::vector<int32_t>> &prompts,
     throw RuntimeError("this model has no feedback path (fusion none): fused "
                        "decoding needs one");
   StepRunner &fused = session_.runner("prefill_fused");
+  StepBinding &f =
+      binding("prefill_fused", {"input_ids", "last_positions", "prev_states"});
+  f.set("input_ids", ids.data(), ids.size() * sizeof(int32_t));
+  f.set("last_positions", last.data(), last.size() * sizeof(int32_t));
+  const StepPlan &plan = fused.plan();
+  int64_t bytes = plan.inputs[plan.inputIndex("prev_states")].bytes;
+  const void *states = b.output("states");
   for (int64_t pass = 2; pass <= regime.passes; ++pass) {
-    named["prev_states"] = states.data();
-    Binding f = bindStep(session_, fused.plan(), named, caches_, layers_);
-    fused.run(f.inputs, f.outputs);
-    states = std::move(f.buffer("states"));
-    std::memcpy(lastLogits_.data(), f.out("logits"), lastLogits_.size());
-    std::memcpy(state_.data(), f.out("state"), state_.size());
+    // Each pass reads the states of the one before it.
+    session_.device().copy(f.input("prev_states"), states, bytes);
+    f.run(fused);
+    states = f.output("states");
+    f.read("logits", lastLogits_.data(), lastLogits_.size());
+    f.read("state", state_.data(), state_.size());
   }
 }
 
@@ -172,21 +157,19 @@ void Decoder::decode(const std::vector<int32_t> &tokens,
       throw RuntimeError("sequence " + std::to_string(b) + " reached the "
                          "context length " + std::to_string(maxSequence_));
   std::vector<float> on(batch_, feedback ? 1.0f : 0.0f);
-  AlignedBuffer state(state_.size());
-  std::memcpy(state.data(), state_.data(), state_.size());
-  std::map<std::string, void *> named = {
-      {"input_ids", const_cast<int32_t *>(tokens.data())},
-      {"positions", const_cast<int32_t *>(positions.data())},
-      {"state", state.data()},
-      {"feedback_on", on.data()}};
   // Standard decoding takes the step without the feedback path when the
   // bundle has one (it has whenever the model has a feedback path at all).
   bool plain = !feedback && session_.bundle().hasStep("decode_step_plain");
-  StepRunner &step = session_.runner(plain ? "decode_step_plain" : "decode_step");
-  Binding b = bindStep(session_, step.plan(), named, caches_, layers_);
-  step.run(b.inputs, b.outputs);
-  std::memcpy(lastLogits_.data(), b.out("logits"), lastLogits_.size());
-  std::memcpy(state_.data(), b.out("state"), state_.size());
+  std::string name = plain ? "decode_step_plain" : "decode_step";
+  StepRunner &step = session_.runner(name);
+  StepBinding &b = binding(name, {"input_ids", "positions", "state", "feedback_on"});
+  b.set("input_ids", tokens.data(), tokens.size() * sizeof(int32_t));
+  b.set("positions", positions.data(), positions.size() * sizeof(int32_t));
+  b.set("state", state_.data(), state_.size());
+  b.set("feedback_on", on.data(), on.size() * sizeof(float));
+  b.run(step);
+  b.read("logits", lastLogits_.data(), lastLogits_.size());
+  b.read("state", state_.data(), state_.size());
 }
 
 std::vector<std::vector<std::vector<float>>>

@@ -19,6 +19,9 @@
 #include "runtime/Session.h"
 
 #include <functional>
+#include <map>
+#include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -73,11 +76,15 @@ private:
   void decode(const std::vector<int32_t> &tokens, const std::vector<int32_t> &positions,
               bool feedback);
   int32_t sample(const float *logits, const SamplingOptions &s, uint64_t counter) const;
+  /// The step's runner and its binding (made once, then reused: the same
+  /// buffers every token).
+  StepBinding &binding(const std::string &step, const std::set<std::string> &inputs);
 
   Session &session_;
   int64_t batch_, maxPrompt_, maxSequence_, vocab_, width_, layers_;
-  std::vector<AlignedBuffer> caches_;   ///< k_cache.0.., v_cache.0..
-  AlignedBuffer lastLogits_, state_;    ///< [B, 1, V], [B, 1, D]
+  std::vector<DeviceBuffer> caches_;    ///< k_cache.0.., v_cache.0.. (device)
+  AlignedBuffer lastLogits_, state_;    ///< [B, 1, V], [B, 1, D] (host)
+  std::map<std::string, std::unique_ptr<StepBinding>> bindings_;
 };
 
 } // namespace fbt

@@ -22,14 +22,12 @@ int64_t elements(const std::vector<int64_t> &shape) {
 } // namespace
 
 Session::Session(const std::string &path)
-    : bundle_(Bundle::load(path, "cpu")) {
-  kernels_ = std::make_unique<KernelLibrary>(bundle_.kernelLibrary(),
-                                             bundle_.kernels(), path);
+    : bundle_(Bundle::load(path)), device_(openDevice(bundle_)) {
   for (const ParamSpec &p : bundle_.params()) {
     size_t bytes = elements(p.shape) * sizeof(float);
-    state_.params.emplace_back(bytes);
-    state_.m.emplace_back(bytes);
-    state_.v.emplace_back(bytes);
+    state_.params.emplace_back(*device_, bytes, "parameter '" + p.name + "'");
+    state_.m.emplace_back(*device_, bytes, "AdamW moment of '" + p.name + "'");
+    state_.v.emplace_back(*device_, bytes, "AdamW moment of '" + p.name + "'");
   }
 }
 
@@ -50,19 +48,28 @@ void *Session::stateBuffer(const std::string &name) {
   return nullptr;
 }
 
+std::vector<float> Session::parameter(size_t index) const {
+  const DeviceBuffer &b = state_.params.at(index);
+  std::vector<float> values(b.size() / sizeof(float));
+  device_->download(values.data(), b.data(), b.size());
+  return values;
+}
+
 StepRunner &Session::runner(const std::string &step) {
   auto &r = runners_[step];
   if (!r)
-    r = std::make_unique<StepRunner>(bundle_.step(step), *kernels_);
+    r = device_->makeRunner(bundle_.step(step));
   return *r;
 }
 
 void Session::initialize(uint64_t seed) {
   for (size_t i = 0; i < bundle_.params().size(); ++i) {
     const ParamSpec &p = bundle_.params()[i];
-    initParameter(state_.params[i].as<float>(), p.shape, seed, i);
-    std::memset(state_.m[i].data(), 0, state_.m[i].size());
-    std::memset(state_.v[i].data(), 0, state_.v[i].size());
+    std::vector<float> values(state_.params[i].size() / sizeof(float));
+    initParameter(values.data(), p.shape, seed, i);
+    device_->upload(state_.params[i].data(), values.data(), state_.params[i].size());
+    device_->zero(state_.m[i].data(), state_.m[i].size());
+    device_->zero(state_.v[i].data(), state_.v[i].size());
   }
   state_.step = 0;
   state_.seed = seed;
@@ -70,9 +77,9 @@ void Session::initialize(uint64_t seed) {
 
 void Session::saveCheckpoint(const std::string &path) const {
   std::vector<Tensor> tensors;
-  auto add = [&](const std::string &name, const ParamSpec &p, const AlignedBuffer &b) {
+  auto add = [&](const std::string &name, const ParamSpec &p, const DeviceBuffer &b) {
     Tensor t(name, DType::F32, p.shape);
-    std::memcpy(t.bytes.data(), b.data(), t.bytes.size());
+    device_->download(t.bytes.data(), b.data(), t.bytes.size());
     tensors.push_back(std::move(t));
   };
   for (size_t i = 0; i < bundle_.params().size(); ++i) {
@@ -91,14 +98,14 @@ void Session::saveCheckpoint(const std::string &path) const {
 
 void Session::loadCheckpoint(const std::string &path) {
   SafetensorsFile file = readSafetensors(path);
-  auto fill = [&](const std::string &name, const ParamSpec &p, AlignedBuffer &b,
+  auto fill = [&](const std::string &name, const ParamSpec &p, DeviceBuffer &b,
                   bool required) {
     const Tensor *t = file.find(name);
     if (!t) {
       if (required)
         throw RuntimeError(path + ": missing tensor '" + name +
                            "' (does this checkpoint belong to this bundle?)");
-      std::memset(b.data(), 0, b.size());
+      device_->zero(b.data(), b.size());
       return;
     }
     if (t->shape != p.shape)
@@ -109,7 +116,7 @@ void Session::loadCheckpoint(const std::string &path) {
     for (float x : values)
       if (!std::isfinite(x))
         throw RuntimeError(path + ": tensor '" + name + "' holds NaN or Inf");
-    std::memcpy(b.data(), values.data(), b.size());
+    device_->upload(b.data(), values.data(), b.size());
   };
   for (size_t i = 0; i < bundle_.params().size(); ++i) {
     const ParamSpec &p = bundle_.params()[i];
@@ -125,67 +132,54 @@ void Session::loadCheckpoint(const std::string &path) {
   state_.seed = (uint64_t)meta("fbt.seed", 0);
 }
 
-namespace {
-/// Binds a step's inputs by name from the session's state and the batch.
-struct Binding {
-  std::vector<void *> inputs, outputs;
-  std::vector<AlignedBuffer> owned;
-  void *own(size_t bytes) {
-    owned.emplace_back(bytes);
-    return owned.back().data();
+StepBinding &Session::trainBinding(const std::string &step, bool update) {
+  auto &b = bindings_[step];
+  if (!b) {
+    std::set<std::string> batch = {"input_ids", "targets", "seed"};
+    if (update)
+      batch.insert({"lr", "step"});
+    b = std::make_unique<StepBinding>(
+        *device_, bundle_.step(step),
+        [&](const std::string &name) { return stateBuffer(name); }, batch,
+        "this runtime");
   }
-};
-} // namespace
-
-static Binding bindTrainInputs(Session &s, const StepPlan &plan, const int32_t *ids,
-                               const int32_t *targets, int64_t *seed, float *lr,
-                               float *stepCount) {
-  Binding b;
-  const std::map<std::string, void *> batch = {
-      {"input_ids", const_cast<int32_t *>(ids)},
-      {"targets", const_cast<int32_t *>(targets)},
-      {"seed", seed},
-      {"lr", lr},
-      {"step", stepCount}};
-  for (const TensorSpec &in : plan.inputs) {
-    void *ptr = s.stateBuffer(in.name);
-    if (!ptr) {
-      auto it = batch.find(in.name);
-      if (it == batch.end() || !it->second)
-        throw RuntimeError("step '" + plan.name + "' takes an input '" +
-                           in.name + "' this runtime cannot bind");
-      ptr = it->second;
-    }
-    b.inputs.push_back(ptr);
-  }
-  for (const TensorSpec &out : plan.outputs)
-    b.outputs.push_back(out.updates >= 0 ? nullptr : b.own(out.bytes));
-  return b;
+  return *b;
 }
 
-static StepResult readLosses(const StepPlan &plan, const Binding &b) {
+namespace {
+/// Binds the batch: [B, T] ids and targets, and the kernel seed.
+void setBatch(StepBinding &b, const StepPlan &plan, const int32_t *ids,
+              const int32_t *targets, const int64_t *seed) {
+  for (const char *name : {"input_ids", "targets"}) {
+    int64_t i = plan.inputIndex(name);
+    if (i >= 0)
+      b.set(name, name[0] == 'i' ? ids : targets, plan.inputs[i].bytes);
+  }
+  b.set("seed", seed, sizeof(*seed));
+}
+
+StepResult readLosses(const StepPlan &plan, const StepBinding &b) {
   StepResult r;
-  auto out = [&](const char *name) -> const float * {
-    int64_t i = plan.outputIndex(name);
-    return i < 0 ? nullptr : static_cast<const float *>(b.outputs[i]);
-  };
-  r.loss = *out("loss");
-  const float *per = out("pass_losses");
-  r.passLosses.assign(per, per + std::max<int64_t>(plan.passes, 1));
-  if (const float *gn = out("grad_norm"))
-    r.gradNorm = *gn;
+  b.read("loss", &r.loss, sizeof(float));
+  r.passLosses.resize(std::max<int64_t>(plan.passes, 1));
+  b.read("pass_losses", r.passLosses.data(), r.passLosses.size() * sizeof(float));
+  if (b.hasOutput("grad_norm"))
+    b.read("grad_norm", &r.gradNorm, sizeof(float));
   return r;
 }
+} // namespace
 
 StepResult Session::trainStep(int64_t passes, const int32_t *ids,
                               const int32_t *targets, uint64_t seed, float lr) {
   std::string name = "train_k" + std::to_string(passes);
   StepRunner &run = runner(name);
+  StepBinding &b = trainBinding(name, true);
   int64_t seedValue = (int64_t)seed;
   float stepCount = (float)(state_.step + 1); // AdamW counts from 1
-  Binding b = bindTrainInputs(*this, run.plan(), ids, targets, &seedValue, &lr,
-                              &stepCount);
-  run.run(b.inputs, b.outputs);
+  setBatch(b, run.plan(), ids, targets, &seedValue);
+  b.set("lr", &lr, sizeof(lr));
+  b.set("step", &stepCount, sizeof(stepCount));
+  b.run(run);
   ++state_.step;
   StepResult r = readLosses(run.plan(), b);
   if (!std::isfinite(r.loss) || !std::isfinite(r.gradNorm))
@@ -200,10 +194,10 @@ StepResult Session::evalStep(int64_t passes, const int32_t *ids,
                              std::vector<AlignedBuffer> *grads) {
   std::string name = "train_k" + std::to_string(passes) + "_grads";
   StepRunner &run = runner(name);
+  StepBinding &b = trainBinding(name, false);
   int64_t seedValue = (int64_t)seed;
-  Binding b = bindTrainInputs(*this, run.plan(), ids, targets, &seedValue,
-                              nullptr, nullptr);
-  run.run(b.inputs, b.outputs);
+  setBatch(b, run.plan(), ids, targets, &seedValue);
+  b.run(run);
   StepResult r = readLosses(run.plan(), b);
   if (grads) {
     grads->clear();
@@ -212,7 +206,7 @@ StepResult Session::evalStep(int64_t passes, const int32_t *ids,
       if (i < 0)
         throw RuntimeError("step '" + name + "' has no gradient for " + p.name);
       grads->emplace_back(run.plan().outputs[i].bytes);
-      std::memcpy(grads->back().data(), b.outputs[i], grads->back().size());
+      b.read("grad." + p.name, grads->back().data(), grads->back().size());
     }
   }
   return r;

@@ -1,8 +1,11 @@
 //===- Session.h - a loaded bundle ready to run ---------------------*- C++ -*-===//
 //
-// A Session holds a bundle, its loaded kernels, and one StepRunner per step
-// used (each with its arena), and the model's state: parameters, AdamW
-// moments and the optimizer's step count. Checkpoints are safetensors with
+// A Session holds a bundle, the device that runs it (Device.h: the CPU or a
+// GPU, as the bundle's target says), one StepRunner per step used (each with
+// its arena), and the model's state on that device: parameters, AdamW
+// moments and the optimizer's step count. Batches go in and losses come out
+// through host memory; checkpoints are read and written on the host, so
+// they are the same files whichever device trained them. Checkpoints are safetensors with
 // HF Llama names for the shared weights (so standard tools load the K=1
 // model), `feedback.*` for the feedback path, and `optimizer.adam_m.*`,
 // `optimizer.adam_v.*` beside them; the step count and seed are metadata.
@@ -12,9 +15,10 @@
 #ifndef FBT_RUNTIME_SESSION_H
 #define FBT_RUNTIME_SESSION_H
 
+#include "runtime/AlignedBuffer.h"
 #include "runtime/Bundle.h"
-#include "runtime/CpuExecutor.h"
-#include "runtime/KernelLibrary.h"
+#include "runtime/Device.h"
+#include "runtime/StepBinding.h"
 
 #include <map>
 #include <memory>
@@ -24,7 +28,7 @@
 namespace fbt {
 
 struct ModelState {
-  std::vector<AlignedBuffer> params, m, v; ///< in Bundle::params() order
+  std::vector<DeviceBuffer> params, m, v; ///< in Bundle::params() order
   int64_t step = 0;                        ///< optimizer steps taken
   uint64_t seed = 0;
 };
@@ -40,11 +44,14 @@ public:
   explicit Session(const std::string &bundlePath);
 
   const Bundle &bundle() const { return bundle_; }
+  Device &device() { return *device_; }
   ModelState &state() { return state_; }
   int64_t paramIndex(const std::string &name) const;
-  /// The state buffer a step input names: a parameter, `adam_m.<param>` or
-  /// `adam_v.<param>`; null for any other name.
+  /// The state buffer (device memory) a step input names: a parameter,
+  /// `adam_m.<param>` or `adam_v.<param>`; null for any other name.
   void *stateBuffer(const std::string &name);
+  /// Parameter `index`'s values, copied to the host.
+  std::vector<float> parameter(size_t index) const;
   /// The bundle's model config (the resolved spec).
   const Json &config() const { return bundle_.model(); }
 
@@ -66,9 +73,15 @@ public:
                       uint64_t seed, std::vector<AlignedBuffer> *grads = nullptr);
 
 private:
+  StepBinding &trainBinding(const std::string &step, bool update);
+
+  // Declared in the order they depend on each other: runners, bindings and
+  // state hold device memory and go before the device, the device before
+  // the bundle whose plans and kernels it holds.
   Bundle bundle_;
-  std::unique_ptr<KernelLibrary> kernels_;
+  std::unique_ptr<Device> device_;
   std::map<std::string, std::unique_ptr<StepRunner>> runners_;
+  std::map<std::string, std::unique_ptr<StepBinding>> bindings_;
   ModelState state_;
 };
 

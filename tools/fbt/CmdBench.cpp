@@ -79,11 +79,13 @@ int runBench(int argc, char **argv) {
       prof += (i ? ", \"" : "\"") + top[i].second + "\": " +
               std::to_string(top[i].first / secs).substr(0, 5);
     prof += "}";
-    std::printf("{\"bench\": \"train\", \"passes\": %lld, \"tokens_per_step\": %lld, "
+    std::printf("{\"bench\": \"train\", \"device\": \"%s\", \"passes\": %lld, "
+                "\"tokens_per_step\": %lld, "
                 "\"step_ms\": %.3f, \"tokens_per_s\": %.1f, \"gemm_share\": %.3f, "
                 "\"kernel_share\": %.3f, \"arena_bytes\": %lld, \"peak_rss_mib\": %.1f, "
                 "\"top\": %s}\n",
-                (long long)k, (long long)(b * t), 1e3 * secs / steps, b * t * steps / secs,
+                s.device().describe().c_str(), (long long)k, (long long)(b * t),
+                1e3 * secs / steps, b * t * steps / secs,
                 runner.gemmSeconds() / secs, runner.kernelSeconds() / secs,
                 (long long)runner.plan().arenaBytes, peakRssMiB(), prof.c_str());
     return 0;
@@ -113,11 +115,13 @@ int runBench(int argc, char **argv) {
     return true;
   });
   double prefillSecs = first - start, decodeSecs = last - first;
-  std::printf("{\"bench\": \"decode\", \"mode\": \"%s\", \"batch\": %lld, "
+  std::printf("{\"bench\": \"decode\", \"device\": \"%s\", \"mode\": \"%s\", "
+              "\"batch\": %lld, "
               "\"prompt_tokens\": %lld, \"new_tokens\": %lld, "
               "\"prefill_tokens_per_s\": %.1f, \"ms_per_token\": %.4f, "
               "\"peak_rss_mib\": %.1f}\n",
-              regime.name().c_str(), (long long)d.batchSize(), (long long)prompt,
+              s.device().describe().c_str(), regime.name().c_str(),
+              (long long)d.batchSize(), (long long)prompt,
               (long long)newTokens, d.batchSize() * prompt / prefillSecs,
               1e3 * decodeSecs / newTokens, peakRssMiB());
   return 0;

@@ -4,6 +4,7 @@
 #include "Commands.h"
 
 #include "runtime/Bundle.h"
+#include "runtime/Device.h"
 
 #include <cstdio>
 
@@ -13,11 +14,12 @@ int runInspect(int argc, char **argv) {
   Args args(argc, argv, 2, {}, {"help", "json"});
   if (args.has("help")) {
     std::puts("usage: fbt inspect BUNDLE [--json]\n\n"
-              "Validates a bundle and prints its model, target, steps (with\n"
-              "their arena sizes and call counts) and kernels.");
+              "Validates a bundle and prints its model, target, the backend\n"
+              "that runs it (and whether it can run here), steps (with their\n"
+              "arena sizes and call counts) and kernels.");
     return 0;
   }
-  Bundle b = Bundle::load(args.require(0, "BUNDLE"), "cpu");
+  Bundle b = Bundle::load(args.require(0, "BUNDLE"));
   if (args.has("json")) {
     std::puts(b.manifest().dump(2).c_str());
     return 0;
@@ -31,8 +33,12 @@ int runInspect(int argc, char **argv) {
               (long long)m.at("num_attention_heads").asInt(),
               (long long)m.at("intermediate_size").asInt(),
               m.at("feedback").at("fusion").asString().c_str());
-  std::printf("target   %s (%s)\n", b.manifest().at("target").at("kind").asString().c_str(),
-              b.manifest().at("target").at("cpu").asString().c_str());
+  const BundleTarget &t = b.target();
+  std::string detail = t.chip;
+  if (!t.features.empty())
+    detail += ", " + t.features;
+  std::printf("target   %s (%s)\n", t.kind.c_str(), detail.c_str());
+  std::printf("backend  %s\n", backendSummary(t).c_str());
   int64_t params = 0;
   for (const ParamSpec &p : b.params()) {
     int64_t n = 1;
@@ -41,8 +47,17 @@ int runInspect(int argc, char **argv) {
     params += n;
   }
   std::printf("params   %zu tensors, %lld values\n", b.params().size(), (long long)params);
-  std::printf("kernels  %zu generated, %zu bytes of code\n", b.kernels().size(),
-              b.kernelLibrary().size());
+  if (t.gpu()) {
+    int64_t launches = 0;
+    for (const std::string &k : b.kernels())
+      launches += b.launches(k).size();
+    std::printf("kernels  %zu generated, %zu bytes of PTX%s, %lld launches\n",
+                b.kernels().size(), b.blob("kernels.ptx")->size(),
+                b.blob("kernels.cubin") ? " and a cubin" : "", (long long)launches);
+  } else {
+    std::printf("kernels  %zu generated, %zu bytes of code\n", b.kernels().size(),
+                b.kernelLibrary().size());
+  }
   std::printf("steps\n");
   for (const auto &[name, plan] : b.steps()) {
     int64_t gemms = 0;

@@ -85,9 +85,7 @@ int runStep(int argc, char **argv) {
     Tensor g("grad." + p.name, DType::F32, p.shape);
     std::memcpy(g.bytes.data(), grads[i].data(), g.bytes.size());
     out.push_back(std::move(g));
-    Tensor v(p.name, DType::F32, p.shape);
-    std::memcpy(v.bytes.data(), s.state().params[i].data(), v.bytes.size());
-    out.push_back(std::move(v));
+    out.push_back(Tensor::fromF32(p.name, p.shape, s.parameter(i)));
   }
   writeSafetensorsAtomic(args.get("out"), out);
   std::printf("K=%lld  %lld step(s)  loss %.6f -> %.6f\n", (long long)k,

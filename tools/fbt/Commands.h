@@ -10,6 +10,7 @@ int runTrain(int argc, char **argv);
 int runGenerate(int argc, char **argv);
 int runScore(int argc, char **argv);
 int runBench(int argc, char **argv);
+int runDevices(int argc, char **argv);
 } // namespace fbt
 
 #endif // FBT_TOOLS_FBT_COMMANDS_H

@@ -7,6 +7,10 @@
 //                                   generate text in a decoding regime
 //   fbt score BUNDLE ...            teacher-forced logits (numerics checks)
 //   fbt inspect BUNDLE              what a bundle holds
+//   fbt devices                     the GPUs this fbt can use
+//
+// A bundle runs where its target says: "cpu" bundles on the host, "nvptx"
+// bundles on an NVIDIA GPU; every command works the same for both.
 //
 // Errors are one line on stderr; the exit status is 2 for bad input (files,
 // options) and 1 for failures while running.
@@ -25,7 +29,8 @@ static void usage(std::FILE *out) {
   std::fputs(
       "usage: fbt <command> [options]\n"
       "\n"
-      "Runs bundles compiled by fbtc (fbtc SPEC --target=cpu -o M.fbtb).\n"
+      "Runs bundles compiled by fbtc (fbtc SPEC --target=cpu -o M.fbtb), on\n"
+      "the CPU or, for --target=sm_XY bundles, on an NVIDIA GPU.\n"
       "\n"
       "commands:\n"
       "  train BUNDLE     train the model (default data: an embedded corpus)\n"
@@ -34,6 +39,7 @@ static void usage(std::FILE *out) {
       "  step BUNDLE      run training steps on tensors from safetensors files\n"
       "  inspect BUNDLE   show the model, steps, kernels and arena sizes\n"
       "  bench BUNDLE     time the compiled training or decoding steps\n"
+      "  devices          list the GPUs this fbt can use\n"
       "\n"
       "`fbt <command> --help` describes each command's options.\n",
       out);
@@ -62,6 +68,8 @@ int main(int argc, char **argv) {
       return fbt::runStep(argc, argv);
     if (cmd == "inspect")
       return fbt::runInspect(argc, argv);
+    if (cmd == "devices")
+      return fbt::runDevices(argc, argv);
     std::fprintf(stderr, "fbt: error: unknown command '%s'\n", cmd.c_str());
     usage(stderr);
     return 2;

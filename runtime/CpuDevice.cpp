@@ -1,0 +1,62 @@
+//===- CpuDevice.cpp - the CPU backend: host memory, BLAS -----------------===//
+
+#include "runtime/CpuDevice.h"
+
+#include "runtime/CpuExecutor.h"
+#include "runtime/Error.h"
+#include "runtime/KernelLibrary.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+namespace fbt {
+
+namespace {
+class CpuDevice : public Device {
+public:
+  explicit CpuDevice(const Bundle &bundle)
+      : cpu_(bundle.target().chip),
+        kernels_(bundle.kernelLibrary(), bundle.kernels(), bundle.path()) {}
+
+  std::string describe() const override {
+    return "CPU (" + (cpu_.empty() ? std::string("host") : cpu_) +
+           "), generated kernels and BLAS GEMMs";
+  }
+
+  void *allocate(size_t bytes, const std::string &what) override {
+    size_t rounded = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
+    void *p = std::aligned_alloc(64, rounded);
+    if (!p)
+      throw RuntimeError("out of memory allocating " + what + " (" +
+                         std::to_string(bytes) + " bytes)");
+    std::memset(p, 0, rounded);
+    return p;
+  }
+  void release(void *ptr) noexcept override { std::free(ptr); }
+  void upload(void *device, const void *host, size_t bytes) override {
+    std::memcpy(device, host, bytes);
+  }
+  void download(void *host, const void *device, size_t bytes) override {
+    std::memcpy(host, device, bytes);
+  }
+  void copy(void *to, const void *from, size_t bytes) override {
+    std::memcpy(to, from, bytes);
+  }
+  void zero(void *device, size_t bytes) override { std::memset(device, 0, bytes); }
+
+  std::unique_ptr<StepRunner> makeRunner(const StepPlan &plan) override {
+    return std::make_unique<CpuStepRunner>(plan, kernels_);
+  }
+
+private:
+  std::string cpu_;
+  KernelLibrary kernels_;
+};
+} // namespace
+
+std::unique_ptr<Device> openCpuDevice(const Bundle &bundle) {
+  return std::make_unique<CpuDevice>(bundle);
+}
+
+} // namespace fbt

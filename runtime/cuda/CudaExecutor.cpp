@@ -1,0 +1,199 @@
+//===- CudaExecutor.cpp - running a step plan on an NVIDIA GPU ------------===//
+
+#include "runtime/cuda/CudaExecutor.h"
+
+#include "runtime/Error.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace fbt::cuda {
+
+namespace {
+size_t align256(size_t v) { return (v + 255) / 256 * 256; }
+
+CUdeviceptr devicePtr(const void *p) { return reinterpret_cast<CUdeviceptr>(p); }
+} // namespace
+
+CudaStepRunner::CudaStepRunner(const StepPlan &plan, CudaDevice &device)
+    : StepRunner(plan), device_(device),
+      arena_(device, plan.arenaBytes, "the arena of step '" + plan.name + "'") {
+  for (const PlanOp &op : plan.ops)
+    launches_.push_back(op.kernel.empty() ? nullptr
+                                          : &device.kernels().launches(op.kernel));
+
+  // Constants are splats, filled once, side by side in one buffer.
+  size_t total = 0;
+  std::vector<size_t> offsets;
+  for (const ConstantSpec &c : plan.constants) {
+    offsets.push_back(total);
+    total += align256(c.bytes());
+  }
+  constants_ = DeviceBuffer(device, total, "the constants of step '" + plan.name + "'");
+  const Driver &d = driver();
+  for (size_t i = 0; i < plan.constants.size(); ++i) {
+    const ConstantSpec &c = plan.constants[i];
+    char *at = static_cast<char *>(constants_.data()) + offsets[i];
+    constantAddresses_.push_back(at);
+    uint32_t bits = 0;
+    if (c.dtype == "f32") {
+      float v = (float)c.value;
+      std::memcpy(&bits, &v, 4);
+    } else if (c.dtype == "i32") {
+      int32_t v = (int32_t)c.value;
+      std::memcpy(&bits, &v, 4);
+    } else if (c.dtype == "i64") {
+      std::vector<int64_t> host(c.count, (int64_t)c.value);
+      device.upload(at, host.data(), c.bytes());
+      continue;
+    } else {
+      throw RuntimeError("step '" + plan.name + "': constant of unsupported type " +
+                         c.dtype);
+    }
+    if (c.count)
+      check(d.cuMemsetD32Async(devicePtr(at), bits, c.count, device.stream()),
+            "cuMemsetD32Async");
+  }
+
+  const char *graphs = std::getenv("FBT_CUDA_GRAPHS");
+  graphs_ = plan.kind == "decode" && !tracing() &&
+            !(graphs && std::string(graphs) == "0");
+}
+
+CudaStepRunner::~CudaStepRunner() {
+  const Driver &d = driver();
+  d.cuStreamSynchronize(device_.stream());
+  dropGraph();
+  for (CUevent e : events_)
+    d.cuEventDestroy_v2(e);
+}
+
+void CudaStepRunner::dropGraph() {
+  if (graph_)
+    driver().cuGraphExecDestroy(graph_);
+  graph_ = nullptr;
+}
+
+void CudaStepRunner::run(const std::vector<void *> &inputs,
+                         const std::vector<void *> &outputs) {
+  checkBinding(inputs, outputs);
+  if (graphs_ && !profile_) {
+    // A graph holds the buffers it was captured with.
+    if (!graph_ || inputs != graphInputs_ || outputs != graphOutputs_) {
+      dropGraph();
+      if (!capture(inputs, outputs)) {
+        graphs_ = false;
+        enqueue(inputs, outputs);
+        return;
+      }
+    }
+    check(driver().cuGraphLaunch(graph_, device_.stream()), "cuGraphLaunch");
+    return;
+  }
+  enqueue(inputs, outputs);
+  if (profile_)
+    collectProfile();
+}
+
+bool CudaStepRunner::capture(const std::vector<void *> &inputs,
+                             const std::vector<void *> &outputs) {
+  const Driver &d = driver();
+  CUstream stream = device_.stream();
+  if (d.cuStreamBeginCapture_v2(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) !=
+      CUDA_SUCCESS)
+    return false;
+  bool queued = true;
+  try {
+    enqueue(inputs, outputs);
+  } catch (const RuntimeError &) {
+    queued = false; // the plain run that follows reports it, if it is real
+  }
+  CUgraph graph = nullptr;
+  CUresult ended = d.cuStreamEndCapture(stream, &graph);
+  CUgraphExec exec = nullptr;
+  bool ok = queued && ended == CUDA_SUCCESS && graph &&
+            d.cuGraphInstantiateWithFlags(&exec, graph, 0) == CUDA_SUCCESS;
+  if (graph)
+    d.cuGraphDestroy(graph);
+  if (!ok) {
+    if (exec)
+      d.cuGraphExecDestroy(exec);
+    return false;
+  }
+  graph_ = exec;
+  graphInputs_ = inputs;
+  graphOutputs_ = outputs;
+  return true;
+}
+
+void CudaStepRunner::enqueue(const std::vector<void *> &inputs,
+                             const std::vector<void *> &outputs) {
+  const Driver &d = driver();
+  CUstream stream = device_.stream();
+  char *arena = static_cast<char *>(arena_.data());
+  auto at = [&](const BufferRef &r) {
+    return address(r, inputs, outputs, constantAddresses_, arena);
+  };
+  if (profile_ && events_.empty()) {
+    events_.resize(plan_.ops.size() + 1);
+    for (CUevent &e : events_)
+      check(d.cuEventCreate(&e, CU_EVENT_DEFAULT), "cuEventCreate");
+  }
+
+  std::vector<CUdeviceptr> pointers;
+  std::vector<void *> params;
+  for (size_t i = 0; i < plan_.ops.size(); ++i) {
+    const PlanOp &op = plan_.ops[i];
+    const char *name = op.kernel.empty() ? "gemm" : op.kernel.c_str();
+    if (tracing())
+      std::fprintf(stderr, "fbt: %s #%zu %s\n", plan_.name.c_str(), i, name);
+    if (profile_)
+      check(d.cuEventRecord(events_[i], stream), "cuEventRecord");
+    if (!launches_[i]) {
+      device_.gemm().run(op, at(op.args[0]), at(op.args[1]), at(op.args[2]));
+    } else {
+      // Every launch takes the kernel's whole argument list, one device
+      // pointer per buffer; kernelParams[j] points at pointer j.
+      pointers.resize(op.args.size());
+      params.resize(op.args.size());
+      for (size_t a = 0; a < op.args.size(); ++a) {
+        pointers[a] = devicePtr(at(op.args[a]));
+        params[a] = &pointers[a];
+      }
+      const std::vector<Launch> &launches = *launches_[i];
+      for (size_t l = 0; l < launches.size(); ++l) {
+        const KernelLaunch &s = launches[l].shape;
+        CUresult r = d.cuLaunchKernel(launches[l].function, s.grid[0], s.grid[1],
+                                      s.grid[2], s.block[0], s.block[1], s.block[2],
+                                      s.sharedBytes, stream, params.data(), nullptr);
+        if (r != CUDA_SUCCESS)
+          throw RuntimeError("step '" + plan_.name + "': kernel '" + op.kernel +
+                             "' (launch " + std::to_string(l) + ", " + s.entry +
+                             "): cuLaunchKernel: " + errorText(r));
+      }
+    }
+    if (tracing()) {
+      CUresult r = d.cuStreamSynchronize(stream);
+      if (r != CUDA_SUCCESS)
+        throw RuntimeError("step '" + plan_.name + "': call #" + std::to_string(i) +
+                           " (" + name + ") failed: " + errorText(r));
+    }
+  }
+  if (profile_)
+    check(d.cuEventRecord(events_.back(), stream), "cuEventRecord");
+  for (const OutputCopy &c : plan_.copies)
+    device_.copy(outputs[c.output], at(c.source), c.source.bytes);
+}
+
+void CudaStepRunner::collectProfile() {
+  const Driver &d = driver();
+  check(d.cuEventSynchronize(events_.back()), "cuEventSynchronize");
+  for (size_t i = 0; i < plan_.ops.size(); ++i) {
+    float ms = 0;
+    check(d.cuEventElapsedTime(&ms, events_[i], events_[i + 1]), "cuEventElapsedTime");
+    record(i, ms / 1e3);
+  }
+}
+
+} // namespace fbt::cuda

@@ -1,0 +1,53 @@
+//===- CudaExecutor.h - running a step plan on an NVIDIA GPU -------*- C++ -*-===//
+//
+// The CUDA StepRunner: the step's arena and constants live on the device
+// (constants filled once), generated kernels run as the bundle's launches,
+// GEMMs on cuBLASLt, all on the device's one stream.
+//
+// Decode steps run thousands of times with the same buffers and are short,
+// so launch overhead dominates them: their first run is captured into a CUDA
+// graph and later runs with the same buffers replay it with one launch. A
+// capture that fails falls back to plain launches. FBT_CUDA_GRAPHS=0 turns
+// graphs off; FBT_TRACE=1 (or profiling) runs plain launches, and tracing
+// also waits for each call, so a failing kernel is named.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FBT_RUNTIME_CUDA_CUDAEXECUTOR_H
+#define FBT_RUNTIME_CUDA_CUDAEXECUTOR_H
+
+#include "runtime/StepRunner.h"
+#include "runtime/cuda/CudaDevice.h"
+
+namespace fbt::cuda {
+
+class CudaStepRunner : public StepRunner {
+public:
+  CudaStepRunner(const StepPlan &plan, CudaDevice &device);
+  ~CudaStepRunner() override;
+
+  void run(const std::vector<void *> &inputs,
+           const std::vector<void *> &outputs) override;
+
+private:
+  /// Queues every call of the plan and the output copies.
+  void enqueue(const std::vector<void *> &inputs, const std::vector<void *> &outputs);
+  /// Records enqueue() into graph_; false if the driver would not.
+  bool capture(const std::vector<void *> &inputs, const std::vector<void *> &outputs);
+  void dropGraph();
+  /// Adds the timings of the last profiled run to the profile.
+  void collectProfile();
+
+  CudaDevice &device_;
+  DeviceBuffer arena_, constants_;
+  std::vector<char *> constantAddresses_;
+  std::vector<const std::vector<Launch> *> launches_; // per op, null for GEMMs
+  bool graphs_ = false;
+  CUgraphExec graph_ = nullptr;
+  std::vector<void *> graphInputs_, graphOutputs_;
+  std::vector<CUevent> events_; // profiling: one before each op, one after all
+};
+
+} // namespace fbt::cuda
+
+#endif // FBT_RUNTIME_CUDA_CUDAEXECUTOR_H

@@ -1,0 +1,68 @@
+//===- CudaGemm.h - the plans' GEMMs on cuBLASLt ------------------*- C++ -*-===//
+//
+// A plan's GEMM is row-major, as the CPU executor's cblas_sgemm call:
+//   C[m, n] = op(A) op(B),  A [m, k] ([k, m] if transposeLhs),
+//                           B [k, n] ([n, k] if transposeRhs), fp32.
+// cuBLASLt is column-major, and a row-major matrix is its column-major
+// transpose, so we compute C^T = op(B)^T op(A)^T: cuBLASLt's "A" is our B,
+// its "B" our A, its result an n x m column-major matrix, which is C.
+//
+// Storage is fp32 throughout; the compute type is bf16 tensor cores with
+// fp32 accumulation by default. FBT_GEMM_COMPUTE=fp32 computes in exact
+// fp32 (for numerics checks), =tf32 in TF32.
+//
+// The algorithm comes from cuBLASLt's heuristic, once per shape and operand
+// alignment, with the descriptors cached beside it: a decode step repeats
+// the same few shapes thousands of times.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FBT_RUNTIME_CUDA_CUDAGEMM_H
+#define FBT_RUNTIME_CUDA_CUDAGEMM_H
+
+#include "runtime/Bundle.h"
+#include "runtime/cuda/CudaApi.h"
+
+#include <map>
+#include <string>
+#include <tuple>
+
+namespace fbt::cuda {
+
+class CudaGemm {
+public:
+  /// `workspace` (device memory of `workspaceBytes`) is shared by all GEMMs
+  /// on `stream`, which runs them one at a time.
+  CudaGemm(CUstream stream, void *workspace, size_t workspaceBytes);
+  ~CudaGemm();
+  CudaGemm(const CudaGemm &) = delete;
+  CudaGemm &operator=(const CudaGemm &) = delete;
+
+  /// Queues C = op(A) op(B) for `op` (m, n, k, transposes) on the stream.
+  void run(const PlanOp &op, const void *a, const void *b, void *c);
+
+  /// "bf16", "tf32" or "fp32": what FBT_GEMM_COMPUTE chose.
+  const std::string &computeName() const { return computeName_; }
+
+private:
+  struct Shape {
+    cublasLtMatmulDesc_t desc = nullptr;
+    cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+    cublasLtMatmulAlgo_t algo;
+  };
+  // m, n, k, transposeLhs, transposeRhs, and the alignment of A, B, C.
+  using Key = std::tuple<int64_t, int64_t, int64_t, bool, bool, int, int, int>;
+  const Shape &shape(const PlanOp &op, int alignA, int alignB, int alignC);
+
+  CUstream stream_;
+  void *workspace_;
+  size_t workspaceBytes_;
+  cublasLtHandle_t handle_ = nullptr;
+  cublasComputeType_t compute_ = CUBLAS_COMPUTE_32F_FAST_16BF;
+  std::string computeName_ = "bf16";
+  std::map<Key, Shape> shapes_;
+};
+
+} // namespace fbt::cuda
+
+#endif // FBT_RUNTIME_CUDA_CUDAGEMM_H
