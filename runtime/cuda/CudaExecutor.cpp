@@ -70,15 +70,20 @@ CudaStepRunner::~CudaStepRunner() {
 }
 
 void CudaStepRunner::dropGraph() {
-  if (graph_)
-    driver().cuGraphExecDestroy(graph_);
+  if (!graph_)
+    return;
+  // It may still be running.
+  driver().cuStreamSynchronize(device_.stream());
+  driver().cuGraphExecDestroy(graph_);
   graph_ = nullptr;
 }
 
 void CudaStepRunner::run(const std::vector<void *> &inputs,
                          const std::vector<void *> &outputs) {
   checkBinding(inputs, outputs);
-  if (graphs_ && !profile_) {
+  // The first run is plain: it picks the GEMM algorithms and loads the
+  // kernels (lazily, on first launch), neither of which a capture may do.
+  if (graphs_ && !profile_ && runs_++ > 0) {
     // A graph holds the buffers it was captured with.
     if (!graph_ || inputs != graphInputs_ || outputs != graphOutputs_) {
       dropGraph();

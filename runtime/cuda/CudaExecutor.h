@@ -5,9 +5,10 @@
 // GEMMs on cuBLASLt, all on the device's one stream.
 //
 // Decode steps run thousands of times with the same buffers and are short,
-// so launch overhead dominates them: their first run is captured into a CUDA
-// graph and later runs with the same buffers replay it with one launch. A
-// capture that fails falls back to plain launches. FBT_CUDA_GRAPHS=0 turns
+// so launch overhead dominates them: their second run is captured into a
+// CUDA graph (the first warms up cuBLASLt and the kernels), and later runs
+// with the same buffers replay it with one launch. A capture that fails
+// falls back to plain launches. FBT_CUDA_GRAPHS=0 turns
 // graphs off; FBT_TRACE=1 (or profiling) runs plain launches, and tracing
 // also waits for each call, so a failing kernel is named.
 //
@@ -43,6 +44,7 @@ private:
   std::vector<char *> constantAddresses_;
   std::vector<const std::vector<Launch> *> launches_; // per op, null for GEMMs
   bool graphs_ = false;
+  int64_t runs_ = 0;
   CUgraphExec graph_ = nullptr;
   std::vector<void *> graphInputs_, graphOutputs_;
   std::vector<CUevent> events_; // profiling: one before each op, one after all

@@ -251,14 +251,15 @@ TEST_F(CudaTest, RunsAPlanPlainlyAsAGraphAndProfiled) {
     DeviceBuffer x(*device_, 5 * 29 * 4, "x"), y(*device_, 5 * 7 * 4, "y"),
         y2(*device_, 5 * 7 * 4, "y2"), c64(*device_, 24, "c64"), c32(*device_, 20, "c32");
     // Small integers: exact in bf16, so every compute type gives the same.
-    for (int round = 0; round < 4; ++round) {
+    // Decode steps: round 0 runs plainly, 1 captures a graph, 2 replays it
+    // on new data, 3 writes another buffer (a new capture), 4 is profiled.
+    for (int round = 0; round < 5; ++round) {
       std::vector<float> xs(5 * 29);
       for (size_t i = 0; i < xs.size(); ++i)
         xs[i] = (float)((int)(i * 7 + round) % 5 - 2);
       device_->upload(x.data(), xs.data(), xs.size() * 4);
-      // Round 2 writes another buffer: a decode graph must be captured again.
-      void *out = round == 2 ? y2.data() : y.data();
-      if (round == 3)
+      void *out = round == 3 ? y2.data() : y.data();
+      if (round == 4)
         runner->setProfiling(true);
       runner->run({x.data()}, {out, c64.data(), c32.data()});
       std::vector<float> ys(5 * 7);
