@@ -1,5 +1,6 @@
 # lit configuration for the fbt compiler tests.
 import os
+import re
 import shutil
 import subprocess
 
@@ -35,10 +36,14 @@ config.substitutions.append(("%e2e", os.path.join(config.fbt_src_root, "test", "
 if os.path.exists(fbt_cli):
     config.available_features.add("runtime")
 # GPU end-to-end tests need a usable GPU; elsewhere lit reports them
-# UNSUPPORTED. `fbt devices --quiet` exits 0 only when it can use one.
-if os.path.exists(fbt_cli) and subprocess.run([fbt_cli, "devices", "--quiet"],
-                                              capture_output=True).returncode == 0:
-    config.available_features.add("cuda-gpu")
+# UNSUPPORTED. `fbt devices` exits 0 only when it can use one, and names its
+# chip (%gpu_chip, what fbtc --target takes for it).
+if os.path.exists(fbt_cli):
+    devices = subprocess.run([fbt_cli, "devices"], capture_output=True, text=True)
+    chip = re.search(r"\((sm_[0-9]+)[,)]", devices.stdout)
+    if devices.returncode == 0 and chip:
+        config.available_features.add("cuda-gpu")
+        config.substitutions.append(("%gpu_chip", chip.group(1)))
 # Cubins need the CUDA toolkit's ptxas (fbtc looks in the same places).
 ptxas = os.environ.get("FBT_PTXAS") or shutil.which("ptxas")
 for d in [os.path.join(os.environ.get("CUDA_HOME", ""), "bin"), "/usr/local/cuda/bin"]:
