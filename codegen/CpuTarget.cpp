@@ -37,9 +37,7 @@ std::string fbt::resolvedCpu(const CpuTargetOptions &options) {
   return options.cpu;
 }
 
-namespace {
-/// A module holding copies of the kernels only.
-OwningOpRef<ModuleOp> extractKernels(ModuleOp module) {
+OwningOpRef<ModuleOp> fbt::cloneKernels(ModuleOp module) {
   OpBuilder b(module.getContext());
   OwningOpRef<ModuleOp> kernels = ModuleOp::create(module.getLoc());
   b.setInsertionPointToEnd(kernels->getBody());
@@ -49,6 +47,7 @@ OwningOpRef<ModuleOp> extractKernels(ModuleOp module) {
   return kernels;
 }
 
+namespace {
 LogicalResult lowerToLLVMDialect(ModuleOp kernels) {
   PassManager pm(kernels.getContext());
   pm.addPass(createSCFToControlFlowPass());
@@ -136,8 +135,14 @@ FailureOr<std::string> linkShared(ModuleOp module, StringRef objectBytes) {
 
 FailureOr<std::string>
 fbt::compileKernelsForCpu(ModuleOp module, const CpuTargetOptions &options) {
-  OwningOpRef<ModuleOp> kernels = extractKernels(module);
-  if (failed(lowerToLLVMDialect(*kernels)))
+  OwningOpRef<ModuleOp> kernels = cloneKernels(module);
+  return compileModuleForCpu(*kernels, options);
+}
+
+FailureOr<std::string>
+fbt::compileModuleForCpu(ModuleOp kernels, const CpuTargetOptions &options) {
+  ModuleOp module = kernels;
+  if (failed(lowerToLLVMDialect(kernels)))
     return module.emitError() << "CPU target: lowering the kernels to the "
                                  "LLVM dialect failed",
            failure();
@@ -146,7 +151,7 @@ fbt::compileKernelsForCpu(ModuleOp module, const CpuTargetOptions &options) {
   registerLLVMDialectTranslation(*module.getContext());
   llvm::LLVMContext llvmCtx;
   std::unique_ptr<llvm::Module> llvmModule =
-      translateModuleToLLVMIR(*kernels, llvmCtx, "fbt_kernels");
+      translateModuleToLLVMIR(kernels, llvmCtx, "fbt_kernels");
   if (!llvmModule)
     return module.emitError() << "CPU target: translation to LLVM IR failed",
            failure();

@@ -30,6 +30,15 @@ struct CpuTargetOptions {
 FailureOr<std::string> compileKernelsForCpu(ModuleOp module,
                                             const CpuTargetOptions &options);
 
+/// Compiles every function of `kernels` (a module holding kernels and what
+/// they use, nothing else) to a shared library.
+FailureOr<std::string> compileModuleForCpu(ModuleOp kernels,
+                                           const CpuTargetOptions &options);
+
+/// A new module holding copies of `module`'s kernels (func.func marked
+/// fbt.kernel) only.
+OwningOpRef<ModuleOp> cloneKernels(ModuleOp module);
+
 /// The CPU name the options resolve to ("x86-64-v3", the host's, ...).
 std::string resolvedCpu(const CpuTargetOptions &options);
 

@@ -58,7 +58,7 @@ public:
       } else if (onlyReads(&op)) {
         prologue.insert(&op);
       } else {
-        launches.push_back(emit(&op, /*grid=*/1, /*block=*/1, [&](IRMapping &m) {
+          launches.push_back(emit(&op, /*grid=*/1, /*block=*/1, [&](IRMapping &m) {
           b.clone(op, m);
         }));
       }
@@ -113,6 +113,7 @@ private:
             scf::YieldOp::create(b, loc);
           });
     }));
+    launches.back().cooperative = rows;
     return success();
   }
 

@@ -29,6 +29,8 @@ namespace mlir::fbt {
 struct GpuLaunch {
   std::string entry;
   int64_t grid = 1, block = 1;
+  /// A rows grid: its threads meet at barriers and exchange values.
+  bool cooperative = false;
 };
 
 using GpuLaunchTable = std::map<std::string, std::vector<GpuLaunch>>;

@@ -1,6 +1,7 @@
 //===- NvptxTarget.cpp - kernels to PTX and cubin -------------------------===//
 
 #include "codegen/NvptxTarget.h"
+#include "codegen/CpuTarget.h"
 
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
 #include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
@@ -57,17 +58,6 @@ void mlir::fbt::registerNvptxTarget(DialectRegistry &registry) {
 }
 
 namespace {
-/// A module holding copies of the kernels only.
-OwningOpRef<ModuleOp> extractKernels(ModuleOp module) {
-  OpBuilder b(module.getContext());
-  OwningOpRef<ModuleOp> kernels = ModuleOp::create(module.getLoc());
-  b.setInsertionPointToEnd(kernels->getBody());
-  for (auto fn : module.getOps<func::FuncOp>())
-    if (fn->hasAttr("fbt.kernel"))
-      b.clone(*fn);
-  return kernels;
-}
-
 /// Math for the NVVM conversion, which would otherwise call libdevice: exp,
 /// log, sin and cos become polynomials (a few ulps, like libm's); the
 /// operations PTX has an instruction for (sqrt.rn, cvt.rmi for floor, ...)
@@ -216,7 +206,7 @@ std::string mlir::fbt::findPtxas() {
 FailureOr<NvptxBinary>
 mlir::fbt::compileKernelsForNvptx(ModuleOp module,
                                   const NvptxTargetOptions &options) {
-  OwningOpRef<ModuleOp> kernels = extractKernels(module);
+  OwningOpRef<ModuleOp> kernels = cloneKernels(module);
   NvptxBinary out;
   FailureOr<GpuLaunchTable> launches = outlineGpuKernels(*kernels);
   if (failed(launches))

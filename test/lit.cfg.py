@@ -10,7 +10,7 @@ from lit.llvm import llvm_config
 config.name = "FBT"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".test"]
-config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "unit", "fuzz", "runtime", "reference"]
+config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "unit", "fuzz", "runtime", "reference", "simt"]
 
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.fbt_obj_root, "test")
@@ -23,7 +23,8 @@ tool_dirs = [
     os.path.join(config.fbt_obj_root, "tools", "fbtc"),
     config.llvm_tools_dir,
 ]
-llvm_config.add_tool_substitutions(["fbt-opt", "fbtc"], tool_dirs)
+tool_dirs.append(os.path.join(config.fbt_obj_root, "test", "simt"))
+llvm_config.add_tool_substitutions(["fbt-opt", "fbtc", "fbt-simt-check"], tool_dirs)
 # The runtime CLI is %fbt: a bare `fbt` would also match `--emit=fbt`.
 fbt_cli = os.path.join(config.fbt_obj_root, "tools", "fbt", "fbt")
 config.substitutions.append(("%fbt", fbt_cli))
