@@ -3,6 +3,7 @@
 #include "codegen/CpuTarget.h"
 
 #include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
@@ -11,6 +12,7 @@
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Transforms/Passes.h"
 
 #include "llvm/ADT/ScopeExit.h"
@@ -48,8 +50,22 @@ OwningOpRef<ModuleOp> fbt::cloneKernels(ModuleOp module) {
 }
 
 namespace {
+/// bf16 conversions as integer ops (round to nearest even), which every CPU
+/// runs: the GPU's bf16-storage kernels emulated here (test/simt).
+struct ExpandBf16 : PassWrapper<ExpandBf16, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(ExpandBf16)
+  StringRef getArgument() const override { return "fbt-expand-bf16"; }
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    arith::populateExpandBFloat16Patterns(patterns);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
 LogicalResult lowerToLLVMDialect(ModuleOp kernels) {
   PassManager pm(kernels.getContext());
+  pm.addPass(std::make_unique<ExpandBf16>());
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());

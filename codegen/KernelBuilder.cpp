@@ -43,9 +43,16 @@ Value KernelBuilder::i64(int64_t v) {
 }
 
 Value KernelBuilder::load(Value mem, Value idx) {
-  return memref::LoadOp::create(b, loc, mem, ValueRange{idx});
+  Value v = memref::LoadOp::create(b, loc, mem, ValueRange{idx});
+  // bf16 storage: arithmetic is f32 throughout.
+  if (v.getType().isBF16())
+    v = arith::ExtFOp::create(b, loc, b.getF32Type(), v);
+  return v;
 }
 void KernelBuilder::store(Value v, Value mem, Value idx) {
+  Type element = cast<MemRefType>(mem.getType()).getElementType();
+  if (element.isBF16() && v.getType().isF32())
+    v = arith::TruncFOp::create(b, loc, element, v); // round to nearest even
   memref::StoreOp::create(b, loc, v, mem, ValueRange{idx});
 }
 
@@ -210,6 +217,8 @@ Value KernelBuilder::blockReduce(Value v, bool isMax) {
 }
 
 void KernelBuilder::atomicAdd(Value v, Value mem, Value idx) {
+  assert(cast<MemRefType>(mem.getType()).getElementType().isF32() &&
+         "sums are kept in f32");
   if (!gpu())
     return store(add(load(mem, idx), v), mem, idx);
   memref::AtomicRMWOp::create(b, loc, arith::AtomicRMWKind::addf, v, mem,

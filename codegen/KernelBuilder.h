@@ -55,7 +55,8 @@ public:
   Value f32(double v);
   Value i64(int64_t v);
 
-  // Memory (flat index).
+  // Memory (flat index). Floats are f32 in registers whatever the storage:
+  // a bf16 buffer's loads widen, its stores round to nearest even.
   Value load(Value mem, Value idx);
   void store(Value v, Value mem, Value idx);
 

@@ -55,7 +55,8 @@ SmallVector<Attribute> mlir::fbt::dataOperands(Operation *op) {
 
 FailureOr<func::FuncOp> mlir::fbt::buildKernel(OpBuilder &b, Operation *op,
                                                StringRef name,
-                                               KernelTarget target) {
+                                               KernelTarget target,
+                                               ArrayRef<Type> resultTypes) {
   SmallVector<Type> types;
   SmallVector<int64_t> sizes;
   for (Value v : op->getOperands()) {
@@ -69,7 +70,8 @@ FailureOr<func::FuncOp> mlir::fbt::buildKernel(OpBuilder &b, Operation *op,
   }
   for (Value v : op->getResults()) {
     auto [t, n] = flatBuffer(v);
-    types.push_back(t);
+    types.push_back(resultTypes.empty() ? t
+                                        : resultTypes[cast<OpResult>(v).getResultNumber()]);
     sizes.push_back(n);
   }
   KernelBuilder kb(b, op->getLoc(), name, types, sizes, target);
@@ -90,4 +92,15 @@ FailureOr<func::FuncOp> mlir::fbt::buildKernel(OpBuilder &b, Operation *op,
   kb.finish().erase();
   return op->emitOpError() << "has no kernel and no library call "
                               "(fbt-to-kernels)";
+}
+
+func::FuncOp mlir::fbt::buildCastKernel(OpBuilder &b, Location loc,
+                                        StringRef name, int64_t n, Type from,
+                                        Type to, KernelTarget target) {
+  KernelBuilder kb(b, loc, name, {from, to}, {n, n}, target);
+  kb.parallel(n, [&](Value i) { kb.store(kb.load(kb.arg(0), i), kb.arg(1), i); });
+  func::FuncOp fn = kb.finish();
+  for (unsigned i = 0; i < 2; ++i)
+    fn.setArgAttr(i, "llvm.noalias", b.getUnitAttr());
+  return fn;
 }

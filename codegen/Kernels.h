@@ -34,9 +34,17 @@ SmallVector<Attribute> dataOperands(Operation *op);
 bool isDataAttribute(Operation *op, StringAttr name);
 
 /// Builds the kernel for `op` named `name` at the builder's point, mapped
-/// for `target`; an op no generator knows is an error on the op.
+/// for `target`; an op no generator knows is an error on the op. Operand
+/// buffers take their element types from the operands; `resultTypes`, if
+/// given, overrides the results' (bf16 storage).
 FailureOr<func::FuncOp> buildKernel(OpBuilder &b, Operation *op,
-                                    StringRef name, KernelTarget target);
+                                    StringRef name, KernelTarget target,
+                                    ArrayRef<Type> resultTypes = {});
+
+/// A kernel copying n elements of one float type into another (f32 to bf16
+/// for the GEMMs' operands).
+func::FuncOp buildCastKernel(OpBuilder &b, Location loc, StringRef name,
+                             int64_t n, Type from, Type to, KernelTarget target);
 
 /// The flat memref element type and size of an operand or result value.
 std::pair<Type, int64_t> flatBuffer(Value v);

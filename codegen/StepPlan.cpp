@@ -229,6 +229,9 @@ FailureOr<StepPlan> mlir::fbt::planStep(func::FuncOp fn) {
       p.k = gemm.getK();
       p.transposeLhs = gemm.getTransposeLhs();
       p.transposeRhs = gemm.getTransposeRhs();
+      p.lhsType = dtypeOf(gemm.getLhs().getType());
+      p.rhsType = dtypeOf(gemm.getRhs().getType());
+      p.resultType = dtypeOf(gemm.getType());
     } else if (auto call = dyn_cast<CallKernelOp>(op)) {
       p.kernel = call.getKernel().str();
     } else if (isa<arith::ConstantOp, PackOp>(op)) {
@@ -273,11 +276,15 @@ llvm::json::Value mlir::fbt::toJson(const StepPlan &plan) {
     llvm::json::Array args;
     for (const BufferRef &r : p.args)
       args.push_back(refJson(r));
-    if (p.kernel.empty())
-      ops.push_back(llvm::json::Object{{"gemm", llvm::json::Array{p.m, p.n, p.k}},
-                                       {"transpose", llvm::json::Array{p.transposeLhs, p.transposeRhs}},
-                                       {"args", std::move(args)}});
-    else
+    if (p.kernel.empty()) {
+      llvm::json::Object gemm{{"gemm", llvm::json::Array{p.m, p.n, p.k}},
+                              {"transpose", llvm::json::Array{p.transposeLhs, p.transposeRhs}},
+                              {"args", std::move(args)}};
+      // Element types only where they are not all f32 (bf16 storage).
+      if (p.lhsType != "f32" || p.rhsType != "f32" || p.resultType != "f32")
+        gemm["types"] = llvm::json::Array{p.lhsType, p.rhsType, p.resultType};
+      ops.push_back(std::move(gemm));
+    } else
       ops.push_back(llvm::json::Object{{"kernel", p.kernel}, {"args", std::move(args)}});
   }
   llvm::json::Array copies;

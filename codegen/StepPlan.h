@@ -57,6 +57,8 @@ struct PlanOp {
   std::string kernel; ///< kernel symbol, or "" for a GEMM
   int64_t m = 0, n = 0, k = 0;
   bool transposeLhs = false, transposeRhs = false;
+  /// A GEMM's operand and result element types (bf16 storage), f32 if empty.
+  std::string lhsType = "f32", rhsType = "f32", resultType = "f32";
   std::vector<BufferRef> args; ///< operands then results
 };
 

@@ -700,8 +700,18 @@ LogicalResult AdamWOp::verify() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult GemmOp::verify() {
-  if (failed(expectSameFloatType(*this)))
-    return failure();
+  // The operands share one type; a bf16 GEMM may accumulate into an f32
+  // result (bf16 storage keeps parameter gradients in f32).
+  auto element = [](Value v) {
+    return cast<RankedTensorType>(v.getType()).getElementType();
+  };
+  Type in = element(getLhs()), out = element(getResult());
+  if (element(getRhs()) != in)
+    return emitOpError() << "operands must share one element type; got " << in
+                         << " and " << element(getRhs());
+  if (out != in && !(in.isBF16() && out.isF32()))
+    return emitOpError() << "a " << in << " GEMM cannot produce " << out
+                         << " (only bf16 operands may give an f32 result)";
   auto count = [](Value v) {
     return cast<RankedTensorType>(v.getType()).getNumElements();
   };

@@ -608,7 +608,8 @@ def Fbt_GemmOp : Fbt_Op<"gemm", [Pure]> {
     Operands are viewed as row-major matrices: `lhs` as `[M, K]` (or `[K, M]`
     with `transpose_lhs`), `rhs` as `[K, N]` (or `[N, K]` with
     `transpose_rhs`), whatever their tensor rank. The runtime calls BLAS on
-    CPUs and cuBLASLt on GPUs.
+    CPUs and cuBLASLt on GPUs. The operands share an element type; bf16
+    operands may give an f32 result (accumulated in f32 either way).
   }];
   let arguments = (ins Fbt_FloatTensor:$lhs, Fbt_FloatTensor:$rhs,
                        I64Attr:$m, I64Attr:$n, I64Attr:$k,

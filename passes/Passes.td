@@ -94,11 +94,19 @@ def FbtToKernels : Pass<"fbt-to-kernels", "::mlir::ModuleOp"> {
 
     `target=gpu` maps the kernels' grids to GPU threads and blocks (block
     reductions, atomics for cross-row sums); codegen/GpuKernels.h then
-    splits each kernel into its launches.
+    splits each kernel into its launches. `storage=bf16` (with target=gpu)
+    stores the activations inside training steps in bf16 (prefill and decode,
+    bound by reading the weights, stay f32): kernels widen on load and
+    round on store, GEMMs take bf16 operands (weights through one bf16 copy
+    per step) and accumulate in f32. What a step takes or returns, scalars,
+    parameter gradients and what sums into them stay f32.
   }];
   let options = [
     Option<"target", "target", "std::string", /*default=*/"\"cpu\"",
-           "Map the kernels for 'cpu' or 'gpu'">
+           "Map the kernels for 'cpu' or 'gpu'">,
+    Option<"storage", "storage", "std::string", /*default=*/"\"f32\"",
+           "Store a step's activations in 'f32' or 'bf16' (gpu only; "
+           "arithmetic and accumulation stay f32)">
   ];
   let dependentDialects = [
     "::mlir::fbt::FbtDialect", "::mlir::arith::ArithDialect",

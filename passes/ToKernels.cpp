@@ -23,14 +23,20 @@ int64_t lastDim(Value v) {
   return cast<RankedTensorType>(v.getType()).getShape().back();
 }
 
+bool isGemm(Operation *op) {
+  return isa<MatmulOp, LMHeadOp, MatmulGradInputOp, MatmulGradWeightOp>(op);
+}
+
 /// The GEMM form of a matmul-like op, or null if `op` is not one. Tensors are
-/// row-major matrices: x [R, K], w [N, K], dy [R, N].
-GemmOp toGemm(OpBuilder &b, Operation *op) {
+/// row-major matrices: x [R, K], w [N, K], dy [R, N]. `operand` may replace
+/// each operand (bf16 copies); `result` is the result's type.
+GemmOp toGemm(OpBuilder &b, Operation *op, Type result,
+              function_ref<Value(Value)> operand) {
   Location loc = op->getLoc();
-  Type result = op->getResult(0).getType();
   auto gemm = [&](Value lhs, Value rhs, int64_t m, int64_t n, int64_t k,
                   bool tl, bool tr) {
-    return GemmOp::create(b, loc, result, lhs, rhs, b.getI64IntegerAttr(m),
+    return GemmOp::create(b, loc, result, operand(lhs), operand(rhs),
+                          b.getI64IntegerAttr(m),
                           b.getI64IntegerAttr(n), b.getI64IntegerAttr(k),
                           tl ? b.getUnitAttr() : UnitAttr(),
                           tr ? b.getUnitAttr() : UnitAttr());
@@ -103,6 +109,16 @@ struct ToKernels : fbt::impl::FbtToKernelsBase<ToKernels> {
       return signalPassFailure();
     }
     kernelTarget = target == "gpu" ? KernelTarget::Gpu : KernelTarget::Cpu;
+    if (storage != "f32" && storage != "bf16") {
+      module.emitError() << "fbt-to-kernels: unknown storage '" << storage
+                         << "' (expected 'f32' or 'bf16')";
+      return signalPassFailure();
+    }
+    if (storage == "bf16" && kernelTarget != KernelTarget::Gpu) {
+      module.emitError() << "fbt-to-kernels: bf16 storage is for target=gpu";
+      return signalPassFailure();
+    }
+    narrow = storage == "bf16";
     SmallVector<func::FuncOp> steps;
     for (auto fn : module.getOps<func::FuncOp>())
       if (fn->hasAttr("fbt.step"))
@@ -114,6 +130,15 @@ struct ToKernels : fbt::impl::FbtToKernelsBase<ToKernels> {
       SmallVector<Operation *> ops;
       for (Operation &op : fn.getBody().front().without_terminator())
         ops.push_back(&op);
+      // Training steps store activations in bf16. Prefill and decode stay
+      // f32: their cost is reading the weights, which bf16 GEMMs would have
+      // to copy to bf16 first, every step.
+      auto kind = fn->getAttrOfType<StringAttr>("fbt.step");
+      narrowStep = narrow && kind &&
+                   (kind.getValue() == "train" || kind.getValue() == "grads");
+      keepF32 = narrowStep ? valuesKeptInF32(fn) : DenseSet<Value>();
+      bf16Copies.clear();
+      entry = &fn.getBody().front();
       for (Operation *op : ops)
         if (failed(lower(op, kernels)))
           return signalPassFailure();
@@ -139,30 +164,124 @@ struct ToKernels : fbt::impl::FbtToKernelsBase<ToKernels> {
           return failure();
       return success();
     }
-    if (GemmOp gemm = toGemm(b, op)) {
+    if (isGemm(op)) {
+      // bf16 storage: both operands in bf16 (weights through a cached
+      // copy), fp32 accumulation in the library.
+      GemmOp gemm = toGemm(b, op, storedType(op->getResult(0)), [&](Value v) {
+        return narrowStep ? bf16Copy(v, kernels) : v;
+      });
       op->replaceAllUsesWith(gemm);
       op->erase();
       return success();
     }
+    SmallVector<Type> resultTypes, resultElements;
+    for (Value r : op->getResults()) {
+      resultTypes.push_back(storedType(r));
+      resultElements.push_back(flatBuffer(r).first);
+      if (auto t = dyn_cast<RankedTensorType>(resultTypes.back()))
+        resultElements.back() = t.getElementType();
+    }
     std::string key = kernelKey(op);
+    for (Type t : resultElements) // storage is part of the code
+      key += "|" + std::to_string(t.isBF16());
     auto it = byKey.find(key);
     if (it == byKey.end()) {
       std::string name = "k" + std::to_string(byKey.size()) + "_" + kernelStem(op);
-      if (failed(buildKernel(kernels, op, name, kernelTarget)))
+      if (failed(buildKernel(kernels, op, name, kernelTarget, resultElements)))
         return failure();
       it = byKey.insert({key, name}).first;
     }
     SmallVector<Value> operands(op->getOperands());
     for (Attribute a : dataOperands(op))
       operands.push_back(arith::ConstantOp::create(b, op->getLoc(), cast<TypedAttr>(a)));
-    auto call = CallKernelOp::create(b, op->getLoc(), op->getResultTypes(),
-                                     it->second, operands);
+    auto call = CallKernelOp::create(b, op->getLoc(), resultTypes, it->second,
+                                     operands);
     op->replaceAllUsesWith(call);
     op->erase();
     return success();
   }
 
+  /// The type `v` is stored with: bf16 for the activations of a training
+  /// step under bf16 storage; f32 for what the step returns or takes,
+  /// scalars, and the values kept in f32 (valuesKeptInF32).
+  Type storedType(Value v) {
+    auto t = dyn_cast<RankedTensorType>(v.getType());
+    if (!narrowStep || !t || !t.getElementType().isF32() || t.getNumElements() <= 1 ||
+        keepF32.contains(v) ||
+        llvm::any_of(v.getUsers(), [](Operation *u) { return isa<func::ReturnOp>(u); }))
+      return v.getType();
+    return t.clone(BFloat16Type::get(v.getContext()));
+  }
+
+  /// Parameter gradients and what sums into them stay f32 (they feed the
+  /// global norm and AdamW, or the step returns them), as do the sums the
+  /// GPU kernels add into atomically; so does attention's dq, whose buffer
+  /// holds the softmax statistics between the GPU backward's launches.
+  static DenseSet<Value> valuesKeptInF32(func::FuncOp fn) {
+    DenseSet<Value> keep;
+    SmallVector<Value> work;
+    fn.walk([&](Operation *op) {
+      if (auto adam = dyn_cast<AdamWOp>(op))
+        work.push_back(adam.getGrad());
+      if (auto norm = dyn_cast<GlobalNormOp>(op))
+        llvm::append_range(work, norm.getInputs());
+      if (isa<func::ReturnOp>(op))
+        llvm::append_range(work, op->getOperands());
+      if (auto g = dyn_cast<RMSNormGradOp>(op))
+        work.push_back(g->getResult(1));
+      if (auto g = dyn_cast<GatedInputNormGradOp>(op))
+        work.push_back(g->getResults().back());
+      if (auto g = dyn_cast<EmbeddingGradOp>(op))
+        work.push_back(g->getResult(0));
+      if (auto attn = dyn_cast<AttentionGradOp>(op))
+        keep.insert(attn->getResult(0));
+    });
+    while (!work.empty()) {
+      Value v = work.pop_back_val();
+      if (!keep.insert(v).second)
+        continue;
+      if (Operation *def = v.getDefiningOp(); def && isa<AddOp, ScaleOp>(def))
+        llvm::append_range(work, def->getOperands());
+    }
+    return keep;
+  }
+
+  /// `v` as bf16: itself, or a copy made once per step right after `v` is
+  /// defined (a weight's copy serves every layer's pass and every K).
+  Value bf16Copy(Value v, OpBuilder &kernels) {
+    auto t = cast<RankedTensorType>(v.getType());
+    if (!t.getElementType().isF32())
+      return v;
+    auto [it, inserted] = bf16Copies.try_emplace(v, Value());
+    if (!inserted)
+      return it->second;
+    int64_t n = t.getNumElements();
+    std::string key = "cast(f32->bf16," + std::to_string(n) + ")";
+    auto k = byKey.find(key);
+    if (k == byKey.end()) {
+      std::string name = "k" + std::to_string(byKey.size()) + "_to_bf16";
+      Type f32 = t.getElementType(), bf16 = BFloat16Type::get(v.getContext());
+      buildCastKernel(kernels, v.getLoc(), name, n, f32, bf16, kernelTarget);
+      k = byKey.insert({key, name}).first;
+    }
+    OpBuilder b(v.getContext());
+    if (Operation *def = v.getDefiningOp())
+      b.setInsertionPointAfter(def);
+    else
+      b.setInsertionPointToStart(entry);
+    it->second = CallKernelOp::create(b, v.getLoc(),
+                                      TypeRange{t.clone(BFloat16Type::get(v.getContext()))},
+                                      k->second, ValueRange{v})
+                     .getResult(0);
+    return it->second;
+  }
+
   llvm::StringMap<std::string> byKey;
   KernelTarget kernelTarget = KernelTarget::Cpu;
+  bool narrow = false;     ///< storage=bf16
+  bool narrowStep = false; ///< ... and the step being lowered is a training step
+  DenseSet<Value> keepF32;
+  DenseMap<Value, Value> bf16Copies;
+  Block *entry = nullptr;
 };
 } // namespace

@@ -91,6 +91,21 @@ StepPlan planOf(const std::string &name, const Json &j) {
       op.k = g[2].asInt();
       op.transposeLhs = t[0].asBool();
       op.transposeRhs = t[1].asBool();
+      if (const Json *types = o.find("types")) {
+        const Json::Array &ty = types->asArray();
+        if (ty.size() != 3)
+          throw RuntimeError("a GEMM's types are [lhs, rhs, result]");
+        op.lhsType = ty[0].asString();
+        op.rhsType = ty[1].asString();
+        op.resultType = ty[2].asString();
+        for (const std::string *s : {&op.lhsType, &op.rhsType, &op.resultType})
+          if (*s != "f32" && *s != "bf16")
+            throw RuntimeError("a GEMM of element type '" + *s +
+                               "' (expected f32 or bf16)");
+        if (op.lhsType != op.rhsType)
+          throw RuntimeError("a GEMM's operands must share a type, got " +
+                             op.lhsType + " and " + op.rhsType);
+      }
     }
     for (const Json &a : o.at("args").asArray())
       op.args.push_back(refOf(a));
@@ -141,7 +156,10 @@ void checkPlan(const StepPlan &p, const std::vector<std::string> &kernels) {
     } else {
       if (op.args.size() != 3 || op.m < 1 || op.n < 1 || op.k < 1)
         throw RuntimeError("step '" + p.name + "' has a malformed GEMM");
-      int64_t need[3] = {op.m * op.k * 4, op.k * op.n * 4, op.m * op.n * 4};
+      auto size = [](const std::string &t) { return t == "bf16" ? 2 : 4; };
+      int64_t need[3] = {op.m * op.k * size(op.lhsType),
+                         op.k * op.n * size(op.rhsType),
+                         op.m * op.n * size(op.resultType)};
       for (int i = 0; i < 3; ++i)
         if (op.args[i].bytes < need[i])
           throw RuntimeError("step '" + p.name +

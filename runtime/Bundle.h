@@ -54,6 +54,8 @@ struct PlanOp {
   std::string kernel; ///< empty for a GEMM
   int64_t m = 0, n = 0, k = 0;
   bool transposeLhs = false, transposeRhs = false;
+  /// A GEMM's element types: "f32", or "bf16" under bf16 storage (GPU).
+  std::string lhsType = "f32", rhsType = "f32", resultType = "f32";
   std::vector<BufferRef> args;
 };
 

@@ -14,8 +14,12 @@ namespace fbt {
 
 CpuStepRunner::CpuStepRunner(const StepPlan &plan, const KernelLibrary &kernels)
     : StepRunner(plan), arena_(plan.arenaBytes) {
-  for (const PlanOp &op : plan.ops)
+  for (const PlanOp &op : plan.ops) {
+    if (op.kernel.empty() && (op.lhsType != "f32" || op.resultType != "f32"))
+      throw RuntimeError("step '" + plan.name + "': a " + op.lhsType +
+                         " GEMM; the CPU backend runs f32 plans only");
     kernels_.push_back(op.kernel.empty() ? nullptr : kernels.lookup(op.kernel));
+  }
   // Constants are splats, filled once.
   for (const ConstantSpec &c : plan.constants) {
     AlignedBuffer b(c.bytes());

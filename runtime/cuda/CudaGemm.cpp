@@ -24,7 +24,12 @@ int alignment(const void *p) {
 std::string gemmName(const PlanOp &op) {
   return "GEMM m=" + std::to_string(op.m) + " n=" + std::to_string(op.n) +
          " k=" + std::to_string(op.k) + (op.transposeLhs ? " A^T" : "") +
-         (op.transposeRhs ? " B^T" : "");
+         (op.transposeRhs ? " B^T" : "") + " " + op.lhsType + "->" +
+         op.resultType;
+}
+
+cudaDataType_t dataType(const std::string &t) {
+  return t == "bf16" ? CUDA_R_16BF : CUDA_R_32F;
 }
 } // namespace
 
@@ -58,7 +63,8 @@ CudaGemm::~CudaGemm() {
 
 const CudaGemm::Shape &CudaGemm::shape(const PlanOp &op, int alignA, int alignB,
                                        int alignC) {
-  Key key{op.m, op.n, op.k, op.transposeLhs, op.transposeRhs, alignA, alignB, alignC};
+  Key key{op.m, op.n, op.k, op.transposeLhs, op.transposeRhs, alignA, alignB, alignC,
+          op.lhsType + op.resultType};
   auto found = shapes_.find(key);
   if (found != shapes_.end())
     return found->second;
@@ -73,7 +79,11 @@ const CudaGemm::Shape &CudaGemm::shape(const PlanOp &op, int alignA, int alignB,
   uint64_t bRows = op.transposeLhs ? op.m : op.k, bCols = op.transposeLhs ? op.k : op.m;
   int32_t transA = op.transposeRhs ? CUBLAS_OP_T : CUBLAS_OP_N;
   int32_t transB = op.transposeLhs ? CUBLAS_OP_T : CUBLAS_OP_N;
-  check(lt.cublasLtMatmulDescCreate(&s.desc, compute_, CUDA_R_32F),
+  // bf16 operands (bf16 storage) multiply on tensor cores and accumulate in
+  // fp32 (COMPUTE_32F); fp32 operands use the chosen compute type.
+  bool bf16 = op.lhsType == "bf16";
+  cublasComputeType_t compute = bf16 ? CUBLAS_COMPUTE_32F : compute_;
+  check(lt.cublasLtMatmulDescCreate(&s.desc, compute, CUDA_R_32F),
         "cublasLtMatmulDescCreate");
   check(lt.cublasLtMatmulDescSetAttribute(s.desc, CUBLASLT_MATMUL_DESC_TRANSA,
                                           &transA, sizeof(transA)),
@@ -81,12 +91,14 @@ const CudaGemm::Shape &CudaGemm::shape(const PlanOp &op, int alignA, int alignB,
   check(lt.cublasLtMatmulDescSetAttribute(s.desc, CUBLASLT_MATMUL_DESC_TRANSB,
                                           &transB, sizeof(transB)),
         "cublasLtMatmulDescSetAttribute(TRANSB)");
-  check(lt.cublasLtMatrixLayoutCreate(&s.a, CUDA_R_32F, aRows, aCols, (int64_t)aRows),
+  check(lt.cublasLtMatrixLayoutCreate(&s.a, dataType(op.rhsType), aRows, aCols,
+                                      (int64_t)aRows),
         "cublasLtMatrixLayoutCreate(A)");
-  check(lt.cublasLtMatrixLayoutCreate(&s.b, CUDA_R_32F, bRows, bCols, (int64_t)bRows),
+  check(lt.cublasLtMatrixLayoutCreate(&s.b, dataType(op.lhsType), bRows, bCols,
+                                      (int64_t)bRows),
         "cublasLtMatrixLayoutCreate(B)");
   // The result: n x m column-major, leading dimension n = C [m, n] row-major.
-  check(lt.cublasLtMatrixLayoutCreate(&s.c, CUDA_R_32F, op.n, op.m, op.n),
+  check(lt.cublasLtMatrixLayoutCreate(&s.c, dataType(op.resultType), op.n, op.m, op.n),
         "cublasLtMatrixLayoutCreate(C)");
 
   cublasLtMatmulPreference_t pref = nullptr;
@@ -121,7 +133,7 @@ const CudaGemm::Shape &CudaGemm::shape(const PlanOp &op, int alignA, int alignB,
     lt.cublasLtMatrixLayoutDestroy(s.c);
     lt.cublasLtMatmulDescDestroy(s.desc);
     throw RuntimeError("cuBLASLt has no algorithm for the " + gemmName(op) +
-                       " (compute " + computeName_ + "): " + why);
+                       " (compute " + (bf16 ? "fp32" : computeName_) + "): " + why);
   }
   s.algo = results[chosen].algo;
   return shapes_.emplace(key, s).first->second;

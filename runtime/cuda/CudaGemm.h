@@ -7,9 +7,11 @@
 // transpose, so we compute C^T = op(B)^T op(A)^T: cuBLASLt's "A" is our B,
 // its "B" our A, its result an n x m column-major matrix, which is C.
 //
-// Storage is fp32 throughout; the compute type is bf16 tensor cores with
-// fp32 accumulation by default. FBT_GEMM_COMPUTE=fp32 computes in exact
-// fp32 (for numerics checks), =tf32 in TF32.
+// Operands are fp32 or, under bf16 storage, bf16 (the result bf16 or fp32,
+// per the plan). bf16 operands run on tensor cores with fp32 accumulation.
+// fp32 operands use bf16 tensor cores with fp32 accumulation by default;
+// FBT_GEMM_COMPUTE=fp32 computes them in exact fp32 (for numerics checks),
+// =tf32 in TF32.
 //
 // The algorithm comes from cuBLASLt's heuristic, once per shape and operand
 // alignment, with the descriptors cached beside it: a decode step repeats
@@ -50,8 +52,10 @@ private:
     cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
     cublasLtMatmulAlgo_t algo;
   };
-  // m, n, k, transposeLhs, transposeRhs, and the alignment of A, B, C.
-  using Key = std::tuple<int64_t, int64_t, int64_t, bool, bool, int, int, int>;
+  // m, n, k, transposeLhs, transposeRhs, the alignment of A, B, C, and the
+  // operand and result types.
+  using Key = std::tuple<int64_t, int64_t, int64_t, bool, bool, int, int, int,
+                         std::string>;
   const Shape &shape(const PlanOp &op, int alignA, int alignB, int alignC);
 
   CUstream stream_;

@@ -116,6 +116,49 @@ TEST(BundleTest, LaunchesAreChecked) {
   }
 }
 
+/// A one-step manifest whose step is one 2x2x2 GEMM of element types `types`
+/// (buffers sized for f32).
+Json gemmManifest(Json types) {
+  Json m = test::gpuManifest({});
+  Json gemm = Json::Object{{"gemm", Json::Array{2, 2, 2}},
+                           {"transpose", Json::Array{false, false}},
+                           {"args", Json::Array{Json::Array{"arena", 0, 0, 16},
+                                                Json::Array{"arena", 0, 64, 16},
+                                                Json::Array{"arena", 0, 128, 16}}}};
+  if (!types.isNull())
+    gemm.set("types", std::move(types));
+  m["steps"].set("s", Json::Object{{"kind", "train"}, {"passes", 1}, {"arena_bytes", 256},
+                                   {"inputs", Json::array()}, {"outputs", Json::array()},
+                                   {"constants", Json::array()},
+                                   {"ops", Json::Array{std::move(gemm)}},
+                                   {"copies", Json::array()}});
+  return m;
+}
+
+TEST(BundleTest, GemmElementTypes) {
+  test::TempDir dir;
+  std::string path = dir.file("gemm.fbtb");
+  test::writeBundle(path, gemmManifest(Json()), {{"kernels.ptx", kPtx}});
+  const PlanOp &f32 = Bundle::load(path).step("s").ops[0];
+  EXPECT_EQ(f32.lhsType, "f32");
+  EXPECT_EQ(f32.resultType, "f32");
+  // bf16 storage: bf16 operands accumulating into an f32 result.
+  test::writeBundle(path, gemmManifest(Json::Array{"bf16", "bf16", "f32"}),
+                    {{"kernels.ptx", kPtx}});
+  const PlanOp &mixed = Bundle::load(path).step("s").ops[0];
+  EXPECT_EQ(mixed.lhsType, "bf16");
+  EXPECT_EQ(mixed.rhsType, "bf16");
+  EXPECT_EQ(mixed.resultType, "f32");
+  EXPECT_NE(loadError(dir, gemmManifest(Json::Array{"f16", "f16", "f16"}),
+                      {{"kernels.ptx", kPtx}})
+                .find("a GEMM of element type 'f16' (expected f32 or bf16)"),
+            std::string::npos);
+  EXPECT_NE(loadError(dir, gemmManifest(Json::Array{"bf16", "f32", "f32"}),
+                      {{"kernels.ptx", kPtx}})
+                .find("a GEMM's operands must share a type, got bf16 and f32"),
+            std::string::npos);
+}
+
 TEST(BundleTest, AGpuBundleNeedsItsPtx) {
   test::TempDir dir;
   std::string error = loadError(dir, test::gpuManifest({"k0_a"}), {});

@@ -3,10 +3,13 @@
 //   fbt-simt-check CPU.mlir GPU.mlir [--rtol R] [--atol A]
 //
 // CPU.mlir and GPU.mlir are one spec's `fbtc --emit=kernels` without and with
-// an NVIDIA --target. Every kernel is compiled both ways (the CPU's as the
-// CPU target builds it; the GPU's split into its launches, as the NVIDIA
-// target does, then compiled for this CPU and run by the SIMT emulator), run
-// on the same random inputs, and its outputs compared:
+// an NVIDIA --target. Kernels pair up through their call sites (the steps
+// call them in the same order; the GPU's f32 -> bf16 copies for GEMMs have no
+// twin and are checked against rounding). Each pair is compiled both ways
+// (the CPU's as the CPU target builds it; the GPU's split into its launches,
+// as the NVIDIA target does, then compiled for this CPU and run by the SIMT
+// emulator), run on the same random inputs (rounded to bf16 where the GPU
+// stores bf16), and its outputs compared:
 //   |gpu - cpu| <= atol + rtol * max |cpu|   for each output.
 // The CPU kernels are the ones the end-to-end tests check against PyTorch,
 // so this checks the GPU mapping itself: grids, block reductions, atomics,
@@ -37,6 +40,7 @@
 #include <cmath>
 #include <cstring>
 #include <dlfcn.h>
+#include <map>
 #include <random>
 
 using namespace mlir;
@@ -49,6 +53,9 @@ llvm::cl::opt<std::string> gpuPath(llvm::cl::Positional, llvm::cl::Required,
                                    llvm::cl::desc("<gpu kernels .mlir>"));
 llvm::cl::opt<double> relTol("rtol", llvm::cl::init(1e-4),
                            llvm::cl::desc("tolerance relative to max |cpu|"));
+llvm::cl::opt<double> bf16Tol("bf16-rtol", llvm::cl::init(1e-2),
+                              llvm::cl::desc("relative tolerance for kernels "
+                                             "with bf16 buffers"));
 llvm::cl::opt<double> absTol("atol", llvm::cl::init(1e-6),
                            llvm::cl::desc("absolute tolerance"));
 
@@ -76,14 +83,35 @@ struct Buffer {
   std::vector<char> bytes;
 };
 
+int64_t elementBytes(Type t) {
+  return t.isInteger(64) ? 8 : t.isBF16() ? 2 : 4;
+}
+
+/// f32 bits -> bf16 bits, rounding to nearest even (finite inputs).
+uint16_t toBf16(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  u += 0x7fff + ((u >> 16) & 1);
+  return (uint16_t)(u >> 16);
+}
+float fromBf16(uint16_t h) {
+  uint32_t u = (uint32_t)h << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
 /// Random inputs that every kernel accepts: floats in [0.25, 1.25) (logs,
 /// square roots and divisions stay finite), 32-bit ids in [0, 4) (tokens,
-/// targets and positions below every size), any 64-bit seed.
-void fill(Buffer &b, std::mt19937_64 &rng) {
-  b.bytes.assign(b.count * (b.type.isInteger(64) ? 8 : 4), 0);
+/// targets and positions below every size), any 64-bit seed. `roundBf16`
+/// makes the floats bf16 values, for a twin that stores them in bf16.
+void fill(Buffer &b, std::mt19937_64 &rng, bool roundBf16) {
+  b.bytes.assign(b.count * elementBytes(b.type), 0);
   for (int64_t i = 0; i < b.count; ++i) {
     if (b.type.isF32()) {
       float v = 0.25f + std::uniform_real_distribution<float>(0, 1)(rng);
+      if (roundBf16)
+        v = fromBf16(toBf16(v));
       std::memcpy(&b.bytes[4 * i], &v, 4);
     } else if (b.type.isInteger(32)) {
       int32_t v = (int32_t)(rng() % 4);
@@ -95,7 +123,34 @@ void fill(Buffer &b, std::mt19937_64 &rng) {
   }
 }
 
+/// `from`'s contents in `to`'s element type (f32 <-> bf16, else a copy).
+void convert(const Buffer &from, Buffer &to) {
+  to.bytes.assign(to.count * elementBytes(to.type), 0);
+  if (from.type == to.type) {
+    to.bytes = from.bytes;
+    return;
+  }
+  for (int64_t i = 0; i < to.count; ++i) {
+    if (to.type.isBF16()) {
+      float f;
+      std::memcpy(&f, &from.bytes[4 * i], 4);
+      uint16_t h = toBf16(f);
+      std::memcpy(&to.bytes[2 * i], &h, 2);
+    } else {
+      uint16_t h;
+      std::memcpy(&h, &from.bytes[2 * i], 2);
+      float f = fromBf16(h);
+      std::memcpy(&to.bytes[4 * i], &f, 4);
+    }
+  }
+}
+
 double value(const Buffer &b, int64_t i) {
+  if (b.type.isBF16()) {
+    uint16_t h;
+    std::memcpy(&h, &b.bytes[2 * i], 2);
+    return fromBf16(h);
+  }
   if (b.type.isF32()) {
     float v;
     std::memcpy(&v, &b.bytes[4 * i], 4);
@@ -141,60 +196,118 @@ int main(int argc, char **argv) {
   if (!cpuSo || !gpuSo)
     return 2;
 
-  // Results per kernel: the call sites say how many trailing buffers are
-  // outputs.
+  // Pair the kernels through the steps' call sites, in order.
+  auto calls = [](ModuleOp m, bool skipCasts) {
+    std::map<std::string, std::vector<mlir::fbt::CallKernelOp>> byStep;
+    for (auto fn : m.getOps<func::FuncOp>())
+      if (fn->hasAttr("fbt.step"))
+        fn.walk([&](mlir::fbt::CallKernelOp c) {
+          if (!skipCasts || !c.getKernel().ends_with("_to_bf16"))
+            byStep[fn.getSymName().str()].push_back(c);
+        });
+    return byStep;
+  };
+  auto cpuCalls = calls(*cpu, false), gpuCalls = calls(*gpu, true);
+  std::map<std::string, std::string> twin; // GPU kernel -> CPU kernel
   llvm::StringMap<unsigned> numResults;
-  cpu->walk([&](mlir::fbt::CallKernelOp call) {
-    numResults[call.getKernel()] = call->getNumResults();
-  });
+  std::vector<std::string> order;
+  for (auto &[step, list] : cpuCalls) {
+    auto &other = gpuCalls[step];
+    if (other.size() != list.size()) {
+      outs() << step << ": " << list.size() << " kernel calls on the CPU, "
+             << other.size() << " on the GPU\n";
+      return 1;
+    }
+    for (size_t i = 0; i < list.size(); ++i) {
+      std::string g = other[i].getKernel().str();
+      if (twin.emplace(g, list[i].getKernel().str()).second) {
+        order.push_back(g);
+        numResults[g] = other[i]->getNumResults();
+      }
+    }
+  }
+  auto lookup = [](ModuleOp m, StringRef name) {
+    return m.lookupSymbol<func::FuncOp>(name);
+  };
 
   int kernels = 0, failures = 0;
-  for (auto fn : cpu->getOps<func::FuncOp>()) {
-    if (!fn->hasAttr("fbt.kernel"))
-      continue;
-    std::string name = fn.getSymName().str();
-    auto launches = gpuBin->launches.find(name);
-    if (launches == gpuBin->launches.end()) {
-      outs() << name << ": no GPU kernel of that name\n";
-      ++failures;
-      continue;
-    }
-    std::mt19937_64 rng(std::hash<std::string>()(name));
-    std::vector<Buffer> in;
-    for (Type t : fn.getArgumentTypes()) {
-      auto m = cast<MemRefType>(t);
-      in.push_back({m.getElementType(), m.getNumElements(), {}});
-      fill(in.back(), rng);
-    }
-    // Outputs start equal (and arbitrary) in both runs.
-    std::vector<Buffer> onCpu = in, onGpu = in;
-    ::fbt::simt::call(dlsym(cpuSo, name.c_str()), pointers(onCpu));
-    std::vector<void *> args = pointers(onGpu);
-    for (const mlir::fbt::GpuLaunch &l : launches->second)
-      ::fbt::simt::launch(dlsym(gpuSo, l.entry.c_str()), args, l.grid, l.block,
-                        l.cooperative);
-
-    unsigned outputs = numResults.lookup(name);
+  auto compare = [&](const std::string &name, size_t numLaunches,
+                     std::vector<Buffer> &want, std::vector<Buffer> &got,
+                     unsigned outputs, double rtol) {
     bool ok = true;
     std::string report;
     llvm::raw_string_ostream os(report);
-    for (unsigned o = in.size() - outputs; o < in.size(); ++o) {
+    for (unsigned o = want.size() - outputs; o < want.size(); ++o) {
       double err = 0, ref = 0;
-      for (int64_t i = 0; i < in[o].count; ++i) {
-        double c = value(onCpu[o], i), g = value(onGpu[o], i);
+      for (int64_t i = 0; i < want[o].count; ++i) {
+        double c = value(want[o], i), g = value(got[o], i);
         ref = std::max(ref, std::fabs(c));
         err = std::max(err, std::isnan(g) != std::isnan(c) ? INFINITY
                                                            : std::fabs(g - c));
       }
-      bool good = err <= absTol + relTol * ref;
+      bool good = err <= absTol + rtol * ref;
       ok &= good;
       os << llvm::format(" out%u err %.2e of %.2e", o, err, ref);
     }
     ++kernels;
     failures += !ok;
-    outs() << name << ": " << launches->second.size() << " launch"
-           << (launches->second.size() == 1 ? "" : "es") << report
+    outs() << name << ": " << numLaunches << " launch"
+           << (numLaunches == 1 ? "" : "es") << report
            << (ok ? " ok" : " DIFFERS") << "\n";
+  };
+  auto run = [&](const std::string &name, std::vector<Buffer> &bufs) {
+    std::vector<void *> args = pointers(bufs);
+    for (const mlir::fbt::GpuLaunch &l : gpuBin->launches.at(name))
+      ::fbt::simt::launch(dlsym(gpuSo, l.entry.c_str()), args, l.grid, l.block,
+                          l.cooperative);
+  };
+
+  // The f32 -> bf16 copies: exactly round to nearest even.
+  for (auto fn : gpu->getOps<func::FuncOp>()) {
+    if (!fn.getSymName().ends_with("_to_bf16"))
+      continue;
+    std::string name = fn.getSymName().str();
+    std::mt19937_64 rng(std::hash<std::string>()(name));
+    std::vector<Buffer> in, want;
+    for (Type t : fn.getArgumentTypes()) {
+      auto m = cast<MemRefType>(t);
+      in.push_back({m.getElementType(), m.getNumElements(), {}});
+    }
+    fill(in[0], rng, false);
+    in[1].bytes.assign(in[1].count * 2, 0);
+    want = in;
+    convert(in[0], want[1]);
+    run(name, in);
+    compare(name, gpuBin->launches.at(name).size(), want, in, 1, 0.0);
+  }
+
+  for (const std::string &name : order) {
+    func::FuncOp g = lookup(*gpu, name), c = lookup(*cpu, twin[name]);
+    if (!g || !c || !gpuBin->launches.count(name)) {
+      outs() << name << ": no kernel of that name\n";
+      ++failures;
+      continue;
+    }
+    unsigned outputs = numResults.lookup(name);
+    std::mt19937_64 rng(std::hash<std::string>()(name));
+    std::vector<Buffer> onCpu, onGpu;
+    bool narrow = false;
+    for (auto [ct, gt] : llvm::zip(c.getArgumentTypes(), g.getArgumentTypes())) {
+      auto cm = cast<MemRefType>(ct), gm = cast<MemRefType>(gt);
+      onCpu.push_back({cm.getElementType(), cm.getNumElements(), {}});
+      onGpu.push_back({gm.getElementType(), gm.getNumElements(), {}});
+      narrow |= gm.getElementType().isBF16();
+      // Outputs start equal (and arbitrary) in both runs.
+      fill(onCpu.back(), rng, gm.getElementType().isBF16());
+      convert(onCpu.back(), onGpu.back());
+    }
+    ::fbt::simt::call(dlsym(cpuSo, twin[name].c_str()), pointers(onCpu));
+    run(name, onGpu);
+    // bf16 storage rounds each stored value by up to 2^-9 relative; sums
+    // over rows of rounded inputs add a little more.
+    compare(name + (twin[name] != name ? " (cpu " + twin[name] + ")" : ""),
+            gpuBin->launches.at(name).size(), onCpu, onGpu, outputs,
+            narrow ? bf16Tol : relTol);
   }
   outs() << kernels << " kernels, " << failures << " differ\n";
   return failures ? 1 : 0;

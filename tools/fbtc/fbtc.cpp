@@ -86,6 +86,11 @@ cl::opt<std::string> cpuName("cpu",
                                       "(default x86-64-v3; 'native' for "
                                       "this machine's)"),
                              cl::cat(category));
+cl::opt<std::string> gpuStorage(
+    "gpu-storage",
+    cl::desc("With an NVIDIA --target: store activations in 'bf16' (default) "
+             "or 'f32'; arithmetic and accumulation are f32 either way"),
+    cl::init("bf16"), cl::cat(category));
 cl::opt<bool> describe("describe",
                        cl::desc("Print parameter counts, FLOPs, memory and "
                                 "KV-cache figures instead of compiling"),
@@ -180,7 +185,8 @@ int writeBundle(const fbt::ModelSpec &spec, mlir::ModuleOp module,
       return fail(kInternalError, "compiling the kernels failed");
     targetJson = json::Object{{"kind", "nvptx"},
                               {"chip", options.chip},
-                              {"features", options.features}};
+                              {"features", options.features},
+                              {"storage", gpuStorage.getValue()}};
     blobs.push_back({"kernels.ptx", bin->ptx});
     if (!bin->cubin.empty())
       blobs.push_back({"kernels.cubin", bin->cubin});
@@ -264,6 +270,9 @@ int main(int argc, char **argv) {
     stage = Stage::Bundle;
   if (stage == Stage::Bundle && target == Target::None)
     return fail(kBadInput, "--emit=bundle needs a --target (cpu, sm_90, sm_80)");
+  if (gpuStorage != "bf16" && gpuStorage != "f32")
+    return fail(kBadInput, "--gpu-storage must be bf16 or f32, not '" +
+                               gpuStorage + "'");
   if (stage == Stage::Ptx && !isNvidia(target))
     return fail(kBadInput, "--emit=ptx needs an NVIDIA --target (sm_90, sm_80)");
   if (stage >= Stage::Train) {
@@ -274,6 +283,7 @@ int main(int argc, char **argv) {
     if (stage >= Stage::Kernels) {
       mlir::fbt::FbtToKernelsOptions lower;
       lower.target = isNvidia(target) ? "gpu" : "cpu";
+      lower.storage = isNvidia(target) ? gpuStorage.getValue() : "f32";
       pm.addPass(mlir::fbt::createFbtToKernels(lower));
     }
     if (failed(pm.run(*module)))
