@@ -108,12 +108,14 @@ def numerics(rep, prep):
         runs.append(("fp32", switch))
     rep.data["numerics"] = {}
     for precision, env in runs:
-        rep.say("  %s GEMMs%s; tolerances per line (error <= tolerance)" % (
-            precision, " (%s)" % env if env else " (the default: bf16 tensor cores, fp32 "
-                                                   "accumulation and storage)"))
+        rep.say("  %s%s; tolerances per line (error <= tolerance)" % (
+            precision, " GEMMs and f32 storage (%s)" % env if env else
+            " (the default: bf16 training activations, bf16 tensor-core GEMMs, fp32 "
+            "accumulation, parameters and optimizer state)"))
+        bundle = t["bundle"] if precision == "bf16" else t.get("bundle_f32", t["bundle"])
         with tempfile.NamedTemporaryFile(suffix=".json") as js:
             cmd = [PY, os.path.join(ROOT, "bench", "gpu_numerics.py"), "check",
-                   os.path.join(DIR, t["numerics"]), FBT, os.path.join(DIR, t["bundle"]),
+                   os.path.join(DIR, t["numerics"]), FBT, os.path.join(DIR, bundle),
                    "--precision", precision, "--json", js.name] + (["--env", env] if env else [])
             ok, out, why = run(cmd, TIMEOUT["numerics"])
             for line in out.splitlines():

@@ -48,10 +48,15 @@ ROW_LENGTH = 40
 # worst gradient is 1.1e-2 of its max, logits 3e-3, the loss 3e-6, 0.2% of the
 # parameters off by over lr/2 and the worst by 1.9 sum(lr) (Adam's second step
 # can move an element by more than lr); in fp32, 1e-6 for every gradient.
+# The default GPU bundle also stores the training step's activations in bf16
+# (each stored value rounded by up to 2^-9 relative, many times along the
+# step), which emulate does not model: the training tolerances allow for it
+# (the decoding steps keep f32 activations).
 TOLERANCES = {
-    # bf16 tensor-core GEMMs (8-bit mantissa), fp32 accumulation and storage
-    "bf16": {"loss": 1e-3, "grad_norm": 1e-2, "grad": 2e-2, "logits": 2e-2,
-             "param_max_lr": 4.0, "param_share": 0.01},
+    # bf16 activations and tensor-core GEMMs (8-bit mantissa), fp32
+    # accumulation, parameters and optimizer state
+    "bf16": {"loss": 1e-2, "grad_norm": 3e-2, "grad": 5e-2, "logits": 2e-2,
+             "param_max_lr": 4.0, "param_share": 0.05},
     # fp32 GEMMs: only the order of summation differs from the CPU
     "fp32": {"loss": 1e-5, "grad_norm": 1e-4, "grad": 1e-4, "logits": 1e-4,
              "param_max_lr": 0.02, "param_share": 0.001},

@@ -42,10 +42,11 @@ def derive(spec, path, **inference):
     return path
 
 
-def compile_spec(spec_path, target, out):
-    print("fbtc %s --target=%s -o %s" % (os.path.relpath(spec_path, ROOT), target,
-                                         os.path.relpath(out, ROOT)))
-    subprocess.run([FBTC, spec_path, "--target=" + target, "-o", out], check=True)
+def compile_spec(spec_path, target, out, *extra):
+    print("fbtc %s --target=%s %s-o %s" % (os.path.relpath(spec_path, ROOT), target,
+                                           "".join(e + " " for e in extra),
+                                           os.path.relpath(out, ROOT)))
+    subprocess.run([FBTC, spec_path, "--target=" + target, "-o", out] + list(extra), check=True)
 
 
 def main():
@@ -63,6 +64,11 @@ def main():
     with open(os.path.join(ROOT, "specs", "tiny.json")) as f:
         tiny = derive(json.load(f), j("tiny.json"), batch_size=3)
     compile_spec(tiny, args.target, j("tiny.fbtb"))
+    # The exact-fp32 numerics run also stores activations in f32 (NVIDIA
+    # targets store a training step's activations in bf16 by default).
+    gpu = args.target != "cpu"
+    if gpu:
+        compile_spec(tiny, args.target, j("tiny-f32.fbtb"), "--gpu-storage=f32")
     compile_spec(tiny, "cpu", j("tiny-cpu.fbtb"))
     subprocess.run([sys.executable, os.path.join(ROOT, "bench", "gpu_numerics.py"), "prepare",
                     j("numerics"), FBT, j("tiny-cpu.fbtb"), tiny], check=True)
@@ -84,7 +90,8 @@ def main():
     prepared = {
         "target": args.target,
         "model": model.get("name", os.path.basename(args.model)),
-        "tiny": {"spec": "tiny.json", "bundle": "tiny.fbtb", "numerics": "numerics"},
+        "tiny": {"spec": "tiny.json", "bundle": "tiny.fbtb", "numerics": "numerics",
+                 "bundle_f32": "tiny-f32.fbtb" if gpu else "tiny.fbtb"},
         "train_bundle": first,
         "decode_bundles": decode,
         "describe": "describe.json",
