@@ -287,6 +287,8 @@ std::vector<KernelLaunch> launchesOf(const std::string &kernel, const Json &j) {
       throw bad(i, "shared_bytes " + std::to_string(shared) +
                        " is outside [0, 232448]");
     k.sharedBytes = (uint32_t)shared;
+    if (const Json *c = l.find("cooperative"))
+      k.cooperative = c->asBool();
     out.push_back(std::move(k));
   }
   return out;
@@ -329,6 +331,8 @@ Bundle Bundle::load(const std::string &path) {
       b.target_.chip = target.at("chip").asString();
       if (const Json *f = target.find("features"))
         b.target_.features = f->asString();
+    } else if (b.target_.kind == "simt") {
+      b.target_.chip = "simt";
     } else {
       throw RuntimeError(path + ": compiled for target '" + b.target_.kind +
                          "', but this runtime runs 'cpu'; recompile with "
@@ -345,7 +349,7 @@ Bundle Bundle::load(const std::string &path) {
       checkPlan(plan, b.kernels_);
       b.steps_[s.first] = std::move(plan);
     }
-    if (b.target_.gpu()) {
+    if (b.target_.gpu() || b.target_.emulated()) {
       const Json &launches = m.at("launches");
       for (const std::string &k : b.kernels_) {
         const Json *l = launches.find(k);

@@ -85,14 +85,18 @@ struct KernelLaunch {
   uint32_t grid[3] = {1, 1, 1};
   uint32_t block[3] = {1, 1, 1};
   uint32_t sharedBytes = 0;
+  /// Its threads meet at barriers (the SIMT emulator runs them as coroutines).
+  bool cooperative = false;
 };
 
 /// What a bundle was compiled for (the manifest's "target").
 struct BundleTarget {
-  std::string kind;     ///< "cpu" or "nvptx"
+  std::string kind;     ///< "cpu", "nvptx", or "simt" (GPU kernels emulated)
   std::string chip;     ///< nvptx: "sm_90"; cpu: the LLVM CPU name
   std::string features; ///< nvptx: "+ptx80"
   bool gpu() const { return kind == "nvptx"; }
+  /// The GPU's kernels and launches, compiled for this CPU (tests).
+  bool emulated() const { return kind == "simt"; }
 };
 
 struct ParamSpec {
@@ -118,7 +122,8 @@ public:
   const std::string *blob(const std::string &name) const;
   /// The CPU target's kernel library (kernels.so).
   const std::string &kernelLibrary() const;
-  /// The GPU target's launches of `kernel`, in order (at least one).
+  /// The GPU (or emulated GPU) target's launches of `kernel`, in order (at
+  /// least one).
   const std::vector<KernelLaunch> &launches(const std::string &kernel) const;
   bool hasStep(const std::string &name) const { return steps_.count(name) != 0; }
   const StepPlan &step(const std::string &name) const;

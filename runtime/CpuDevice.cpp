@@ -16,10 +16,12 @@ namespace {
 class CpuDevice : public Device {
 public:
   explicit CpuDevice(const Bundle &bundle)
-      : cpu_(bundle.target().chip),
-        kernels_(bundle.kernelLibrary(), bundle.kernels(), bundle.path()) {}
+      : bundle_(bundle), cpu_(bundle.target().chip),
+        kernels_(bundle.kernelLibrary(), symbols(bundle), bundle.path()) {}
 
   std::string describe() const override {
+    if (bundle_.target().emulated())
+      return "CPU, emulating the GPU's kernels thread by thread (simt), BLAS GEMMs";
     return "CPU (" + (cpu_.empty() ? std::string("host") : cpu_) +
            "), generated kernels and BLAS GEMMs";
   }
@@ -46,10 +48,23 @@ public:
   void zero(void *device, size_t bytes) override { std::memset(device, 0, bytes); }
 
   std::unique_ptr<StepRunner> makeRunner(const StepPlan &plan) override {
-    return std::make_unique<CpuStepRunner>(plan, kernels_);
+    return std::make_unique<CpuStepRunner>(
+        plan, kernels_, bundle_.target().emulated() ? &bundle_ : nullptr);
   }
 
 private:
+  /// The library's symbols: the kernels, or an emulated GPU's launches.
+  static std::vector<std::string> symbols(const Bundle &bundle) {
+    if (!bundle.target().emulated())
+      return bundle.kernels();
+    std::vector<std::string> entries;
+    for (const std::string &k : bundle.kernels())
+      for (const KernelLaunch &l : bundle.launches(k))
+        entries.push_back(l.entry);
+    return entries;
+  }
+
+  const Bundle &bundle_;
   std::string cpu_;
   KernelLibrary kernels_;
 };

@@ -3,22 +3,49 @@
 #include "runtime/CpuExecutor.h"
 
 #include "runtime/Error.h"
+#include "runtime/simt/Emulator.h"
 
 #include <cblas.h>
 
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 
 namespace fbt {
 
-CpuStepRunner::CpuStepRunner(const StepPlan &plan, const KernelLibrary &kernels)
+namespace {
+/// bf16 <-> f32 (round to nearest even; finite values), for the emulated
+/// GPU's bf16 GEMMs.
+float widen(uint16_t h) {
+  uint32_t u = (uint32_t)h << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+uint16_t narrow(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  u += 0x7fff + ((u >> 16) & 1);
+  return (uint16_t)(u >> 16);
+}
+} // namespace
+
+CpuStepRunner::CpuStepRunner(const StepPlan &plan, const KernelLibrary &kernels,
+                             const Bundle *emulated)
     : StepRunner(plan), arena_(plan.arenaBytes) {
   for (const PlanOp &op : plan.ops) {
-    if (op.kernel.empty() && (op.lhsType != "f32" || op.resultType != "f32"))
+    if (!emulated && op.kernel.empty() &&
+        (op.lhsType != "f32" || op.resultType != "f32"))
       throw RuntimeError("step '" + plan.name + "': a " + op.lhsType +
                          " GEMM; the CPU backend runs f32 plans only");
-    kernels_.push_back(op.kernel.empty() ? nullptr : kernels.lookup(op.kernel));
+    std::vector<Launch> launches;
+    if (emulated && !op.kernel.empty())
+      for (const KernelLaunch &l : emulated->launches(op.kernel))
+        launches.push_back({kernels.lookup(l.entry), &l});
+    launches_.push_back(std::move(launches));
+    kernels_.push_back(op.kernel.empty() || emulated ? nullptr
+                                                     : kernels.lookup(op.kernel));
   }
   // Constants are splats, filled once.
   for (const ConstantSpec &c : plan.constants) {
@@ -54,27 +81,52 @@ void CpuStepRunner::run(const std::vector<void *> &inputs,
     if (tracing())
       std::fprintf(stderr, "fbt: %s #%zu %s\n", plan_.name.c_str(), i,
                    op.kernel.empty() ? "gemm" : op.kernel.c_str());
-    if (!kernels_[i]) {
-      const float *a = static_cast<const float *>(at(op.args[0]));
-      const float *b = static_cast<const float *>(at(op.args[1]));
-      float *c = static_cast<float *>(at(op.args[2]));
-      cblas_sgemm(CblasRowMajor, op.transposeLhs ? CblasTrans : CblasNoTrans,
-                  op.transposeRhs ? CblasTrans : CblasNoTrans, (int)op.m,
-                  (int)op.n, (int)op.k, 1.0f, a,
-                  (int)(op.transposeLhs ? op.m : op.k), b,
-                  (int)(op.transposeRhs ? op.k : op.n), 0.0f, c, (int)op.n);
+    if (op.kernel.empty()) {
+      gemm(op, at(op.args[0]), at(op.args[1]), at(op.args[2]));
     } else {
       if (op.args.size() > 16)
         throw RuntimeError("kernel '" + op.kernel + "' takes too many buffers");
       for (size_t a = 0; a < op.args.size(); ++a)
         args[a] = at(op.args[a]);
-      KernelLibrary::call(kernels_[i], args, op.args.size());
+      if (kernels_[i])
+        KernelLibrary::call(kernels_[i], args, op.args.size());
+      for (const Launch &l : launches_[i])
+        simt::launch(l.fn, args, op.args.size(), l.shape->grid[0],
+                     l.shape->block[0], l.shape->cooperative);
     }
     if (profile_)
       record(i, std::chrono::duration<double>(Clock::now() - start).count());
   }
   for (const OutputCopy &c : plan_.copies)
     std::memcpy(outputs[c.output], at(c.source), c.source.bytes);
+}
+
+void CpuStepRunner::gemm(const PlanOp &op, void *a, void *b, void *c) {
+  auto operand = [](void *p, const std::string &type, int64_t n,
+                    std::vector<float> &wide) -> float * {
+    if (type != "bf16")
+      return static_cast<float *>(p);
+    wide.resize(n);
+    const uint16_t *h = static_cast<const uint16_t *>(p);
+    for (int64_t i = 0; i < n; ++i)
+      wide[i] = widen(h[i]);
+    return wide.data();
+  };
+  const float *x = operand(a, op.lhsType, op.m * op.k, lhs_);
+  const float *y = operand(b, op.rhsType, op.k * op.n, rhs_);
+  bool round = op.resultType == "bf16";
+  if (round)
+    result_.resize(op.m * op.n);
+  float *z = round ? result_.data() : static_cast<float *>(c);
+  cblas_sgemm(CblasRowMajor, op.transposeLhs ? CblasTrans : CblasNoTrans,
+              op.transposeRhs ? CblasTrans : CblasNoTrans, (int)op.m, (int)op.n,
+              (int)op.k, 1.0f, x, (int)(op.transposeLhs ? op.m : op.k), y,
+              (int)(op.transposeRhs ? op.k : op.n), 0.0f, z, (int)op.n);
+  if (round) {
+    uint16_t *h = static_cast<uint16_t *>(c);
+    for (int64_t i = 0; i < op.m * op.n; ++i)
+      h[i] = narrow(result_[i]);
+  }
 }
 
 } // namespace fbt

@@ -51,6 +51,9 @@ bool probeGpus(std::vector<std::string> *lines) {
 }
 
 std::string backendSummary(const BundleTarget &target) {
+  if (target.emulated())
+    return "simt: the GPU's kernels emulated on the CPU, thread by thread (for "
+           "tests), GEMMs on BLAS";
   if (!target.gpu()) {
 #ifdef FBT_HAVE_BLAS
     return "cpu: generated kernels (shared library), GEMMs on BLAS";

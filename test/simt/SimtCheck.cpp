@@ -17,7 +17,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Emulator.h"
+#include "runtime/simt/Emulator.h"
 
 #include "codegen/CpuTarget.h"
 #include "codegen/SimtTarget.h"
@@ -166,6 +166,10 @@ double value(const Buffer &b, int64_t i) {
   return (double)v;
 }
 
+::fbt::KernelLibrary::Kernel symbol(void *lib, const std::string &name) {
+  return reinterpret_cast<::fbt::KernelLibrary::Kernel>(dlsym(lib, name.c_str()));
+}
+
 std::vector<void *> pointers(std::vector<Buffer> &buffers) {
   std::vector<void *> p;
   for (Buffer &b : buffers)
@@ -258,8 +262,8 @@ int main(int argc, char **argv) {
   auto run = [&](const std::string &name, std::vector<Buffer> &bufs) {
     std::vector<void *> args = pointers(bufs);
     for (const mlir::fbt::GpuLaunch &l : gpuBin->launches.at(name))
-      ::fbt::simt::launch(dlsym(gpuSo, l.entry.c_str()), args, l.grid, l.block,
-                          l.cooperative);
+      ::fbt::simt::launch(symbol(gpuSo, l.entry), args.data(), args.size(),
+                          l.grid, l.block, l.cooperative);
   };
 
   // The f32 -> bf16 copies: exactly round to nearest even.
@@ -301,7 +305,9 @@ int main(int argc, char **argv) {
       fill(onCpu.back(), rng, gm.getElementType().isBF16());
       convert(onCpu.back(), onGpu.back());
     }
-    ::fbt::simt::call(dlsym(cpuSo, twin[name].c_str()), pointers(onCpu));
+    std::vector<void *> cpuArgs = pointers(onCpu);
+    ::fbt::KernelLibrary::call(symbol(cpuSo, twin[name]), cpuArgs.data(),
+                               cpuArgs.size());
     run(name, onGpu);
     // bf16 storage rounds each stored value by up to 2^-9 relative; sums
     // over rows of rounded inputs add a little more.

@@ -6,6 +6,7 @@
 //   fbtc SPEC --target=cpu -o M.fbtb   the runtime bundle (CPU)
 //   fbtc SPEC --target=sm_90 -o M.fbtb the runtime bundle (NVIDIA; also sm_80)
 //   fbtc SPEC --target=sm_90 --emit=ptx   the kernels' PTX
+//   fbtc SPEC --target=simt -o M.fbtb  the GPU's kernels emulated on the CPU
 //   fbtc SPEC --describe [--json]      the figures a user plans with
 //
 // Exit status: 0 on success, 2 on bad input (spec, options), 1 on an internal
@@ -21,6 +22,7 @@
 #include "codegen/BundleWriter.h"
 #include "codegen/CpuTarget.h"
 #include "codegen/NvptxTarget.h"
+#include "codegen/SimtTarget.h"
 #include "codegen/StepPlan.h"
 #include "passes/Passes.h"
 
@@ -38,7 +40,7 @@ using namespace llvm;
 
 namespace {
 enum class Stage { Fbt, Train, Kernels, Plan, Ptx, Bundle };
-enum class Target { None, Cpu, Sm80, Sm90 };
+enum class Target { None, Cpu, Sm80, Sm90, Simt };
 
 cl::OptionCategory category("fbtc options");
 cl::opt<std::string> specPath(cl::Positional, cl::desc("<model spec .json>"),
@@ -79,7 +81,11 @@ cl::opt<Target> target("target", cl::desc("Compile for"),
                                              "cuBLASLt"),
                                   clEnumValN(Target::Sm80, "sm_80",
                                              "NVIDIA Ampere (A100): PTX 8.0 "
-                                             "+ cubin")),
+                                             "+ cubin"),
+                                  clEnumValN(Target::Simt, "simt",
+                                             "the GPU's kernels and launches, "
+                                             "emulated on this CPU thread by "
+                                             "thread (for tests)")),
                        cl::cat(category));
 cl::opt<std::string> cpuName("cpu",
                              cl::desc("LLVM CPU name for --target=cpu "
@@ -88,8 +94,9 @@ cl::opt<std::string> cpuName("cpu",
                              cl::cat(category));
 cl::opt<std::string> gpuStorage(
     "gpu-storage",
-    cl::desc("With an NVIDIA --target: store activations in 'bf16' (default) "
-             "or 'f32'; arithmetic and accumulation are f32 either way"),
+    cl::desc("With an NVIDIA (or simt) --target: store training activations "
+             "in 'bf16' (default) or 'f32'; arithmetic and accumulation are "
+             "f32 either way"),
     cl::init("bf16"), cl::cat(category));
 cl::opt<bool> describe("describe",
                        cl::desc("Print parameter counts, FLOPs, memory and "
@@ -148,6 +155,8 @@ LogicalResult planSteps(mlir::ModuleOp module, json::Object &steps,
 }
 
 bool isNvidia(Target t) { return t == Target::Sm80 || t == Target::Sm90; }
+/// Targets whose kernels are mapped to GPU blocks and threads.
+bool mapsToGpu(Target t) { return isNvidia(t) || t == Target::Simt; }
 
 mlir::fbt::NvptxTargetOptions nvptxOptions() {
   mlir::fbt::NvptxTargetOptions o;
@@ -164,7 +173,8 @@ json::Object launchesJson(const mlir::fbt::GpuLaunchTable &table) {
       list.push_back(json::Object{{"entry", l.entry},
                                   {"grid", json::Array{l.grid, 1, 1}},
                                   {"block", json::Array{l.block, 1, 1}},
-                                  {"shared_bytes", 0}});
+                                  {"shared_bytes", 0},
+                                  {"cooperative", l.cooperative}});
     out[kernel] = std::move(list);
   }
   return out;
@@ -195,6 +205,13 @@ int writeBundle(const fbt::ModelSpec &spec, mlir::ModuleOp module,
           << "no ptxas found (PATH, $CUDA_HOME/bin, $FBT_PTXAS): the bundle "
              "holds PTX only, which the driver compiles at load\n";
     launches = launchesJson(bin->launches);
+  } else if (target == Target::Simt) {
+    FailureOr<mlir::fbt::SimtBinary> bin = mlir::fbt::compileKernelsForSimt(module);
+    if (failed(bin))
+      return fail(kInternalError, "compiling the kernels failed");
+    targetJson = json::Object{{"kind", "simt"}, {"storage", gpuStorage.getValue()}};
+    blobs.push_back({"kernels.so", bin->library});
+    launches = launchesJson(bin->launches);
   } else {
     mlir::fbt::CpuTargetOptions cpu;
     cpu.cpu = cpuName;
@@ -224,7 +241,7 @@ int writeBundle(const fbt::ModelSpec &spec, mlir::ModuleOp module,
       {"kernels", std::move(kernels)},
       {"largest_arena_bytes", largestArena},
       {"steps", std::move(steps)}};
-  if (isNvidia(target))
+  if (mapsToGpu(target))
     manifest["launches"] = std::move(launches);
   std::string out = outputPath == "-" ? spec.name + ".fbtb" : outputPath;
   if (Error e = mlir::fbt::writeBundle(out, std::move(manifest), blobs))
@@ -282,8 +299,8 @@ int main(int argc, char **argv) {
     mlir::fbt::buildTrainPipeline(pm, options);
     if (stage >= Stage::Kernels) {
       mlir::fbt::FbtToKernelsOptions lower;
-      lower.target = isNvidia(target) ? "gpu" : "cpu";
-      lower.storage = isNvidia(target) ? gpuStorage.getValue() : "f32";
+      lower.target = mapsToGpu(target) ? "gpu" : "cpu";
+      lower.storage = mapsToGpu(target) ? gpuStorage.getValue() : "f32";
       pm.addPass(mlir::fbt::createFbtToKernels(lower));
     }
     if (failed(pm.run(*module)))

@@ -1,10 +1,11 @@
 //===- Emulator.cpp - GPU launches run on the CPU, thread by thread -------===//
 
-#include "Emulator.h"
+#include "runtime/simt/Emulator.h"
 
 #include <cstdio>
 #include <cstdlib>
 #include <ucontext.h>
+#include <vector>
 
 namespace {
 enum class Status { Ready, AtBarrier, Done };
@@ -12,8 +13,9 @@ enum class Status { Ready, AtBarrier, Done };
 struct Launch {
   int64_t block = 0, thread = 0, threads = 0;
   bool cooperative = false;
-  void *fn = nullptr;
-  const std::vector<void *> *args = nullptr;
+  fbt::KernelLibrary::Kernel fn = nullptr;
+  void *const *args = nullptr;
+  size_t count = 0;
   ucontext_t scheduler;
   std::vector<ucontext_t> contexts;
   std::vector<std::vector<char>> stacks;
@@ -31,7 +33,7 @@ constexpr size_t kStackBytes = 64 << 10;
 }
 
 void runThread() {
-  fbt::simt::call(current.fn, *current.args);
+  fbt::KernelLibrary::call(current.fn, current.args, current.count);
   current.status[current.thread] = Status::Done;
   // Returning resumes the scheduler (uc_link).
 }
@@ -60,44 +62,12 @@ float fbt_simt_shuffle_xor(float value, int32_t offset) {
 }
 }
 
-void fbt::simt::call(void *fn, const std::vector<void *> &a) {
-  using P = void *;
-  switch (a.size()) {
-#define FBT_ARGS_1 P
-#define FBT_ARGS_2 FBT_ARGS_1, P
-#define FBT_ARGS_3 FBT_ARGS_2, P
-#define FBT_ARGS_4 FBT_ARGS_3, P
-#define FBT_ARGS_5 FBT_ARGS_4, P
-#define FBT_ARGS_6 FBT_ARGS_5, P
-#define FBT_ARGS_7 FBT_ARGS_6, P
-#define FBT_ARGS_8 FBT_ARGS_7, P
-#define FBT_ARGS_9 FBT_ARGS_8, P
-#define FBT_ARGS_10 FBT_ARGS_9, P
-#define FBT_ARGS_11 FBT_ARGS_10, P
-#define FBT_ARGS_12 FBT_ARGS_11, P
-  case 1: return ((void (*)(FBT_ARGS_1))fn)(a[0]);
-  case 2: return ((void (*)(FBT_ARGS_2))fn)(a[0], a[1]);
-  case 3: return ((void (*)(FBT_ARGS_3))fn)(a[0], a[1], a[2]);
-  case 4: return ((void (*)(FBT_ARGS_4))fn)(a[0], a[1], a[2], a[3]);
-  case 5: return ((void (*)(FBT_ARGS_5))fn)(a[0], a[1], a[2], a[3], a[4]);
-  case 6: return ((void (*)(FBT_ARGS_6))fn)(a[0], a[1], a[2], a[3], a[4], a[5]);
-  case 7: return ((void (*)(FBT_ARGS_7))fn)(a[0], a[1], a[2], a[3], a[4], a[5], a[6]);
-  case 8: return ((void (*)(FBT_ARGS_8))fn)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]);
-  case 9: return ((void (*)(FBT_ARGS_9))fn)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8]);
-  case 10: return ((void (*)(FBT_ARGS_10))fn)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9]);
-  case 11: return ((void (*)(FBT_ARGS_11))fn)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10]);
-  case 12: return ((void (*)(FBT_ARGS_12))fn)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11]);
-  default:
-    std::fprintf(stderr, "simt emulator: a kernel with %zu buffers\n", a.size());
-    std::exit(2);
-  }
-}
-
-void fbt::simt::launch(void *fn, const std::vector<void *> &args, int64_t grid,
-                       int64_t block, bool cooperative) {
+void fbt::simt::launch(KernelLibrary::Kernel fn, void *const *args, size_t count,
+                       int64_t grid, int64_t block, bool cooperative) {
   Launch &l = current;
   l.fn = fn;
-  l.args = &args;
+  l.args = args;
+  l.count = count;
   l.threads = block;
   l.cooperative = cooperative;
   if (cooperative) {
@@ -110,7 +80,7 @@ void fbt::simt::launch(void *fn, const std::vector<void *> &args, int64_t grid,
   for (l.block = 0; l.block < grid; ++l.block) {
     if (!cooperative) {
       for (l.thread = 0; l.thread < block; ++l.thread)
-        call(fn, args);
+        KernelLibrary::call(fn, args, count);
       continue;
     }
     for (int64_t t = 0; t < block; ++t) {
@@ -125,11 +95,9 @@ void fbt::simt::launch(void *fn, const std::vector<void *> &args, int64_t grid,
       for (l.thread = 0; l.thread < block; ++l.thread)
         if (l.status[l.thread] == Status::Ready)
           swapcontext(&l.scheduler, &l.contexts[l.thread]);
-      int64_t done = 0, waiting = 0;
-      for (Status s : l.status) {
+      int64_t done = 0;
+      for (Status s : l.status)
         done += s == Status::Done;
-        waiting += s == Status::AtBarrier;
-      }
       if (done == block)
         break;
       if (done > 0)
