@@ -65,6 +65,26 @@ void attendOne(KernelBuilder &kb, Value q, Value qBase, Value k, Value v,
 }
 } // namespace
 
+AttentionQuery mlir::fbt::attentionQuery(KernelBuilder &kb, Value id, int64_t t,
+                                         int64_t s, int64_t d, int64_t h,
+                                         bool hasPositions) {
+  // id = (b * H + head) * T + tq
+  int64_t dh = d / h;
+  Value tq = kb.irem(id, t), bh = kb.idiv(id, t);
+  Value head = kb.irem(bh, h), b = kb.idiv(bh, h);
+  Value row = kb.iadd(kb.imul(b, t), tq);
+  AttentionQuery q;
+  q.base = kb.iadd(kb.imul(row, d), kb.imul(head, dh));
+  q.kvBase = kb.iadd(kb.imul(kb.imul(b, s), d), kb.imul(head, dh));
+  q.last = tq;
+  if (hasPositions) { // the last cache position this query sees, clamped
+    Value p = kb.toIndex(kb.load(kb.arg(3), row));
+    q.last = kb.select(kb.icmp(arith::CmpIPredicate::ult, p, kb.index(s)), p,
+                       kb.index(s - 1));
+  }
+  return q;
+}
+
 FailureOr<func::FuncOp> mlir::fbt::buildAttentionKernel(KernelBuilder &kb,
                                                         Operation *op) {
   if (auto rope = dyn_cast<RopeOp>(op)) {
@@ -76,39 +96,36 @@ FailureOr<func::FuncOp> mlir::fbt::buildAttentionKernel(KernelBuilder &kb,
     unsigned outArg = hasPos ? 2 : 1;
     double lnTheta = std::log(rope.getTheta().convertToDouble());
     Value sign = kb.f32(rope.getInverse() ? -1.0 : 1.0);
+    auto position = [&](Value row) {
+      return hasPos ? kb.toF32(kb.load(kb.arg(1), row)) : kb.toF32(kb.irem(row, t));
+    };
+    // cos and (signed) sin of pos * theta^(-2i/Dh) for channel pair i.
+    auto angle = [&](Value pos, Value i) -> std::pair<Value, Value> {
+      Value exponent = kb.div(kb.mul(kb.f32(2), kb.toF32(i)), kb.f32(dh));
+      Value invFreq = kb.exp(kb.neg(kb.mul(exponent, kb.f32(lnTheta))));
+      Value a = kb.mul(pos, invFreq);
+      return {kb.cos(a), kb.mul(sign, kb.sin(a))};
+    };
+    auto rotate = [&](Value row, Value head, Value i, Value c, Value sn) {
+      Value i1 = kb.iadd(kb.iadd(kb.imul(row, d), kb.imul(head, dh)), i);
+      Value i2 = kb.iadd(i1, half);
+      Value x1 = kb.load(kb.arg(0), i1), x2 = kb.load(kb.arg(0), i2);
+      kb.store(kb.sub(kb.mul(x1, c), kb.mul(x2, sn)), kb.arg(outArg), i1);
+      kb.store(kb.add(kb.mul(x2, c), kb.mul(x1, sn)), kb.arg(outArg), i2);
+    };
     if (kb.gpu()) { // a thread per channel pair, the pair's angle its own
       kb.elements(x[0] * t, h * half, [&](Value row, Value j) {
         Value head = kb.idiv(j, half), i = kb.irem(j, half);
-        Value pos = hasPos ? kb.toF32(kb.load(kb.arg(1), row))
-                           : kb.toF32(kb.irem(row, t));
-        Value exponent = kb.div(kb.mul(kb.f32(2), kb.toF32(i)), kb.f32(dh));
-        Value invFreq = kb.exp(kb.neg(kb.mul(exponent, kb.f32(lnTheta))));
-        Value angle = kb.mul(pos, invFreq);
-        Value c = kb.cos(angle), sn = kb.mul(sign, kb.sin(angle));
-        Value i1 = kb.iadd(kb.iadd(kb.imul(row, d), kb.imul(head, dh)), i);
-        Value i2 = kb.iadd(i1, half);
-        Value x1 = kb.load(kb.arg(0), i1), x2 = kb.load(kb.arg(0), i2);
-        kb.store(kb.sub(kb.mul(x1, c), kb.mul(x2, sn)), kb.arg(outArg), i1);
-        kb.store(kb.add(kb.mul(x2, c), kb.mul(x1, sn)), kb.arg(outArg), i2);
+        auto [c, sn] = angle(position(row), i);
+        rotate(row, head, i, c, sn);
       });
       return kb.finish();
     }
     kb.parallel(x[0] * t, [&](Value row) {
-      Value pos = hasPos ? kb.toF32(kb.load(kb.arg(1), row))
-                         : kb.toF32(kb.irem(row, t));
+      Value pos = position(row);
       kb.loop(half, [&](Value i) {
-        // inv_freq = theta^(-2i/Dh), computed once per channel pair.
-        Value exponent = kb.div(kb.mul(kb.f32(2), kb.toF32(i)), kb.f32(dh));
-        Value invFreq = kb.exp(kb.neg(kb.mul(exponent, kb.f32(lnTheta))));
-        Value angle = kb.mul(pos, invFreq);
-        Value c = kb.cos(angle), s = kb.mul(sign, kb.sin(angle));
-        kb.loop(h, [&](Value head) {
-          Value i1 = kb.iadd(kb.iadd(kb.imul(row, d), kb.imul(head, dh)), i);
-          Value i2 = kb.iadd(i1, half);
-          Value x1 = kb.load(kb.arg(0), i1), x2 = kb.load(kb.arg(0), i2);
-          kb.store(kb.sub(kb.mul(x1, c), kb.mul(x2, s)), kb.arg(outArg), i1);
-          kb.store(kb.add(kb.mul(x2, c), kb.mul(x1, s)), kb.arg(outArg), i2);
-        });
+        std::pair<Value, Value> cs = angle(pos, i); // once per pair, every head
+        kb.loop(h, [&](Value head) { rotate(row, head, i, cs.first, cs.second); });
       });
     });
     return kb.finish();
@@ -125,20 +142,9 @@ FailureOr<func::FuncOp> mlir::fbt::buildAttentionKernel(KernelBuilder &kb,
     if (kb.gpu())
       return buildAttentionGpu(kb, bsz, t, s, d, h, hasPos, outArg);
     kb.parallel(bsz * h * t, [&](Value id) {
-      // id = (b * H + head) * T + tq
-      Value tq = kb.irem(id, t), bh = kb.idiv(id, t);
-      Value head = kb.irem(bh, h), b = kb.idiv(bh, h);
-      Value qRow = kb.iadd(kb.imul(b, t), tq);
-      Value qBase = kb.iadd(kb.imul(qRow, d), kb.imul(head, dh));
-      Value kvBase = kb.iadd(kb.imul(kb.imul(b, s), d), kb.imul(head, dh));
-      Value last = tq;
-      if (hasPos) { // the last cache position this query sees, clamped
-        Value p = kb.toIndex(kb.load(kb.arg(3), qRow));
-        last = kb.select(kb.icmp(arith::CmpIPredicate::ult, p, kb.index(s)), p,
-                         kb.index(s - 1));
-      }
-      attendOne(kb, kb.arg(0), qBase, kb.arg(1), kb.arg(2), kvBase, d, last, dh,
-                scale, kb.arg(outArg), qBase);
+      AttentionQuery q = attentionQuery(kb, id, t, s, d, h, hasPos);
+      attendOne(kb, kb.arg(0), q.base, kb.arg(1), kb.arg(2), q.kvBase, d,
+                q.last, dh, scale, kb.arg(outArg), q.base);
     });
     return kb.finish();
   }

@@ -94,18 +94,8 @@ FailureOr<func::FuncOp> mlir::fbt::buildAttentionGpu(
   int64_t dh = d / h;
   double scale = 1.0 / std::sqrt((double)dh);
   kb.rows(bsz * h * t, 32, [&](Value id) {
-    // id = (b * H + head) * T + tq
-    Value tq = kb.irem(id, t), bh = kb.idiv(id, t);
-    Value head = kb.irem(bh, h), b = kb.idiv(bh, h);
-    Value qRow = kb.iadd(kb.imul(b, t), tq);
-    Value qBase = kb.iadd(kb.imul(qRow, d), kb.imul(head, dh));
-    Value kvBase = kb.iadd(kb.imul(kb.imul(b, s), d), kb.imul(head, dh));
-    Value last = tq;
-    if (hasPos) { // the last cache position this query sees, clamped
-      Value p = kb.toIndex(kb.load(kb.arg(3), qRow));
-      last = kb.select(kb.icmp(arith::CmpIPredicate::ult, p, kb.index(s)), p,
-                       kb.index(s - 1));
-    }
+    AttentionQuery query = attentionQuery(kb, id, t, s, d, h, hasPos);
+    Value qBase = query.base, kvBase = query.kvBase, last = query.last;
     LaneChannels lanes(kb, dh);
     SmallVector<Value> q = lanes.loadAll(kb.arg(0), qBase);
     SmallVector<Value> init = {kb.f32(-std::numeric_limits<float>::infinity()),

@@ -14,6 +14,15 @@ namespace mlir::fbt {
 
 class KernelBuilder;
 
+/// Where attention query `id` = (b * H + head) * T + tq works: its head's
+/// first channel in q and out, its batch row's head in K and V (S rows), and
+/// the last key it sees (tq, or its cache position, argument 3, clamped).
+struct AttentionQuery {
+  Value base, kvBase, last;
+};
+AttentionQuery attentionQuery(KernelBuilder &kb, Value id, int64_t t, int64_t s,
+                              int64_t d, int64_t heads, bool hasPositions);
+
 /// q [B,T,D], k, v [B,S,D], [positions [B,T]], out [B,T,D]; `outArg` is the
 /// output's argument number.
 FailureOr<func::FuncOp> buildAttentionGpu(KernelBuilder &kb, int64_t batch,

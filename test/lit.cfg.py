@@ -45,6 +45,11 @@ if os.path.exists(fbt_cli):
     if devices.returncode == 0 and chip:
         config.available_features.add("cuda-gpu")
         config.substitutions.append(("%gpu_chip", chip.group(1)))
+# PTX needs LLVM's NVPTX backend (Debian's LLVM has it).
+llc = os.path.join(config.llvm_tools_dir, "llc")
+if os.path.exists(llc) and "nvptx64" in subprocess.run(
+        [llc, "--version"], capture_output=True, text=True).stdout:
+    config.available_features.add("nvptx")
 # Cubins need the CUDA toolkit's ptxas (fbtc looks in the same places).
 ptxas = os.environ.get("FBT_PTXAS") or shutil.which("ptxas")
 for d in [os.path.join(os.environ.get("CUDA_HOME", ""), "bin"), "/usr/local/cuda/bin"]:
