@@ -22,6 +22,10 @@ constexpr int64_t kBlock = 256;
 /// Grids larger than this loop (grid-stride): enough blocks to fill any
 /// current GPU several times over.
 constexpr int64_t kMaxGrid = 1 << 16;
+/// Elementwise grids run this many consecutive iterations per thread, so
+/// that the NVPTX backend can merge their loads and stores into 16-byte
+/// vector accesses (buffers are 16-byte aligned: see `emit`).
+constexpr int64_t kVector = 4;
 
 bool isWorkgroupAlloca(Operation *op) {
   auto alloca = dyn_cast<memref::AllocaOp>(op);
@@ -77,13 +81,17 @@ private:
       return grid.emitOpError("a kernel grid must be one loop over [0, n)");
     auto map = grid->getAttrOfType<StringAttr>("fbt.map");
     bool rows = map && map.getValue() == "rows";
+    // A thread's iterations: `per` consecutive ones (elementwise grids
+    // large enough to fill the GPU anyway).
+    int64_t per = !rows && *n % kVector == 0 && *n >= 1024 ? kVector : 1;
+    int64_t units = *n / per; // what the threads or blocks stride over
     int64_t block, blocks;
     if (rows) {
       block = grid->getAttrOfType<IntegerAttr>("fbt.threads").getInt();
       blocks = std::min(*n, kMaxGrid);
     } else {
-      block = std::min(kBlock, std::max<int64_t>(32, (*n + 31) / 32 * 32));
-      blocks = std::min((*n + block - 1) / block, kMaxGrid);
+      block = std::min(kBlock, std::max<int64_t>(32, (units + 31) / 32 * 32));
+      blocks = std::min((units + block - 1) / block, kMaxGrid);
     }
     launches.push_back(emit(grid, blocks, block, [&](IRMapping &m) {
       Location loc = grid.getLoc();
@@ -101,15 +109,22 @@ private:
       // Every thread of a block runs the same iterations of a rows grid, so
       // the barriers inside are reached uniformly.
       scf::ForOp::create(
-          b, loc, start, index(*n), stride, ValueRange{},
-          [&](OpBuilder &nested, Location, Value iv, ValueRange) {
+          b, loc, start, index(units), stride, ValueRange{},
+          [&](OpBuilder &nested, Location, Value unit, ValueRange) {
             OpBuilder::InsertionGuard g(b);
             b.setInsertionPoint(nested.getInsertionBlock(),
                                 nested.getInsertionPoint());
-            m.map(grid.getInductionVars()[0], iv);
-            for (Operation &inner : grid.getBody()->without_terminator())
-              if (!isWorkgroupAlloca(&inner))
-                b.clone(inner, m);
+            for (int64_t u = 0; u < per; ++u) {
+              Value iv = unit;
+              if (per > 1)
+                iv = arith::AddIOp::create(
+                    b, loc, arith::MulIOp::create(b, loc, unit, index(per)),
+                    index(u));
+              m.map(grid.getInductionVars()[0], iv);
+              for (Operation &inner : grid.getBody()->without_terminator())
+                if (!isWorkgroupAlloca(&inner))
+                  b.clone(inner, m);
+            }
             scf::YieldOp::create(b, loc);
           });
     }));
@@ -134,6 +149,16 @@ private:
     auto fn = gpu::GPUFuncOp::create(b, root->getLoc(), name,
                                      kernel.getFunctionType(), workgroup);
     fn->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+    // The kernel's own argument attributes (noalias where its buffers never
+    // overlap), and 16-byte alignment: every buffer the runtime passes is at
+    // a 64-byte aligned arena offset or a fresh allocation; the one
+    // exception, a loss slot of a packed vector, is a single element.
+    for (unsigned i = 0; i < kernel.getNumArguments(); ++i) {
+      for (NamedAttribute a : kernel.getArgAttrDict(i) ? kernel.getArgAttrDict(i).getValue()
+                                                      : ArrayRef<NamedAttribute>())
+        fn.setArgAttr(i, a.getName(), a.getValue());
+      fn.setArgAttr(i, "llvm.align", b.getI64IntegerAttr(16));
+    }
     fn->setAttr(gpu::GPUFuncOp::getKnownBlockSizeAttrName(fn->getName()),
                 b.getDenseI32ArrayAttr({(int32_t)block, 1, 1}));
     Block &entry = fn.getBody().front();
