@@ -55,11 +55,28 @@ public:
 
   LogicalResult run(std::vector<GpuLaunch> &launches) {
     Block &body = kernel.getBody().front();
+    // Buffers the kernel writes: a top-level read of one could not be
+    // recomputed in a later launch (it would see the new contents).
+    DenseSet<Value> written;
+    kernel.walk([&](Operation *op) {
+      if (auto store = dyn_cast<memref::StoreOp>(op))
+        written.insert(store.getMemRef());
+      if (auto rmw = dyn_cast<memref::AtomicRMWOp>(op))
+        written.insert(rmw.getMemref());
+    });
     for (Operation &op : body.without_terminator()) {
       if (auto grid = dyn_cast<scf::ParallelOp>(&op)) {
         if (failed(emitGrid(grid, launches)))
           return failure();
       } else if (onlyReads(&op)) {
+        WalkResult r = op.walk([&](memref::LoadOp load) {
+          return written.contains(load.getMemRef()) ? WalkResult::interrupt()
+                                                    : WalkResult::advance();
+        });
+        if (r.wasInterrupted())
+          return op.emitOpError("reads, outside the kernel's grids, a buffer "
+                                "the kernel writes: the GPU target cannot "
+                                "recompute it in each launch");
         prologue.insert(&op);
       } else {
           launches.push_back(emit(&op, /*grid=*/1, /*block=*/1, [&](IRMapping &m) {
