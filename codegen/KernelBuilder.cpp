@@ -175,18 +175,23 @@ Value KernelBuilder::warpSum(Value v) {
   return v;
 }
 
+Value KernelBuilder::sharedBuffer(int64_t n) {
+  assert(gpu() && rowBody && "shared memory belongs to a GPU row grid");
+  // Allocated at the top of the row grid's body; the GPU target turns it
+  // into the kernel's workgroup memory.
+  OpBuilder::InsertionGuard g(b);
+  b.setInsertionPointToStart(rowBody);
+  auto space = gpu::AddressSpaceAttr::get(b.getContext(),
+                                          gpu::AddressSpace::Workgroup);
+  auto type = MemRefType::get({n}, b.getF32Type(), MemRefLayoutAttrInterface(),
+                              space);
+  return memref::AllocaOp::create(b, loc, type);
+}
+
 Value KernelBuilder::scratch() {
-  if (!rowScratch) {
-    // One 32-float buffer per row grid, in shared memory; the GPU target
-    // turns the allocation into the kernel's workgroup memory.
-    OpBuilder::InsertionGuard g(b);
-    b.setInsertionPointToStart(rowBody);
-    auto space = gpu::AddressSpaceAttr::get(b.getContext(),
-                                            gpu::AddressSpace::Workgroup);
-    auto type = MemRefType::get({32}, b.getF32Type(), MemRefLayoutAttrInterface(),
-                                space);
-    rowScratch = memref::AllocaOp::create(b, loc, type);
-  }
+  // One 32-float buffer per row grid, for the reductions.
+  if (!rowScratch)
+    rowScratch = sharedBuffer(32);
   return rowScratch;
 }
 

@@ -88,6 +88,8 @@ public:
   Value warpSum(Value v);
   /// This thread's index within the row's block (0 on the CPU).
   Value rowThread();
+  /// `n` floats of the row block's shared memory (GPU rows() only).
+  Value sharedBuffer(int64_t n);
   int64_t rowThreads() const { return gpu() ? threads : 1; }
 
   /// mem[idx] += v, atomically on the GPU (a plain update on the CPU, whose

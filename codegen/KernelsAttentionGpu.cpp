@@ -3,8 +3,10 @@
 // One warp per query row (forward) or key row (backward): the warp's lanes
 // hold the head's channels in registers (channel c in lane c % 32), a score
 // is a warp-shuffle reduction, and the keys stream through once with an
-// online softmax, so no T x T matrix is stored and no shared memory or block
-// barrier is needed.
+// online softmax, so no T x T matrix is stored. Over whole sequences the
+// forward puts four queries' warps in one block, which share tiles of K and
+// V loaded into shared memory; with a KV cache (decode) each warp reads its
+// keys itself.
 //
 // The backward recomputes the probabilities from per-query statistics
 // (log-sum-exp and D = dout . out) in three launches:
@@ -35,7 +37,9 @@ struct LaneChannels {
   Value lane;
 
   LaneChannels(KernelBuilder &kb, int64_t dh)
-      : kb(kb), dh(dh), n((dh + 31) / 32), lane(kb.rowThread()) {}
+      : LaneChannels(kb, dh, kb.rowThread()) {}
+  LaneChannels(KernelBuilder &kb, int64_t dh, Value lane)
+      : kb(kb), dh(dh), n((dh + 31) / 32), lane(lane) {}
 
   bool ragged() const { return dh % 32 != 0; }
   Value channel(int64_t k) { return kb.iadd(lane, 32 * k); }
@@ -88,9 +92,83 @@ struct HeadRows {
 };
 } // namespace
 
+namespace {
+/// Causal self-attention over whole sequences (training, prefill): a block
+/// of kQueries warps takes kQueries consecutive queries of one head, and the
+/// keys they see stream through shared memory in tiles of kTile rows of K
+/// and V, loaded once for the block (coalesced) instead of once per warp.
+/// Every warp walks every key of a tile (the causal mask zeroes those past
+/// its query), so the warps stay in step between the barriers.
+constexpr int64_t kQueries = 4, kTile = 32;
+
+FailureOr<func::FuncOp> buildAttentionTiled(KernelBuilder &kb, int64_t bsz,
+                                            int64_t t, int64_t d, int64_t h,
+                                            unsigned outArg) {
+  int64_t dh = d / h, groups = t / kQueries;
+  double scale = 1.0 / std::sqrt((double)dh);
+  kb.rows(bsz * h * groups, 32 * kQueries, [&](Value id) {
+    // id = (b * H + head) * (T / kQueries) + group
+    Value group = kb.irem(id, groups), bh = kb.idiv(id, groups);
+    HeadRows rows(kb, t, d, h, bh);
+    Value tid = kb.rowThread();
+    Value warp = kb.idiv(tid, 32);
+    LaneChannels lanes(kb, dh, kb.irem(tid, 32));
+    Value first = kb.imul(group, kQueries);
+    Value tq = kb.iadd(first, warp);
+    Value qb = rows.at(tq);
+    SmallVector<Value> q = lanes.loadAll(kb.arg(0), qb);
+    Value kTileMem = kb.sharedBuffer(kTile * dh), vTileMem = kb.sharedBuffer(kTile * dh);
+    // Tiles up to the block's last query, kQueries - 1 past its first.
+    Value tiles = kb.idiv(kb.iadd(first, kQueries - 1 + kTile), kTile);
+    SmallVector<Value> init = {kb.f32(-std::numeric_limits<float>::infinity()),
+                               kb.f32(0)};
+    for (int64_t k = 0; k < lanes.n; ++k)
+      init.push_back(kb.f32(0));
+    SmallVector<Value> acc = kb.fold(
+        kb.index(0), tiles, init, [&](Value tile, ValueRange c) -> SmallVector<Value> {
+          Value j0 = kb.imul(tile, kTile);
+          // The block loads the tile: thread e takes element e, e + 128, ...
+          kb.rowLoop(kTile * dh, [&](Value e) {
+            Value key = kb.iadd(j0, kb.idiv(e, dh));
+            Value in = kb.icmp(arith::CmpIPredicate::ult, key, kb.index(t));
+            Value src = kb.iadd(rows.at(kb.select(in, key, kb.index(0))),
+                                kb.irem(e, dh));
+            Value zero = kb.f32(0);
+            kb.store(kb.select(in, kb.load(kb.arg(1), src), zero), kTileMem, e);
+            kb.store(kb.select(in, kb.load(kb.arg(2), src), zero), vTileMem, e);
+          });
+          kb.rowSync();
+          SmallVector<Value> state(c.begin(), c.end());
+          state = kb.fold(kb.index(0), kb.index(kTile), state,
+                          [&](Value jj, ValueRange st) -> SmallVector<Value> {
+            Value key = kb.iadd(j0, jj), row = kb.imul(jj, dh);
+            Value seen = kb.icmp(arith::CmpIPredicate::ule, key, tq);
+            Value score = kb.mul(lanes.dot(q, kTileMem, row), kb.f32(scale));
+            Value m = kb.select(seen, kb.max(st[0], score), st[0]);
+            Value corr = kb.exp(kb.sub(st[0], m));
+            Value p = kb.select(seen, kb.exp(kb.sub(score, m)), kb.f32(0));
+            SmallVector<Value> next = {m, kb.add(kb.mul(st[1], corr), p)};
+            for (int64_t k = 0; k < lanes.n; ++k)
+              next.push_back(kb.add(kb.mul(st[2 + k], corr),
+                                    kb.mul(p, lanes.load(vTileMem, row, k))));
+            return next;
+          });
+          kb.rowSync(); // all warps are done with the tile before the next
+          return state;
+        });
+    Value inv = kb.div(kb.f32(1), acc[1]);
+    for (int64_t k = 0; k < lanes.n; ++k)
+      lanes.store(kb.mul(acc[2 + k], inv), kb.arg(outArg), qb, k);
+  });
+  return kb.finish();
+}
+} // namespace
+
 FailureOr<func::FuncOp> mlir::fbt::buildAttentionGpu(
     KernelBuilder &kb, int64_t bsz, int64_t t, int64_t s, int64_t d, int64_t h,
     bool hasPos, unsigned outArg) {
+  if (!hasPos && s == t && t % kQueries == 0)
+    return buildAttentionTiled(kb, bsz, t, d, h, outArg);
   int64_t dh = d / h;
   double scale = 1.0 / std::sqrt((double)dh);
   kb.rows(bsz * h * t, 32, [&](Value id) {

@@ -142,7 +142,8 @@ FailureOr<func::FuncOp> mlir::fbt::buildTokenKernel(KernelBuilder &kb,
       Value target = kb.load(kb.arg(2), r);
       Value on = counted(kb, target, ignore);
       Value base = kb.imul(r, vocab);
-      auto [m, lse] = logSumExp(kb, kb.arg(1), base, vocab);
+      std::pair<Value, Value> stats = logSumExp(kb, kb.arg(1), base, vocab);
+      Value m = stats.first, lse = stats.second;
       Value t = kb.toIndex(target);
       Value rowScale = kb.select(on, scale, kb.f32(0));
       kb.rowLoop(vocab, [&](Value v) {
