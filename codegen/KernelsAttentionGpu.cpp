@@ -9,11 +9,12 @@
 // keys itself.
 //
 // The backward recomputes the probabilities from per-query statistics
-// (log-sum-exp and D = dout . out) in three launches:
+// (log-sum-exp and D = dout . out) in three launches, each tiled like the
+// forward:
 //   1. per query: m, l over its keys, lse = m + log l, D; parked in dq's
 //      first two channels of the head (dq is written last);
 //   2. per key j: dk_j = sum_i dS_ij q_i, dv_j = sum_i P_ij dout_i over the
-//      queries i >= j that see it;
+//      queries i >= j that see it (their q, dout and stats in the tiles);
 //   3. per query i: dq_i = sum_j dS_ij k_j, after reading its parked stats.
 // Each output row is written by exactly one warp: no atomics, and the sums
 // run in a fixed order.
@@ -93,72 +94,132 @@ struct HeadRows {
 } // namespace
 
 namespace {
-/// Causal self-attention over whole sequences (training, prefill): a block
-/// of kQueries warps takes kQueries consecutive queries of one head, and the
-/// keys they see stream through shared memory in tiles of kTile rows of K
-/// and V, loaded once for the block (coalesced) instead of once per warp.
-/// Every warp walks every key of a tile (the causal mask zeroes those past
-/// its query), so the warps stay in step between the barriers.
-constexpr int64_t kQueries = 4, kTile = 32;
+/// Over whole sequences a block holds kWarps warps, one per row (query or
+/// key) of one head, and the rows they walk stream through shared memory a
+/// tile at a time, loaded once for the block (coalesced) instead of once per
+/// warp. Every warp walks every row of a tile (a mask zeroes the ones it
+/// must not see), so the warps stay in step between the barriers.
+constexpr int64_t kWarps = 4;
+
+/// Rows per tile: a tile of a few [rows, Dh] matrices stays well inside the
+/// 48 KiB of static shared memory.
+int64_t tileRows(int64_t dh) { return dh > 64 ? 16 : 32; }
+
+/// The row of a block's warp: block `id` of ceil(T / kWarps) per head takes
+/// rows first .. first + kWarps - 1. A warp past T works on row T - 1 and
+/// stores nothing (it still meets the barriers).
+struct WarpRow {
+  HeadRows rows;
+  LaneChannels lanes;
+  Value first, row, valid, base;
+
+  WarpRow(KernelBuilder &kb, Value id, int64_t t, int64_t d, int64_t h)
+      : rows(kb, t, d, h, kb.idiv(id, (t + kWarps - 1) / kWarps)),
+        lanes(kb, d / h, kb.irem(kb.rowThread(), 32)) {
+    int64_t groups = (t + kWarps - 1) / kWarps;
+    first = kb.imul(kb.irem(id, groups), kWarps);
+    Value mine = kb.iadd(first, kb.idiv(kb.rowThread(), 32));
+    valid = kb.icmp(arith::CmpIPredicate::ult, mine, kb.index(t));
+    row = kb.select(valid, mine, kb.index(t - 1));
+    base = rows.at(row);
+  }
+  /// The block's last row, clamped to T - 1.
+  Value last(KernelBuilder &kb, int64_t t) {
+    Value l = kb.iadd(first, kWarps - 1);
+    return kb.select(kb.icmp(arith::CmpIPredicate::ult, l, kb.index(t)), l,
+                     kb.index(t - 1));
+  }
+  /// Stores this warp's channels, if its row is real.
+  void store(KernelBuilder &kb, ArrayRef<Value> v, Value mem) {
+    kb.ifThen(valid, [&] {
+      for (int64_t k = 0; k < lanes.n; ++k)
+        lanes.store(v[k], mem, base, k);
+    });
+  }
+  /// Runs `then` in lane 0 of a real row's warp.
+  void leader(KernelBuilder &kb, function_ref<void()> then) {
+    Value lane0 = kb.icmp(arith::CmpIPredicate::eq, lanes.lane, kb.index(0));
+    kb.ifThen(arith::AndIOp::create(kb.builder(), kb.location(), valid, lane0),
+              then);
+  }
+};
+
+/// Walks rows [from, to] of the head (from rounded down to a tile) through
+/// shared memory: for each tile, the block copies those rows of every matrix
+/// in `mats` (and, if `stats`, the two floats each row of `stats` holds in
+/// channels 0 and 1) into `tiles` (and `statTile`), then
+/// body(other row, its offset in a tile, state) runs for each of the tile's
+/// rows, rows past T reading zeros. Returns the final state.
+SmallVector<Value>
+streamTiles(KernelBuilder &kb, HeadRows &rows, int64_t t, int64_t dh,
+            int64_t tile, Value from, Value to, ArrayRef<Value> mats,
+            ArrayRef<Value> tiles, Value stats, Value statTile, ValueRange init,
+            function_ref<SmallVector<Value>(Value, Value, ValueRange)> body) {
+  Value lo = kb.idiv(from, tile), hi = kb.iadd(kb.idiv(to, tile), 1);
+  return kb.fold(lo, hi, init, [&](Value ti, ValueRange c) -> SmallVector<Value> {
+    Value j0 = kb.imul(ti, tile);
+    auto source = [&](Value r) { // the row, clamped into [0, T), and if real
+      Value other = kb.iadd(j0, r);
+      Value in = kb.icmp(arith::CmpIPredicate::ult, other, kb.index(t));
+      return std::make_pair(rows.at(kb.select(in, other, kb.index(0))), in);
+    };
+    kb.rowLoop(tile * dh, [&](Value e) {
+      auto [at, in] = source(kb.idiv(e, dh));
+      Value src = kb.iadd(at, kb.irem(e, dh));
+      for (auto [mat, shared] : llvm::zip(mats, tiles))
+        kb.store(kb.select(in, kb.load(mat, src), kb.f32(0)), shared, e);
+    });
+    if (stats)
+      kb.rowLoop(2 * tile, [&](Value e) {
+        auto [at, in] = source(kb.idiv(e, 2));
+        Value v = kb.load(stats, kb.iadd(at, kb.irem(e, 2)));
+        kb.store(kb.select(in, v, kb.f32(0)), statTile, e);
+      });
+    kb.rowSync();
+    SmallVector<Value> state = kb.fold(
+        kb.index(0), kb.index(tile), c, [&](Value r, ValueRange st) {
+          return body(kb.iadd(j0, r), r, st);
+        });
+    kb.rowSync(); // every warp is done with the tile before the next
+    return state;
+  });
+}
 
 FailureOr<func::FuncOp> buildAttentionTiled(KernelBuilder &kb, int64_t bsz,
                                             int64_t t, int64_t d, int64_t h,
                                             unsigned outArg) {
-  int64_t dh = d / h, groups = t / kQueries;
+  int64_t dh = d / h, tile = tileRows(dh);
   double scale = 1.0 / std::sqrt((double)dh);
-  kb.rows(bsz * h * groups, 32 * kQueries, [&](Value id) {
-    // id = (b * H + head) * (T / kQueries) + group
-    Value group = kb.irem(id, groups), bh = kb.idiv(id, groups);
-    HeadRows rows(kb, t, d, h, bh);
-    Value tid = kb.rowThread();
-    Value warp = kb.idiv(tid, 32);
-    LaneChannels lanes(kb, dh, kb.irem(tid, 32));
-    Value first = kb.imul(group, kQueries);
-    Value tq = kb.iadd(first, warp);
-    Value qb = rows.at(tq);
-    SmallVector<Value> q = lanes.loadAll(kb.arg(0), qb);
-    Value kTileMem = kb.sharedBuffer(kTile * dh), vTileMem = kb.sharedBuffer(kTile * dh);
-    // Tiles up to the block's last query, kQueries - 1 past its first.
-    Value tiles = kb.idiv(kb.iadd(first, kQueries - 1 + kTile), kTile);
+  kb.rows(bsz * h * ((t + kWarps - 1) / kWarps), 32 * kWarps, [&](Value id) {
+    WarpRow w(kb, id, t, d, h);
+    LaneChannels &lanes = w.lanes;
+    SmallVector<Value> q = lanes.loadAll(kb.arg(0), w.base);
+    Value kTile = kb.sharedBuffer(tile * dh), vTile = kb.sharedBuffer(tile * dh);
     SmallVector<Value> init = {kb.f32(-std::numeric_limits<float>::infinity()),
                                kb.f32(0)};
     for (int64_t k = 0; k < lanes.n; ++k)
       init.push_back(kb.f32(0));
-    SmallVector<Value> acc = kb.fold(
-        kb.index(0), tiles, init, [&](Value tile, ValueRange c) -> SmallVector<Value> {
-          Value j0 = kb.imul(tile, kTile);
-          // The block loads the tile: thread e takes element e, e + 128, ...
-          kb.rowLoop(kTile * dh, [&](Value e) {
-            Value key = kb.iadd(j0, kb.idiv(e, dh));
-            Value in = kb.icmp(arith::CmpIPredicate::ult, key, kb.index(t));
-            Value src = kb.iadd(rows.at(kb.select(in, key, kb.index(0))),
-                                kb.irem(e, dh));
-            Value zero = kb.f32(0);
-            kb.store(kb.select(in, kb.load(kb.arg(1), src), zero), kTileMem, e);
-            kb.store(kb.select(in, kb.load(kb.arg(2), src), zero), vTileMem, e);
-          });
-          kb.rowSync();
-          SmallVector<Value> state(c.begin(), c.end());
-          state = kb.fold(kb.index(0), kb.index(kTile), state,
-                          [&](Value jj, ValueRange st) -> SmallVector<Value> {
-            Value key = kb.iadd(j0, jj), row = kb.imul(jj, dh);
-            Value seen = kb.icmp(arith::CmpIPredicate::ule, key, tq);
-            Value score = kb.mul(lanes.dot(q, kTileMem, row), kb.f32(scale));
-            Value m = kb.select(seen, kb.max(st[0], score), st[0]);
-            Value corr = kb.exp(kb.sub(st[0], m));
-            Value p = kb.select(seen, kb.exp(kb.sub(score, m)), kb.f32(0));
-            SmallVector<Value> next = {m, kb.add(kb.mul(st[1], corr), p)};
-            for (int64_t k = 0; k < lanes.n; ++k)
-              next.push_back(kb.add(kb.mul(st[2 + k], corr),
-                                    kb.mul(p, lanes.load(vTileMem, row, k))));
-            return next;
-          });
-          kb.rowSync(); // all warps are done with the tile before the next
-          return state;
+    SmallVector<Value> acc = streamTiles(
+        kb, w.rows, t, dh, tile, kb.index(0), w.last(kb, t),
+        {kb.arg(1), kb.arg(2)}, {kTile, vTile}, Value(), Value(), init,
+        [&](Value key, Value r, ValueRange st) -> SmallVector<Value> {
+          Value row = kb.imul(r, dh);
+          Value seen = kb.icmp(arith::CmpIPredicate::ule, key, w.row);
+          Value score = kb.mul(lanes.dot(q, kTile, row), kb.f32(scale));
+          Value m = kb.select(seen, kb.max(st[0], score), st[0]);
+          Value corr = kb.exp(kb.sub(st[0], m));
+          Value p = kb.select(seen, kb.exp(kb.sub(score, m)), kb.f32(0));
+          SmallVector<Value> next = {m, kb.add(kb.mul(st[1], corr), p)};
+          for (int64_t k = 0; k < lanes.n; ++k)
+            next.push_back(kb.add(kb.mul(st[2 + k], corr),
+                                  kb.mul(p, lanes.load(vTile, row, k))));
+          return next;
         });
     Value inv = kb.div(kb.f32(1), acc[1]);
+    SmallVector<Value> out;
     for (int64_t k = 0; k < lanes.n; ++k)
-      lanes.store(kb.mul(acc[2 + k], inv), kb.arg(outArg), qb, k);
+      out.push_back(kb.mul(acc[2 + k], inv));
+    w.store(kb, out, kb.arg(outArg));
   });
   return kb.finish();
 }
@@ -167,8 +228,9 @@ FailureOr<func::FuncOp> buildAttentionTiled(KernelBuilder &kb, int64_t bsz,
 FailureOr<func::FuncOp> mlir::fbt::buildAttentionGpu(
     KernelBuilder &kb, int64_t bsz, int64_t t, int64_t s, int64_t d, int64_t h,
     bool hasPos, unsigned outArg) {
-  if (!hasPos && s == t && t % kQueries == 0)
+  if (!hasPos && s == t)
     return buildAttentionTiled(kb, bsz, t, d, h, outArg);
+  // With a KV cache: a warp per query, reading its keys itself.
   int64_t dh = d / h;
   double scale = 1.0 / std::sqrt((double)dh);
   kb.rows(bsz * h * t, 32, [&](Value id) {
@@ -203,99 +265,101 @@ FailureOr<func::FuncOp> mlir::fbt::buildAttentionGpu(
 FailureOr<func::FuncOp> mlir::fbt::buildAttentionGradGpu(KernelBuilder &kb,
                                                          int64_t bsz, int64_t t,
                                                          int64_t d, int64_t h) {
-  int64_t dh = d / h;
+  int64_t dh = d / h, tile = tileRows(dh);
+  int64_t blocks = bsz * h * ((t + kWarps - 1) / kWarps), threads = 32 * kWarps;
   double scale = 1.0 / std::sqrt((double)dh);
   Value dout = kb.arg(0), qm = kb.arg(1), km = kb.arg(2), vm = kb.arg(3);
   Value om = kb.arg(4), dq = kb.arg(5), dk = kb.arg(6), dv = kb.arg(7);
   Value ninf = kb.f32(-std::numeric_limits<float>::infinity());
-  auto score = [&](LaneChannels &lanes, ArrayRef<Value> q, Value kRow) {
-    return kb.mul(lanes.dot(q, km, kRow), kb.f32(scale));
+  auto zeros = [&](int64_t n) {
+    SmallVector<Value> z;
+    for (int64_t k = 0; k < n; ++k)
+      z.push_back(kb.f32(0));
+    return z;
   };
-  // dS_ij = P_ij (dout_i . v_j - D_i) * scale, with P_ij = exp(s_ij - lse_i).
-  auto probAndGrad = [&](LaneChannels &lanes, ArrayRef<Value> q,
-                         ArrayRef<Value> dOut, Value kRow, Value lse,
-                         Value delta) -> std::pair<Value, Value> {
-    Value p = kb.exp(kb.sub(score(lanes, q, kRow), lse));
-    Value dp = lanes.dot(dOut, vm, kRow);
-    return {p, kb.mul(kb.mul(p, kb.sub(dp, delta)), kb.f32(scale))};
+  // dS = P (dP - D) * scale, P = exp(s - lse), for a pair the mask lets be.
+  auto gradient = [&](Value seen, Value score, Value dp, Value lse, Value delta) {
+    Value p = kb.select(seen, kb.exp(kb.sub(score, lse)), kb.f32(0));
+    return std::make_pair(p, kb.mul(kb.mul(p, kb.sub(dp, delta)), kb.f32(scale)));
   };
 
-  // 1. Per query: lse and D, parked in dq.
-  kb.rows(bsz * h * t, 32, [&](Value id) {
-    Value tq = kb.irem(id, t);
-    HeadRows rows(kb, t, d, h, kb.idiv(id, t));
-    LaneChannels lanes(kb, dh);
-    Value qb = rows.at(tq);
-    SmallVector<Value> q = lanes.loadAll(qm, qb);
-    SmallVector<Value> ml = kb.fold(
-        kb.index(0), kb.iadd(tq, 1), {ninf, kb.f32(0)},
-        [&](Value j, ValueRange c) -> SmallVector<Value> {
-          Value sc = score(lanes, q, rows.at(j)), m = kb.max(c[0], sc);
-          return {m, kb.add(kb.mul(c[1], kb.exp(kb.sub(c[0], m))),
-                            kb.exp(kb.sub(sc, m)))};
+  // 1. Per query: lse and D, parked in dq's first two channels of the head.
+  kb.rows(blocks, threads, [&](Value id) {
+    WarpRow w(kb, id, t, d, h);
+    LaneChannels &lanes = w.lanes;
+    SmallVector<Value> q = lanes.loadAll(qm, w.base);
+    Value kTile = kb.sharedBuffer(tile * dh);
+    SmallVector<Value> ml = streamTiles(
+        kb, w.rows, t, dh, tile, kb.index(0), w.last(kb, t), {km}, {kTile},
+        Value(), Value(), {ninf, kb.f32(0)},
+        [&](Value key, Value r, ValueRange st) -> SmallVector<Value> {
+          Value seen = kb.icmp(arith::CmpIPredicate::ule, key, w.row);
+          Value score = kb.mul(lanes.dot(q, kTile, kb.imul(r, dh)), kb.f32(scale));
+          Value m = kb.select(seen, kb.max(st[0], score), st[0]);
+          Value p = kb.select(seen, kb.exp(kb.sub(score, m)), kb.f32(0));
+          return {m, kb.add(kb.mul(st[1], kb.exp(kb.sub(st[0], m))), p)};
         });
     Value lse = kb.add(ml[0], kb.log(ml[1]));
-    Value delta = lanes.dot(lanes.loadAll(dout, qb), om, qb);
-    kb.rowLeader([&] {
-      kb.store(lse, dq, qb);
-      kb.store(delta, dq, kb.iadd(qb, 1));
+    Value delta = lanes.dot(lanes.loadAll(dout, w.base), om, w.base);
+    w.leader(kb, [&] {
+      kb.store(lse, dq, w.base);
+      kb.store(delta, dq, kb.iadd(w.base, 1));
     });
   });
 
-  // 2. Per key j: dk_j and dv_j over the queries i >= j.
-  kb.rows(bsz * h * t, 32, [&](Value id) {
-    Value j = kb.irem(id, t);
-    HeadRows rows(kb, t, d, h, kb.idiv(id, t));
-    LaneChannels lanes(kb, dh);
-    Value kRow = rows.at(j);
-    SmallVector<Value> init;
-    for (int64_t k = 0; k < 2 * lanes.n; ++k)
-      init.push_back(kb.f32(0));
-    SmallVector<Value> acc = kb.fold(
-        j, kb.index(t), init, [&](Value i, ValueRange c) -> SmallVector<Value> {
-          Value qi = rows.at(i);
-          SmallVector<Value> q = lanes.loadAll(qm, qi);
-          SmallVector<Value> dOut = lanes.loadAll(dout, qi);
-          Value lse = kb.load(dq, qi), delta = kb.load(dq, kb.iadd(qi, 1));
-          auto [p, ds] = probAndGrad(lanes, q, dOut, kRow, lse, delta);
+  // 2. Per key j: dk_j and dv_j over the queries i >= j, whose q, dout and
+  //    statistics stream through shared memory.
+  kb.rows(blocks, threads, [&](Value id) {
+    WarpRow w(kb, id, t, d, h);
+    LaneChannels &lanes = w.lanes;
+    SmallVector<Value> k = lanes.loadAll(km, w.base), v = lanes.loadAll(vm, w.base);
+    Value qTile = kb.sharedBuffer(tile * dh), dTile = kb.sharedBuffer(tile * dh);
+    Value sTile = kb.sharedBuffer(2 * tile);
+    SmallVector<Value> acc = streamTiles(
+        kb, w.rows, t, dh, tile, w.first, kb.index(t - 1), {qm, dout},
+        {qTile, dTile}, dq, sTile, zeros(2 * lanes.n),
+        [&](Value query, Value r, ValueRange st) -> SmallVector<Value> {
+          Value row = kb.imul(r, dh);
+          Value seen = kb.icmp(arith::CmpIPredicate::uge, query, w.row);
+          Value score = kb.mul(lanes.dot(k, qTile, row), kb.f32(scale));
+          Value dp = lanes.dot(v, dTile, row);
+          Value lse = kb.load(sTile, kb.imul(r, 2));
+          Value delta = kb.load(sTile, kb.iadd(kb.imul(r, 2), 1));
+          auto [p, ds] = gradient(seen, score, dp, lse, delta);
           SmallVector<Value> next;
-          for (int64_t k = 0; k < lanes.n; ++k)
-            next.push_back(kb.add(c[k], kb.mul(ds, q[k])));
-          for (int64_t k = 0; k < lanes.n; ++k)
-            next.push_back(kb.add(c[lanes.n + k], kb.mul(p, dOut[k])));
+          for (int64_t c = 0; c < lanes.n; ++c)
+            next.push_back(kb.add(st[c], kb.mul(ds, lanes.load(qTile, row, c))));
+          for (int64_t c = 0; c < lanes.n; ++c)
+            next.push_back(kb.add(st[lanes.n + c], kb.mul(p, lanes.load(dTile, row, c))));
           return next;
         });
-    for (int64_t k = 0; k < lanes.n; ++k) {
-      lanes.store(acc[k], dk, kRow, k);
-      lanes.store(acc[lanes.n + k], dv, kRow, k);
-    }
+    w.store(kb, ArrayRef<Value>(acc).take_front(lanes.n), dk);
+    w.store(kb, ArrayRef<Value>(acc).drop_front(lanes.n), dv);
   });
 
   // 3. Per query i: dq_i over the keys j <= i, replacing the parked stats.
-  kb.rows(bsz * h * t, 32, [&](Value id) {
-    Value tq = kb.irem(id, t);
-    HeadRows rows(kb, t, d, h, kb.idiv(id, t));
-    LaneChannels lanes(kb, dh);
-    Value qb = rows.at(tq);
-    Value lse = kb.load(dq, qb), delta = kb.load(dq, kb.iadd(qb, 1));
-    kb.rowSync(); // every lane has read the stats before any lane writes dq
-    SmallVector<Value> q = lanes.loadAll(qm, qb);
-    SmallVector<Value> dOut = lanes.loadAll(dout, qb);
-    SmallVector<Value> init;
-    for (int64_t k = 0; k < lanes.n; ++k)
-      init.push_back(kb.f32(0));
-    SmallVector<Value> acc = kb.fold(
-        kb.index(0), kb.iadd(tq, 1), init,
-        [&](Value j, ValueRange c) -> SmallVector<Value> {
-          Value kRow = rows.at(j);
-          Value ds = probAndGrad(lanes, q, dOut, kRow, lse, delta).second;
+  kb.rows(blocks, threads, [&](Value id) {
+    WarpRow w(kb, id, t, d, h);
+    LaneChannels &lanes = w.lanes;
+    Value lse = kb.load(dq, w.base), delta = kb.load(dq, kb.iadd(w.base, 1));
+    kb.rowSync(); // every warp has read its stats before any writes dq
+    SmallVector<Value> q = lanes.loadAll(qm, w.base), dOut = lanes.loadAll(dout, w.base);
+    Value kTile = kb.sharedBuffer(tile * dh), vTile = kb.sharedBuffer(tile * dh);
+    SmallVector<Value> acc = streamTiles(
+        kb, w.rows, t, dh, tile, kb.index(0), w.last(kb, t), {km, vm},
+        {kTile, vTile}, Value(), Value(), zeros(lanes.n),
+        [&](Value key, Value r, ValueRange st) -> SmallVector<Value> {
+          Value row = kb.imul(r, dh);
+          Value seen = kb.icmp(arith::CmpIPredicate::ule, key, w.row);
+          Value score = kb.mul(lanes.dot(q, kTile, row), kb.f32(scale));
+          Value dp = lanes.dot(dOut, vTile, row);
+          Value ds = gradient(seen, score, dp, lse, delta).second;
           SmallVector<Value> next;
-          for (int64_t k = 0; k < lanes.n; ++k)
-            next.push_back(kb.add(c[k], kb.mul(ds, lanes.load(km, kRow, k))));
+          for (int64_t c = 0; c < lanes.n; ++c)
+            next.push_back(kb.add(st[c], kb.mul(ds, lanes.load(kTile, row, c))));
           return next;
         });
-    for (int64_t k = 0; k < lanes.n; ++k)
-      lanes.store(acc[k], dq, qb, k);
+    w.store(kb, acc, dq);
   });
   return kb.finish();
 }
