@@ -91,9 +91,7 @@ struct HeadRows {
   }
   Value at(Value pos) { return kb.iadd(base, kb.imul(pos, d)); }
 };
-} // namespace
 
-namespace {
 /// Over whole sequences a block holds kWarps warps, one per row (query or
 /// key) of one head, and the rows they walk stream through shared memory a
 /// tile at a time, loaded once for the block (coalesced) instead of once per
