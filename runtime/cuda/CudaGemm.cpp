@@ -33,6 +33,21 @@ cudaDataType_t dataType(const std::string &t) {
 }
 } // namespace
 
+LtLayout ltLayout(const PlanOp &op) {
+  LtLayout l;
+  // cuBLASLt's A is our B: stored [k, n] row-major = n x k column-major
+  // (op N), or [n, k] row-major = k x n column-major (op T).
+  l.aRows = op.transposeRhs ? op.k : op.n;
+  l.aCols = op.transposeRhs ? op.n : op.k;
+  l.transA = op.transposeRhs;
+  // cuBLASLt's B is our A: [m, k] row-major = k x m column-major (op N), or
+  // [k, m] row-major = m x k column-major (op T).
+  l.bRows = op.transposeLhs ? op.m : op.k;
+  l.bCols = op.transposeLhs ? op.k : op.m;
+  l.transB = op.transposeLhs;
+  return l;
+}
+
 CudaGemm::CudaGemm(CUstream stream, void *workspace, size_t workspaceBytes)
     : stream_(stream), workspace_(workspace), workspaceBytes_(workspaceBytes) {
   if (const char *c = std::getenv("FBT_GEMM_COMPUTE")) {
@@ -71,14 +86,10 @@ const CudaGemm::Shape &CudaGemm::shape(const PlanOp &op, int alignA, int alignB,
 
   const BlasLt &lt = blasLt();
   Shape s;
-  // cuBLASLt's A is our B: stored [k, n] row-major = n x k column-major
-  // (op N), or [n, k] row-major = k x n column-major (op T).
-  uint64_t aRows = op.transposeRhs ? op.k : op.n, aCols = op.transposeRhs ? op.n : op.k;
-  // cuBLASLt's B is our A: [m, k] row-major = k x m column-major (op N), or
-  // [k, m] row-major = m x k column-major (op T).
-  uint64_t bRows = op.transposeLhs ? op.m : op.k, bCols = op.transposeLhs ? op.k : op.m;
-  int32_t transA = op.transposeRhs ? CUBLAS_OP_T : CUBLAS_OP_N;
-  int32_t transB = op.transposeLhs ? CUBLAS_OP_T : CUBLAS_OP_N;
+  LtLayout l = ltLayout(op);
+  uint64_t aRows = l.aRows, aCols = l.aCols, bRows = l.bRows, bCols = l.bCols;
+  int32_t transA = l.transA ? CUBLAS_OP_T : CUBLAS_OP_N;
+  int32_t transB = l.transB ? CUBLAS_OP_T : CUBLAS_OP_N;
   // bf16 operands (bf16 storage) multiply on tensor cores and accumulate in
   // fp32 (COMPUTE_32F); fp32 operands use the chosen compute type.
   bool bf16 = op.lhsType == "bf16";

@@ -31,6 +31,17 @@
 
 namespace fbt::cuda {
 
+/// How a plan's row-major GEMM is posed to cuBLASLt, which is column-major:
+/// D (n x m, leading dimension n) = op(A) op(B), where cuBLASLt's A is our
+/// B and its B our A. Each operand is aRows x aCols (bRows x bCols) column-
+/// major with its row count as leading dimension; transA/transB say whether
+/// cuBLASLt transposes it. Pure arithmetic, so tests check it on any machine.
+struct LtLayout {
+  uint64_t aRows = 0, aCols = 0, bRows = 0, bCols = 0;
+  bool transA = false, transB = false;
+};
+LtLayout ltLayout(const PlanOp &op);
+
 class CudaGemm {
 public:
   /// `workspace` (device memory of `workspaceBytes`) is shared by all GEMMs
