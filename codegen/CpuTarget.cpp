@@ -124,7 +124,7 @@ FailureOr<std::string> linkShared(ModuleOp module, StringRef objectBytes) {
   if (llvm::sys::fs::createTemporaryFile("fbt-kernels", "o", obj) ||
       llvm::sys::fs::createTemporaryFile("fbt-kernels", "so", so))
     return fail("cannot create temporary files");
-  auto cleanup = llvm::make_scope_exit([&] {
+  llvm::scope_exit cleanup([&] {
     llvm::sys::fs::remove(obj);
     llvm::sys::fs::remove(so);
   });

@@ -67,12 +67,7 @@ struct PrepareMath
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(PrepareMath)
   StringRef getArgument() const override { return "fbt-prepare-math-for-nvvm"; }
   void runOnOperation() override {
-    RewritePatternSet patterns(&getContext());
-    populateMathPolynomialApproximationPatterns(patterns, [](StringRef op) {
-      return op == "math.exp" || op == "math.log" || op == "math.sin" ||
-             op == "math.cos";
-    });
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+    if (failed(approximateTranscendentals(getOperation())))
       return signalPassFailure();
     SmallVector<Operation *> math;
     getOperation().walk([&](Operation *op) {
@@ -156,7 +151,7 @@ assemble(ModuleOp module, const std::string &ptxas, const std::string &ptx,
     return module.emitError("ptxas: cannot make a temporary folder: ")
                << ec.message(),
            failure();
-  auto cleanup = llvm::make_scope_exit([&] {
+  llvm::scope_exit cleanup([&] {
     llvm::sys::fs::remove_directories(dir);
   });
   std::string in = (dir + "/kernels.ptx").str(), out = (dir + "/kernels.cubin").str(),
@@ -187,6 +182,15 @@ assemble(ModuleOp module, const std::string &ptxas, const std::string &ptx,
   return std::make_pair(read(out), report);
 }
 } // namespace
+
+LogicalResult mlir::fbt::approximateTranscendentals(Operation *root) {
+  RewritePatternSet patterns(root->getContext());
+  populateMathPolynomialApproximationPatterns(patterns, [](StringRef op) {
+    return op == "math.exp" || op == "math.log" || op == "math.sin" ||
+           op == "math.cos";
+  });
+  return applyPatternsGreedily(root, std::move(patterns));
+}
 
 std::string mlir::fbt::findPtxas() {
   if (const char *env = std::getenv("FBT_PTXAS"))

@@ -45,6 +45,11 @@ void registerNvptxTarget(DialectRegistry &registry);
 FailureOr<NvptxBinary> compileKernelsForNvptx(ModuleOp module,
                                               const NvptxTargetOptions &options);
 
+/// exp, log, sin and cos under `root` as the polynomials the NVIDIA target
+/// computes them with (the SIMT emulator uses them too, so that its checks
+/// cover the GPU's math).
+LogicalResult approximateTranscendentals(Operation *root);
+
 /// Path of the CUDA toolkit's ptxas: $FBT_PTXAS, then PATH, then
 /// $CUDA_HOME/bin and the toolkit's usual install folder; empty if none.
 std::string findPtxas();

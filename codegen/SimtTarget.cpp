@@ -2,6 +2,7 @@
 
 #include "codegen/SimtTarget.h"
 #include "codegen/CpuTarget.h"
+#include "codegen/NvptxTarget.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -108,6 +109,8 @@ FailureOr<SimtBinary> mlir::fbt::compileKernelsForSimt(ModuleOp module) {
     gm.erase();
   }
   (*kernels)->removeAttr(gpu::GPUDialect::getContainerModuleAttrName());
+  if (failed(approximateTranscendentals(*kernels)))
+    return failure();
   CpuTargetOptions cpu;
   FailureOr<std::string> library = compileModuleForCpu(*kernels, cpu);
   if (failed(library))

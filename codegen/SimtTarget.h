@@ -12,7 +12,8 @@
 //   float  fbt_simt_shuffle_xor(float value, int32_t offset);  gpu.shuffle xor
 //
 // A launch's shared memory becomes a global buffer: the emulator runs one
-// block at a time.
+// block at a time. exp, log, sin and cos are the GPU's polynomials, so the
+// emulator's results are the GPU's math too.
 //
 //===----------------------------------------------------------------------===//
 
