@@ -212,6 +212,17 @@ const std::string *Bundle::blob(const std::string &name) const {
   return it == blobs_.end() ? nullptr : &it->second;
 }
 
+int64_t Bundle::parameterCount() const {
+  int64_t n = 0;
+  for (const ParamSpec &p : params_) {
+    int64_t size = 1;
+    for (int64_t d : p.shape)
+      size *= d;
+    n += size;
+  }
+  return n;
+}
+
 const std::string &Bundle::kernelLibrary() const {
   const std::string *so = blob("kernels.so");
   if (!so)

@@ -115,6 +115,8 @@ public:
   const Json &model() const { return manifest_.at("model"); }
   const Json &manifest() const { return manifest_; }
   const std::vector<ParamSpec> &params() const { return params_; }
+  /// Values in all the parameters.
+  int64_t parameterCount() const;
   const BundleTarget &target() const { return target_; }
   const std::vector<std::string> &kernels() const { return kernels_; }
   /// A blob by name ("kernels.so", "kernels.ptx", "kernels.cubin"); null if

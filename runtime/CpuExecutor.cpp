@@ -2,6 +2,7 @@
 
 #include "runtime/CpuExecutor.h"
 
+#include "runtime/Bf16.h"
 #include "runtime/Error.h"
 #include "runtime/simt/Emulator.h"
 
@@ -13,23 +14,6 @@
 #include <cstring>
 
 namespace fbt {
-
-namespace {
-/// bf16 <-> f32 (round to nearest even; finite values), for the emulated
-/// GPU's bf16 GEMMs.
-float widen(uint16_t h) {
-  uint32_t u = (uint32_t)h << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-uint16_t narrow(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  u += 0x7fff + ((u >> 16) & 1);
-  return (uint16_t)(u >> 16);
-}
-} // namespace
 
 CpuStepRunner::CpuStepRunner(const StepPlan &plan, const KernelLibrary &kernels,
                              const Bundle *emulated)
@@ -109,7 +93,7 @@ void CpuStepRunner::gemm(const PlanOp &op, void *a, void *b, void *c) {
     wide.resize(n);
     const uint16_t *h = static_cast<const uint16_t *>(p);
     for (int64_t i = 0; i < n; ++i)
-      wide[i] = widen(h[i]);
+      wide[i] = bf16ToFloat(h[i]);
     return wide.data();
   };
   const float *x = operand(a, op.lhsType, op.m * op.k, lhs_);
@@ -125,7 +109,7 @@ void CpuStepRunner::gemm(const PlanOp &op, void *a, void *b, void *c) {
   if (round) {
     uint16_t *h = static_cast<uint16_t *>(c);
     for (int64_t i = 0; i < op.m * op.n; ++i)
-      h[i] = narrow(result_[i]);
+      h[i] = floatToBf16(result_[i]);
   }
 }
 

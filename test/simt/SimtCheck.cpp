@@ -17,6 +17,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/Bf16.h"
 #include "runtime/simt/Emulator.h"
 
 #include "codegen/CpuTarget.h"
@@ -87,20 +88,6 @@ int64_t elementBytes(Type t) {
   return t.isInteger(64) ? 8 : t.isBF16() ? 2 : 4;
 }
 
-/// f32 bits -> bf16 bits, rounding to nearest even (finite inputs).
-uint16_t toBf16(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  u += 0x7fff + ((u >> 16) & 1);
-  return (uint16_t)(u >> 16);
-}
-float fromBf16(uint16_t h) {
-  uint32_t u = (uint32_t)h << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-
 /// Random inputs that every kernel accepts: floats in [0.25, 1.25) (logs,
 /// square roots and divisions stay finite), 32-bit ids in [0, 4) (tokens,
 /// targets and positions below every size), any 64-bit seed. `roundBf16`
@@ -111,7 +98,7 @@ void fill(Buffer &b, std::mt19937_64 &rng, bool roundBf16) {
     if (b.type.isF32()) {
       float v = 0.25f + std::uniform_real_distribution<float>(0, 1)(rng);
       if (roundBf16)
-        v = fromBf16(toBf16(v));
+        v = ::fbt::bf16ToFloat(::fbt::floatToBf16(v));
       std::memcpy(&b.bytes[4 * i], &v, 4);
     } else if (b.type.isInteger(32)) {
       int32_t v = (int32_t)(rng() % 4);
@@ -134,12 +121,12 @@ void convert(const Buffer &from, Buffer &to) {
     if (to.type.isBF16()) {
       float f;
       std::memcpy(&f, &from.bytes[4 * i], 4);
-      uint16_t h = toBf16(f);
+      uint16_t h = ::fbt::floatToBf16(f);
       std::memcpy(&to.bytes[2 * i], &h, 2);
     } else {
       uint16_t h;
       std::memcpy(&h, &from.bytes[2 * i], 2);
-      float f = fromBf16(h);
+      float f = ::fbt::bf16ToFloat(h);
       std::memcpy(&to.bytes[4 * i], &f, 4);
     }
   }
@@ -149,7 +136,7 @@ double value(const Buffer &b, int64_t i) {
   if (b.type.isBF16()) {
     uint16_t h;
     std::memcpy(&h, &b.bytes[2 * i], 2);
-    return fromBf16(h);
+    return ::fbt::bf16ToFloat(h);
   }
   if (b.type.isF32()) {
     float v;

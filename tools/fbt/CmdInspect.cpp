@@ -39,14 +39,8 @@ int runInspect(int argc, char **argv) {
     detail += ", " + t.features;
   std::printf("target   %s (%s)\n", t.kind.c_str(), detail.c_str());
   std::printf("backend  %s\n", backendSummary(t).c_str());
-  int64_t params = 0;
-  for (const ParamSpec &p : b.params()) {
-    int64_t n = 1;
-    for (int64_t d : p.shape)
-      n *= d;
-    params += n;
-  }
-  std::printf("params   %zu tensors, %lld values\n", b.params().size(), (long long)params);
+  std::printf("params   %zu tensors, %lld values\n", b.params().size(),
+              (long long)b.parameterCount());
   if (t.gpu()) {
     int64_t launches = 0;
     for (const std::string &k : b.kernels())

@@ -76,17 +76,6 @@ template <typename T> std::string joined(const std::vector<T> &values) {
   return s;
 }
 
-int64_t parameterCount(const Bundle &bundle) {
-  int64_t n = 0;
-  for (const ParamSpec &p : bundle.params()) {
-    int64_t size = 1;
-    for (int64_t d : p.shape)
-      size *= d;
-    n += size;
-  }
-  return n;
-}
-
 /// "K=1 for 100, then K=2 (3% at K=3)".
 std::string describe(const PassSchedule &ps) {
   int64_t single = ps.singlePassSteps();
@@ -117,7 +106,7 @@ public:
     std::fprintf(
         stderr, "model    %s: %s params, batch %lld x %lld tokens\n",
         session_.config().at("name").asString().c_str(),
-        ProgressBar::formatCount(parameterCount(session_.bundle())).c_str(),
+        ProgressBar::formatCount(session_.bundle().parameterCount()).c_str(),
         (long long)t.batchSize(), (long long)t.seqLen());
     std::fprintf(stderr, "schedule %lld steps: %s; lr %g -> %g, seed %llu\n",
                  (long long)s.steps, describe(t.passSchedule()).c_str(),
