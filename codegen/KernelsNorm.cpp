@@ -1,4 +1,4 @@
-//===- KernelsNorm.cpp - RMSNorm and the fused gated input ----------------===//
+//===- KernelsNorm.cpp - RMSNorm, normalize and the fused gated input ----===//
 //
 // Row kernels: one row of D per grid iteration (a GPU block per row), a
 // reduction for the mean square, then the row written once. Scale gradients
@@ -35,12 +35,14 @@ Value invRms(KernelBuilder &kb, Value base, int64_t d, double eps,
   return kb.rsqrt(kb.add(kb.div(ss, kb.f32(d)), kb.f32(eps)));
 }
 
-/// y[row] = x[row] * inv * w: the normalized, scaled row.
+/// y[row] = x[row] * inv * w: the normalized, scaled row (unscaled when
+/// `w` is null: fbt.normalize).
 void writeNormalized(KernelBuilder &kb, Value base, int64_t d, Value inv,
                      Value x, Value w, Value y) {
   kb.rowLoop(d, [&](Value c) {
     Value i = kb.iadd(base, c);
-    kb.store(kb.mul(kb.mul(kb.load(x, i), inv), kb.load(w, c)), y, i);
+    Value v = kb.mul(kb.load(x, i), inv);
+    kb.store(w ? kb.mul(v, kb.load(w, c)) : v, y, i);
   });
 }
 
@@ -48,20 +50,23 @@ void writeNormalized(KernelBuilder &kb, Value base, int64_t d, Value inv,
 ///   dx = inv * (g - xhat * mean(g * xhat)),  g = dy * w, xhat = x * inv.
 /// `emit(i, dx)` receives each element (flat index). On the GPU
 /// the scale gradient's share of the row, dy * xhat, is added into `dw`.
+/// Without a scale (`w` and `dw` null) g = dy.
 void rmsRowGrad(KernelBuilder &kb, Value base, int64_t d, Value inv,
                 function_ref<Value(Value)> x, function_ref<Value(Value)> dy,
                 Value w, Value dw, function_ref<void(Value, Value)> emit) {
+  auto scaled = [&](Value i, Value c) {
+    return w ? kb.mul(dy(i), kb.load(w, c)) : dy(i);
+  };
   Value dot = kb.rowSum(d, [&](Value c) {
     Value i = kb.iadd(base, c);
-    return kb.mul(kb.mul(dy(i), kb.load(w, c)), kb.mul(x(i), inv));
+    return kb.mul(scaled(i, c), kb.mul(x(i), inv));
   });
   Value mean = kb.div(dot, kb.f32(d));
   kb.rowLoop(d, [&](Value c) {
     Value i = kb.iadd(base, c);
-    Value g = kb.mul(dy(i), kb.load(w, c));
     Value xhat = kb.mul(x(i), inv);
-    emit(i, kb.mul(inv, kb.sub(g, kb.mul(xhat, mean))));
-    if (kb.gpu())
+    emit(i, kb.mul(inv, kb.sub(scaled(i, c), kb.mul(xhat, mean))));
+    if (kb.gpu() && dw)
       kb.atomicAdd(kb.mul(dy(i), xhat), dw, c);
   });
 }
@@ -106,6 +111,29 @@ FailureOr<func::FuncOp> mlir::fbt::buildNormKernel(KernelBuilder &kb,
       Value base = kb.imul(r, d);
       Value inv = invRms(kb, base, d, eps, in(0));
       writeNormalized(kb, base, d, inv, kb.arg(0), kb.arg(1), kb.arg(2));
+    });
+    return kb.finish();
+  }
+
+  if (auto n = dyn_cast<NormalizeOp>(op)) { // x -> y
+    int64_t d = lastDim(n.getInput()), rows = numel(n.getInput()) / d;
+    double eps = n.getEpsilon().convertToDouble();
+    kb.rows(rows, rowBlock(d), [&](Value r) {
+      Value base = kb.imul(r, d);
+      Value inv = invRms(kb, base, d, eps, in(0));
+      writeNormalized(kb, base, d, inv, kb.arg(0), Value(), kb.arg(1));
+    });
+    return kb.finish();
+  }
+
+  if (auto n = dyn_cast<NormalizeGradOp>(op)) { // dy, x -> dx
+    int64_t d = lastDim(n.getInput()), rows = numel(n.getInput()) / d;
+    double eps = n.getEpsilon().convertToDouble();
+    kb.rows(rows, rowBlock(d), [&](Value r) {
+      Value base = kb.imul(r, d);
+      Value inv = invRms(kb, base, d, eps, in(1));
+      rmsRowGrad(kb, base, d, inv, in(1), in(0), Value(), Value(),
+                 [&](Value i, Value dx) { kb.store(dx, kb.arg(2), i); });
     });
     return kb.finish();
   }

@@ -61,6 +61,14 @@ LogicalResult RMSNormOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
   return success();
 }
 
+LogicalResult NormalizeOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                          SmallVectorImpl<Value> &grads) {
+  grads.push_back(NormalizeGradOp::create(b, getLoc(), getInput().getType(),
+                                          dys[0], getInput(),
+                                          getEpsilonAttr()));
+  return success();
+}
+
 LogicalResult RopeOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
                                      SmallVectorImpl<Value> &grads) {
   // A rotation's transpose is the rotation backwards.
@@ -164,9 +172,10 @@ LogicalResult StopGradientOp::buildGradients(OpBuilder &b,
 LogicalResult CombineLossesOp::buildGradients(OpBuilder &b,
                                               ArrayRef<Value> dys,
                                               SmallVectorImpl<Value> &grads) {
-  // Only the weighted total is differentiated; pass_losses are reported.
+  // Only the weighted total is differentiated; pass_losses are reported. A
+  // loss of weight 0 (a forward-only pass) gets no gradient at all.
   for (double w : getWeights())
-    grads.push_back(dys[0] ? scaled(b, getLoc(), dys[0], w) : Value());
+    grads.push_back(dys[0] && w != 0 ? scaled(b, getLoc(), dys[0], w) : Value());
   return success();
 }
 

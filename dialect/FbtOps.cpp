@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialect/FbtOps.h"
+#include "dialect/TruncatedPasses.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -176,6 +177,17 @@ LogicalResult RMSNormOp::verify() {
   if (failed(expectShape(*this, getScale(), "scale", {d},
                          "the last dim of the input")))
     return failure();
+  return expectShape(*this, getResult(), "result", shapeOf(getInput()),
+                     "same as the input");
+}
+
+LogicalResult NormalizeOp::verify() {
+  if (failed(expectSameFloatType(*this)) ||
+      failed(expectMinRank(*this, getInput(), "input", 1, "[..., D]")))
+    return failure();
+  if (getEpsilon().convertToDouble() <= 0)
+    return emitOpError() << "epsilon must be > 0, got "
+                         << num(getEpsilon().convertToDouble());
   return expectShape(*this, getResult(), "result", shapeOf(getInput()),
                      "same as the input");
 }
@@ -388,6 +400,8 @@ LogicalResult MultipassOp::verify() {
   if (!(lambda >= 0) || std::isinf(lambda))
     return emitOpError() << "aux_loss_weight must be finite and >= 0, got "
                          << num(lambda);
+  if (getGradPasses() < 0)
+    return emitOpError() << "grad_passes must be >= 0, got " << getGradPasses();
   if (failed(expectMinRank(*this, getInput(), "input", 2, "[B, T, ...]")))
     return failure();
   auto losses = cast<RankedTensorType>(getPassLosses().getType());
@@ -398,8 +412,12 @@ LogicalResult MultipassOp::verify() {
                      "[num_passes]");
 }
 
-SmallVector<double> MultipassOp::lossWeights(int64_t k, double lambda) {
-  SmallVector<double> w(k, k > 1 ? lambda / double(k - 1) : 0.0);
+SmallVector<double> MultipassOp::lossWeights(int64_t k, double lambda,
+                                             int64_t gradPasses) {
+  int64_t first = ::fbt::firstTrainedPass(k, gradPasses);
+  SmallVector<double> w(k, 0.0);
+  for (int64_t pass = first; pass <= k; ++pass)
+    w[pass - 1] = lambda / double(k - first + 1);
   w[0] = 1.0;
   return w;
 }
@@ -537,6 +555,17 @@ LogicalResult RMSNormGradOp::verify() {
     return failure();
   return expectShape(*this, getScaleGrad(), "scale_grad", {x.back()},
                      "same as the scale");
+}
+
+LogicalResult NormalizeGradOp::verify() {
+  if (failed(expectSameFloatType(*this)) ||
+      failed(expectMinRank(*this, getInput(), "input", 1, "[..., D]")))
+    return failure();
+  ArrayRef<int64_t> x = shapeOf(getInput());
+  if (failed(expectShape(*this, getGrad(), "grad", x, "same as the input")))
+    return failure();
+  return expectShape(*this, getInputGrad(), "input_grad", x,
+                     "same as the input");
 }
 
 LogicalResult AttentionGradOp::verify() {

@@ -99,6 +99,19 @@ def Fbt_RMSNormOp : Fbt_Op<"rmsnorm", [Pure, Differentiable]> {
   let hasVerifier = 1;
 }
 
+def Fbt_NormalizeOp : Fbt_Op<"normalize", [Pure, Differentiable]> {
+  let summary = "RMS normalization without a scale";
+  let description = [{
+    `result = input / sqrt(mean(input^2, -1) + epsilon)`: the feedback
+    recipe's norms (plain inputs, the gate input, the carried state, the
+    fused input). No parameter, so a recipe adds nothing to a checkpoint.
+  }];
+  let arguments = (ins Fbt_FloatTensor:$input, F64Attr:$epsilon);
+  let results = (outs Fbt_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 def Fbt_MatmulOp : Fbt_Op<"matmul", [Pure, Differentiable]> {
   let summary = "linear map: input @ weight^T";
   let description = [{
@@ -304,14 +317,23 @@ def Fbt_MultipassOp : Fbt_Op<"multipass", [RecursiveMemoryEffects]> {
     Results: `loss = L_1 + aux_loss_weight * mean(L_2..L_K)` (lambda of
     DESIGN.md section 2), and the per-pass losses `[K]`.
 
+    `grad_passes` G > 0 truncates backpropagation through the passes: only
+    L_1 and the losses of the last G passes count in `loss` (the mean is over
+    those), the passes between run forward only, and the state entering the
+    first counted pass after them is cut from the gradient. Every pass's loss
+    is still reported. G = 0, or G >= K - 1, trains every pass.
+
     `fbt-expand-multipass` unrolls the op into K chained passes; it gives each
     copy of the feedback region its own jitter stream (the pass index).
   }];
   let arguments = (ins Fbt_FloatTensor:$input, I64Attr:$num_passes,
-                       F64Attr:$aux_loss_weight, UnitAttr:$detach_state);
+                       F64Attr:$aux_loss_weight, UnitAttr:$detach_state,
+                       DefaultValuedAttr<I64Attr, "0">:$grad_passes);
   let extraClassDeclaration = [{
-    /// Per-pass weights of the total: [1, lambda/(K-1), ..., lambda/(K-1)].
-    static ::llvm::SmallVector<double> lossWeights(int64_t k, double lambda);
+    /// Per-pass weights of the total: [1, lambda/(K-1), ..., lambda/(K-1)];
+    /// with G = grad_passes in (0, K-1): [1, 0.., lambda/G x G].
+    static ::llvm::SmallVector<double> lossWeights(int64_t k, double lambda,
+                                                   int64_t gradPasses = 0);
   }];
   let results = (outs Fbt_Scalar:$loss, Fbt_FloatTensor:$pass_losses);
   let regions = (region SizedRegion<1>:$body, SizedRegion<1>:$feedback);
@@ -423,6 +445,19 @@ def Fbt_RMSNormGradOp : Fbt_Op<"rmsnorm_grad", [Pure]> {
                        Fbt_FloatTensor:$scale, F64Attr:$epsilon);
   let results = (outs Fbt_FloatTensor:$input_grad, Fbt_FloatTensor:$scale_grad);
   let assemblyFormat = "$grad `,` $input `,` $scale attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Fbt_NormalizeGradOp : Fbt_Op<"normalize_grad", [Pure]> {
+  let summary = "gradient of normalize wrt its input";
+  let description = [{
+    With `inv = 1 / sqrt(mean(x^2) + epsilon)` and `xhat = x * inv`:
+    `input_grad = inv * (grad - xhat * mean(grad * xhat))`, per row.
+  }];
+  let arguments = (ins Fbt_FloatTensor:$grad, Fbt_FloatTensor:$input,
+                       F64Attr:$epsilon);
+  let results = (outs Fbt_FloatTensor:$input_grad);
+  let assemblyFormat = "$grad `,` $input attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
 }
 

@@ -17,6 +17,8 @@
 
 #include "frontend/Describe.h"
 
+#include "dialect/TruncatedPasses.h"
+
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/Format.h"
@@ -152,23 +154,34 @@ llvm::Expected<Description> fbt::tryDescribe(const ModelSpec &spec) {
   d.optimizerBytes = check(adam, "the optimizer bytes");
 
   for (int64_t k : spec.scheduledPasses()) {
-    const char *kName =
-        k == spec.training.passes ? "training.passes" : "training.deep_passes";
-    Figure K = Figure::field(kName, k);
-    Figure fusedPasses = Figure::field(kName, uint64_t(k - 1), uint64_t(k));
+    const char *kName = !spec.training.passDistribution.empty()
+                            ? "training.pass_distribution"
+                        : k == spec.training.passes ? "training.passes"
+                                                    : "training.deep_passes";
+    // With grad_passes, pass 1 and passes first..K are trained; the passes
+    // between run forward only (a third of the work, nothing saved).
+    int64_t first = firstTrainedPass(k, spec.training.gradPasses);
+    uint64_t trainedFused = k > 1 ? uint64_t(k - first + 1) : 0;
+    uint64_t forwardOnly = k > 1 ? uint64_t(first - 2) : 0;
+    Figure trained = Figure::field(kName, 1 + trainedFused, uint64_t(k));
+    Figure fusedPasses = Figure::field(kName, trainedFused, uint64_t(k));
+    Figure forward = Figure::field(kName, forwardOnly, uint64_t(k));
     std::string at = " at K=" + std::to_string(k);
 
-    // Every pass runs the full stack forward and backward; passes k > 1 also
-    // run the fusion's GEMMs (6 FLOPs per weight, as for the stack).
-    Figure flops = K * (6 * matmul + 12 * L * T * D) + fusedPasses * 6 * fb;
+    // Every trained pass runs the full stack forward and backward (6 FLOPs
+    // per weight), a forward-only pass forward (2); passes k > 1 also run
+    // the fusion's GEMMs.
+    Figure flops = trained * (6 * matmul + 12 * L * T * D) + fusedPasses * 6 * fb +
+                   forward * (2 * matmul + 4 * L * T * D + 2 * fb);
     // Saved per token, per layer: attention-norm input and output (2D),
     // q, k, v (3D), attention output (D), residual after attention (D),
     // MLP-norm output (D), MLP output (D): 9D; gate, up and SwiGLU output
     // (3F); the attention probabilities (H*T). Per token outside the
     // layers: logits and their softmax (2V), final-norm output (D). Per
-    // fused pass and token: s, W_U s and the gate (3D).
+    // fused pass and token: s, W_U s and the gate (3D). Only trained passes
+    // keep theirs for the backward.
     Figure activations =
-        4 * (K * B * T * (L * (9 * D + 3 * F + H * T) + 2 * V + D) +
+        4 * (trained * B * T * (L * (9 * D + 3 * F + H * T) + 2 * V + D) +
              fusedPasses * B * T * 3 * D);
     PassFigures p;
     p.passes = k;

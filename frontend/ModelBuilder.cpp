@@ -101,7 +101,9 @@ public:
     setModelAttributes(*module);
     b.setInsertionPointToEnd(module->getBody());
     for (int64_t k : spec.scheduledPasses())
-      buildTrainStep(k);
+      buildPassesStep(k, /*eval=*/false);
+    buildPassesStep(spec.feedback.fusion == Fusion::None ? 1 : ModelSpec::kEvalPasses,
+                    /*eval=*/true);
     buildPrefill(/*fused=*/false);
     buildDecodeStep(/*feedback=*/spec.feedback.fusion != Fusion::None);
     if (spec.feedback.fusion != Fusion::None) {
@@ -242,23 +244,51 @@ private:
     return z;
   }
 
-  Value logits(Value h, const Params &p) {
-    auto x = cast<RankedTensorType>(h.getType());
-    Value n = ops::RMSNormOp::create(b, loc, x, h, p.finalNorm,
-                                     b.getF64FloatAttr(spec.rmsNormEps));
-    SmallVector<int64_t> shape(x.getShape());
-    shape.back() = spec.vocabSize;
-    return ops::LMHeadOp::create(b, loc, f32(shape), n, p.embed);
+  Value finalNorm(Value h, const Params &p) {
+    return ops::RMSNormOp::create(b, loc, h.getType(), h, p.finalNorm,
+                                  b.getF64FloatAttr(spec.rmsNormEps));
   }
 
-  /// fuse(e, s) for the spec's fusion; e itself when there is no feedback.
-  Value fuse(Value e, Value s, const Params &p) {
+  /// The head: the final norm of the top-layer states, and the logits.
+  std::pair<Value, Value> head(Value h, const Params &p) {
+    auto x = cast<RankedTensorType>(h.getType());
+    Value n = finalNorm(h, p);
+    SmallVector<int64_t> shape(x.getShape());
+    shape.back() = spec.vocabSize;
+    return {n, ops::LMHeadOp::create(b, loc, f32(shape), n, p.embed)};
+  }
+
+  /// The state a position carries to the next: h itself or its final norm.
+  Value carried(Value h, Value normed) {
+    return spec.feedback.state == StateSource::PostNorm ? normed : h;
+  }
+
+  Value normalize(Value v) {
+    return ops::NormalizeOp::create(b, loc, v.getType(), v,
+                                    b.getF64FloatAttr(spec.rmsNormEps));
+  }
+
+  /// The plain inputs: e, or norm(e) with input_norm.
+  Value plainInputs(Value e) {
+    return spec.feedback.inputNorm ? normalize(e) : e;
+  }
+
+  /// The fused input at a fed-back position, for the spec's fusion and
+  /// recipe; `e` is the raw embedding, `plain` the plain input. With glu:
+  ///   out_norm?([plain +] (W_U state_norm?(s)) * sigmoid(W_G gate_norm?(e)))
+  /// (the gate reads `plain` when that is norm(e) already; `plain +` with
+  /// token_residual).
+  Value fuse(Value e, Value plain, Value s, const Params &p) {
+    const FeedbackSpec &fb = spec.feedback;
     ops::FusionKind kind;
-    switch (spec.feedback.fusion) {
+    Value token = plain;
+    switch (fb.fusion) {
     case Fusion::None:
-      return e;
+      return plain;
     case Fusion::Glu:
       kind = ops::FusionKind::glu;
+      if (fb.gateNorm != fb.inputNorm)
+        token = fb.gateNorm ? normalize(e) : e;
       break;
     case Fusion::Add:
       kind = ops::FusionKind::add;
@@ -267,55 +297,70 @@ private:
       kind = ops::FusionKind::concat;
       break;
     }
-    return ops::FeedbackOp::create(b, loc, e.getType(), e, s, p.feedback,
-                                   kind);
+    if (fb.stateNorm)
+      s = normalize(s);
+    Value u = ops::FeedbackOp::create(b, loc, e.getType(), token, s,
+                                      p.feedback, kind);
+    if (fb.tokenResidual && kind == ops::FusionKind::glu)
+      u = ops::AddOp::create(b, loc, u.getType(), plain, u);
+    return fb.outputNorm ? normalize(u) : u;
   }
 
-  void buildTrainStep(int64_t k) {
+  /// train_k<K>: the K-pass objective as training runs it (jitter, prefix
+  /// mix-in, gradients later). eval_k<K>: the same K passes in inference
+  /// mode, forward only: no jitter, fed back wherever decoding would (t >= 1
+  /// outside document starts), pass_losses the per-pass validation losses.
+  void buildPassesStep(int64_t k, bool eval) {
+    const FeedbackSpec &fs = spec.feedback;
     const int64_t bs = spec.training.batchSize, t = spec.training.sequenceLength;
     auto x = f32({bs, t, D()});
+    SmallVector<std::pair<StringRef, Type>> inputs = {
+        {"input_ids", i32({bs, t})}, {"targets", i32({bs, t})}};
+    if (!eval)
+      inputs.push_back({"seed", b.getI64Type()});
     auto [fn, args] = startFunction(
-        ("train_k" + Twine(k)).str(),
-        {{"input_ids", i32({bs, t})}, {"targets", i32({bs, t})},
-         {"seed", b.getI64Type()}},
-        {{"loss", f32({})}, {"pass_losses", f32({k})}}, "train");
+        ((eval ? "eval_k" : "train_k") + Twine(k)).str(), inputs,
+        {{"loss", f32({})}, {"pass_losses", f32({k})}}, eval ? "eval" : "train");
     fn->setAttr("fbt.passes", b.getI64IntegerAttr(k));
     Params p = Params::bind(ValueRange(args).take_front(params.size()),
                             spec.numHiddenLayers);
     Value ids = args[params.size()], targets = args[params.size() + 1],
-          seed = args[params.size() + 2];
+          seed = eval ? Value() : args[params.size() + 2];
+    bool mixin = !eval && fs.prefixMixin;
 
     Value e = ops::EmbeddingOp::create(b, loc, x, p.embed, ids);
+    Value plainIn = plainInputs(e);
     Value mask;
     if (k > 1)
       mask = ops::FeedbackMaskOp::create(
-          b, loc, f32({bs, t}), ids,
-          spec.feedback.prefixMixin ? seed : Value(),
+          b, loc, f32({bs, t}), ids, mixin ? seed : Value(),
           b.getI64IntegerAttr(spec.bosTokenId),
-          spec.feedback.prefixMixin ? b.getUnitAttr() : UnitAttr());
+          mixin ? b.getUnitAttr() : UnitAttr());
 
     auto mp = ops::MultipassOp::create(
-        b, loc, TypeRange{f32({}), f32({k})}, e, b.getI64IntegerAttr(k),
-        b.getF64FloatAttr(spec.feedback.auxLossWeight),
-        spec.feedback.detachState ? b.getUnitAttr() : UnitAttr());
+        b, loc, TypeRange{f32({}), f32({k})}, plainIn, b.getI64IntegerAttr(k),
+        b.getF64FloatAttr(fs.auxLossWeight),
+        fs.detachState ? b.getUnitAttr() : UnitAttr(),
+        b.getI64IntegerAttr(eval ? 0 : spec.training.gradPasses));
 
     {
       OpBuilder::InsertionGuard guard(b);
       Block *body = b.createBlock(&mp.getBody(), {}, {x}, {loc});
       Value h = stack(body->getArgument(0), p, Value(), {}, {});
-      Value ce = ops::NTPLossOp::create(b, loc, f32({}), logits(h, p), targets,
+      auto [normed, logits] = head(h, p);
+      Value ce = ops::NTPLossOp::create(b, loc, f32({}), logits, targets,
                                         b.getI64IntegerAttr(-1));
-      ops::YieldOp::create(b, loc, ValueRange{h, ce});
+      ops::YieldOp::create(b, loc, ValueRange{carried(h, normed), ce});
 
       Block *fb = b.createBlock(&mp.getFeedback(), {}, {x, x}, {loc, loc});
       Value plain = fb->getArgument(0), s = fb->getArgument(1);
       Value u = plain;
       if (mask) {
-        if (spec.feedback.jitter > 0)
+        if (!eval && fs.jitter > 0)
           s = ops::JitterOp::create(b, loc, x, s, seed,
-                                    b.getF64FloatAttr(spec.feedback.jitter),
+                                    b.getF64FloatAttr(fs.jitter),
                                     b.getI64IntegerAttr(0));
-        u = ops::WhereOp::create(b, loc, x, mask, fuse(plain, s, p), plain);
+        u = ops::WhereOp::create(b, loc, x, mask, fuse(e, plain, s, p), plain);
       }
       ops::YieldOp::create(b, loc, ValueRange{u});
     }
@@ -377,19 +422,26 @@ private:
     // Prompts are right-padded; causal attention keeps padding out of the
     // real positions, and each sequence's last real position (length - 1) is
     // picked for the first decode step.
-    Value u = ops::EmbeddingOp::create(b, loc, x, p.embed, ids);
+    Value e = ops::EmbeddingOp::create(b, loc, x, p.embed, ids);
+    Value u = plainInputs(e);
     if (fused) {
       // Fused wherever training would (not at t = 0 or a BOS), no jitter.
       Value mask = ops::FeedbackMaskOp::create(
           b, loc, f32({bs, t}), ids, Value(),
           b.getI64IntegerAttr(spec.bosTokenId), UnitAttr());
       Value state = ops::ShiftRightOp::create(b, loc, x, prev);
-      u = ops::WhereOp::create(b, loc, x, mask, fuse(u, state, p), u);
+      u = ops::WhereOp::create(b, loc, x, mask, fuse(e, u, state, p), u);
     }
     Value h = stack(u, p, Value(), kc, vc);
     Value last = ops::GatherPositionsOp::create(b, loc, f32({bs, 1, D()}), h,
                                                 lastPositions);
-    SmallVector<Value> outs = {logits(last, p), last, h};
+    auto [lastNormed, lastLogits] = head(last, p);
+    // Every position's carried state; the final norm over all of them only
+    // where the post-norm state is carried.
+    Value states = spec.feedback.state == StateSource::PostNorm
+                       ? finalNorm(h, p)
+                       : h;
+    SmallVector<Value> outs = {lastLogits, carried(last, lastNormed), states};
     outs.append(kc.begin(), kc.end());
     outs.append(vc.begin(), vc.end());
     func::ReturnOp::create(b, loc, outs);
@@ -420,13 +472,15 @@ private:
     auto [kc, vc] = caches(args);
 
     // standard: u = e. soft: u = fuse(e, h_{t-1}).
-    Value u = ops::EmbeddingOp::create(b, loc, x, p.embed, ids);
+    Value e = ops::EmbeddingOp::create(b, loc, x, p.embed, ids);
+    Value u = plainInputs(e);
     if (feedback) {
       Value state = args[i++], feedbackOn = args[i++];
-      u = ops::WhereOp::create(b, loc, x, feedbackOn, fuse(u, state, p), u);
+      u = ops::WhereOp::create(b, loc, x, feedbackOn, fuse(e, u, state, p), u);
     }
     Value h = stack(u, p, positions, kc, vc);
-    SmallVector<Value> outs = {logits(h, p), h};
+    auto [normed, logits] = head(h, p);
+    SmallVector<Value> outs = {logits, carried(h, normed)};
     outs.append(kc.begin(), kc.end());
     outs.append(vc.begin(), vc.end());
     func::ReturnOp::create(b, loc, outs);

@@ -52,19 +52,33 @@ llvm::StringRef fbt::fusionName(Fusion f) {
   return "?";
 }
 
+llvm::StringRef fbt::stateSourceName(StateSource s) {
+  return s == StateSource::PreNorm ? "pre_norm" : "post_norm";
+}
+
+llvm::StringRef fbt::feedbackInitName(FeedbackInit i) {
+  return i == FeedbackInit::Normal ? "normal" : "uniform";
+}
+
 std::vector<int64_t> ModelSpec::scheduledPasses() const {
   // Without a fusion there is no feedback path, so every step is one pass.
   if (feedback.fusion == Fusion::None)
     return {1};
   // K=1 for the first `singlePassFraction` of the steps; the rest run at
-  // `passes`, except `deepPassFraction` of those batches at `deepPasses`.
+  // `passes`, except `deepPassFraction` of those batches at `deepPasses`
+  // (or at the K of `passDistribution`).
   std::vector<int64_t> ks;
   bool multiPassPhase = training.singlePassFraction < 1;
   if (training.singlePassFraction > 0)
     ks.push_back(1);
-  if (multiPassPhase && training.deepPassFraction < 1)
+  if (multiPassPhase && !training.passDistribution.empty()) {
+    for (auto [k, w] : training.passDistribution)
+      if (w > 0)
+        ks.push_back(k);
+  } else if (multiPassPhase && training.deepPassFraction < 1)
     ks.push_back(training.passes);
-  if (multiPassPhase && training.deepPassFraction > 0)
+  if (multiPassPhase && training.passDistribution.empty() &&
+      training.deepPassFraction > 0)
     ks.push_back(training.deepPasses);
   llvm::sort(ks);
   ks.erase(std::unique(ks.begin(), ks.end()), ks.end());
@@ -88,13 +102,17 @@ constexpr StringRef kTopKeys[] = {"name",
                                   "feedback",
                                   "training",
                                   "inference"};
-constexpr StringRef kFeedbackKeys[] = {"fusion",          "jitter",
-                                       "depth_scaling",   "detach_state",
-                                       "aux_loss_weight", "prefix_mixin"};
+constexpr StringRef kFeedbackKeys[] = {
+    "fusion",       "jitter",     "depth_scaling", "detach_state",
+    "aux_loss_weight", "prefix_mixin", "state",     "input_norm",
+    "gate_norm",    "state_norm", "output_norm",   "token_residual",
+    "init",         "init_std"};
 constexpr StringRef kTrainingKeys[] = {"single_pass_fraction",
                                        "passes",
                                        "deep_pass_fraction",
                                        "deep_passes",
+                                       "pass_distribution",
+                                       "grad_passes",
                                        "batch_size",
                                        "sequence_length",
                                        "steps",
@@ -306,6 +324,26 @@ public:
     out = *b;
   }
 
+  /// One of `options`, spelled as `name` spells them.
+  template <typename E>
+  void choice(const json::Object &obj, StringRef section, StringRef key,
+              E &out, std::initializer_list<E> options,
+              StringRef (*name)(E)) {
+    const json::Value *v = get(obj, section, key);
+    if (!v)
+      return;
+    std::optional<StringRef> s = v->getAsString();
+    std::string all;
+    for (E o : options) {
+      if (s && *s == name(o)) {
+        out = o;
+        return;
+      }
+      all += (all.empty() ? "" : " or ") + name(o).str();
+    }
+    expected(join(section, key), "one of " + all, describeValue(*v));
+  }
+
   /// The section object, or null if absent or not an object (an error).
   const json::Object *section(const json::Object &root, StringRef name) {
     const json::Value *v = get(root, "", name);
@@ -387,6 +425,54 @@ void readFeedback(Reader &r, const json::Object &o, FeedbackSpec &fb) {
   r.number(o, s, "aux_loss_weight", fb.auxLossWeight,
            Reader::Range::NonNegative);
   r.boolean(o, s, "prefix_mixin", fb.prefixMixin);
+  r.choice(o, s, "state", fb.state,
+           {StateSource::PreNorm, StateSource::PostNorm}, stateSourceName);
+  r.boolean(o, s, "input_norm", fb.inputNorm);
+  r.boolean(o, s, "gate_norm", fb.gateNorm);
+  r.boolean(o, s, "state_norm", fb.stateNorm);
+  r.boolean(o, s, "output_norm", fb.outputNorm);
+  r.boolean(o, s, "token_residual", fb.tokenResidual);
+  r.choice(o, s, "init", fb.init, {FeedbackInit::Normal, FeedbackInit::Uniform},
+           feedbackInitName);
+  r.number(o, s, "init_std", fb.initStd, Reader::Range::Positive);
+}
+
+/// The keys of the fixed schedule (K2, K3, p3).
+constexpr StringRef kFixedPassKeys[] = {"passes", "deep_passes",
+                                        "deep_pass_fraction"};
+/// The default distribution's largest K.
+constexpr int64_t kDefaultMaxPasses = 8;
+
+/// training.pass_distribution: {"K": weight, ...}, K >= 2, weights >= 0 and
+/// not all zero; stored ascending in K, normalized to sum to 1.
+void readPassDistribution(Reader &r, const json::Object &o, TrainingSpec &t) {
+  const json::Value *v = r.get(o, "training", "pass_distribution");
+  if (!v)
+    return;
+  const json::Object *obj = v->getAsObject();
+  if (!obj || obj->empty())
+    return r.expected("training.pass_distribution",
+                      "an object of K (an integer >= 2, as a string) to a "
+                      "weight >= 0, e.g. {\"2\": 0.5, \"8\": 0.5}",
+                      describeValue(*v));
+  double total = 0;
+  for (const auto &kv : *obj) {
+    std::string path = "training.pass_distribution." + displayKey(kv.first);
+    int64_t k = 0;
+    if (StringRef(kv.first).getAsInteger(10, k) || k < 2)
+      return r.fail(path, "expected a pass count K, an integer >= 2");
+    std::optional<double> w = kv.second.getAsNumber();
+    if (!w || !std::isfinite(*w) || *w < 0)
+      return r.expected(path, "a weight >= 0", describeValue(kv.second));
+    t.passDistribution.push_back({k, *w});
+    total += *w;
+  }
+  if (total <= 0)
+    return r.fail("training.pass_distribution",
+                  "expected at least one weight > 0");
+  llvm::sort(t.passDistribution);
+  for (auto &kw : t.passDistribution)
+    kw.second /= total;
 }
 
 void readTraining(Reader &r, const json::Object &o, TrainingSpec &t) {
@@ -396,6 +482,14 @@ void readTraining(Reader &r, const json::Object &o, TrainingSpec &t) {
   r.integer(o, s, "passes", t.passes, 1);
   r.number(o, s, "deep_pass_fraction", t.deepPassFraction, Range::Fraction);
   r.integer(o, s, "deep_passes", t.deepPasses, 1);
+  readPassDistribution(r, o, t);
+  if (!r.failed() && !t.passDistribution.empty())
+    for (StringRef key : kFixedPassKeys)
+      if (o.get(key))
+        return r.fail("training." + key.str(),
+                      "not allowed with training.pass_distribution, which "
+                      "gives the multi-pass phase's K");
+  r.integer(o, s, "grad_passes", t.gradPasses, 0);
   r.integer(o, s, "batch_size", t.batchSize, 1);
   r.integer(o, s, "sequence_length", t.sequenceLength, 1);
   r.integer(o, s, "steps", t.steps, 1);
@@ -551,6 +645,11 @@ llvm::Expected<ModelSpec> fbt::parseSpec(StringRef text, StringRef source) {
   if (spec.feedback.depthScaling == 0)
     spec.feedback.depthScaling =
         1.0 / std::sqrt(2.0 * double(spec.numHiddenLayers));
+  if (spec.feedback.initStd == 0)
+    spec.feedback.initStd =
+        spec.feedback.init == FeedbackInit::Uniform
+            ? 1.0 / std::sqrt(double(spec.hiddenSize))
+            : 0.02;
   if (!inference.get("max_sequence_length"))
     inf.maxSequenceLength = spec.maxPositionEmbeddings;
   // The training length, unless that exceeds the cache (then the cache).
@@ -563,6 +662,13 @@ llvm::Expected<ModelSpec> fbt::parseSpec(StringRef text, StringRef source) {
     spec.training.deepPasses = spec.training.passes == INT64_MAX
                                    ? INT64_MAX
                                    : spec.training.passes + 1;
+  // No K given at all: the measured default, K uniform over 2..8.
+  if (spec.training.passDistribution.empty() &&
+      llvm::none_of(kFixedPassKeys,
+                    [&](StringRef key) { return training.get(key); }))
+    for (int64_t k = 2; k <= kDefaultMaxPasses; ++k)
+      spec.training.passDistribution.push_back(
+          {k, 1.0 / double(kDefaultMaxPasses - 1)});
 
   // 5. Consistency, then the arithmetic of the figures.
   checkConsistency(r, spec);

@@ -23,6 +23,19 @@ enum class Fusion { Glu, Add, Concat, None };
 
 llvm::StringRef fusionName(Fusion f);
 
+/// Which top-layer state is carried to the next position: the residual
+/// stream before the final norm, or the final norm's output (what the LM
+/// head reads).
+enum class StateSource { PreNorm, PostNorm };
+
+llvm::StringRef stateSourceName(StateSource s);
+
+/// How the feedback weights (W_U, W_G, W) start: N(0, std^2), or
+/// U(-sqrt(3) std, sqrt(3) std) (the same variance).
+enum class FeedbackInit { Normal, Uniform };
+
+llvm::StringRef feedbackInitName(FeedbackInit i);
+
 struct FeedbackSpec {
   Fusion fusion = Fusion::Glu;
   /// Noise amplitude on the carried state in training: s += jitter * U(-1,1).
@@ -34,17 +47,45 @@ struct FeedbackSpec {
   double auxLossWeight = 1.0;
   /// Per-document plain-prefix length 1 + floor(U * doc_len) in training.
   bool prefixMixin = true;
+
+  // The recipe: which state is carried, and the scale-free RMS norms
+  // (fbt.normalize) around the fusion. All of them together are the
+  // "normalized GLU": u = norm((W_U norm(s)) * sigmoid(W_G norm(e))), with
+  // plain inputs norm(e) so that plain and fused inputs share a scale.
+  StateSource state = StateSource::PostNorm;
+  bool inputNorm = true;  ///< plain inputs are norm(e)
+  bool gateNorm = true;   ///< the gate reads norm(e)
+  bool stateNorm = false; ///< the value path reads norm(s)
+  bool outputNorm = true; ///< the fused input is norm(fuse(e, s))
+  /// The plain input added to the fused one before its norm, so a fed-back
+  /// position always carries its token on the value path too and the map
+  /// from state to input starts near identity in the token (glu only).
+  bool tokenResidual = true;
+  FeedbackInit init = FeedbackInit::Uniform;
+  /// Standard deviation of the feedback weights' init; 0 = the default
+  /// (1/sqrt(hidden_size) for uniform, 0.02 for normal), resolved on load.
+  double initStd = 0;
 };
 
 struct TrainingSpec {
   // Progressive schedule: K=1 for the first `singlePassFraction` of the
-  // steps, then K=`passes`, with `deepPassFraction` of the batches at
-  // K=`deepPasses`. `deepPassFraction` is a fraction of the multi-pass
-  // phase's batches; `deepPasses` defaults to `passes` + 1 on load.
-  double singlePassFraction = 0.5;
+  // steps, then K drawn from `passDistribution` (by default uniform over
+  // 2..8, measured to make the feedback map converge), or, when `passes`
+  // is given, K=`passes` with `deepPassFraction` of the batches at
+  // K=`deepPasses` (`deepPasses` defaults to `passes` + 1 on load).
+  double singlePassFraction = 0.25;
   int64_t passes = 2;
   double deepPassFraction = 0.03;
   int64_t deepPasses = 3;
+  /// The multi-pass phase's K as a distribution, {K: weight}, instead of
+  /// passes / deep_passes / deep_pass_fraction; empty when not given.
+  /// Ascending in K; weights sum to 1 after loading.
+  std::vector<std::pair<int64_t, double>> passDistribution;
+  /// Truncated backpropagation through passes: with G > 0, only pass 1 and
+  /// the last G passes are trained (and get gradients); the passes between
+  /// run forward only, and the state entering the trained ones is cut from
+  /// the gradient. 0: every pass is trained.
+  int64_t gradPasses = 2;
 
   int64_t batchSize = 8;
   int64_t sequenceLength = 64;
@@ -92,6 +133,8 @@ struct ModelSpec {
   int64_t headDim() const { return hiddenSize / numAttentionHeads; }
   /// The distinct K values the schedule uses, ascending (e.g. {1, 2, 3}).
   std::vector<int64_t> scheduledPasses() const;
+  /// The passes `fbt eval` and validation report in inference mode.
+  static constexpr int64_t kEvalPasses = 8;
 };
 
 /// Parses and validates a spec. Errors name the JSON path and what was

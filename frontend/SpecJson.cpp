@@ -8,6 +8,28 @@ llvm::json::Value fbt::specToJson(const ModelSpec &s) {
   const FeedbackSpec &f = s.feedback;
   const TrainingSpec &t = s.training;
   const InferenceSpec &i = s.inference;
+  Object distribution;
+  for (auto [k, w] : t.passDistribution)
+    distribution[std::to_string(k)] = w;
+  Object training{{"single_pass_fraction", t.singlePassFraction},
+                  {"passes", t.passes},
+                  {"deep_pass_fraction", t.deepPassFraction},
+                  {"deep_passes", t.deepPasses},
+                  {"grad_passes", t.gradPasses},
+                  {"batch_size", t.batchSize},
+                  {"sequence_length", t.sequenceLength},
+                  {"steps", t.steps},
+                  {"learning_rate", t.learningRate},
+                  {"beta1", t.beta1},
+                  {"beta2", t.beta2},
+                  {"adam_epsilon", t.adamEpsilon},
+                  {"weight_decay", t.weightDecay},
+                  {"warmup_steps", t.warmupSteps},
+                  {"min_learning_rate", t.minLearningRate},
+                  {"grad_clip", t.gradClip},
+                  {"seed", (int64_t)t.seed}};
+  if (!t.passDistribution.empty())
+    training["pass_distribution"] = std::move(distribution);
   return Object{
       {"name", s.name},
       {"vocab_size", s.vocabSize},
@@ -25,23 +47,16 @@ llvm::json::Value fbt::specToJson(const ModelSpec &s) {
                           {"depth_scaling", f.depthScaling},
                           {"detach_state", f.detachState},
                           {"aux_loss_weight", f.auxLossWeight},
-                          {"prefix_mixin", f.prefixMixin}}},
-      {"training", Object{{"single_pass_fraction", t.singlePassFraction},
-                          {"passes", t.passes},
-                          {"deep_pass_fraction", t.deepPassFraction},
-                          {"deep_passes", t.deepPasses},
-                          {"batch_size", t.batchSize},
-                          {"sequence_length", t.sequenceLength},
-                          {"steps", t.steps},
-                          {"learning_rate", t.learningRate},
-                          {"beta1", t.beta1},
-                          {"beta2", t.beta2},
-                          {"adam_epsilon", t.adamEpsilon},
-                          {"weight_decay", t.weightDecay},
-                          {"warmup_steps", t.warmupSteps},
-                          {"min_learning_rate", t.minLearningRate},
-                          {"grad_clip", t.gradClip},
-                          {"seed", (int64_t)t.seed}}},
+                          {"prefix_mixin", f.prefixMixin},
+                          {"state", stateSourceName(f.state)},
+                          {"input_norm", f.inputNorm},
+                          {"gate_norm", f.gateNorm},
+                          {"state_norm", f.stateNorm},
+                          {"output_norm", f.outputNorm},
+                          {"token_residual", f.tokenResidual},
+                          {"init", feedbackInitName(f.init)},
+                          {"init_std", f.initStd}}},
+      {"training", std::move(training)},
       {"inference", Object{{"batch_size", i.batchSize},
                            {"max_prompt_length", i.maxPromptLength},
                            {"max_sequence_length", i.maxSequenceLength}}},

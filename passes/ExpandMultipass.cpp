@@ -7,12 +7,18 @@
 //   h_k, L_k = body(feedback(input, shift_right(h_{k-1})))     k = 2..K
 //   loss, pass_losses = combine_losses(L_1..L_K)
 //
+// With grad_passes G, the passes before the last G (after pass 1) weigh
+// nothing in the loss and the state leaving them is cut (stop_gradient), so
+// autodiff, which starts from the loss, never reaches them: they run
+// forward only and keep no activations for a backward.
+//
 // Parameters are captured from the enclosing function, so every pass uses
 // the same SSA values: the IR grows linearly in K, the weights do not.
 //
 //===----------------------------------------------------------------------===//
 
 #include "dialect/FbtOps.h"
+#include "dialect/TruncatedPasses.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -47,7 +53,7 @@ SmallVector<Value> inlineRegion(OpBuilder &b, Region &region,
 }
 
 struct ExpandMultipass
-    : fbt::impl::FbtExpandMultipassBase<ExpandMultipass> {
+    : mlir::fbt::impl::FbtExpandMultipassBase<ExpandMultipass> {
   using Base::Base;
 
   void runOnOperation() override {
@@ -73,11 +79,14 @@ struct ExpandMultipass
 
     SmallVector<Value> losses;
     Value h;
+    int64_t firstTrained = ::fbt::firstTrainedPass(k, op.getGradPasses());
     for (int64_t pass = 1; pass <= k; ++pass) {
       Value u = input;
       if (pass > 1) {
         Value s = ShiftRightOp::create(b, loc, h.getType(), h);
-        if (op.getDetachState())
+        // Entering the first trained pass after forward-only ones.
+        bool cut = pass == firstTrained && firstTrained > 2;
+        if (op.getDetachState() || cut)
           s = StopGradientOp::create(b, loc, s.getType(), s);
         u = inlineRegion(b, op.getFeedback(), {input, s}, pass)[0];
       }
@@ -87,7 +96,7 @@ struct ExpandMultipass
     }
 
     auto weights = MultipassOp::lossWeights(
-        k, op.getAuxLossWeight().convertToDouble());
+        k, op.getAuxLossWeight().convertToDouble(), op.getGradPasses());
     auto lossType = op.getLoss().getType();
     auto passType = RankedTensorType::get({k}, b.getF32Type());
     auto combined =

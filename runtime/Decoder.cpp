@@ -150,6 +150,43 @@ void Decoder::prefill(const std::vector<std::vector<int32_t>> &prompts,
   }
 }
 
+std::vector<std::vector<float>>
+Decoder::passStates(const std::vector<int32_t> &prompt, int64_t passes) {
+  if (passes > 1 && !session_.bundle().hasStep("prefill_fused"))
+    throw RuntimeError("this model has no feedback path (fusion none): it has "
+                       "one pass only");
+  std::vector<std::vector<float>> out;
+  // Row 0 of each pass's states: [maxPrompt, D] of which the prompt's part.
+  auto keep = [&](StepBinding &b) {
+    std::vector<float> all(batch_ * maxPrompt_ * width_);
+    b.read("states", all.data(), all.size() * sizeof(float));
+    out.emplace_back(all.begin(), all.begin() + prompt.size() * width_);
+  };
+  prefill({prompt}, Regime{});
+  StepBinding &plain = binding("prefill", {"input_ids", "last_positions"});
+  keep(plain);
+  if (passes < 2)
+    return out;
+  std::vector<int32_t> ids(batch_ * maxPrompt_, 0), last(batch_, 0);
+  std::copy(prompt.begin(), prompt.end(), ids.begin());
+  last[0] = (int32_t)prompt.size() - 1;
+  StepRunner &fused = session_.runner("prefill_fused");
+  StepBinding &f =
+      binding("prefill_fused", {"input_ids", "last_positions", "prev_states"});
+  f.set("input_ids", ids.data(), ids.size() * sizeof(int32_t));
+  f.set("last_positions", last.data(), last.size() * sizeof(int32_t));
+  const StepPlan &plan = fused.plan();
+  int64_t bytes = plan.inputs[plan.inputIndex("prev_states")].bytes;
+  const void *states = plain.output("states");
+  for (int64_t pass = 2; pass <= passes; ++pass) {
+    session_.device().copy(f.input("prev_states"), states, bytes);
+    f.run(fused);
+    states = f.output("states");
+    keep(f);
+  }
+  return out;
+}
+
 void Decoder::decode(const std::vector<int32_t> &tokens,
                      const std::vector<int32_t> &positions, bool feedback) {
   for (int64_t b = 0; b < batch_; ++b)

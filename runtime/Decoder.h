@@ -61,6 +61,15 @@ public:
   score(const std::vector<std::vector<int32_t>> &sequences,
         const std::vector<int64_t> &promptLengths, const Regime &regime);
 
+  /// The carried states of passes 1..passes over one prompt (plain prefill,
+  /// then fused prefill passes, as fused[passes] runs them):
+  /// [pass][position * D + channel] for the prompt's positions.
+  std::vector<std::vector<float>> passStates(const std::vector<int32_t> &prompt,
+                                             int64_t passes);
+  /// Row `row`'s carried state after the last prefill or decode step ([D]).
+  const float *state(int64_t row) const { return state_.as<float>() + row * width_; }
+  int64_t width() const { return width_; }
+
   /// Generates up to `maxNew` tokens after each prompt. `onToken(row, id)`
   /// is called as tokens are chosen; it returns false to stop that row.
   std::vector<std::vector<int32_t>>

@@ -7,11 +7,12 @@
 #include "runtime/Safetensors.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace fbt {
 
 void initParameter(float *out, const std::vector<int64_t> &shape, uint64_t seed,
-                   uint64_t index, float stddev) {
+                   uint64_t index, float stddev, InitKind kind) {
   int64_t n = shapeElements(shape);
   if (shape.size() == 1) {
     std::fill(out, out + n, 1.0f);
@@ -23,14 +24,21 @@ void initParameter(float *out, const std::vector<int64_t> &shape, uint64_t seed,
                        "initialize a tensor of shape " +
                        shapeString(shape) +
                        " (only 1-D scales and 2-D weights)");
+  if (kind == InitKind::Uniform) {
+    const float a = stddev * std::sqrt(3.0f);
+    for (int64_t i = 0; i < n; ++i)
+      out[i] = a * (2.0f * rng::uniform(seed, index, static_cast<uint64_t>(i)) - 1.0f);
+    return;
+  }
   for (int64_t i = 0; i < n; ++i)
     out[i] = stddev * rng::normal(seed, index, static_cast<uint64_t>(i));
 }
 
 std::vector<float> initParameter(const std::vector<int64_t> &shape,
-                                 uint64_t seed, uint64_t index, float stddev) {
+                                 uint64_t seed, uint64_t index, float stddev,
+                                 InitKind kind) {
   std::vector<float> out(static_cast<size_t>(shapeElements(shape)));
-  initParameter(out.data(), shape, seed, index, stddev);
+  initParameter(out.data(), shape, seed, index, stddev, kind);
   return out;
 }
 

@@ -38,6 +38,8 @@ constexpr uint64_t kSchedule = 0x5CED;
 constexpr uint64_t kBatch = 0xBA7C;
 /// The default corpus's templates.
 constexpr uint64_t kCorpus = 0xC0B5;
+/// `fbt eval --task` problems (under their own seed, not the corpus's).
+constexpr uint64_t kTask = 0x7A5C;
 } // namespace streams
 
 /// The splitmix64 finalizer: a bijection on 64-bit words that spreads every

@@ -31,6 +31,15 @@ void PassSchedule::validate() const {
   require(deepPasses >= 1, "deep_passes", "an integer >= 1",
           double(deepPasses));
   require(totalSteps >= 1, "steps", "an integer >= 1", double(totalSteps));
+  double total = 0;
+  for (auto [k, w] : distribution) {
+    require(k >= 2, "pass_distribution", "pass counts K >= 2", double(k));
+    require(w >= 0, "pass_distribution", "weights >= 0", w);
+    total += w;
+  }
+  if (!distribution.empty())
+    require(std::fabs(total - 1) < 1e-6, "pass_distribution",
+            "weights summing to 1", total);
 }
 
 int64_t PassSchedule::passesAt(int64_t step) const {
@@ -40,6 +49,17 @@ int64_t PassSchedule::passesAt(int64_t step) const {
   // A float in [0, 1) against p3: p3 = 0 never fires, p3 = 1 always does.
   float u =
       rng::uniform(seed, rng::streams::kSchedule, static_cast<uint64_t>(step));
+  if (!distribution.empty()) {
+    double cumulative = 0;
+    for (auto [k, w] : distribution) {
+      cumulative += w;
+      if (w > 0 && static_cast<double>(u) < cumulative)
+        return k;
+    }
+    for (auto it = distribution.rbegin(); it != distribution.rend(); ++it)
+      if (it->second > 0) // rounding left u past the sum: the last K
+        return it->first;
+  }
   return static_cast<double>(u) < deepPassFraction ? deepPasses : passes;
 }
 
@@ -52,7 +72,11 @@ std::vector<int64_t> PassSchedule::distinctPasses() const {
   std::vector<int64_t> ks;
   if (singlePassSteps() > 0)
     ks.push_back(1);
-  if (singlePassSteps() < totalSteps) {
+  if (singlePassSteps() < totalSteps && !distribution.empty()) {
+    for (auto [k, w] : distribution)
+      if (w > 0)
+        ks.push_back(k);
+  } else if (singlePassSteps() < totalSteps) {
     if (deepPassFraction < 1)
       ks.push_back(passes);
     if (deepPassFraction > 0)

@@ -8,6 +8,8 @@
 // deepPasses with probability deepPassFraction and K = passes otherwise.
 // The deep draw is uniform(seed, streams::kSchedule, step) < deepPassFraction
 // (Random.h), so which steps are deep depends on nothing but seed and step.
+// With a `distribution` ({K, weight}, weights summing to 1, ascending K) the
+// same draw u picks the first K whose cumulative weight exceeds u.
 //
 // Learning rate: linear warmup from 0, lr * (step + 1) / warmupSteps for
 // step < warmupSteps, then cosine decay from lr at step warmupSteps to
@@ -19,6 +21,7 @@
 #define FBT_RUNTIME_SCHEDULE_H
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace fbt {
@@ -28,6 +31,8 @@ struct PassSchedule {
   int64_t passes = 2;              ///< K2: the multi-pass phase's K
   double deepPassFraction = 0.03;  ///< p3: fraction of multi-pass steps at K3
   int64_t deepPasses = 3;          ///< K3
+  /// The multi-pass phase's K as {K, weight}; replaces K2/K3/p3 when given.
+  std::vector<std::pair<int64_t, double>> distribution;
   int64_t totalSteps = 1000;       ///< N
   uint64_t seed = 1234;
 

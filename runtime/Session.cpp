@@ -63,10 +63,22 @@ StepRunner &Session::runner(const std::string &step) {
 }
 
 void Session::initialize(uint64_t seed) {
+  // The feedback weights start as the spec's recipe says (feedback.init,
+  // feedback.init_std); the shared weights as GPT-2's.
+  InitKind feedbackKind = InitKind::Normal;
+  float feedbackStd = kDefaultInitStddev;
+  const Json &fb = config().at("feedback");
+  if (const Json *kind = fb.find("init"))
+    feedbackKind = kind->asString() == "uniform" ? InitKind::Uniform : InitKind::Normal;
+  if (const Json *std = fb.find("init_std"))
+    feedbackStd = static_cast<float>(std->asDouble());
   for (size_t i = 0; i < bundle_.params().size(); ++i) {
     const ParamSpec &p = bundle_.params()[i];
     std::vector<float> values(state_.params[i].size() / sizeof(float));
-    initParameter(values.data(), p.shape, seed, i);
+    if (p.feedback)
+      initParameter(values.data(), p.shape, seed, i, feedbackStd, feedbackKind);
+    else
+      initParameter(values.data(), p.shape, seed, i);
     device_->upload(state_.params[i].data(), values.data(), state_.params[i].size());
     device_->zero(state_.m[i].data(), state_.m[i].size());
     device_->zero(state_.v[i].data(), state_.v[i].size());
@@ -187,6 +199,24 @@ StepResult Session::trainStep(int64_t passes, const int32_t *ids,
                        std::to_string(state_.step) +
                        " (try a lower learning rate); nothing was saved");
   return r;
+}
+
+StepResult Session::inferenceStep(int64_t passes, const int32_t *ids,
+                                  const int32_t *targets) {
+  std::string name = "eval_k" + std::to_string(passes);
+  StepRunner &run = runner(name);
+  StepBinding &b = trainBinding(name, false);
+  int64_t unusedSeed = 0;
+  setBatch(b, run.plan(), ids, targets, &unusedSeed);
+  b.run(run);
+  return readLosses(run.plan(), b);
+}
+
+int64_t Session::inferencePasses() const {
+  for (const auto &[name, plan] : bundle_.steps())
+    if (plan.kind == "eval")
+      return plan.passes;
+  return 0;
 }
 
 StepResult Session::evalStep(int64_t passes, const int32_t *ids,

@@ -71,6 +71,12 @@ public:
   /// gradients when `grads` is non-null (one buffer per parameter).
   StepResult evalStep(int64_t passes, const int32_t *ids, const int32_t *targets,
                       uint64_t seed, std::vector<AlignedBuffer> *grads = nullptr);
+  /// The per-pass losses in inference mode (eval_k<K>: no jitter, no prefix
+  /// mix-in, no gradients): what validation and `fbt eval` report.
+  StepResult inferenceStep(int64_t passes, const int32_t *ids,
+                           const int32_t *targets);
+  /// The K of the bundle's eval_k<K> step; 0 if it has none.
+  int64_t inferencePasses() const;
 
 private:
   StepBinding &trainBinding(const std::string &step, bool update);

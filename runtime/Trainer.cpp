@@ -283,11 +283,6 @@ uint64_t Trainer::kernelSeed(uint64_t seed, int64_t step) {
                   (0x9E3779B97F4A7C15ull * static_cast<uint64_t>(step + 1)));
 }
 
-uint64_t Trainer::evalSeed(uint64_t seed, int64_t batch) {
-  constexpr uint64_t kValidationStream = 0x7A11; // not a stream of Random.h
-  return rng::bits(seed, kValidationStream, static_cast<uint64_t>(batch));
-}
-
 Trainer::Trainer(Session &session, const TrainOptions &options)
     : session_(session) {
   std::string model = session_.config().at("name").asString();
@@ -437,6 +432,10 @@ void Trainer::checkSteps() {
   passSchedule_.passes = t.at("passes").asInt();
   passSchedule_.deepPassFraction = t.at("deep_pass_fraction").asDouble();
   passSchedule_.deepPasses = t.at("deep_passes").asInt();
+  if (const Json *d = t.find("pass_distribution"))
+    for (const auto &[k, w] : d->asObject())
+      passSchedule_.distribution.push_back({std::stoll(k), w.asDouble()});
+  std::sort(passSchedule_.distribution.begin(), passSchedule_.distribution.end());
   passSchedule_.totalSteps = settings_.steps;
   passSchedule_.seed = settings_.seed;
   passSchedule_.validate();
@@ -448,24 +447,21 @@ void Trainer::checkSteps() {
   lrSchedule_.validate();
 
   std::string have;
-  for (const auto &[name, plan] : bundle.steps()) {
+  for (const auto &[name, plan] : bundle.steps())
     if (plan.kind == "train")
       have += (have.empty() ? "" : ", ") + name;
-    if (plan.kind == "grads")
-      evalPasses_ = std::max(evalPasses_, plan.passes);
-  }
+  evalPasses_ = session_.inferencePasses();
   for (int64_t k : passSchedule_.distinctPasses())
     if (!bundle.hasStep(trainStepName(k)))
-      throw RuntimeError(
-          "the pass schedule (passes " + std::to_string(passSchedule_.passes) +
-          ", deep_passes " + std::to_string(passSchedule_.deepPasses) +
-          ") needs the step '" + trainStepName(k) +
-          "', which the bundle lacks (it has: " + have + ")");
+      throw RuntimeError("the pass schedule needs the step '" +
+                         trainStepName(k) +
+                         "', which the bundle lacks (it has: " + have + ")");
   if (!valBatches_)
     evalPasses_ = 0;
   else if (evalPasses_ == 0)
-    throw RuntimeError("the bundle has no train_k<K>_grads step to validate "
-                       "with (pass --val-fraction 0 to train without)");
+    throw RuntimeError("the bundle has no eval_k<K> step to validate with "
+                       "(recompile it with this fbtc, or pass --val-fraction "
+                       "0 to train without)");
 }
 
 void Trainer::prepareOutput(bool resuming) {
@@ -533,11 +529,10 @@ StepRecord Trainer::trainOne(int64_t step) {
   return r;
 }
 
-// Validation runs the compiled train_k<K>_grads step: the training
-// objective itself, jitter and prefix mix-in included (there is no separate
-// inference-mode loss step), on held-out windows. Each batch gets the same
-// seed at every evaluation, so the noise is part of a fixed definition and
-// val losses are comparable from one evaluation to the next.
+// Validation runs the compiled eval_k<K> step on held-out windows: the
+// per-pass losses in inference mode (no jitter, no prefix mix-in, the state
+// fed back from t = 1), what decoding will see. The jittered training
+// objective stays in the step lines (loss, pass_losses).
 EvalRecord Trainer::evaluate(int64_t stepsDone) {
   EvalRecord e;
   e.step = stepsDone;
@@ -546,9 +541,8 @@ EvalRecord Trainer::evaluate(int64_t stepsDone) {
   int64_t n = valBatches_->size();
   for (int64_t i = 0; i < n; ++i) {
     Batch batch = (*valBatches_)[i];
-    StepResult r =
-        session_.evalStep(evalPasses_, batch.inputs.data(),
-                          batch.targets.data(), evalSeed(settings_.seed, i));
+    StepResult r = session_.inferenceStep(evalPasses_, batch.inputs.data(),
+                                          batch.targets.data());
     e.loss += double(r.loss) / double(n);
     for (int64_t k = 0; k < evalPasses_; ++k)
       e.passLosses[k] += double(r.passLosses[k]) / double(n);

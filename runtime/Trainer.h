@@ -163,9 +163,6 @@ public:
   /// it is not the init seed itself (Random.h: the kernels' small streams
   /// would otherwise replay parameter init draws).
   static uint64_t kernelSeed(uint64_t seed, int64_t step);
-  /// The fixed kernel seed of validation batch i, the same at every
-  /// evaluation so that val losses are comparable across steps.
-  static uint64_t evalSeed(uint64_t seed, int64_t batch);
 
 private:
   void resolve(const TrainOptions &options, const Json *recorded,

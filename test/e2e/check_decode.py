@@ -38,18 +38,21 @@ ALONE_ATOL = 1e-5
 def reference_logits(p, cfg, row, prompt_len, mode):
     ids = np.asarray([row])
     if mode == "standard":
-        return R.head(p, cfg, R.stack(p, cfg, R.embed(p, ids)))[0]
+        return R.prefill(p, cfg, ids)[1][0]
     if mode == "soft":
         return R.soft_decode_teacher_forced(p, cfg, ids, prompt_len=prompt_len)[1][0]
     n = int(mode.split(":")[1]) if ":" in mode else 2
-    h_n, _, u_n = R.fused_prefill(p, cfg, ids[:, :prompt_len], n)
+    s_n, logits_n, u_n = R.fused_prefill(p, cfg, ids[:, :prompt_len], n)
     e = R.embed(p, ids)
     inputs = [u_n[:, t] for t in range(prompt_len)]
-    states = [h_n[:, t] for t in range(prompt_len)]
+    states = [s_n[:, t] for t in range(prompt_len)]
+    logits = [logits_n[:, t] for t in range(prompt_len)]
     for t in range(prompt_len, ids.shape[1]):
         inputs.append(R.fuse(p, cfg, e[:, t], states[-1]))
-        states.append(R.stack(p, cfg, torch.stack(inputs, dim=1))[:, t])
-    return R.head(p, cfg, torch.stack(states, dim=1))[0]
+        h = R.stack(p, cfg, torch.stack(inputs, dim=1))[:, t]
+        states.append(R.carried(p, cfg, h))
+        logits.append(R.head(p, cfg, h))
+    return torch.stack(logits, dim=1)[0]
 
 
 def run_score(args, workdir, tokens, lengths, tag):

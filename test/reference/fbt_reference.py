@@ -56,12 +56,20 @@ class Config:
     detach_state: bool = False
     aux_loss_weight: float = 1.0
     prefix_mixin: bool = True
+    # the recipe (DESIGN.md section 2): which state is carried, and the scale-free norms
+    state: str = "post_norm"  # pre_norm | post_norm
+    input_norm: bool = True  # plain inputs are norm(e)
+    gate_norm: bool = True  # the gate reads norm(e)
+    state_norm: bool = False  # the value path reads norm(s)
+    output_norm: bool = True  # the fused input is norm(fuse(e, s))
+    token_residual: bool = True  # glu: plain(e) + (W_U s) * sigmoid(W_G e), before the norm
 
     # training
     single_pass_fraction: float = 0.5
     passes: int = 2
     deep_pass_fraction: float = 0.03
     deep_passes: int = 0  # 0: unset, resolved to passes + 1
+    grad_passes: int = 0  # 0: every pass trained
     batch_size: int = 8
     sequence_length: int = 64
     steps: int = 1000
@@ -125,9 +133,15 @@ def config_from_dict(spec):
         detach_state=bool(fb.get("detach_state", False)),
         aux_loss_weight=float(fb.get("aux_loss_weight", 1.0)),
         prefix_mixin=bool(fb.get("prefix_mixin", True)),
+        state=str(fb.get("state", "post_norm")),
+        input_norm=bool(fb.get("input_norm", True)),
+        gate_norm=bool(fb.get("gate_norm", True)),
+        state_norm=bool(fb.get("state_norm", False)),
+        output_norm=bool(fb.get("output_norm", True)),
+        token_residual=bool(fb.get("token_residual", True)),
     )
-    int_keys = ["passes", "deep_passes", "batch_size", "sequence_length", "steps",
-                "warmup_steps", "seed"]
+    int_keys = ["passes", "deep_passes", "grad_passes", "batch_size", "sequence_length",
+                "steps", "warmup_steps", "seed"]
     float_keys = ["single_pass_fraction", "deep_pass_fraction", "learning_rate", "beta1",
                   "beta2", "adam_epsilon", "weight_decay", "min_learning_rate", "grad_clip"]
     for key in int_keys:
@@ -140,6 +154,8 @@ def config_from_dict(spec):
     if cfg.fusion not in ("glu", "add", "concat", "none"):
         raise ValueError("feedback.fusion: expected one of glu, add, concat, none, got %r"
                          % cfg.fusion)
+    if cfg.state not in ("pre_norm", "post_norm"):
+        raise ValueError("feedback.state: expected pre_norm or post_norm, got %r" % cfg.state)
     if cfg.D % cfg.H != 0 or cfg.Dh % 2 != 0:
         raise ValueError("num_attention_heads: expected a divisor of hidden_size giving an "
                          "even head dimension")
@@ -440,18 +456,45 @@ def cross_entropy(logits, targets):
 # --------------------------------------------------------------------------------------
 
 
+def normalize(x, eps):
+    """x / rms(x) over the last dimension, no scale (fbt.normalize)."""
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+
+
+def plain(cfg, e):
+    """The plain input at a position: e, or norm(e) with input_norm."""
+    return normalize(e, cfg.eps) if cfg.input_norm else e
+
+
+def carried(p, cfg, h):
+    """The state a position carries to the next: h, or RMSNorm_f(h) (post_norm)."""
+    return rms_norm(h, p["model.norm.weight"], cfg.eps) if cfg.state == "post_norm" else h
+
+
 def fuse(p, cfg, e, s):
-    """fuse(e, s): the token embedding e combined with the carried state s."""
-    if cfg.fusion == "glu":  # (W_U s) * sigmoid(W_G e): state on the value path, token gates
-        return linear(s, p["feedback.value_proj.weight"]) * torch.sigmoid(
-            linear(e, p["feedback.gate_proj.weight"]))
-    if cfg.fusion == "add":  # e + W_U s
-        return e + linear(s, p["feedback.value_proj.weight"])
-    if cfg.fusion == "concat":  # W [e; s], e first
-        return linear(torch.cat([e, s], dim=-1), p["feedback.proj.weight"])
+    """fuse(e, s): the raw token embedding e combined with the carried state s.
+
+    glu: out_norm?([plain(e) +] (W_U state_norm?(s)) * sigmoid(W_G gate_norm?(e))),
+    the plain term with token_residual.
+    add and concat read the plain input; none returns it.
+    """
     if cfg.fusion == "none":  # no feedback path: the plain input
-        return e
-    raise ValueError("unknown fusion %r" % cfg.fusion)
+        return plain(cfg, e)
+    if cfg.state_norm:
+        s = normalize(s, cfg.eps)
+    if cfg.fusion == "glu":  # (W_U s) * sigmoid(W_G e): state on the value path, token gates
+        g = normalize(e, cfg.eps) if cfg.gate_norm else e
+        u = linear(s, p["feedback.value_proj.weight"]) * torch.sigmoid(
+            linear(g, p["feedback.gate_proj.weight"]))
+        if cfg.token_residual:
+            u = plain(cfg, e) + u
+    elif cfg.fusion == "add":  # e + W_U s
+        u = plain(cfg, e) + linear(s, p["feedback.value_proj.weight"])
+    elif cfg.fusion == "concat":  # W [e; s], e first
+        u = linear(torch.cat([plain(cfg, e), s], dim=-1), p["feedback.proj.weight"])
+    else:
+        raise ValueError("unknown fusion %r" % cfg.fusion)
+    return normalize(u, cfg.eps) if cfg.output_norm else u
 
 
 def shift_right(h):
@@ -477,8 +520,14 @@ def select(mask, on_true, on_false):
 # --------------------------------------------------------------------------------------
 
 
+def first_trained_pass(K, grad_passes):
+    """With grad_passes G in (0, K-1), passes 2..K-G run forward only."""
+    return 2 if grad_passes <= 0 or grad_passes >= K - 1 else K - grad_passes + 1
+
+
 def multipass(p, cfg, ids, K, seed, jitter=True, mask=None):
-    """Runs the K passes. Returns (states [h_1..h_K], logits [l_1..l_K], inputs [u_1..u_K]).
+    """Runs the K passes. Returns (states [s_1..s_K], logits [l_1..l_K], inputs [u_1..u_K]),
+    s_k the carried states of pass k (carried(h_k)).
 
     jitter: True -> cfg.jitter, False -> none, a number -> that amplitude.
     mask:   None -> feedback_mask(ids, cfg, seed); else a [B, T] array of 0/1 to use instead.
@@ -487,33 +536,42 @@ def multipass(p, cfg, ids, K, seed, jitter=True, mask=None):
     e = embed(p, ids)
     if mask is None and K > 1:
         mask = feedback_mask(ids, cfg, seed)
+    first = first_trained_pass(K, cfg.grad_passes)
     states, logits, inputs = [], [], []
-    u = e  # pass 1: the plain embeddings
+    u0 = plain(cfg, e)  # pass 1: the plain inputs
+    u = u0
     for k in range(1, K + 1):
         if k > 1:
             s = shift_right(states[-1])
-            if cfg.detach_state:
+            if cfg.detach_state or (k == first and first > 2):
                 s = s.detach()
             if amplitude:
                 s = s + jitter_noise(s.shape, seed, k, amplitude, s.dtype)  # stream k
-            u = select(mask, fuse(p, cfg, e, s), e)
+            u = select(mask, fuse(p, cfg, e, s), u0)
         h = stack(p, cfg, u)
         inputs.append(u)
-        states.append(h)
+        states.append(carried(p, cfg, h))
         logits.append(head(p, cfg, h))
     return states, logits, inputs
 
 
+def loss_weights(K, cfg):
+    """[1, lambda/(K-1) ...]; with grad_passes G: [1, 0 .., lambda/G x G]."""
+    first = first_trained_pass(K, cfg.grad_passes)
+    w = [0.0] * K
+    for k in range(first, K + 1):
+        w[k - 1] = cfg.aux_loss_weight / (K - first + 1)
+    w[0] = 1.0
+    return w
+
+
 def total_loss(pass_losses, cfg):
-    """L = L_1 + lambda * mean(L_2..L_K)."""
-    if len(pass_losses) == 1:
-        return pass_losses[0]
-    aux = sum(pass_losses[1:]) / (len(pass_losses) - 1)
-    return pass_losses[0] + cfg.aux_loss_weight * aux
+    """L = L_1 + lambda * mean(L_2..L_K) (the mean over the trained passes)."""
+    return sum(w * l for w, l in zip(loss_weights(len(pass_losses), cfg), pass_losses))
 
 
 def train_objective(p, cfg, ids, targets, K, seed, jitter=True, mask=None):
-    """(total loss, [L_1..L_K], [h_1..h_K]); differentiate the total with autograd."""
+    """(total loss, [L_1..L_K], [s_1..s_K]); differentiate the total with autograd."""
     states, logits, _ = multipass(p, cfg, ids, K, seed, jitter, mask)
     pass_losses = [cross_entropy(lg, targets) for lg in logits]
     return total_loss(pass_losses, cfg), pass_losses, states
@@ -601,38 +659,38 @@ def train_steps(params, cfg, ids, targets, K, seed, lrs, jitter=True):
 
 
 def prefill(p, cfg, ids):
-    """Plain inputs over every position: (h [B, T, D], logits [B, T, V])."""
-    h = stack(p, cfg, embed(p, ids))
-    return h, head(p, cfg, h)
+    """Plain inputs over every position: (carried states [B, T, D], logits [B, T, V])."""
+    h = stack(p, cfg, plain(cfg, embed(p, ids)))
+    return carried(p, cfg, h), head(p, cfg, h)
 
 
 def soft_decode_teacher_forced(p, cfg, ids, prompt_len=1):
     """The sequential soft recurrence over the given tokens.
 
-    Step t uses u_t = e_t for t < max(1, prompt_len) and u_t = fuse(e_t, h_{t-1}) after;
-    h_t is the top state of position t when the stack runs on u_0..u_t.
-    Returns (h [B, T, D], logits [B, T, V]).
+    Step t uses u_t = plain(e_t) for t < max(1, prompt_len) and u_t = fuse(e_t, s_{t-1})
+    after, s the carried state; h_t is the top state of position t when the stack runs on
+    u_0..u_t. Returns (carried states [B, T, D], logits [B, T, V]).
     """
     e = embed(p, ids)
     T = e.shape[1]
-    inputs, states = [], []
+    inputs, hs, states = [], [], []
     for t in range(T):
         if t < max(1, prompt_len):
-            u_t = e[:, t]
+            u_t = plain(cfg, e[:, t])
         else:
             u_t = fuse(p, cfg, e[:, t], states[-1])
         inputs.append(u_t)
-        h = stack(p, cfg, torch.stack(inputs, dim=1))
-        states.append(h[:, t])
-    h = torch.stack(states, dim=1)
-    return h, head(p, cfg, h)
+        h = stack(p, cfg, torch.stack(inputs, dim=1))[:, t]
+        hs.append(h)
+        states.append(carried(p, cfg, h))
+    return torch.stack(states, dim=1), head(p, cfg, torch.stack(hs, dim=1))
 
 
 def fused_prefill(p, cfg, ids, n):
     """Pass 1 plain over the prompt, passes 2..n fused (mask 1 for t >= 1, no jitter).
 
-    Returns (h_n, logits_n, u_n): the last pass's states, logits and inputs (u_n is what
-    the fresh KV cache of pass n was built from).
+    Returns (s_n, logits_n, u_n): the last pass's carried states, logits and inputs (u_n
+    is what the fresh KV cache of pass n was built from).
     """
     ids = np.asarray(ids)
     states, logits, inputs = multipass(p, cfg, ids, n, seed=0, jitter=False,
@@ -655,19 +713,20 @@ def generate_greedy(p, cfg, prompt, max_new_tokens, regime="standard", n=None):
     """Greedy decoding of max_new_tokens after `prompt` [B, P] (rows of equal length).
 
     standard:  every input is the plain embedding.
-    soft:      plain prefill, then u_t = fuse(e_t, h_{t-1}) for every generated token.
+    soft:      plain prefill, then u_t = fuse(e_t, s_{t-1}) for every generated token.
     fused[n]:  fused_prefill with n passes, then as soft (fused[1] is soft).
     Returns (tokens [B, N] int64, logits [B, N, V] of each step's choice).
     """
     kind, n = parse_regime(regime, n)
     prompt = np.asarray(prompt)
     if kind == "fused":
-        h, _, inputs = fused_prefill(p, cfg, prompt, n)
+        states, logits, inputs = fused_prefill(p, cfg, prompt, n)
     else:
-        inputs = embed(p, prompt)
+        inputs = plain(cfg, embed(p, prompt))
         h = stack(p, cfg, inputs)
-    last_h = h[:, -1]
-    last_logits = head(p, cfg, last_h)
+        states, logits = carried(p, cfg, h), head(p, cfg, h)
+    last_s = states[:, -1]
+    last_logits = logits[:, -1]
     tokens, step_logits = [], []
     for step in range(max_new_tokens):
         tok = torch.argmax(last_logits, dim=-1)
@@ -676,8 +735,9 @@ def generate_greedy(p, cfg, prompt, max_new_tokens, regime="standard", n=None):
         if step == max_new_tokens - 1:
             break
         e = p["model.embed_tokens.weight"][tok]
-        u = e if kind == "standard" else fuse(p, cfg, e, last_h)
+        u = plain(cfg, e) if kind == "standard" else fuse(p, cfg, e, last_s)
         inputs = torch.cat([inputs, u[:, None]], dim=1)
         last_h = stack(p, cfg, inputs)[:, -1]
+        last_s = carried(p, cfg, last_h)
         last_logits = head(p, cfg, last_h)
     return torch.stack(tokens, dim=1), torch.stack(step_logits, dim=1)

@@ -353,11 +353,12 @@ def objective_with_fixed_states(p, cfg, ids, targets, seed, states):
     """The K-pass objective with pass k fed the given states[k-2] (shifted) as constants."""
     e = R.embed(p, ids)
     mask = R.feedback_mask(ids, cfg, seed)
-    losses = [R.cross_entropy(R.head(p, cfg, R.stack(p, cfg, e)), targets)]
+    u0 = R.plain(cfg, e)
+    losses = [R.cross_entropy(R.head(p, cfg, R.stack(p, cfg, u0)), targets)]
     for k in range(2, len(states) + 1):
         s = R.shift_right(states[k - 2])
         s = s + R.jitter_noise(s.shape, seed, k, cfg.jitter, s.dtype)
-        u = R.select(mask, R.fuse(p, cfg, e, s), e)
+        u = R.select(mask, R.fuse(p, cfg, e, s), u0)
         losses.append(R.cross_entropy(R.head(p, cfg, R.stack(p, cfg, u)), targets))
     return R.total_loss(losses, cfg)
 

@@ -13,6 +13,8 @@
 
 #include "gtest/gtest.h"
 
+#include <algorithm>
+
 #include <string>
 
 #ifndef FBT_SOURCE_DIR
@@ -33,8 +35,13 @@ ModelSpec preset(llvm::StringRef name) {
   return *spec;
 }
 
+/// The passes of K that are trained with grad_passes 2 (pass 1 and the last
+/// two), and those run forward only.
+uint64_t trainedOf(uint64_t k) { return k == 1 ? 1 : 1 + std::min<uint64_t>(k - 1, 2); }
+uint64_t forwardOf(uint64_t k) { return k - trainedOf(k); }
+
 // tiny: V=256 D=64 L=2 H=4 F=172, training B=8 T=64, inference Bi=1 S=256,
-// glu fusion, K in {1, 2, 3}.
+// glu fusion, K in {1, .., 8}, grad_passes 2.
 TEST(DescribeTest, Tiny) {
   Description d = describe(preset("tiny"));
   EXPECT_EQ(d.sharedParams,
@@ -49,20 +56,22 @@ TEST(DescribeTest, Tiny) {
   EXPECT_EQ(d.gradientBytes, 4ull * 123712);
   EXPECT_EQ(d.optimizerBytes, 8ull * 123712);
 
-  // N_mm = 115200; per pass 6*N_mm + 12*L*T*D; feedback 6 * 2D^2 per pass
-  // after the first.
-  ASSERT_EQ(d.passes.size(), 3u);
-  for (uint64_t k = 1; k <= 3; ++k) {
+  // N_mm = 115200; per trained pass 6*N_mm + 12*L*T*D, feedback 6 * 2D^2
+  // per trained pass after the first; a forward-only pass a third of both.
+  ASSERT_EQ(d.passes.size(), 8u);
+  for (uint64_t k = 1; k <= 8; ++k) {
     const PassFigures &p = d.passes[k - 1];
+    uint64_t t = trainedOf(k), f = forwardOf(k);
     EXPECT_EQ(p.passes, int64_t(k));
     EXPECT_EQ(p.trainFlopsPerToken,
-              k * (6ull * 115200 + 12 * 2 * 64 * 64) + (k - 1) * 6 * 8192);
+              t * (6ull * 115200 + 12 * 2 * 64 * 64) + (t - 1) * 6 * 8192 +
+                  f * (2ull * 115200 + 4 * 2 * 64 * 64 + 2 * 8192));
     // Per token: L*(9D + 3F + H*T) + 2V + D = 2*(576 + 516 + 256) + 512 + 64
-    // = 3272; per fused pass 3D = 192.
+    // = 3272; per fused pass 3D = 192; only trained passes keep theirs.
     EXPECT_EQ(
         p.activationBytes,
-        4 * (k * 8 * 64 * (2ull * (9 * 64 + 3 * 172 + 4 * 64) + 2 * 256 + 64) +
-             (k - 1) * 8 * 64 * 3 * 64));
+        4 * (t * 8 * 64 * (2ull * (9 * 64 + 3 * 172 + 4 * 64) + 2 * 256 + 64) +
+             (t - 1) * 8 * 64 * 3 * 64));
     EXPECT_EQ(p.stepBytes, 16ull * 123712 + p.activationBytes);
   }
   EXPECT_EQ(d.passes[0].trainFlopsPerToken, 789504u);
@@ -81,7 +90,7 @@ TEST(DescribeTest, Tiny) {
 }
 
 // 124m: V=50304 D=768 L=12 H=12 F=2048, training B=16 T=1024, inference
-// Bi=1 S=1024, glu fusion, K in {1, 2, 3}.
+// Bi=1 S=1024, glu fusion, K in {1, .., 8}, grad_passes 2.
 TEST(DescribeTest, GptScale) {
   Description d = describe(preset("124m"));
   const uint64_t shared =
@@ -96,16 +105,19 @@ TEST(DescribeTest, GptScale) {
   EXPECT_EQ(d.matmulParams, matmul);
   EXPECT_EQ(d.weightBytes, 4 * (shared + 2ull * 768 * 768));
 
-  ASSERT_EQ(d.passes.size(), 3u);
-  for (uint64_t k = 1; k <= 3; ++k) {
+  ASSERT_EQ(d.passes.size(), 8u);
+  for (uint64_t k = 1; k <= 8; ++k) {
     const PassFigures &p = d.passes[k - 1];
-    EXPECT_EQ(p.trainFlopsPerToken, k * (6 * matmul + 12ull * 12 * 1024 * 768) +
-                                        (k - 1) * 6 * (2ull * 768 * 768));
+    uint64_t t = trainedOf(k), f = forwardOf(k);
+    EXPECT_EQ(p.trainFlopsPerToken,
+              t * (6 * matmul + 12ull * 12 * 1024 * 768) +
+                  (t - 1) * 6 * (2ull * 768 * 768) +
+                  f * (2 * matmul + 4ull * 12 * 1024 * 768 + 2 * (2ull * 768 * 768)));
     EXPECT_EQ(
         p.activationBytes,
-        4 * (k * 16 * 1024 *
+        4 * (t * 16 * 1024 *
                  (12ull * (9 * 768 + 3 * 2048 + 12 * 1024) + 2 * 50304 + 768) +
-             (k - 1) * 16 * 1024 * 3 * 768));
+             (t - 1) * 16 * 1024 * 3 * 768));
   }
   // The K=1 figure against PaLM's rule of thumb: 6N + 12*L*T*D.
   EXPECT_EQ(d.passes[0].trainFlopsPerToken, 854654976u);
@@ -169,7 +181,7 @@ TEST(DescribeTest, TableIsAligned) {
   printDescription(s, describe(s), os);
   EXPECT_NE(out.find("115520"), std::string::npos);
   EXPECT_NE(out.find("115.5K"), std::string::npos);
-  EXPECT_NE(out.find("K in {1, 2, 3}"), std::string::npos);
+  EXPECT_NE(out.find("K in {1, 2, 3, 4, 5, 6, 7, 8}"), std::string::npos);
   // Data rows (indented) all end at the same column.
   llvm::SmallVector<llvm::StringRef> lines;
   llvm::StringRef(out).split(lines, '\n', -1, false);
@@ -199,7 +211,7 @@ TEST(DescribeTest, JsonIsOneObject) {
   EXPECT_EQ(o->getObject("params")->getInteger("total"), 123712);
   const llvm::json::Array *passes =
       o->getObject("training")->getArray("passes");
-  ASSERT_EQ(passes->size(), 3u);
+  ASSERT_EQ(passes->size(), 8u);
   EXPECT_EQ((*passes)[2].getAsObject()->getInteger("k"), 3);
   EXPECT_EQ((*passes)[0].getAsObject()->getInteger("flops_per_token"), 789504);
   EXPECT_EQ(o->getObject("inference")->getInteger("kv_bytes_fp32"), 262144);

@@ -24,8 +24,8 @@ struct StepSize {
 };
 
 /// Compiles a micro model with L layers and measures train_k<K> after the
-/// whole training pipeline.
-StepSize measure(int64_t layers, int64_t k) {
+/// whole training pipeline (every pass trained unless gradPasses > 0).
+StepSize measure(int64_t layers, int64_t k, int64_t gradPasses = 0) {
   ::fbt::ModelSpec spec;
   spec.name = "micro";
   spec.vocabSize = 16;
@@ -40,6 +40,7 @@ StepSize measure(int64_t layers, int64_t k) {
   spec.training.singlePassFraction = 0;
   spec.training.passes = k;
   spec.training.deepPassFraction = 0;
+  spec.training.gradPasses = gradPasses;
   spec.inference.maxPromptLength = 8;
   spec.inference.maxSequenceLength = 16;
 
@@ -76,6 +77,18 @@ TEST(PipelineTest, StepGrowsLinearlyInPasses) {
   // One set of weights whatever K is.
   EXPECT_EQ(k2.paramArguments, k6.paramArguments);
   EXPECT_EQ(k2.arguments, k6.arguments);
+}
+
+TEST(PipelineTest, ForwardOnlyPassesCostNoBackward) {
+  // grad_passes 2: from K=4 on each extra pass runs forward only, so the
+  // step grows by a pass's forward ops, fewer than a trained pass's.
+  StepSize k4 = measure(2, 4, 2), k5 = measure(2, 5, 2), k6 = measure(2, 6, 2);
+  int64_t forwardPass = k5.ops - k4.ops;
+  EXPECT_GT(forwardPass, 0);
+  EXPECT_EQ(k6.ops - k5.ops, forwardPass);
+  int64_t trainedPass = measure(2, 5).ops - measure(2, 4).ops;
+  EXPECT_LT(2 * forwardPass, trainedPass);
+  EXPECT_EQ(k4.paramArguments, k6.paramArguments);
 }
 
 TEST(PipelineTest, StepGrowsLinearlyInLayers) {

@@ -29,12 +29,20 @@ std::string presetPath(llvm::StringRef name) {
   return (llvm::Twine(FBT_SOURCE_DIR) + "/specs/" + name + ".json").str();
 }
 
+/// The tiny preset with the fixed K schedule (K=2, 3% at K=3) in place of
+/// its pass distribution, so the error cases can edit those fields too.
 json::Object tinyObject() {
   auto buffer = llvm::MemoryBuffer::getFile(presetPath("tiny"));
   EXPECT_TRUE(bool(buffer));
   llvm::Expected<json::Value> v = json::parse((*buffer)->getBuffer());
   EXPECT_TRUE(bool(v));
-  return std::move(*v->getAsObject());
+  json::Object o = std::move(*v->getAsObject());
+  json::Object *t = o.getObject("training");
+  t->erase("pass_distribution");
+  (*t)["passes"] = 2;
+  (*t)["deep_pass_fraction"] = 0.03;
+  (*t)["deep_passes"] = 3;
+  return o;
 }
 
 /// The object holding `path`'s last component ("training.passes" ->
@@ -143,10 +151,24 @@ TEST(SpecTest, Defaults) {
   EXPECT_FALSE(s.feedback.detachState);
   EXPECT_EQ(s.feedback.auxLossWeight, 1.0);
   EXPECT_TRUE(s.feedback.prefixMixin);
-  EXPECT_EQ(s.training.singlePassFraction, d.training.singlePassFraction);
-  EXPECT_EQ(s.training.passes, 2);
-  EXPECT_EQ(s.training.deepPassFraction, 0.03);
-  EXPECT_EQ(s.training.deepPasses, 3);
+  // The recipe measured with fbt eval: the normalized GLU with the token
+  // residual, the post-norm state, uniform feedback init of std 1/sqrt(D).
+  EXPECT_EQ(s.feedback.state, StateSource::PostNorm);
+  EXPECT_TRUE(s.feedback.inputNorm);
+  EXPECT_TRUE(s.feedback.gateNorm);
+  EXPECT_FALSE(s.feedback.stateNorm);
+  EXPECT_TRUE(s.feedback.outputNorm);
+  EXPECT_TRUE(s.feedback.tokenResidual);
+  EXPECT_EQ(s.feedback.init, FeedbackInit::Uniform);
+  EXPECT_DOUBLE_EQ(s.feedback.initStd, 1 / std::sqrt(64.0));
+  EXPECT_EQ(s.training.singlePassFraction, 0.25);
+  // No K given: K uniform over 2..8, gradients through the last two.
+  ASSERT_EQ(s.training.passDistribution.size(), 7u);
+  EXPECT_EQ(s.training.passDistribution.front().first, 2);
+  EXPECT_EQ(s.training.passDistribution.back().first, 8);
+  EXPECT_DOUBLE_EQ(s.training.passDistribution.back().second, 1.0 / 7);
+  EXPECT_EQ(s.training.gradPasses, 2);
+  EXPECT_EQ(s.scheduledPasses(), (std::vector<int64_t>{1, 2, 3, 4, 5, 6, 7, 8}));
   EXPECT_EQ(s.training.batchSize, d.training.batchSize);
   EXPECT_EQ(s.training.sequenceLength, d.training.sequenceLength);
   EXPECT_EQ(s.training.learningRate, d.training.learningRate);
@@ -514,8 +536,64 @@ TEST(SpecTest, ScheduledPasses) {
 TEST(SpecTest, ScheduledPassesOfPresets) {
   using V = std::vector<int64_t>;
   for (const char *name : {"tiny", "small", "124m", "1b"})
-    EXPECT_EQ(loadSpec(presetPath(name))->scheduledPasses(), (V{1, 2, 3}))
+    EXPECT_EQ(loadSpec(presetPath(name))->scheduledPasses(),
+              (V{1, 2, 3, 4, 5, 6, 7, 8}))
         << name;
+}
+
+TEST(SpecTest, PassDistribution) {
+  using V = std::vector<int64_t>;
+  json::Object o = tinyObject();
+  json::Object *t = o.getObject("training");
+  for (const char *key : {"passes", "deep_passes", "deep_pass_fraction"})
+    t->erase(key);
+  (*t)["pass_distribution"] = json::Object{{"12", 1}, {"2", 3}, {"4", 0}};
+  ModelSpec s = parseOk(text(o));
+  ASSERT_EQ(s.training.passDistribution.size(), 3u); // ascending, normalized
+  EXPECT_EQ(s.training.passDistribution[0].first, 2);
+  EXPECT_DOUBLE_EQ(s.training.passDistribution[0].second, 0.75);
+  EXPECT_EQ(s.training.passDistribution[2].first, 12);
+  EXPECT_DOUBLE_EQ(s.training.passDistribution[2].second, 0.25);
+  EXPECT_EQ(s.scheduledPasses(), (V{1, 2, 12})); // weight 0: not compiled
+}
+
+TEST(SpecErrorTest, PassDistributionAndRecipe) {
+  json::Object o = tinyObject();
+  (*o.getObject("training"))["pass_distribution"] = json::Object{{"2", 1}};
+  EXPECT_EQ(errorOf(text(o)),
+            "tiny.json: training.passes: not allowed with "
+            "training.pass_distribution, which gives the multi-pass phase's K");
+  json::Object t = tinyObject();
+  json::Object *tr = t.getObject("training");
+  for (const char *key : {"passes", "deep_passes", "deep_pass_fraction"})
+    tr->erase(key);
+  (*tr)["pass_distribution"] = json::Object{{"1", 1}};
+  EXPECT_EQ(errorOf(text(t)), "tiny.json: training.pass_distribution.1: "
+                              "expected a pass count K, an integer >= 2");
+  (*tr)["pass_distribution"] = json::Object{{"3", -1}};
+  EXPECT_EQ(errorOf(text(t)), "tiny.json: training.pass_distribution.3: "
+                              "expected a weight >= 0, got -1");
+  (*tr)["pass_distribution"] = json::Object{{"3", 0}};
+  EXPECT_EQ(errorOf(text(t)), "tiny.json: training.pass_distribution: "
+                              "expected at least one weight > 0");
+  (*tr)["pass_distribution"] = json::Array{2, 3};
+  EXPECT_EQ(errorOf(text(t)),
+            "tiny.json: training.pass_distribution: expected an object of K "
+            "(an integer >= 2, as a string) to a weight >= 0, e.g. {\"2\": "
+            "0.5, \"8\": 0.5}, got an array");
+  EXPECT_EQ(errorOf(with("training.grad_passes", -1)),
+            "tiny.json: training.grad_passes: expected an integer >= 0, got -1");
+  EXPECT_EQ(errorOf(with("feedback.state", "final")),
+            "tiny.json: feedback.state: expected one of pre_norm or "
+            "post_norm, got \"final\"");
+  EXPECT_EQ(errorOf(with("feedback.init", "xavier")),
+            "tiny.json: feedback.init: expected one of normal or uniform, got "
+            "\"xavier\"");
+  EXPECT_EQ(errorOf(with("feedback.init_std", 0)),
+            "tiny.json: feedback.init_std: expected a number > 0, got 0");
+  EXPECT_EQ(errorOf(with("feedback.output_norm", "yes")),
+            "tiny.json: feedback.output_norm: expected true or false, got "
+            "\"yes\"");
 }
 
 } // namespace

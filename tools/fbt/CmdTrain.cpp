@@ -14,6 +14,7 @@
 #include "runtime/Session.h"
 #include "runtime/Trainer.h"
 
+#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -76,7 +77,30 @@ template <typename T> std::string joined(const std::vector<T> &values) {
   return s;
 }
 
-/// "K=1 for 100, then K=2 (3% at K=3)".
+/// The multi-pass phase's K: "K=2..8 uniform" or "K=2 40%, K=8 60%".
+std::string describeDistribution(const PassSchedule &ps) {
+  std::vector<std::pair<int64_t, double>> used;
+  for (auto kw : ps.distribution)
+    if (kw.second > 0)
+      used.push_back(kw);
+  bool uniform = used.size() > 1;
+  for (size_t i = 1; i < used.size(); ++i)
+    uniform &= used[i].first == used[i - 1].first + 1 &&
+               std::fabs(used[i].second - used[0].second) < 1e-9;
+  if (uniform)
+    return "K=" + std::to_string(used.front().first) + ".." +
+           std::to_string(used.back().first) + " uniform";
+  std::string s;
+  for (auto [k, w] : used) {
+    char part[48];
+    std::snprintf(part, sizeof part, "%sK=%lld %.3g%%", s.empty() ? "" : ", ",
+                  (long long)k, 100 * w);
+    s += part;
+  }
+  return s;
+}
+
+/// "K=1 for 100, then K=2 (3% at K=3)" or "K=1 for 50, then K=2..8 uniform".
 std::string describe(const PassSchedule &ps) {
   int64_t single = ps.singlePassSteps();
   if (single == ps.totalSteps)
@@ -87,6 +111,8 @@ std::string describe(const PassSchedule &ps) {
                 (long long)ps.deepPasses);
   if (ps.deepPassFraction == 0 || ps.deepPasses == ps.passes)
     std::snprintf(multi, sizeof multi, "K=%lld", (long long)ps.passes);
+  if (!ps.distribution.empty())
+    std::snprintf(multi, sizeof multi, "%s", describeDistribution(ps).c_str());
   if (single == 0)
     return multi;
   return "K=1 for " + std::to_string(single) + ", then " + multi;

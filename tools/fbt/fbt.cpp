@@ -5,6 +5,8 @@
 //                                   run training steps on given tensors
 //   fbt generate BUNDLE --ckpt C --prompt TEXT [--mode soft]
 //                                   generate text in a decoding regime
+//   fbt eval BUNDLE --ckpt C        held-out losses per pass and regime,
+//                                   task accuracy, contraction
 //   fbt score BUNDLE ...            teacher-forced logits (numerics checks)
 //   fbt inspect BUNDLE              what a bundle holds
 //   fbt devices                     the GPUs this fbt can use
@@ -35,6 +37,7 @@ static void usage(std::FILE *out) {
       "commands:\n"
       "  train BUNDLE     train the model (default data: an embedded corpus)\n"
       "  generate BUNDLE  generate text: standard, soft or fused decoding\n"
+      "  eval BUNDLE      held-out losses per pass and regime, tasks, contraction\n"
       "  score BUNDLE     teacher-forced logits in a decoding regime (checks)\n"
       "  step BUNDLE      run training steps on tensors from safetensors files\n"
       "  inspect BUNDLE   show the model, steps, kernels and arena sizes\n"
@@ -64,6 +67,8 @@ int main(int argc, char **argv) {
       return fbt::runBench(argc, argv);
     if (cmd == "score")
       return fbt::runScore(argc, argv);
+    if (cmd == "eval")
+      return fbt::runEval(argc, argv);
     if (cmd == "step")
       return fbt::runStep(argc, argv);
     if (cmd == "inspect")

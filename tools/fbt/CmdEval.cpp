@@ -1,0 +1,209 @@
+//===- CmdEval.cpp - fbt eval ---------------------------------------------===//
+//
+// Held-out losses per pass and per decoding regime, task accuracy and the
+// feedback map's contraction, all in inference mode (runtime/Evaluation.h).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Args.h"
+#include "Commands.h"
+
+#include "runtime/Data.h"
+#include "runtime/Error.h"
+#include "runtime/Evaluation.h"
+#include "runtime/Progress.h"
+#include "runtime/Tasks.h"
+
+#include <cstdio>
+#include <memory>
+
+namespace fbt {
+
+namespace {
+const char *kUsage =
+    "usage: fbt eval BUNDLE --ckpt CKPT [--data FILE] [--val-fraction F]\n"
+    "                [--passes N] [--windows N] [--prompt-fraction F]\n"
+    "                [--regimes LIST] [--task arithmetic|counting]\n"
+    "                [--problems N] [--seed S] [--contraction]\n"
+    "                [--contraction-passes N] [--generate N] [--json] [--quiet]\n\n"
+    "Measures a trained model in inference mode (no jitter, no prefix mix-in)\n"
+    "on the held-out part of the data (the last --val-fraction, 0.1 by\n"
+    "default: the part fbt train validates on).\n"
+    "  losses (default)     per pass: the loss of passes 1..N (default 8) over\n"
+    "                       whole windows, the state fed back from t = 1;\n"
+    "                       per regime: each window's first --prompt-fraction\n"
+    "                       (0.25) is a plain prompt, the rest is teacher-forced\n"
+    "                       through the compiled decoder; the continuation's\n"
+    "                       loss and bits per byte. --regimes: comma-separated,\n"
+    "                       default standard,soft,fused:2,fused:3\n"
+    "  --task NAME          exact-match accuracy of greedy answers to\n"
+    "                       --problems (200) held-out problems, per regime\n"
+    "  --contraction        ||s_{k+1} - s_k|| / ||s_k|| for passes up to\n"
+    "                       --contraction-passes (64) over a held-out prompt,\n"
+    "                       and the state's RMS along a --generate (500) token\n"
+    "                       greedy soft generation (capped by the context)\n"
+    "  --json               one JSON object on stdout";
+
+std::vector<Regime> parseRegimes(const std::string &list) {
+  std::vector<Regime> out;
+  size_t at = 0;
+  while (at <= list.size()) {
+    size_t comma = list.find(',', at);
+    std::string item = list.substr(at, comma == std::string::npos ? std::string::npos
+                                                                  : comma - at);
+    if (item.empty())
+      throw RuntimeError("--regimes: an empty item in '" + list + "'");
+    out.push_back(Regime::parse(item));
+    if (comma == std::string::npos)
+      break;
+    at = comma + 1;
+  }
+  return out;
+}
+
+void printLosses(const LossReport &r) {
+  std::printf("held-out windows: %lld of %lld tokens (prompt %lld, continuation "
+              "%lld tokens per regime)\n",
+              (long long)r.windows, (long long)r.windowLength,
+              (long long)r.promptLength, (long long)r.tokens);
+  std::printf("per pass (whole windows, fed back from t = 1):\n");
+  for (size_t k = 0; k < r.passes.size(); ++k)
+    std::printf("  pass %zu  %.4f  (x%.3f of pass 1)\n", k + 1, r.passes[k],
+                r.passes[k] / r.passes[0]);
+  std::printf("per regime (continuation):\n");
+  double standard = r.regimes.empty() ? 0 : r.regimes.front().loss;
+  for (const RegimeLoss &l : r.regimes) {
+    std::printf("  %-9s loss %.4f", l.name.c_str(), l.loss);
+    if (l.bpb >= 0)
+      std::printf("  bpb %.4f", l.bpb);
+    if (r.regimes.front().name == "standard")
+      std::printf("  (x%.3f of standard)", l.loss / standard);
+    std::printf("\n");
+  }
+}
+} // namespace
+
+int runEval(int argc, char **argv) {
+  Args args(argc, argv, 2,
+            {"ckpt", "data", "val-fraction", "passes", "windows", "prompt-fraction",
+             "regimes", "task", "problems", "seed", "contraction-passes", "generate"},
+            {"help", "json", "contraction", "quiet"});
+  if (args.has("help")) {
+    std::puts(kUsage);
+    return 0;
+  }
+  if (!args.has("ckpt"))
+    throw RuntimeError("--ckpt is required (a checkpoint from fbt train)");
+  if (args.has("task") && args.has("contraction"))
+    throw RuntimeError("give at most one of --task and --contraction");
+  Session session(args.require(0, "BUNDLE"));
+  session.loadCheckpoint(args.get("ckpt"));
+  const Json &config = session.config();
+  int64_t vocab = config.at("vocab_size").asInt();
+  int64_t bos = config.at("bos_token_id").asInt();
+  bool json = args.has("json");
+  bool quiet = args.has("quiet") || json;
+
+  std::string dataPath = args.get("data");
+  TokenStream tokens = dataPath.empty() ? loadDefaultCorpus()
+                                        : loadTokenFile(dataPath, vocab);
+  bool byteLevel = dataPath.empty() ||
+                   (dataPath.size() < 4 || dataPath.substr(dataPath.size() - 4) != ".bin");
+  double valFraction = args.getDouble("val-fraction", 0.1);
+  if (!(valFraction > 0 && valFraction < 1))
+    throw RuntimeError("--val-fraction must be in (0, 1)");
+  TrainValSplit split = splitTrainVal(tokens, valFraction);
+
+  std::vector<Regime> regimes;
+  if (args.has("regimes"))
+    regimes = parseRegimes(args.get("regimes"));
+
+  if (args.has("task")) {
+    if (!byteLevel)
+      throw RuntimeError("--task asks byte-level text questions; the data is "
+                         "token ids (.bin)");
+    if (regimes.empty())
+      regimes = parseRegimes(session.bundle().hasStep("prefill_fused")
+                                 ? "standard,soft,fused:2,fused:3"
+                                 : "standard");
+    int64_t count = args.getInt("problems", 200);
+    if (count < 1)
+      throw RuntimeError("--problems must be >= 1");
+    // Facts of the whole data set count as seen (validation text included).
+    std::string text = detokenize(tokens.toVector());
+    auto problems = makeTask(args.get("task"), count,
+                             (uint64_t)args.getInt("seed", 20261201), text);
+    auto results = evaluateTask(session, problems, regimes, bos);
+    if (json) {
+      std::printf("%s\n", toJson(args.get("task"), results).dump().c_str());
+      return 0;
+    }
+    std::printf("task %s: %lld held-out problems, greedy, exact match\n",
+                args.get("task").c_str(), (long long)count);
+    for (const TaskResult &r : results)
+      std::printf("  %-9s accuracy %.3f (%lld/%lld)\n", r.regime.c_str(),
+                  r.accuracy(), (long long)r.correct, (long long)r.total);
+    return 0;
+  }
+
+  if (args.has("contraction")) {
+    int64_t passes = args.getInt("contraction-passes", 64);
+    int64_t generate = args.getInt("generate", 500);
+    if (passes < 2 || generate < 0)
+      throw RuntimeError("--contraction-passes must be >= 2, --generate >= 0");
+    int64_t promptLen = config.at("inference").at("max_prompt_length").asInt();
+    promptLen = std::min<int64_t>(promptLen, split.val.size());
+    std::vector<int32_t> prompt(promptLen);
+    split.val.copy(0, promptLen, prompt.data());
+    if (prompt[0] != bos)
+      prompt[0] = (int32_t)bos; // a prompt starts a document
+    ContractionReport r = evaluateContraction(session, prompt, passes, generate);
+    if (json) {
+      std::printf("%s\n", toJson(r).dump().c_str());
+      return 0;
+    }
+    std::printf("contraction over a held-out prompt of %lld tokens:\n",
+                (long long)r.promptLength);
+    for (size_t k = 0; k < r.ratios.size(); ++k)
+      if (k < 8 || (k + 1) % 8 == 0 || k + 1 == r.ratios.size())
+        std::printf("  ||s_%zu - s_%zu|| / ||s_%zu|| = %.3g\n", k + 2, k + 1, k + 1,
+                    r.ratios[k]);
+    if (!r.stateRms.empty()) {
+      double lo = r.stateRms[0], hi = r.stateRms[0];
+      for (double v : r.stateRms)
+        lo = std::min(lo, v), hi = std::max(hi, v);
+      std::printf("soft generation of %zu tokens: state RMS first %.3f, last "
+                  "%.3f, min %.3f, max %.3f\n",
+                  r.stateRms.size(), r.stateRms.front(), r.stateRms.back(), lo, hi);
+    }
+    return 0;
+  }
+
+  LossOptions o;
+  o.windows = args.getInt("windows", 64);
+  o.promptFraction = args.getDouble("prompt-fraction", 0.25);
+  o.passes = args.getInt("passes", std::min<int64_t>(8, session.inferencePasses()));
+  o.regimes = regimes;
+  o.byteLevel = byteLevel;
+  std::unique_ptr<ProgressBar> bar;
+  auto progress = [&](int64_t done, int64_t total) {
+    if (quiet)
+      return;
+    if (!bar) {
+      ProgressOptions po;
+      po.unit = "batches";
+      bar = std::make_unique<ProgressBar>(total, 0, po);
+    }
+    bar->update(done);
+  };
+  LossReport r = evaluateLosses(session, split.val, o, progress);
+  if (bar)
+    bar->finish();
+  if (json)
+    std::printf("%s\n", toJson(r).dump().c_str());
+  else
+    printLosses(r);
+  return 0;
+}
+
+} // namespace fbt
