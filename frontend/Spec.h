@@ -46,7 +46,9 @@ struct FeedbackSpec {
   /// lambda in L = L_1 + lambda * mean(L_2..L_K).
   double auxLossWeight = 1.0;
   /// Per-document plain-prefix length 1 + floor(U * doc_len) in training.
-  bool prefixMixin = true;
+  /// Off by default: measured, the feedback regimes lose more than the
+  /// standard one gains (the state is fed back from t = 1 otherwise).
+  bool prefixMixin = false;
 
   // The recipe: which state is carried, and the scale-free RMS norms
   // (fbt.normalize) around the fusion. All of them together are the

@@ -55,7 +55,7 @@ class Config:
     depth_scaling: float = 0.0  # the resolved residual scale `a` (0: unset, see resolved())
     detach_state: bool = False
     aux_loss_weight: float = 1.0
-    prefix_mixin: bool = True
+    prefix_mixin: bool = False
     # the recipe (DESIGN.md section 2): which state is carried, and the scale-free norms
     state: str = "post_norm"  # pre_norm | post_norm
     input_norm: bool = True  # plain inputs are norm(e)
@@ -132,7 +132,7 @@ def config_from_dict(spec):
         depth_scaling=resolve_depth_scaling(fb.get("depth_scaling", True), L),
         detach_state=bool(fb.get("detach_state", False)),
         aux_loss_weight=float(fb.get("aux_loss_weight", 1.0)),
-        prefix_mixin=bool(fb.get("prefix_mixin", True)),
+        prefix_mixin=bool(fb.get("prefix_mixin", False)),
         state=str(fb.get("state", "post_norm")),
         input_norm=bool(fb.get("input_norm", True)),
         gate_norm=bool(fb.get("gate_norm", True)),

@@ -150,7 +150,7 @@ TEST(SpecTest, Defaults) {
   EXPECT_DOUBLE_EQ(s.feedback.depthScaling, 1 / std::sqrt(4.0));
   EXPECT_FALSE(s.feedback.detachState);
   EXPECT_EQ(s.feedback.auxLossWeight, 1.0);
-  EXPECT_TRUE(s.feedback.prefixMixin);
+  EXPECT_FALSE(s.feedback.prefixMixin);
   // The recipe measured with fbt eval: the normalized GLU with the token
   // residual, the post-norm state, uniform feedback init of std 1/sqrt(D).
   EXPECT_EQ(s.feedback.state, StateSource::PostNorm);
