@@ -436,6 +436,9 @@ void Trainer::checkSteps() {
     for (const auto &[k, w] : d->asObject())
       passSchedule_.distribution.push_back({std::stoll(k), w.asDouble()});
   std::sort(passSchedule_.distribution.begin(), passSchedule_.distribution.end());
+  // Without a feedback path (fusion none) every step is one pass.
+  if (session_.config().at("feedback").at("fusion").asString() == "none")
+    passSchedule_.singlePassFraction = 1;
   passSchedule_.totalSteps = settings_.steps;
   passSchedule_.seed = settings_.seed;
   passSchedule_.validate();

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job on the embedded default: install what is missing, build,
 # compile the tiny spec for the CPU, train it on the embedded corpus (the loss
-# falls), then generate text from the trained model in every decoding regime.
+# falls), measure it in inference mode (held-out loss per pass and per
+# decoding regime), then generate text in every decoding regime.
 #
 #   scripts/demo.sh [SPEC] [STEPS]
 set -euo pipefail
@@ -25,6 +26,9 @@ echo "== compile for the CPU =="
 
 echo "== train on the embedded corpus =="
 "$BUILD_DIR/tools/fbt/fbt" train "$RUN/$NAME.fbtb" --steps "$STEPS" --out "$RUN"
+
+echo "== evaluate on held-out text (inference mode) =="
+"$BUILD_DIR/tools/fbt/fbt" eval "$RUN/$NAME.fbtb" --ckpt "$RUN/latest.safetensors" --quiet
 
 echo "== generate =="
 for mode in standard soft fused:2; do

@@ -10,6 +10,7 @@ packages=(
   libgtest-dev            # unit tests
   libopenblas-dev         # CPU GEMMs
   python3-torch           # the independent numerics reference
+  python3-matplotlib      # the experiment report's plots
 )
 
 missing=()
