@@ -1,0 +1,322 @@
+#!/usr/bin/env python3
+"""Trains an FBT and its baselines on the same data, evaluates all of them in
+inference mode, and writes report.md with PNG plots.
+
+    experiment.py --spec SPEC.json [--steps N] [--out DIR] [--data FILE]
+                  [--problems N] [--build BUILD_DIR] [--quick]
+
+Three models, one spec:
+  fbt            the spec as written (its feedback recipe and pass schedule)
+  same-tokens    fusion "none": a plain transformer, the same steps and tokens
+  same-flops     fusion "none", trained for as many more steps as give it the
+                 FBT run's training FLOPs (per-K FLOPs per token from
+                 `fbtc --describe --json`, weighted by the pass schedule)
+Each is trained with `fbt train` and measured with `fbt eval`: held-out loss
+per pass and per decoding regime (standard, soft, fused:2, fused:3), task
+accuracy (arithmetic, counting) per regime, and for the FBT the contraction
+of its feedback map. Everything lands in DIR (default runs/experiment-NAME):
+the bundles, runs, eval JSON, report.md and the plots.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+
+def run(cmd, capture=False):
+    """Runs a command, echoing it; its stdout when capture."""
+    print("$ " + " ".join(cmd), flush=True)
+    if capture:
+        return subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True).stdout
+    subprocess.run(cmd, check=True)
+    return None
+
+
+def schedule_weights(spec, steps):
+    """{K: fraction of the steps} of the spec's schedule (expected values)."""
+    t = spec.get("training", {})
+    if spec.get("feedback", {}).get("fusion", "glu") == "none":
+        return {1: 1.0}
+    f1 = t.get("single_pass_fraction", 0.25)
+    single = min(steps, int(-(-f1 * steps // 1)))  # ceil
+    w = {1: single / steps}
+    rest = 1 - w[1]
+    if "pass_distribution" in t:
+        dist = {int(k): float(v) for k, v in t["pass_distribution"].items()}
+    elif "passes" in t:
+        k2 = int(t["passes"])
+        k3 = int(t.get("deep_passes", k2 + 1))
+        p3 = float(t.get("deep_pass_fraction", 0.03))
+        dist = {k2: 1 - p3}
+        dist[k3] = dist.get(k3, 0) + p3
+    else:
+        dist = {k: 1.0 for k in range(2, 9)}
+    total = sum(dist.values())
+    for k, v in dist.items():
+        w[k] = w.get(k, 0) + rest * v / total
+    return w
+
+
+def flops_per_token(describe, k):
+    for p in describe["training"]["passes"]:
+        if p["k"] == k:
+            return p["flops_per_token"]
+    raise KeyError(k)
+
+
+def read_metrics(path):
+    steps, evals = [], []
+    with open(path) as f:
+        for line in f:
+            r = json.loads(line)
+            (evals if "val_loss" in r else steps).append(r)
+    return steps, evals
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--spec", required=True)
+    ap.add_argument("--steps", type=int, help="FBT training steps (default: the spec's)")
+    ap.add_argument("--out", help="output folder (default runs/experiment-NAME)")
+    ap.add_argument("--data", help="training text or .bin tokens (default: the embedded corpus)")
+    ap.add_argument("--problems", type=int, default=200, help="problems per task")
+    ap.add_argument("--build", default=os.environ.get("FBT_BUILD_DIR", "build"))
+    ap.add_argument("--quick", action="store_true",
+                    help="fewer eval windows and problems (for tests)")
+    args = ap.parse_args()
+
+    fbtc = os.path.join(args.build, "tools", "fbtc", "fbtc")
+    fbt = os.path.join(args.build, "tools", "fbt", "fbt")
+    with open(args.spec) as f:
+        spec = json.load(f)
+    name = spec.get("name", "fbt")
+    steps = args.steps or spec.get("training", {}).get("steps", 1000)
+    out = args.out or os.path.join("runs", "experiment-" + name)
+    os.makedirs(out, exist_ok=True)
+    if spec.get("feedback", {}).get("fusion", "glu") == "none":
+        sys.exit("experiment: the spec has no feedback path (fusion none); give an FBT spec")
+
+    # The models: the spec, and the spec without its feedback path.
+    plain = json.loads(json.dumps(spec))
+    plain["name"] = name + "-plain"
+    plain["feedback"]["fusion"] = "none"
+    specs = {"fbt": args.spec, "plain": os.path.join(out, "plain.json")}
+    with open(specs["plain"], "w") as f:
+        json.dump(plain, f, indent=2)
+
+    describe = {k: json.loads(run([fbtc, p, "--describe", "--json"], capture=True))
+                for k, p in specs.items()}
+    weights = schedule_weights(spec, steps)
+    fbt_flops = sum(w * flops_per_token(describe["fbt"], k) for k, w in weights.items())
+    plain_flops = flops_per_token(describe["plain"], 1)
+    matched = max(1, round(steps * fbt_flops / plain_flops))
+
+    models = [("fbt", "fbt", steps), ("same-tokens", "plain", steps),
+              ("same-flops", "plain", matched)]
+    bundles = {}
+    for key, path in specs.items():
+        bundles[key] = os.path.join(out, key + ".fbtb")
+        run([fbtc, path, "--target=cpu", "-o", bundles[key]])
+
+    data = ["--data", args.data] if args.data else []
+    windows = ["--windows", "16"] if args.quick else []
+    problems = ["--problems", str(20 if args.quick else args.problems)]
+    results = {}
+    for label, kind, n in models:
+        rundir = os.path.join(out, label)
+        t0 = time.time()
+        run([fbt, "train", bundles[kind], "--steps", str(n), "--out", rundir, "--quiet"] + data)
+        seconds = time.time() - t0
+        ckpt = os.path.join(rundir, "latest.safetensors")
+        ev = ["eval", bundles[kind], "--ckpt", ckpt, "--json"] + data
+        r = {"steps": n, "train_seconds": seconds, "kind": kind,
+             "flops_per_token": fbt_flops if kind == "fbt" else plain_flops}
+        r["losses"] = json.loads(run([fbt] + ev + windows, capture=True))
+        if not args.data:  # the tasks ask byte-level questions of the corpus's kinds
+            r["tasks"] = {t: json.loads(run([fbt] + ev + ["--task", t] + problems, capture=True))
+                          for t in ("arithmetic", "counting")}
+        if kind == "fbt":
+            r["contraction"] = json.loads(run([fbt] + ev + ["--contraction"], capture=True))
+        r["metrics"] = read_metrics(os.path.join(rundir, "metrics.jsonl"))
+        results[label] = r
+    with open(os.path.join(out, "results.json"), "w") as f:
+        json.dump({k: {kk: vv for kk, vv in v.items() if kk != "metrics"}
+                   for k, v in results.items()}, f, indent=2)
+    write_report(out, spec, steps, weights, results, describe,
+                 args.data or "the embedded corpus")
+    print("report: " + os.path.join(out, "report.md"))
+
+
+def write_report(out, spec, steps, weights, results, describe, data_name):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    tokens_per_step = describe["fbt"]["training"]["tokens_per_step"]
+    fbt_desc = describe["fbt"]
+
+    # 1. Validation (inference mode) against training FLOPs.
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for label, r in results.items():
+        step_rows, evals = r["metrics"]
+        per_step = {}
+        total = 0.0
+        for s in step_rows:
+            desc = fbt_desc if r["kind"] == "fbt" else describe["plain"]
+            total += flops_per_token(desc, s["passes"]) * tokens_per_step
+            per_step[s["step"]] = total
+        xs = [per_step.get(e["step"], 0.0) for e in evals]
+        if r["kind"] == "fbt":
+            for k in (1, 2, 4, 8):
+                if k <= len(evals[0]["val_pass_losses"]):
+                    ax.plot(xs, [e["val_pass_losses"][k - 1] for e in evals],
+                            label="FBT pass %d" % k, marker="." if k == 1 else None)
+        else:
+            ax.plot(xs, [e["val_pass_losses"][0] for e in evals], label=label, linestyle="--")
+    ax.set_xlabel("training FLOPs")
+    ax.set_ylabel("held-out loss (nats/token, inference mode)")
+    ax.set_title("Validation per pass")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "val_curves.png"), dpi=120)
+    plt.close(fig)
+
+    # 2. Regime losses on the continuation.
+    regimes = ["standard", "soft", "fused:2", "fused:3"]
+    fig, ax = plt.subplots(figsize=(7, 4))
+    labels = list(results)
+    width = 0.8 / len(regimes)
+    for i, reg in enumerate(regimes):
+        vals = [results[l]["losses"]["regimes"].get(reg, {}).get("loss", float("nan"))
+                for l in labels]
+        ax.bar([j + i * width for j in range(len(labels))], vals, width, label=reg)
+    ax.set_xticks([j + width * (len(regimes) - 1) / 2 for j in range(len(labels))])
+    ax.set_xticklabels(labels)
+    ax.set_ylabel("continuation loss (nats/token)")
+    ax.set_title("Held-out loss per decoding regime")
+    ax.legend()
+    lo = min(r["losses"]["regimes"]["standard"]["loss"] for r in results.values())
+    ax.set_ylim(bottom=max(0, lo * 0.8))
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "regimes.png"), dpi=120)
+    plt.close(fig)
+
+    # 3. Task accuracy.
+    have_tasks = all("tasks" in r for r in results.values())
+    if have_tasks:
+        tasks = list(next(iter(results.values()))["tasks"])
+        fig, axes = plt.subplots(1, len(tasks), figsize=(5 * len(tasks), 4))
+        for ax, task in zip(axes, tasks):
+            bars, vals = [], []
+            for l, r in results.items():
+                for reg, v in r["tasks"][task]["regimes"].items():
+                    bars.append("%s\n%s" % (l, reg))
+                    vals.append(v["accuracy"])
+            ax.bar(range(len(vals)), vals)
+            ax.set_xticks(range(len(vals)))
+            ax.set_xticklabels(bars, fontsize=7, rotation=60)
+            ax.set_ylim(0, 1)
+            ax.set_title("%s: exact match" % task)
+        fig.tight_layout()
+        fig.savefig(os.path.join(out, "tasks.png"), dpi=120)
+        plt.close(fig)
+
+    # 4. Contraction of the feedback map.
+    con = results["fbt"].get("contraction")
+    if con:
+        fig, ax = plt.subplots(figsize=(6, 4))
+        ax.semilogy(range(1, len(con["contraction"]) + 1), con["contraction"], marker=".")
+        ax.set_xlabel("pass k")
+        ax.set_ylabel("||s_{k+1} - s_k|| / ||s_k||")
+        ax.set_title("Contraction over a %d-token prompt" % con["prompt_length"])
+        fig.tight_layout()
+        fig.savefig(os.path.join(out, "contraction.png"), dpi=120)
+        plt.close(fig)
+
+    fb = spec.get("feedback", {})
+    lines = ["# Experiment: %s" % spec.get("name", "fbt"), ""]
+    lines.append("Same data (%s), same held-out windows; inference mode (no jitter, no prefix "
+                 "mix-in). Loss in nats per token; bpb = bits per byte." % data_name)
+    lines.append("")
+    lines.append("FBT recipe: fusion %s, state %s, input_norm %s, gate_norm %s, state_norm %s, "
+                 "output_norm %s, token_residual %s, prefix_mixin %s; schedule %s, grad_passes %s." % (
+                     fb.get("fusion", "glu"), fb.get("state", "post_norm"), fb.get("input_norm", True),
+                     fb.get("gate_norm", True), fb.get("state_norm", False),
+                     fb.get("output_norm", True), fb.get("token_residual", True),
+                     fb.get("prefix_mixin", False),
+                     ", ".join("K=%d %.0f%%" % (k, 100 * w) for k, w in sorted(weights.items())),
+                     spec.get("training", {}).get("grad_passes", 2)))
+    lines.append("")
+    lines.append("## Models")
+    lines.append("")
+    lines.append("| model | steps | FLOPs/token | training FLOPs | train time (s) |")
+    lines.append("|---|---|---|---|---|")
+    for l, r in results.items():
+        total = r["flops_per_token"] * tokens_per_step * r["steps"]
+        lines.append("| %s | %d | %.3g | %.3g | %.0f |" % (l, r["steps"], r["flops_per_token"], total,
+                                                          r["train_seconds"]))
+    lines.append("")
+    lines.append("## Held-out loss per regime (continuation after a plain prompt)")
+    lines.append("")
+    lines.append("| model | " + " | ".join(regimes) + " | soft / standard |")
+    lines.append("|---|" + "---|" * (len(regimes) + 1))
+    for l, r in results.items():
+        rg = r["losses"]["regimes"]
+        cells = []
+        for reg in regimes:
+            v = rg.get(reg)
+            cells.append("%.4f (%.3f bpb)" % (v["loss"], v["bpb"]) if v and v.get("bpb") is not None
+                         else ("%.4f" % v["loss"] if v else "-"))
+        ratio = ("%.3f" % (rg["soft"]["loss"] / rg["standard"]["loss"])) if "soft" in rg else "-"
+        lines.append("| %s | %s | %s |" % (l, " | ".join(cells), ratio))
+    lines.append("")
+    p = results["fbt"]["losses"]["passes"]
+    lines.append("## FBT per pass (whole windows, state fed back from t = 1)")
+    lines.append("")
+    lines.append("| " + " | ".join("pass %d" % (k + 1) for k in range(len(p))) + " |")
+    lines.append("|" + "---|" * len(p))
+    lines.append("| " + " | ".join("%.4f" % v for v in p) + " |")
+    lines.append("| " + " | ".join("x%.3f" % (v / p[0]) for v in p) + " |")
+    lines.append("")
+    if have_tasks:
+        lines.append("## Tasks (greedy, exact match)")
+        lines.append("")
+        for task in tasks:
+            regs = list(next(iter(results.values()))["tasks"][task]["regimes"])
+            regs = [g for g in regimes if any(g in r["tasks"][task]["regimes"] for r in results.values())]
+            lines.append("| %s | " % task + " | ".join(regs) + " |")
+            lines.append("|---|" + "---|" * len(regs))
+            for l, r in results.items():
+                rr = r["tasks"][task]["regimes"]
+                lines.append("| %s | " % l + " | ".join(
+                    ("%.3f" % rr[g]["accuracy"]) if g in rr else "-" for g in regs) + " |")
+            lines.append("")
+    if con:
+        c = con["contraction"]
+        lines.append("## Contraction")
+        lines.append("")
+        lines.append("||s_{k+1} - s_k|| / ||s_k|| over a %d-token held-out prompt: k=1 %.3g, k=2 %.3g, "
+                     "k=4 %.3g, k=8 %.3g, k=%d %.3g." % (con["prompt_length"], c[0], c[1], c[3],
+                                                        c[min(7, len(c) - 1)], len(c), c[-1]))
+        rms = con["soft_state_rms"]
+        if rms:
+            lines.append("State RMS along a %d-token greedy soft generation: first %.3f, last %.3f, "
+                         "min %.3f, max %.3f." % (len(rms), rms[0], rms[-1], min(rms), max(rms)))
+        lines.append("")
+    lines.append("## Plots")
+    lines.append("")
+    for png, what in [("val_curves.png", "validation per pass against training FLOPs"),
+                      ("regimes.png", "held-out loss per regime"),
+                      ("tasks.png", "task accuracy"), ("contraction.png", "contraction")]:
+        if os.path.exists(os.path.join(out, png)):
+            lines.append("![%s](%s)" % (what, png))
+    lines.append("")
+    with open(os.path.join(out, "report.md"), "w") as f:
+        f.write("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
