@@ -60,6 +60,11 @@ if ptxas:
     config.substitutions.append(("%ptxas", ptxas))
 if subprocess.run(["/usr/bin/python3", "-c", "import torch"], capture_output=True).returncode == 0:
     config.available_features.add("torch")
+# The experiment runner's report plots with Debian's python3-matplotlib.
+if subprocess.run(["/usr/bin/python3", "-c", "import matplotlib"], capture_output=True).returncode == 0:
+    config.available_features.add("matplotlib")
+config.substitutions.append(("%scripts", os.path.join(config.fbt_src_root, "scripts")))
+config.substitutions.append(("%build", config.fbt_obj_root))
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 # The spec reader's fuzzer runs (briefly) where it was built.
