@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 namespace fbt {
 
@@ -46,8 +47,11 @@ LossReport evaluateLosses(Session &session, const TokenStream &heldOut,
     throw RuntimeError("--passes " + std::to_string(o.passes) +
                        ": the bundle's eval step runs 1.." +
                        std::to_string(evalK) + " passes");
-  if (o.promptFraction <= 0 || o.promptFraction >= 1)
-    throw RuntimeError("the prompt fraction must be in (0, 1)");
+  if (o.promptFraction <= 0 || o.promptFraction >= 1) {
+    char got[32];
+    std::snprintf(got, sizeof got, "%g", o.promptFraction);
+    throw RuntimeError(std::string("--prompt-fraction must be in (0, 1), got ") + got);
+  }
   if (o.windows < 1)
     throw RuntimeError("--windows must be >= 1");
 

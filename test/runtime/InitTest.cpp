@@ -47,3 +47,22 @@ TEST(InitTest, OtherRanksAreErrors) {
 }
 
 } // namespace
+
+namespace {
+
+TEST(InitTest, UniformInitIsScaledUniformsOfSeedAndIndex) {
+  std::vector<float> w = initParameter({64, 64}, 9, 20, 0.125f, InitKind::Uniform);
+  const float a = 0.125f * std::sqrt(3.0f);
+  double sum = 0, sq = 0;
+  for (size_t i = 0; i < w.size(); ++i) {
+    ASSERT_EQ(w[i], a * (2.0f * rng::uniform(9, 20, i) - 1.0f)) << i;
+    ASSERT_LE(std::fabs(w[i]), a);
+    sum += w[i];
+    sq += double(w[i]) * w[i];
+  }
+  double n = double(w.size());
+  EXPECT_NEAR(sum / n, 0.0, 0.01);
+  EXPECT_NEAR(std::sqrt(sq / n), 0.125, 0.005); // the same std as normal
+}
+
+} // namespace

@@ -127,3 +127,38 @@ TEST(ScheduleTest, LearningRateEndpoints) {
 }
 
 } // namespace
+
+namespace {
+
+TEST(ScheduleTest, DistributionDrawsEachKInProportion) {
+  PassSchedule s;
+  s.singlePassFraction = 0.25;
+  s.distribution = {{2, 0.5}, {4, 0.0}, {8, 0.5}};
+  s.totalSteps = 40000;
+  s.validate();
+  std::map<int64_t, int64_t> count;
+  for (int64_t step = 0; step < s.totalSteps; ++step) {
+    int64_t k = s.passesAt(step);
+    ASSERT_EQ(k == 1, step < 10000) << step;
+    // The same documented draw picks the first K whose cumulative weight
+    // exceeds it.
+    if (step >= 10000)
+      ASSERT_EQ(k, rng::uniform(s.seed, 0x5CED, uint64_t(step)) < 0.5f ? 2 : 8);
+    ++count[k];
+  }
+  EXPECT_EQ(count[4], 0); // weight 0: never drawn, and not compiled
+  EXPECT_NEAR(double(count[8]) / 30000, 0.5, 0.015);
+  EXPECT_EQ(s.distinctPasses(), (std::vector<int64_t>{1, 2, 8}));
+}
+
+TEST(ScheduleTest, DistributionIsValidated) {
+  PassSchedule s;
+  s.distribution = {{1, 1.0}};
+  EXPECT_THROW(s.validate(), RuntimeError);
+  s.distribution = {{2, 0.5}};
+  EXPECT_THROW(s.validate(), RuntimeError);
+  s.distribution = {{2, 0.5}, {3, 0.5}};
+  EXPECT_NO_THROW(s.validate());
+}
+
+} // namespace
