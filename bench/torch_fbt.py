@@ -20,6 +20,11 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 
+def normalize(x, eps):
+    """x / rms(x), no scale: the recipe's norms (fbt.normalize)."""
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+
+
 class RMSNorm(nn.Module):
     def __init__(self, d, eps):
         super().__init__()
@@ -84,36 +89,76 @@ class FBT(nn.Module):
         self.norm = RMSNorm(d, c["rms_norm_eps"])
         self.w_u = nn.Linear(d, d, bias=False)
         self.w_g = nn.Linear(d, d, bias=False)
-        ds = c["feedback"].get("depth_scaling", True)
+        fb = c["feedback"]
+        ds = fb.get("depth_scaling", True)
         self.a = 1 / math.sqrt(2 * L) if ds is True else (1.0 if ds is False else ds)
+        # The recipe (DESIGN.md section 2; defaults as fbtc's).
+        self.eps = c.get("rms_norm_eps", 1e-5)
+        self.post_norm = fb.get("state", "post_norm") == "post_norm"
+        self.input_norm = fb.get("input_norm", True)
+        self.gate_norm = fb.get("gate_norm", True)
+        self.state_norm = fb.get("state_norm", False)
+        self.output_norm = fb.get("output_norm", True)
+        self.token_residual = fb.get("token_residual", True)
+        self.grad_passes = c["training"].get("grad_passes", 2)
         for p in self.parameters():
             if p.dim() == 2:
                 nn.init.normal_(p, std=0.02)
+        if fb.get("init", "uniform") == "uniform":
+            r = math.sqrt(3) * fb.get("init_std", 1 / math.sqrt(d))
+            for w in (self.w_u.weight, self.w_g.weight):
+                nn.init.uniform_(w, -r, r)
+
+    def plain(self, e):
+        return normalize(e, self.eps) if self.input_norm else e
+
+    def fuse(self, e, s):
+        """The fused input from the raw embedding e and the carried state s."""
+        g = normalize(e, self.eps) if self.gate_norm else e
+        if self.state_norm:
+            s = normalize(s, self.eps)
+        u = self.w_u(s) * torch.sigmoid(self.w_g(g))
+        if self.token_residual:
+            u = self.plain(e) + u
+        return normalize(u, self.eps) if self.output_norm else u
+
+    def carried(self, h):
+        return self.norm(h) if self.post_norm else h
 
     def head_loss(self, h, targets):
         logits = F.linear(self.norm(h), self.embed.weight)
         return F.cross_entropy(logits.flatten(0, 1), targets.flatten())
 
     def passes(self, ids, targets, K, mask):
+        """The K-pass objective; with grad_passes G the passes before the last G (after
+        pass 1) run without autograd, the way fbt's compiled step skips their backward."""
         e = self.embed(ids)
         T = ids.shape[1]
         cos, sin = rope_tables(T, e.shape[-1] // self.blocks[0].h, self.c["rope_theta"],
                                e.device, e.dtype)
-        gate = torch.sigmoid(self.w_g(e)) if K > 1 else None
-        losses, h = [], None
-        for k in range(K):
-            u = e
-            if k > 0:
-                s = F.pad(h[:, :-1], (0, 0, 1, 0))
-                s = s + self.c["feedback"]["jitter"] * (2 * torch.rand_like(s) - 1)
-                u = torch.where(mask[..., None], self.w_u(s) * gate, e)
-            z = u
-            for blk in self.blocks:
-                z = blk(z, self.a, cos, sin)
-            h = z
-            losses.append(self.head_loss(h, targets))
+        G = self.grad_passes
+        first = 2 if G <= 0 or G >= K - 1 else K - G + 1
+        u0 = self.plain(e)
+        losses, trained, s_prev = [], [], None
+        for k in range(1, K + 1):
+            with torch.set_grad_enabled(torch.is_grad_enabled() and (k == 1 or k >= first)):
+                u = u0
+                if k > 1:
+                    s = F.pad(s_prev[:, :-1], (0, 0, 1, 0))
+                    if k == first and first > 2:
+                        s = s.detach()
+                    s = s + self.c["feedback"]["jitter"] * (2 * torch.rand_like(s) - 1)
+                    u = torch.where(mask[..., None], self.fuse(e, s), u0)
+                z = u
+                for blk in self.blocks:
+                    z = blk(z, self.a, cos, sin)
+                s_prev = self.carried(z)
+                loss = self.head_loss(z, targets)
+            losses.append(loss)
+            if k >= first:
+                trained.append(loss)
         lam = self.c["feedback"]["aux_loss_weight"]
-        total = losses[0] + (lam * sum(losses[1:]) / (K - 1) if K > 1 else 0)
+        total = losses[0] + (lam * sum(trained) / len(trained) if trained else 0)
         return total, losses
 
 
@@ -206,13 +251,12 @@ def decode(model, prompt, new_tokens, soft):
     h, token = None, None
     for pos in range(S - 1):
         token = prompt[:, pos:pos + 1] if pos < P else token
-        u = model.embed(token)
-        if soft and pos >= P:
-            u = model.w_u(h) * torch.sigmoid(model.w_g(u))
+        e = model.embed(token)
+        u = model.fuse(e, h) if soft and pos >= P else model.plain(e)
         z = u
         for blk, cache in zip(model.blocks, caches):
             z = block_step(blk, z, model.a, cos, sin, cache, pos)
-        h = z
+        h = model.carried(z)
         if pos >= P - 1:
-            token = F.linear(model.norm(h), model.embed.weight).argmax(-1)
+            token = F.linear(model.norm(z), model.embed.weight).argmax(-1)
     return token

@@ -3,7 +3,8 @@
 inference mode, and writes report.md with PNG plots.
 
     experiment.py --spec SPEC.json [--steps N] [--out DIR] [--data FILE]
-                  [--problems N] [--build BUILD_DIR] [--quick]
+                  [--set SECTION.KEY=VALUE ...] [--problems N] [--build BUILD_DIR]
+                  [--quick]
 
 Three models, one spec:
   fbt            the spec as written (its feedback recipe and pass schedule)
@@ -11,7 +12,8 @@ Three models, one spec:
   same-flops     fusion "none", trained for as many more steps as give it the
                  FBT run's training FLOPs (per-K FLOPs per token from
                  `fbtc --describe --json`, weighted by the pass schedule)
-Each is trained with `fbt train` and measured with `fbt eval`: held-out loss
+`--set` changes a field of the spec for all three (e.g. a smaller batch to fit
+a time budget: --set training.batch_size=8). Each is trained with `fbt train` and measured with `fbt eval`: held-out loss
 per pass and per decoding regime (standard, soft, fused:2, fused:3), task
 accuracy (arithmetic, counting) per regime, and for the FBT the contraction
 of its feedback map. Everything lands in DIR (default runs/experiment-NAME):
@@ -82,6 +84,8 @@ def main():
     ap.add_argument("--steps", type=int, help="FBT training steps (default: the spec's)")
     ap.add_argument("--out", help="output folder (default runs/experiment-NAME)")
     ap.add_argument("--data", help="training text or .bin tokens (default: the embedded corpus)")
+    ap.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                    help="change a spec field for every model (a JSON value)")
     ap.add_argument("--problems", type=int, default=200, help="problems per task")
     ap.add_argument("--build", default=os.environ.get("FBT_BUILD_DIR", "build"))
     ap.add_argument("--quick", action="store_true",
@@ -96,6 +100,22 @@ def main():
     steps = args.steps or spec.get("training", {}).get("steps", 1000)
     out = args.out or os.path.join("runs", "experiment-" + name)
     os.makedirs(out, exist_ok=True)
+    for change in args.set:
+        path, eq, value = change.partition("=")
+        if not eq:
+            sys.exit("experiment: --set %r: expected SECTION.KEY=VALUE" % change)
+        node, keys = spec, path.split(".")
+        for key in keys[:-1]:
+            node = node.setdefault(key, {})
+        try:
+            node[keys[-1]] = json.loads(value)
+        except ValueError:
+            node[keys[-1]] = value  # a bare string
+    if args.set:  # the FBT's own spec, as changed
+        fbt_spec = os.path.join(out, "fbt.json")
+        with open(fbt_spec, "w") as f:
+            json.dump(spec, f, indent=2)
+        args.spec = fbt_spec
     if spec.get("feedback", {}).get("fusion", "glu") == "none":
         sys.exit("experiment: the spec has no feedback path (fusion none); give an FBT spec")
 
