@@ -6,11 +6,15 @@
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/PatternMatch.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Transforms/Passes.h"
@@ -63,9 +67,82 @@ struct ExpandBf16 : PassWrapper<ExpandBf16, OperationPass<ModuleOp>> {
   }
 };
 
-LogicalResult lowerToLLVMDialect(ModuleOp kernels) {
+/// convert-scf-to-openmp wraps each loop body in memref.alloca_scope (for
+/// allocas made per iteration); ours make none, and a scope must stay one
+/// block, which lowering the loops inside it would break: inline them.
+struct InlineAllocaScopes
+    : PassWrapper<InlineAllocaScopes, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(InlineAllocaScopes)
+  StringRef getArgument() const override { return "fbt-inline-alloca-scopes"; }
+  void runOnOperation() override {
+    SmallVector<memref::AllocaScopeOp> scopes;
+    getOperation().walk([&](memref::AllocaScopeOp s) { scopes.push_back(s); });
+    IRRewriter rewriter(&getContext());
+    for (memref::AllocaScopeOp scope : scopes) {
+      bool allocates = false;
+      scope.walk([&](memref::AllocaOp) { allocates = true; });
+      if (allocates)
+        continue;
+      Block &body = scope.getBodyRegion().front();
+      auto ret = cast<memref::AllocaScopeReturnOp>(body.getTerminator());
+      SmallVector<Value> results(ret.getResults());
+      rewriter.eraseOp(ret);
+      rewriter.inlineBlockBefore(&body, scope);
+      rewriter.replaceOp(scope, results);
+    }
+  }
+};
+
+/// The elements of a kernel's largest buffer: its size, for the decision
+/// to run it on several threads.
+int64_t largestBuffer(func::FuncOp fn) {
+  int64_t most = 0;
+  for (Type t : fn.getArgumentTypes())
+    if (auto m = dyn_cast<MemRefType>(t); m && m.hasStaticShape())
+      most = std::max<int64_t>(most, m.getNumElements());
+  return most;
+}
+
+/// Rewrites the parallel loops of kernels smaller than `minElements` as
+/// serial ones (scf.for), and the parallel loops nested in another parallel
+/// loop too (the outer one's threads are the parallelism), so that only
+/// worthwhile, outermost loops reach convert-scf-to-openmp. CPU kernels'
+/// parallel loops carry no reductions (sums are serial loops inside an
+/// iteration, kernels/KernelBuilder), so their iterations are independent
+/// and the threads' results equal the serial ones bit for bit.
+void serializeSmallParallelLoops(ModuleOp kernels, int64_t minElements) {
+  SmallVector<scf::ParallelOp> serial;
+  kernels.walk([&](scf::ParallelOp par) {
+    auto fn = par->getParentOfType<func::FuncOp>();
+    bool nested = par->getParentOfType<scf::ParallelOp>() != nullptr;
+    if (nested || largestBuffer(fn) < minElements || par.getNumReductions() != 0)
+      serial.push_back(par);
+  });
+  for (scf::ParallelOp par : serial) {
+    if (par.getNumReductions() != 0 || par.getNumLoops() != 1)
+      continue; // convert-scf-to-openmp handles these; none are emitted
+    OpBuilder b(par);
+    auto loop = scf::ForOp::create(b, par.getLoc(), par.getLowerBound()[0],
+                                   par.getUpperBound()[0], par.getStep()[0]);
+    Block &body = *par.getBody();
+    body.getTerminator()->erase(); // scf.reduce, empty
+    Block *dst = loop.getBody();
+    dst->getOperations().splice(Block::iterator(dst->getTerminator()),
+                                body.getOperations());
+    body.getArgument(0).replaceAllUsesWith(loop.getInductionVar());
+    par.erase();
+  }
+}
+
+LogicalResult lowerToLLVMDialect(ModuleOp kernels,
+                                 const fbt::CpuTargetOptions &options) {
   PassManager pm(kernels.getContext());
   pm.addPass(std::make_unique<ExpandBf16>());
+  if (options.parallel) {
+    serializeSmallParallelLoops(kernels, options.parallelMinElements);
+    pm.addPass(createConvertSCFToOpenMPPass());
+    pm.addPass(std::make_unique<InlineAllocaScopes>());
+  }
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
@@ -76,6 +153,10 @@ LogicalResult lowerToLLVMDialect(ModuleOp kernels) {
   ConvertFuncToLLVMPassOptions func;
   func.useBarePtrCallConv = true; // one plain pointer per buffer
   pm.addPass(createConvertFuncToLLVMPass(func));
+  // After the functions: its own patterns would give them memref
+  // descriptors instead of bare pointers.
+  if (options.parallel)
+    pm.addPass(createConvertOpenMPToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
   pm.addPass(createCanonicalizerPass());
   return pm.run(kernels);
@@ -158,13 +239,14 @@ fbt::compileKernelsForCpu(ModuleOp module, const CpuTargetOptions &options) {
 FailureOr<std::string>
 fbt::compileModuleForCpu(ModuleOp kernels, const CpuTargetOptions &options) {
   ModuleOp module = kernels;
-  if (failed(lowerToLLVMDialect(kernels)))
+  if (failed(lowerToLLVMDialect(kernels, options)))
     return module.emitError() << "CPU target: lowering the kernels to the "
                                  "LLVM dialect failed",
            failure();
 
   registerBuiltinDialectTranslation(*module.getContext());
   registerLLVMDialectTranslation(*module.getContext());
+  registerOpenMPDialectTranslation(*module.getContext());
   llvm::LLVMContext llvmCtx;
   std::unique_ptr<llvm::Module> llvmModule =
       translateModuleToLLVMIR(kernels, llvmCtx, "fbt_kernels");

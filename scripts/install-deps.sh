@@ -9,6 +9,7 @@ packages=(
   libclang-rt-22-dev      # libFuzzer and sanitizers
   libgtest-dev            # unit tests
   libopenblas-dev         # CPU GEMMs
+  libomp-22-dev           # CPU kernels' threads (OpenMP)
   python3-torch           # the independent numerics reference
   python3-matplotlib      # the experiment report's plots
 )

@@ -92,6 +92,12 @@ cl::opt<std::string> cpuName("cpu",
                                       "(default x86-64-v3; 'native' for "
                                       "this machine's)"),
                              cl::cat(category));
+cl::opt<bool> cpuParallel(
+    "cpu-parallel",
+    cl::desc("With --target=cpu: run the kernels' parallel loops on OpenMP "
+             "threads (OMP_NUM_THREADS sets how many). Off by default: beside "
+             "OpenBLAS's own threads it is slower today"),
+    cl::init(false), cl::cat(category));
 cl::opt<std::string> gpuStorage(
     "gpu-storage",
     cl::desc("With an NVIDIA (or simt) --target: store training activations "
@@ -215,6 +221,7 @@ int writeBundle(const fbt::ModelSpec &spec, mlir::ModuleOp module,
   } else {
     mlir::fbt::CpuTargetOptions cpu;
     cpu.cpu = cpuName;
+    cpu.parallel = cpuParallel;
     FailureOr<std::string> library =
         mlir::fbt::compileKernelsForCpu(module, cpu);
     if (failed(library))
