@@ -1,20 +1,24 @@
 #!/usr/bin/env python3
 """The feedback recipe, one change at a time: trains the tiny spec in several
 recipe variants on the embedded corpus and measures each with `fbt eval` in
-inference mode (per pass, per regime). About 5 minutes on 2 cores.
+inference mode (per pass, per regime). About 7 minutes on 2 cores (--variants
+picks some).
 
     recipe_ablation.py [--steps 1500] [--build build] [--out runs/recipe-ablation]
                        [--variants a,b,...] [--json]
 
-Variants (each the one before with one more change, except the last):
+Variants (each the one before with one more change, then two of the default):
   bare        DESIGN.md's form: the pre-norm state, (W_U s) * sigmoid(W_G e), N(0, 0.02)
               init, K=2 with 3% at K=3, prefix mix-in on, every pass trained
   normalized  the normalized GLU of the paper's public implementation: scale-free norms
               of the plain input, the gate input and the fused input, the post-norm
               state, uniform init of std 1/sqrt(D); mix-in off
   deep        K drawn uniformly from 2..8, gradients through the last two passes
-  residual    the plain input added before the fused input's norm (the default recipe)
+  residual    the plain input added before the fused input's norm
+  default     plain inputs and the fused input unnormalized, N(0, 0.02) init:
+              u = e + (W_U s) * sigmoid(W_G norm(e)) (the default recipe)
   mixin       the default recipe with prefix mix-in back on
+  plain       no feedback path (fusion none): the plain transformer, for scale
 """
 
 import argparse
@@ -38,8 +42,10 @@ VARIANTS = [
     ("bare", dict(BARE), dict(FIXED_K)),
     ("normalized", dict(BARE, **NORMALIZED), dict(FIXED_K, single_pass_fraction=0.25)),
     ("deep", dict(BARE, **NORMALIZED), {}),
-    ("residual", {}, {}),
+    ("residual", dict(NORMALIZED, token_residual=True), {}),
+    ("default", {}, {}),
     ("mixin", {"prefix_mixin": True}, {}),
+    ("plain", {"fusion": "none"}, {}),
 ]
 
 
@@ -96,6 +102,10 @@ def main():
     print("|---" * 15 + "|")
     for name, r in results.items():
         p, g = r["passes"], r["regimes"]
+        if "soft" not in g:  # no feedback path
+            print("| %s | %.3f |%s %.3f | - | - | - | - | - |" % (
+                name, p[0], " - |" * 7, g["standard"]["loss"]))
+            continue
         print("| %s | %s | %s | %.3f | %.3f |" % (
             name, " | ".join("%.3f" % v for v in p),
             " | ".join("%.3f" % g[x]["loss"] for x in ("standard", "soft", "fused:2", "fused:3")),

@@ -95,16 +95,16 @@ class FBT(nn.Module):
         # The recipe (DESIGN.md section 2; defaults as fbtc's).
         self.eps = c.get("rms_norm_eps", 1e-5)
         self.post_norm = fb.get("state", "post_norm") == "post_norm"
-        self.input_norm = fb.get("input_norm", True)
+        self.input_norm = fb.get("input_norm", False)
         self.gate_norm = fb.get("gate_norm", True)
         self.state_norm = fb.get("state_norm", False)
-        self.output_norm = fb.get("output_norm", True)
+        self.output_norm = fb.get("output_norm", False)
         self.token_residual = fb.get("token_residual", True)
         self.grad_passes = c["training"].get("grad_passes", 2)
         for p in self.parameters():
             if p.dim() == 2:
                 nn.init.normal_(p, std=0.02)
-        if fb.get("init", "uniform") == "uniform":
+        if fb.get("init", "normal") == "uniform":
             r = math.sqrt(3) * fb.get("init_std", 1 / math.sqrt(d))
             for w in (self.w_u.weight, self.w_g.weight):
                 nn.init.uniform_(w, -r, r)

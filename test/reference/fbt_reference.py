@@ -58,10 +58,10 @@ class Config:
     prefix_mixin: bool = False
     # the recipe (DESIGN.md section 2): which state is carried, and the scale-free norms
     state: str = "post_norm"  # pre_norm | post_norm
-    input_norm: bool = True  # plain inputs are norm(e)
+    input_norm: bool = False  # plain inputs are norm(e)
     gate_norm: bool = True  # the gate reads norm(e)
     state_norm: bool = False  # the value path reads norm(s)
-    output_norm: bool = True  # the fused input is norm(fuse(e, s))
+    output_norm: bool = False  # the fused input is norm(fuse(e, s))
     token_residual: bool = True  # glu: plain(e) + (W_U s) * sigmoid(W_G e), before the norm
 
     # training
@@ -134,10 +134,10 @@ def config_from_dict(spec):
         aux_loss_weight=float(fb.get("aux_loss_weight", 1.0)),
         prefix_mixin=bool(fb.get("prefix_mixin", False)),
         state=str(fb.get("state", "post_norm")),
-        input_norm=bool(fb.get("input_norm", True)),
+        input_norm=bool(fb.get("input_norm", False)),
         gate_norm=bool(fb.get("gate_norm", True)),
         state_norm=bool(fb.get("state_norm", False)),
-        output_norm=bool(fb.get("output_norm", True)),
+        output_norm=bool(fb.get("output_norm", False)),
         token_residual=bool(fb.get("token_residual", True)),
     )
     int_keys = ["passes", "deep_passes", "grad_passes", "batch_size", "sequence_length",

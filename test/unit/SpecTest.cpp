@@ -151,16 +151,16 @@ TEST(SpecTest, Defaults) {
   EXPECT_FALSE(s.feedback.detachState);
   EXPECT_EQ(s.feedback.auxLossWeight, 1.0);
   EXPECT_FALSE(s.feedback.prefixMixin);
-  // The recipe measured with fbt eval: the normalized GLU with the token
-  // residual, the post-norm state, uniform feedback init of std 1/sqrt(D).
+  // The recipe measured with fbt eval: e + (W_U s) * sigmoid(W_G norm(e)),
+  // the post-norm state, N(0, 0.02) feedback init.
   EXPECT_EQ(s.feedback.state, StateSource::PostNorm);
-  EXPECT_TRUE(s.feedback.inputNorm);
+  EXPECT_FALSE(s.feedback.inputNorm);
   EXPECT_TRUE(s.feedback.gateNorm);
   EXPECT_FALSE(s.feedback.stateNorm);
-  EXPECT_TRUE(s.feedback.outputNorm);
+  EXPECT_FALSE(s.feedback.outputNorm);
   EXPECT_TRUE(s.feedback.tokenResidual);
-  EXPECT_EQ(s.feedback.init, FeedbackInit::Uniform);
-  EXPECT_DOUBLE_EQ(s.feedback.initStd, 1 / std::sqrt(64.0));
+  EXPECT_EQ(s.feedback.init, FeedbackInit::Normal);
+  EXPECT_DOUBLE_EQ(s.feedback.initStd, 0.02);
   EXPECT_EQ(s.training.singlePassFraction, 0.25);
   // No K given: K uniform over 2..8, gradients through the last two.
   ASSERT_EQ(s.training.passDistribution.size(), 7u);
