@@ -263,9 +263,9 @@ def write_report(out, spec, steps, weights, results, describe, data_name):
     lines.append("")
     lines.append("FBT recipe: fusion %s, state %s, input_norm %s, gate_norm %s, state_norm %s, "
                  "output_norm %s, token_residual %s, prefix_mixin %s; schedule %s, grad_passes %s." % (
-                     fb.get("fusion", "glu"), fb.get("state", "post_norm"), fb.get("input_norm", True),
+                     fb.get("fusion", "glu"), fb.get("state", "post_norm"), fb.get("input_norm", False),
                      fb.get("gate_norm", True), fb.get("state_norm", False),
-                     fb.get("output_norm", True), fb.get("token_residual", True),
+                     fb.get("output_norm", False), fb.get("token_residual", True),
                      fb.get("prefix_mixin", False),
                      ", ".join("K=%d %.0f%%" % (k, 100 * w) for k, w in sorted(weights.items())),
                      spec.get("training", {}).get("grad_passes", 2)))
