@@ -104,24 +104,17 @@ FailureOr<func::FuncOp> mlir::fbt::buildNormKernel(KernelBuilder &kb,
     return [&kb, a](Value i) { return kb.load(kb.arg(a), i); };
   };
 
-  if (auto n = dyn_cast<RMSNormOp>(op)) { // x, w -> y
-    int64_t d = lastDim(n.getInput()), rows = numel(n.getInput()) / d;
-    double eps = n.getEpsilon().convertToDouble();
+  // x, w -> y (rmsnorm) or x -> y (normalize, no scale).
+  if (isa<RMSNormOp, NormalizeOp>(op)) {
+    Value x = op->getOperand(0);
+    int64_t d = lastDim(x), rows = numel(x) / d;
+    double eps = op->getAttrOfType<FloatAttr>("epsilon").getValueAsDouble();
+    bool scaled = isa<RMSNormOp>(op);
     kb.rows(rows, rowBlock(d), [&](Value r) {
       Value base = kb.imul(r, d);
       Value inv = invRms(kb, base, d, eps, in(0));
-      writeNormalized(kb, base, d, inv, kb.arg(0), kb.arg(1), kb.arg(2));
-    });
-    return kb.finish();
-  }
-
-  if (auto n = dyn_cast<NormalizeOp>(op)) { // x -> y
-    int64_t d = lastDim(n.getInput()), rows = numel(n.getInput()) / d;
-    double eps = n.getEpsilon().convertToDouble();
-    kb.rows(rows, rowBlock(d), [&](Value r) {
-      Value base = kb.imul(r, d);
-      Value inv = invRms(kb, base, d, eps, in(0));
-      writeNormalized(kb, base, d, inv, kb.arg(0), Value(), kb.arg(1));
+      writeNormalized(kb, base, d, inv, kb.arg(0), scaled ? kb.arg(1) : Value(),
+                      kb.arg(scaled ? 2 : 1));
     });
     return kb.finish();
   }

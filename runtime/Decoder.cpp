@@ -98,7 +98,8 @@ StepBinding &Decoder::binding(const std::string &step,
 }
 
 void Decoder::prefill(const std::vector<std::vector<int32_t>> &prompts,
-                      const Regime &regime) {
+                      const Regime &regime,
+                      const std::function<void(StepBinding &)> &afterPass) {
   if ((int64_t)prompts.size() > batch_)
     throw RuntimeError(std::to_string(prompts.size()) + " prompts, but the bundle "
                        "decodes " + std::to_string(batch_) + " at a time");
@@ -126,6 +127,8 @@ void Decoder::prefill(const std::vector<std::vector<int32_t>> &prompts,
   b.run(plain);
   b.read("logits", lastLogits_.data(), lastLogits_.size());
   b.read("state", state_.data(), state_.size());
+  if (afterPass)
+    afterPass(b);
 
   if (regime.kind != Regime::Kind::Fused)
     return;
@@ -147,14 +150,13 @@ void Decoder::prefill(const std::vector<std::vector<int32_t>> &prompts,
     states = f.output("states");
     f.read("logits", lastLogits_.data(), lastLogits_.size());
     f.read("state", state_.data(), state_.size());
+    if (afterPass)
+      afterPass(f);
   }
 }
 
 std::vector<std::vector<float>>
 Decoder::passStates(const std::vector<int32_t> &prompt, int64_t passes) {
-  if (passes > 1 && !session_.bundle().hasStep("prefill_fused"))
-    throw RuntimeError("this model has no feedback path (fusion none): it has "
-                       "one pass only");
   std::vector<std::vector<float>> out;
   // Row 0 of each pass's states: [maxPrompt, D] of which the prompt's part.
   auto keep = [&](StepBinding &b) {
@@ -162,28 +164,12 @@ Decoder::passStates(const std::vector<int32_t> &prompt, int64_t passes) {
     b.read("states", all.data(), all.size() * sizeof(float));
     out.emplace_back(all.begin(), all.begin() + prompt.size() * width_);
   };
-  prefill({prompt}, Regime{});
-  StepBinding &plain = binding("prefill", {"input_ids", "last_positions"});
-  keep(plain);
-  if (passes < 2)
-    return out;
-  std::vector<int32_t> ids(batch_ * maxPrompt_, 0), last(batch_, 0);
-  std::copy(prompt.begin(), prompt.end(), ids.begin());
-  last[0] = (int32_t)prompt.size() - 1;
-  StepRunner &fused = session_.runner("prefill_fused");
-  StepBinding &f =
-      binding("prefill_fused", {"input_ids", "last_positions", "prev_states"});
-  f.set("input_ids", ids.data(), ids.size() * sizeof(int32_t));
-  f.set("last_positions", last.data(), last.size() * sizeof(int32_t));
-  const StepPlan &plan = fused.plan();
-  int64_t bytes = plan.inputs[plan.inputIndex("prev_states")].bytes;
-  const void *states = plain.output("states");
-  for (int64_t pass = 2; pass <= passes; ++pass) {
-    session_.device().copy(f.input("prev_states"), states, bytes);
-    f.run(fused);
-    states = f.output("states");
-    keep(f);
+  Regime r;
+  if (passes > 1) {
+    r.kind = Regime::Kind::Fused;
+    r.passes = passes;
   }
+  prefill({prompt}, r, keep);
   return out;
 }
 

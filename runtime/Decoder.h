@@ -80,7 +80,9 @@ public:
 private:
   /// Prefill (and fused passes) for up to B prompts; leaves the caches
   /// filled, each row's last logits and state in lastLogits_/state_.
-  void prefill(const std::vector<std::vector<int32_t>> &prompts, const Regime &regime);
+  /// `afterPass` sees each pass's step binding (its outputs) in turn.
+  void prefill(const std::vector<std::vector<int32_t>> &prompts, const Regime &regime,
+               const std::function<void(StepBinding &)> &afterPass = {});
   /// One decode step: token and position per row; updates logits and state.
   void decode(const std::vector<int32_t> &tokens, const std::vector<int32_t> &positions,
               bool feedback);
