@@ -166,13 +166,21 @@ LogicalResult LMHeadOp::verify() {
 // Transformer primitives
 //===----------------------------------------------------------------------===//
 
-LogicalResult RMSNormOp::verify() {
-  if (failed(expectSameFloatType(*this)) ||
-      failed(expectMinRank(*this, getInput(), "input", 1, "[..., D]")))
+/// What rmsnorm and normalize share: one float type, rows of [..., D], and
+/// an epsilon > 0.
+static LogicalResult verifyRowNorm(Operation *op, Value input, APFloat epsilon) {
+  if (failed(expectSameFloatType(op)) ||
+      failed(expectMinRank(op, input, "input", 1, "[..., D]")))
     return failure();
-  if (getEpsilon().convertToDouble() <= 0)
-    return emitOpError() << "epsilon must be > 0, got "
-                         << num(getEpsilon().convertToDouble());
+  if (epsilon.convertToDouble() <= 0)
+    return op->emitOpError() << "epsilon must be > 0, got "
+                             << num(epsilon.convertToDouble());
+  return success();
+}
+
+LogicalResult RMSNormOp::verify() {
+  if (failed(verifyRowNorm(*this, getInput(), getEpsilon())))
+    return failure();
   int64_t d = shapeOf(getInput()).back();
   if (failed(expectShape(*this, getScale(), "scale", {d},
                          "the last dim of the input")))
@@ -182,12 +190,8 @@ LogicalResult RMSNormOp::verify() {
 }
 
 LogicalResult NormalizeOp::verify() {
-  if (failed(expectSameFloatType(*this)) ||
-      failed(expectMinRank(*this, getInput(), "input", 1, "[..., D]")))
+  if (failed(verifyRowNorm(*this, getInput(), getEpsilon())))
     return failure();
-  if (getEpsilon().convertToDouble() <= 0)
-    return emitOpError() << "epsilon must be > 0, got "
-                         << num(getEpsilon().convertToDouble());
   return expectShape(*this, getResult(), "result", shapeOf(getInput()),
                      "same as the input");
 }

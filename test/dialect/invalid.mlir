@@ -58,6 +58,30 @@ func.func @rmsnorm_epsilon(%x: tensor<2x8x64xf32>, %s: tensor<64xf32>) {
 
 // -----
 
+func.func @normalize_epsilon(%x: tensor<2x8x64xf32>) {
+  // expected-error @+1 {{epsilon must be > 0, got -1}}
+  %n = fbt.normalize %x {epsilon = -1.0 : f64} : (tensor<2x8x64xf32>) -> tensor<2x8x64xf32>
+  return
+}
+
+// -----
+
+func.func @normalize_result(%x: tensor<2x8x64xf32>) {
+  // expected-error @+1 {{result}}
+  %n = fbt.normalize %x {epsilon = 1.0e-5 : f64} : (tensor<2x8x64xf32>) -> tensor<2x8x32xf32>
+  return
+}
+
+// -----
+
+func.func @normalize_grad_shape(%g: tensor<2x8x32xf32>, %x: tensor<2x8x64xf32>) {
+  // expected-error @+1 {{grad}}
+  %n = fbt.normalize_grad %g, %x {epsilon = 1.0e-5 : f64} : (tensor<2x8x32xf32>, tensor<2x8x64xf32>) -> tensor<2x8x64xf32>
+  return
+}
+
+// -----
+
 func.func @rmsnorm_element_type(%x: tensor<2x8x64xf32>, %s: tensor<64xbf16>) {
   // expected-error @+1 {{float operands and results must share one element type; got 'f32' and 'bf16'}}
   %n = fbt.rmsnorm %x, %s {epsilon = 1.0e-5 : f64} : (tensor<2x8x64xf32>, tensor<64xbf16>) -> tensor<2x8x64xf32>

@@ -17,6 +17,10 @@ func.func @primitives(%x: tensor<2x8x64xf32>, %scale: tensor<64xf32>, %w: tensor
                       %pos: tensor<2x8xi32>, %g: tensor<2x8x172xf32>) {
   // CHECK: fbt.rmsnorm %{{.*}}, %{{.*}} {epsilon = 1.000000e-05 : f64}
   %n = fbt.rmsnorm %x, %scale {epsilon = 1.0e-5 : f64} : (tensor<2x8x64xf32>, tensor<64xf32>) -> tensor<2x8x64xf32>
+  // CHECK: fbt.normalize %{{.*}} {epsilon = 1.000000e-05 : f64} : (tensor<2x8x64xf32>) -> tensor<2x8x64xf32>
+  %u = fbt.normalize %x {epsilon = 1.0e-5 : f64} : (tensor<2x8x64xf32>) -> tensor<2x8x64xf32>
+  // CHECK: fbt.normalize_grad %{{.*}}, %{{.*}} {epsilon = 1.000000e-05 : f64}
+  %du = fbt.normalize_grad %u, %x {epsilon = 1.0e-5 : f64} : (tensor<2x8x64xf32>, tensor<2x8x64xf32>) -> tensor<2x8x64xf32>
   // CHECK: fbt.matmul %{{.*}}, %{{.*}} : (tensor<2x8x64xf32>, tensor<172x64xf32>) -> tensor<2x8x172xf32>
   %m = fbt.matmul %n, %w : (tensor<2x8x64xf32>, tensor<172x64xf32>) -> tensor<2x8x172xf32>
   // CHECK: fbt.rope %{{.*}} {num_heads = 4 : i64, theta = 1.000000e+04 : f64}
