@@ -9,6 +9,11 @@ clipping and AdamW), and times the same model and step in PyTorch eager
 (bench/torch_fbt.py) with the same thread count, each in its own process so
 peak memory is its own. Prints tokens/s of each, the ratio, peak RSS, and
 how our step splits between BLAS GEMMs and generated kernels.
+
+The ceiling: `fbt bench` also times the step's own GEMMs alone (same shapes,
+same BLAS and threads), and each step's model FLOP rate (fbtc --describe's
+FLOPs per token x tokens/s) is printed as a fraction of that GEMM rate, for
+us and for PyTorch.
 """
 
 import argparse
@@ -23,6 +28,13 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.environ.get("FBT_BUILD_DIR", os.path.join(ROOT, "build"))
 THREADS = os.cpu_count() or 1
+
+
+def flops_per_token(spec, k):
+    out = subprocess.run([os.path.join(BUILD, "tools", "fbtc", "fbtc"), spec, "--describe",
+                          "--json"], check=True, capture_output=True, text=True).stdout
+    passes = json.loads(out)["training"]["passes"]
+    return next(p["flops_per_token"] for p in passes if p["k"] == k)
 
 
 def ours(spec, k, steps, workdir):
@@ -73,16 +85,20 @@ def main():
     args = ap.parse_args()
     workdir = tempfile.mkdtemp()
     print("CPU training step, %d threads; tokens/s (higher is better)" % THREADS)
-    print("%-12s %2s %12s %12s %7s %10s %10s %9s %9s" % (
-        "spec", "K", "fbt tok/s", "torch tok/s", "ratio", "fbt MiB", "torch MiB", "gemm %", "kernel %"))
+    print("%-12s %2s %10s %11s %7s %9s %9s %7s %8s %9s %8s %8s" % (
+        "spec", "K", "fbt tok/s", "torch tok/s", "ratio", "fbt MiB", "torch MiB", "gemm %",
+        "kernel %", "GEMM GF/s", "fbt/GEMM", "torch/GEMM"))
     for spec in args.specs:
         for k in args.passes:
             a = ours(spec, k, args.steps, workdir)
             b = peer(spec, k, args.steps)
-            print("%-12s %2d %12.0f %12.0f %6.2fx %10.1f %10.1f %8.0f%% %8.0f%%" % (
+            flops = flops_per_token(spec, k)
+            ceiling = a["gemm_alone_gflops"] * 1e9
+            print("%-12s %2d %10.0f %11.0f %6.2fx %9.1f %9.1f %6.0f%% %7.0f%% %9.1f %7.0f%% %9.0f%%" % (
                 os.path.basename(spec), k, a["tokens_per_s"], b["tokens_per_s"],
                 a["tokens_per_s"] / b["tokens_per_s"], a["peak_rss_mib"], b["peak_rss_mib"],
-                100 * a["gemm_share"], 100 * a["kernel_share"]))
+                100 * a["gemm_share"], 100 * a["kernel_share"], ceiling / 1e9,
+                100 * flops * a["tokens_per_s"] / ceiling, 100 * flops * b["tokens_per_s"] / ceiling))
             sys.stdout.flush()
 
 

@@ -3,11 +3,14 @@
 #include "codegen/CpuTarget.h"
 
 #include "mlir/Conversion/Passes.h"
+#include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVMPass.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/OpenMP/OpenMPDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
@@ -64,6 +67,47 @@ struct ExpandBf16 : PassWrapper<ExpandBf16, OperationPass<ModuleOp>> {
     arith::populateExpandBFloat16Patterns(patterns);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
+  }
+};
+
+/// exp as a polynomial in arith ops (upstream's approximation, within a few
+/// ulp of libm, exact at 0 and +-inf): inlined, it vectorizes where libm's
+/// expf would be a call per element, and softmax-heavy kernels (attention,
+/// the loss) spend much of their time in exp.
+struct ApproximateExp
+    : PassWrapper<ApproximateExp, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(ApproximateExp)
+  StringRef getArgument() const override { return "fbt-approximate-exp"; }
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    populateMathPolynomialApproximationPatterns(
+        patterns, [](StringRef name) { return name == "exp" || name == "math.exp"; });
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
+/// Kernels' scratch (KernelBuilder::scratch, a static memref.alloca in a
+/// grid's body) moves to the frame of the thread that runs the grid: the
+/// start of the enclosing omp.parallel region, or of the function for a
+/// serial grid. Allocated once per thread instead of once per iteration
+/// (which would grow the stack with every iteration of a lowered loop).
+struct HoistScratch : PassWrapper<HoistScratch, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(HoistScratch)
+  StringRef getArgument() const override { return "fbt-hoist-scratch"; }
+  void runOnOperation() override {
+    SmallVector<memref::AllocaOp> allocas;
+    getOperation().walk([&](memref::AllocaOp a) { allocas.push_back(a); });
+    for (memref::AllocaOp a : allocas) {
+      if (!a.getType().hasStaticShape()) {
+        a.emitOpError() << "kernel scratch must have a static size";
+        return signalPassFailure();
+      }
+      Operation *frame = a->getParentOp();
+      while (!isa<func::FuncOp, omp::ParallelOp>(frame))
+        frame = frame->getParentOp();
+      a->moveBefore(&frame->getRegion(0).front().front());
+    }
   }
 };
 
@@ -138,12 +182,16 @@ LogicalResult lowerToLLVMDialect(ModuleOp kernels,
                                  const fbt::CpuTargetOptions &options) {
   PassManager pm(kernels.getContext());
   pm.addPass(std::make_unique<ExpandBf16>());
+  pm.addPass(std::make_unique<ApproximateExp>());
   if (options.parallel) {
     serializeSmallParallelLoops(kernels, options.parallelMinElements);
     pm.addPass(createConvertSCFToOpenMPPass());
-    pm.addPass(std::make_unique<InlineAllocaScopes>());
   }
+  pm.addPass(std::make_unique<HoistScratch>());
+  if (options.parallel)
+    pm.addPass(std::make_unique<InlineAllocaScopes>());
   pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(createConvertVectorToLLVMPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
   pm.addPass(createConvertMathToLLVMPass());

@@ -25,11 +25,10 @@ struct CpuTargetOptions {
   /// Run kernels' parallel loops (scf.parallel) on OpenMP threads where a
   /// kernel touches at least `parallelMinElements` elements; smaller kernels
   /// stay serial (a fork costs more than they do). The results are the
-  /// serial ones bit for bit. Off by default: beside OpenBLAS's own pool of
-  /// threads the two pools contend for the cores, and steps are slower
-  /// (fbtc --cpu-parallel turns it on). Never for the SIMT emulator, whose
+  /// serial ones bit for bit. The runtime runs GEMMs on the same OpenMP
+  /// threads (runtime/CpuGemm.h). Never for the SIMT emulator, whose
   /// launches are threads of their own.
-  bool parallel = false;
+  bool parallel = true;
   int64_t parallelMinElements = 1 << 15;
   /// Where to keep the LLVM IR (empty: don't).
   std::string dumpLLVMIR;

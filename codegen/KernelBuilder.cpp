@@ -4,9 +4,12 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/AsmParser/AsmParser.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 #include <limits>
 
@@ -22,6 +25,8 @@ KernelBuilder::KernelBuilder(OpBuilder &builder, Location loc, StringRef name,
     args.push_back(MemRefType::get({n}, t));
   fn = func::FuncOp::create(b, loc, name, b.getFunctionType(args, {}));
   fn->setAttr("fbt.kernel", b.getUnitAttr());
+  if (!gpu())
+    b.getContext()->getOrLoadDialect<vector::VectorDialect>();
   Block *entry = fn.addEntryBlock();
   b.setInsertionPointToStart(entry);
 }
@@ -175,6 +180,11 @@ Value KernelBuilder::warpSum(Value v) {
   return v;
 }
 
+Value KernelBuilder::scratch(int64_t n) {
+  assert(!gpu() && "GPU kernels use registers or sharedBuffer");
+  return memref::AllocaOp::create(b, loc, MemRefType::get({n}, b.getF32Type()));
+}
+
 Value KernelBuilder::sharedBuffer(int64_t n) {
   assert(gpu() && rowBody && "shared memory belongs to a GPU row grid");
   // Allocated at the top of the row grid's body; the GPU target turns it
@@ -250,11 +260,85 @@ KernelBuilder::fold(Value lo, Value hi, Value step, ValueRange init,
   return SmallVector<Value>(forOp.getResults());
 }
 
+Value KernelBuilder::dot(Value x, Value xBase, Value y, Value yBase, int64_t n) {
+  if (gpu() || n < kVector)
+    return sum(n, [&](Value c) {
+      return mul(load(x, iadd(xBase, c)), load(y, iadd(yBase, c)));
+    });
+  auto vt = VectorType::get({kVector}, b.getF32Type());
+  SmallVector<Value> terms;
+  for (int64_t c = 0; c + kVector <= n; c += kVector) {
+    Value xv = vector::LoadOp::create(b, loc, vt, x, ValueRange{iadd(xBase, c)});
+    Value yv = vector::LoadOp::create(b, loc, vt, y, ValueRange{iadd(yBase, c)});
+    terms.push_back(mul(xv, yv));
+  }
+  while (terms.size() > 1) { // a tree: adds of one level are independent
+    SmallVector<Value> next;
+    for (size_t i = 0; i + 1 < terms.size(); i += 2)
+      next.push_back(add(terms[i], terms[i + 1]));
+    if (terms.size() % 2)
+      next.push_back(terms.back());
+    terms = std::move(next);
+  }
+  Value total = vector::ReductionOp::create(
+      b, loc, vector::CombiningKind::ADD, terms.front(),
+      arith::FastMathFlags::reassoc | arith::FastMathFlags::nsz);
+  for (int64_t c = n / kVector * kVector; c < n; ++c)
+    total = add(total, mul(load(x, iadd(xBase, c)), load(y, iadd(yBase, c))));
+  return total;
+}
+
+void KernelBuilder::axpy(Value alpha, Value x, Value xBase, Value y, Value yBase,
+                         int64_t n) {
+  auto scalar = [&](Value c) {
+    Value yi = iadd(yBase, c);
+    store(add(load(y, yi), mul(alpha, load(x, iadd(xBase, c)))), y, yi);
+  };
+  if (gpu() || n < kVector)
+    return loop(n, scalar);
+  auto vt = VectorType::get({kVector}, b.getF32Type());
+  Value a = vector::BroadcastOp::create(b, loc, vt, alpha);
+  for (int64_t c = 0; c + kVector <= n; c += kVector) {
+    Value yi = iadd(yBase, c);
+    Value xv = vector::LoadOp::create(b, loc, vt, x, ValueRange{iadd(xBase, c)});
+    Value yv = vector::LoadOp::create(b, loc, vt, y, ValueRange{yi});
+    vector::StoreOp::create(b, loc, add(yv, mul(a, xv)), y, ValueRange{yi});
+  }
+  for (int64_t c = n / kVector * kVector; c < n; ++c)
+    scalar(index(c));
+}
+
+SmallVector<Value>
+KernelBuilder::foldRows(Value lo, Value hi, ValueRange init,
+                        function_ref<SmallVector<Value>(Value, ValueRange)> body) {
+  SmallVector<Value> results = fold(lo, hi, init, body);
+  if (!gpu() && !results.empty()) {
+    // convert-scf-to-cf carries the LLVM dialect's attributes of a loop to
+    // its back edge, where LLVM reads them as the loop's metadata.
+    MLIRContext *ctx = b.getContext();
+    ctx->getOrLoadDialect<LLVM::LLVMDialect>();
+    Attribute noVector =
+        parseAttribute("#llvm.loop_annotation<vectorize = <disable = true>>", ctx);
+    results.front().getDefiningOp()->setAttr("loop_annotation", noVector);
+  }
+  return results;
+}
+
 Value KernelBuilder::sum(int64_t n, function_ref<Value(Value)> term) {
   return fold(index(0), index(n), {f32(0)},
               [&](Value iv, ValueRange acc) -> SmallVector<Value> {
-                return {add(acc[0], term(iv))};
+                return {accumulate(acc[0], term(iv))};
               })[0];
+}
+
+Value KernelBuilder::accumulate(Value acc, Value v) {
+  // LLVM calls an add associative only with nsz too.
+  auto flags = arith::FastMathFlagsAttr::get(
+      b.getContext(), gpu() ? arith::FastMathFlags::none
+                            : arith::FastMathFlags::reassoc |
+                                  arith::FastMathFlags::nsz |
+                                  arith::FastMathFlags::contract);
+  return arith::AddFOp::create(b, loc, acc, v, flags);
 }
 
 void KernelBuilder::ifThen(Value cond, function_ref<void()> then) {

@@ -91,17 +91,40 @@ public:
   /// `n` floats of the row block's shared memory (GPU rows() only).
   Value sharedBuffer(int64_t n);
   int64_t rowThreads() const { return gpu() ? threads : 1; }
+  /// `n` floats of scratch for one iteration of the current CPU grid: each
+  /// thread has its own (the CPU target hoists it to the thread's frame), so
+  /// its contents are undefined when an iteration starts.
+  Value scratch(int64_t n);
 
   /// mem[idx] += v, atomically on the GPU (a plain update on the CPU, whose
   /// grids run in order).
   void atomicAdd(Value v, Value mem, Value idx);
   /// Sum over [0, n) (f32), in a loop-carried accumulator.
   Value sum(int64_t n, function_ref<Value(Value)> term);
+  /// acc + v as a step of a sum whose order may be changed: on the CPU, LLVM
+  /// may then vectorize the loop carrying it (partial sums in vector lanes,
+  /// added at the end). The order is still fixed by the compiled code, so
+  /// results stay deterministic.
+  Value accumulate(Value acc, Value v);
   /// A loop carrying several values: body(iv, carried) -> next values.
   SmallVector<Value> fold(Value lo, Value hi, ValueRange init,
                           function_ref<SmallVector<Value>(Value, ValueRange)> body);
   SmallVector<Value> fold(Value lo, Value hi, Value step, ValueRange init,
                           function_ref<SmallVector<Value>(Value, ValueRange)> body);
+  /// sum_{c<n} a[aBase + c] * b[bBase + c] (f32 buffers). On the CPU in
+  /// vectors of kVector lanes, as independent products summed as a tree,
+  /// then across lanes: no chain of n dependent adds.
+  Value dot(Value a, Value aBase, Value b, Value bBase, int64_t n);
+  /// y[yBase + c] += alpha * x[xBase + c] for c < n, in vectors on the CPU.
+  void axpy(Value alpha, Value x, Value xBase, Value y, Value yBase, int64_t n);
+  /// The CPU's vector width in f32 lanes (AVX2).
+  static constexpr int64_t kVector = 8;
+
+  /// fold() over iterations that are each vector work along a strided row
+  /// (a dot product with a key): on the CPU LLVM is told not to vectorize
+  /// across iterations, which would turn every row's loads into gathers.
+  SmallVector<Value> foldRows(Value lo, Value hi, ValueRange init,
+                              function_ref<SmallVector<Value>(Value, ValueRange)> body);
   void ifThen(Value cond, function_ref<void()> then);
   Value select(Value cond, Value a, Value b);
 

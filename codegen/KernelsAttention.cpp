@@ -1,9 +1,9 @@
 //===- KernelsAttention.cpp - RoPE, attention, the KV cache ---------------===//
 //
-// Attention is flash-style: each query streams over its keys once with a
-// running max and sum (online softmax), accumulating the output in place, so
-// no T x T score matrix is ever stored. The backward recomputes the
-// probabilities the same way, one query at a time. The GPU's forms, a warp
+// On the CPU, each query's scores live in a scratch row of the thread that
+// runs it (attendRow), so no T x T score matrix is ever stored and each key
+// costs one dot product and one (vectorized) exp. The backward recomputes
+// the probabilities the same way, one query at a time. The GPU's forms, a warp
 // per query or key, are in KernelsAttentionGpu.cpp.
 //
 //===----------------------------------------------------------------------===//
@@ -29,38 +29,38 @@ ArrayRef<int64_t> shape(Value v) {
 /// q . k over one head's channels.
 Value dot(KernelBuilder &kb, Value a, Value aBase, Value b, Value bBase,
           int64_t n) {
-  return kb.sum(n, [&](Value c) {
-    return kb.mul(kb.load(a, kb.iadd(aBase, c)), kb.load(b, kb.iadd(bBase, c)));
-  });
+  return kb.dot(a, aBase, b, bBase, n);
 }
 
 /// Output for one query (its head's channels at `oBase`) over keys [0, last]:
-///   o = sum_j softmax_j(scale * q.k_j) v_j, by online softmax.
-void attendOne(KernelBuilder &kb, Value q, Value qBase, Value k, Value v,
+///   o = sum_j softmax_j(scale * q.k_j) v_j,
+/// in three passes over `row`, a scratch row of scores: the scores and their
+/// max, the exponentials and their sum (a loop LLVM vectorizes, exp
+/// included), then the weighted values. One exp per key, where an online
+/// softmax needs two and rescales the output at every key.
+void attendRow(KernelBuilder &kb, Value q, Value qBase, Value k, Value v,
                Value kvBase, int64_t kvStride, Value last, int64_t dh,
-               double scale, Value o, Value oBase) {
-  kb.loop(dh, [&](Value c) { kb.store(kb.f32(0), o, kb.iadd(oBase, c)); });
+               double scale, Value row, Value o, Value oBase) {
+  Value end = kb.iadd(last, 1);
   Value ninf = kb.f32(-std::numeric_limits<float>::infinity());
-  SmallVector<Value> ml = kb.fold(
-      kb.index(0), kb.iadd(last, 1), {ninf, kb.f32(0)},
-      [&](Value j, ValueRange carried) -> SmallVector<Value> {
-        Value row = kb.iadd(kvBase, kb.imul(j, kvStride));
-        Value s = kb.mul(dot(kb, q, qBase, k, row, dh), kb.f32(scale));
-        Value m = kb.max(carried[0], s);
-        Value corr = kb.exp(kb.sub(carried[0], m));
-        Value p = kb.exp(kb.sub(s, m));
-        kb.loop(dh, [&](Value c) {
-          Value oi = kb.iadd(oBase, c);
-          Value acc = kb.add(kb.mul(kb.load(o, oi), corr),
-                             kb.mul(p, kb.load(v, kb.iadd(row, c))));
-          kb.store(acc, o, oi);
-        });
-        return {m, kb.add(kb.mul(carried[1], corr), p)};
-      });
-  Value inv = kb.div(kb.f32(1), ml[1]);
-  kb.loop(dh, [&](Value c) {
-    Value oi = kb.iadd(oBase, c);
-    kb.store(kb.mul(kb.load(o, oi), inv), o, oi);
+  auto keyRow = [&](Value j) { return kb.iadd(kvBase, kb.imul(j, kvStride)); };
+  Value m = kb.foldRows(kb.index(0), end, {ninf},
+                    [&](Value j, ValueRange c) -> SmallVector<Value> {
+                      Value s = kb.mul(dot(kb, q, qBase, k, keyRow(j), dh),
+                                       kb.f32(scale));
+                      kb.store(s, row, j);
+                      return {kb.max(c[0], s)};
+                    })[0];
+  Value l = kb.fold(kb.index(0), end, {kb.f32(0)},
+                    [&](Value j, ValueRange c) -> SmallVector<Value> {
+                      Value p = kb.exp(kb.sub(kb.load(row, j), m));
+                      kb.store(p, row, j);
+                      return {kb.accumulate(c[0], p)};
+                    })[0];
+  Value inv = kb.div(kb.f32(1), l);
+  kb.loop(dh, [&](Value c) { kb.store(kb.f32(0), o, kb.iadd(oBase, c)); });
+  kb.loop(kb.index(0), end, [&](Value j) {
+    kb.axpy(kb.mul(kb.load(row, j), inv), v, keyRow(j), o, oBase, dh);
   });
 }
 } // namespace
@@ -143,8 +143,8 @@ FailureOr<func::FuncOp> mlir::fbt::buildAttentionKernel(KernelBuilder &kb,
       return buildAttentionGpu(kb, bsz, t, s, d, h, hasPos, outArg);
     kb.parallel(bsz * h * t, [&](Value id) {
       AttentionQuery q = attentionQuery(kb, id, t, s, d, h, hasPos);
-      attendOne(kb, kb.arg(0), q.base, kb.arg(1), kb.arg(2), q.kvBase, d,
-                q.last, dh, scale, kb.arg(outArg), q.base);
+      attendRow(kb, kb.arg(0), q.base, kb.arg(1), kb.arg(2), q.kvBase, d,
+                q.last, dh, scale, kb.scratch(s), kb.arg(outArg), q.base);
     });
     return kb.finish();
   }
@@ -174,35 +174,34 @@ FailureOr<func::FuncOp> mlir::fbt::buildAttentionKernel(KernelBuilder &kb,
           kb.store(kb.f32(0), dv, i);
         });
       });
+      // Per query: the probabilities in a scratch row (as in attendRow),
+      // then dS_j = P_j (dP_j - D); dq += dS k_j; dk_j += dS q; dv_j += P_j dout.
+      Value prob = kb.scratch(t);
       kb.loop(t, [&](Value tq) {
         Value qb = rowBase(tq), end = kb.iadd(tq, 1);
-        auto score = [&](Value j) {
-          return kb.mul(dot(kb, qm, qb, km, rowBase(j), dh), kb.f32(scale));
-        };
-        // Pass 1: the softmax's max and normalizer.
-        SmallVector<Value> ml = kb.fold(
-            kb.index(0), end, {ninf, kb.f32(0)},
-            [&](Value j, ValueRange c) -> SmallVector<Value> {
-              Value s = score(j), m = kb.max(c[0], s);
-              return {m, kb.add(kb.mul(c[1], kb.exp(kb.sub(c[0], m))),
-                                kb.exp(kb.sub(s, m)))};
-            });
-        auto prob = [&](Value j) {
-          return kb.div(kb.exp(kb.sub(score(j), ml[0])), ml[1]);
-        };
+        Value m = kb.foldRows(kb.index(0), end, {ninf},
+                          [&](Value j, ValueRange c) -> SmallVector<Value> {
+                            Value s = kb.mul(dot(kb, qm, qb, km, rowBase(j), dh),
+                                             kb.f32(scale));
+                            kb.store(s, prob, j);
+                            return {kb.max(c[0], s)};
+                          })[0];
+        Value l = kb.fold(kb.index(0), end, {kb.f32(0)},
+                          [&](Value j, ValueRange c) -> SmallVector<Value> {
+                            Value p = kb.exp(kb.sub(kb.load(prob, j), m));
+                            kb.store(p, prob, j);
+                            return {kb.accumulate(c[0], p)};
+                          })[0];
+        Value inv = kb.div(kb.f32(1), l);
         // D = sum_j P_j (dout . v_j) = dout . out: no pass over the keys.
         Value delta = dot(kb, dout, qb, om, qb, dh);
-        // Pass 2: dS_j = P_j (dP_j - D); dq += dS k_j; dk_j += dS q; dv_j += P_j dout.
         kb.loop(kb.index(0), end, [&](Value j) {
-          Value p = prob(j), kbj = rowBase(j);
+          Value p = kb.mul(kb.load(prob, j), inv), kbj = rowBase(j);
           Value dp = dot(kb, dout, qb, vm, kbj, dh);
           Value ds = kb.mul(kb.mul(p, kb.sub(dp, delta)), kb.f32(scale));
-          kb.loop(dh, [&](Value c) {
-            Value qi = kb.iadd(qb, c), ki = kb.iadd(kbj, c);
-            kb.store(kb.add(kb.load(dq, qi), kb.mul(ds, kb.load(km, ki))), dq, qi);
-            kb.store(kb.add(kb.load(dk, ki), kb.mul(ds, kb.load(qm, qi))), dk, ki);
-            kb.store(kb.add(kb.load(dv, ki), kb.mul(p, kb.load(dout, qi))), dv, ki);
-          });
+          kb.axpy(ds, km, kbj, dq, qb, dh);
+          kb.axpy(ds, qm, qb, dk, kbj, dh);
+          kb.axpy(p, dout, qb, dv, kbj, dh);
         });
       });
     });

@@ -112,6 +112,7 @@ FailureOr<SimtBinary> mlir::fbt::compileKernelsForSimt(ModuleOp module) {
   if (failed(approximateTranscendentals(*kernels)))
     return failure();
   CpuTargetOptions cpu;
+  cpu.parallel = false; // each emulated GPU thread is a loop iteration of its own
   FailureOr<std::string> library = compileModuleForCpu(*kernels, cpu);
   if (failed(library))
     return failure();

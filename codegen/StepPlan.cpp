@@ -57,25 +57,17 @@ struct Tenant {
   int64_t def = 0, end = 0, bytes = 0;
 };
 
-/// Ops that may write a result into the buffer of `operand` (same index
-/// space, each element read before it is written).
+/// Whether `op` may write result `result` into the buffer of `operand`
+/// (InPlaceOpInterface: AdamW, KV writes, and kernel calls with `tied`).
+/// Not if the op also reads `operand` as another operand: the tie promises
+/// only that each element of the tied operand is read before it is written.
 bool writesInPlace(Operation *op, unsigned result, Value operand) {
-  if (auto adam = dyn_cast<AdamWOp>(op))
-    return (result == 0 && operand == adam.getParam()) ||
-           (result == 1 && operand == adam.getM()) ||
-           (result == 2 && operand == adam.getV());
-  if (auto call = dyn_cast<CallKernelOp>(op)) {
-    // Lowered AdamW and KV writes keep their operand order: param/m/v are
-    // operands 0, 2, 3; the cache is operand 0.
-    StringRef k = call.getKernel();
-    if (k.ends_with("_adamw")) {
-      static const unsigned src[] = {0, 2, 3};
-      return result < 3 && call.getInputs()[src[result]] == operand;
-    }
-    if (k.ends_with("_kv_write"))
-      return result == 0 && call.getInputs()[0] == operand;
-  }
-  return false;
+  auto inPlace = dyn_cast<InPlaceOpInterface>(op);
+  if (!inPlace)
+    return false;
+  int64_t tied = inPlace.getTiedOperand(result);
+  return tied >= 0 && op->getOperand(tied) == operand &&
+         llvm::count(op->getOperands(), operand) == 1;
 }
 } // namespace
 
@@ -107,6 +99,7 @@ FailureOr<StepPlan> mlir::fbt::planStep(func::FuncOp fn) {
   }
 
   SmallVector<std::pair<int64_t, Value>> deferredCopies;
+  DenseSet<int64_t> updated; // inputs that already hold a result
   // Results: in place into the input they update where the producer allows
   // it and nothing reads the input afterwards, else an output buffer.
   for (auto [j, v] : llvm::enumerate(ret.getOperands())) {
@@ -116,12 +109,15 @@ FailureOr<StepPlan> mlir::fbt::planStep(func::FuncOp fn) {
     if (auto upd = fn.getResultAttrOfType<IntegerAttr>(j, "fbt.updates")) {
       Value arg = fn.getArgument(upd.getInt());
       Operation *producer = v.getDefiningOp();
+      // The producer is the input's last reader, and the step does not
+      // also return the input itself (copied out after the step).
       bool lastReader =
           producer && llvm::all_of(arg.getUsers(), [&](Operation *u) {
-            return u == ret || position.lookup(u) <= position.lookup(producer);
+            return u != ret && position.lookup(u) <= position.lookup(producer);
           });
-      if (!seen && lastReader &&
+      if (!seen && lastReader && !updated.count(upd.getInt()) &&
           writesInPlace(producer, cast<OpResult>(v).getResultNumber(), arg)) {
+        updated.insert(upd.getInt()); // one result per input
         info.updates = upd.getInt();
         where[v] = {BufferRef::Kind::Input, upd.getInt(), 0, info.bytes};
       }

@@ -25,4 +25,21 @@ def Fbt_DifferentiableOpInterface : OpInterface<"DifferentiableOpInterface"> {
   ];
 }
 
+def Fbt_InPlaceOpInterface : OpInterface<"InPlaceOpInterface"> {
+  let cppNamespace = "::mlir::fbt";
+  let description = [{
+    An op whose result may be written into the buffer of one of its operands
+    (same size, each element read before it is written): AdamW's updated
+    parameter and moments, a KV cache with new rows. The memory planner
+    (codegen/StepPlan) reads this to update parameters and caches in place;
+    `fbt-to-kernels` carries it to the kernel call as `tied`.
+  }];
+  let methods = [
+    InterfaceMethod<[{
+        The operand whose buffer result `result` may reuse, or -1.
+      }],
+      "int64_t", "getTiedOperand", (ins "unsigned":$result)>
+  ];
+}
+
 #endif // FBT_INTERFACES_TD

@@ -778,6 +778,42 @@ CallKernelOp::verifySymbolUses(SymbolTableCollection &symbols) {
   return success();
 }
 
+LogicalResult CallKernelOp::verify() {
+  std::optional<ArrayRef<int64_t>> tied = getTied();
+  if (!tied)
+    return success();
+  if (tied->size() != getResults().size())
+    return emitOpError() << "'tied' has " << tied->size()
+                         << " entries; expected one per result ("
+                         << getResults().size() << ")";
+  for (auto [r, operand] : llvm::enumerate(*tied)) {
+    if (operand == -1)
+      continue;
+    if (operand < 0 || operand >= (int64_t)getInputs().size())
+      return emitOpError() << "result " << r << " is tied to operand " << operand
+                           << ", which does not exist";
+    if (getInputs()[operand].getType() != getResult(r).getType())
+      return emitOpError() << "result " << r << " is tied to operand " << operand
+                           << " of another type";
+  }
+  return success();
+}
+
+int64_t CallKernelOp::getTiedOperand(unsigned result) {
+  std::optional<ArrayRef<int64_t>> tied = getTied();
+  return tied && result < tied->size() ? (*tied)[result] : -1;
+}
+
+int64_t AdamWOp::getTiedOperand(unsigned result) {
+  // new_param, new_m, new_v over param, m, v.
+  static const int64_t operand[] = {0, 2, 3};
+  return result < 3 ? operand[result] : -1;
+}
+
+int64_t KVWriteOp::getTiedOperand(unsigned result) {
+  return result == 0 ? 0 : -1; // the cache
+}
+
 LogicalResult PackOp::verify() {
   return expectShape(*this, getResult(), "result",
                      {(int64_t)getInputs().size()}, "one slot per operand");

@@ -159,7 +159,8 @@ def Fbt_AttentionOp : Fbt_Op<"attention", [Pure, Differentiable]> {
   let hasVerifier = 1;
 }
 
-def Fbt_KVWriteOp : Fbt_Op<"kv_write", [Pure]> {
+def Fbt_KVWriteOp : Fbt_Op<"kv_write", [Pure,
+    DeclareOpInterfaceMethods<Fbt_InPlaceOpInterface>]> {
   let summary = "write new keys or values into a KV cache at given positions";
   let description = [{
     `cache` is `[B, S, D]`, `update` is `[B, T, D]`, `positions` is `[B, T]`:
@@ -611,6 +612,7 @@ def Fbt_GlobalNormOp : Fbt_Op<"global_norm", [Pure]> {
 }
 
 def Fbt_AdamWOp : Fbt_Op<"adamw", [Pure,
+    DeclareOpInterfaceMethods<Fbt_InPlaceOpInterface>,
     AllTypesMatch<["param", "grad", "m", "v", "new_param", "new_m", "new_v"]>]> {
   let summary = "one AdamW update with global-norm clipping, elementwise";
   let description = [{
@@ -655,16 +657,28 @@ def Fbt_GemmOp : Fbt_Op<"gemm", [Pure]> {
 }
 
 def Fbt_CallKernelOp : Fbt_Op<"call_kernel", [Pure,
-    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+    DeclareOpInterfaceMethods<Fbt_InPlaceOpInterface>]> {
   let summary = "run a generated kernel";
   let description = [{
     Calls the kernel function `kernel` (a `func.func` marked `fbt.kernel`,
     taking one flat memref per operand and then one per result) on the
     operands' buffers, writing the results' buffers.
+
+    `tied`, if present, holds one entry per result: the operand whose buffer
+    the kernel may write that result into (it reads each element before
+    writing it), or -1. The memory planner decides whether it does.
   }];
-  let arguments = (ins FlatSymbolRefAttr:$kernel, Variadic<AnyType>:$inputs);
+  let arguments = (ins FlatSymbolRefAttr:$kernel, Variadic<AnyType>:$inputs,
+                       OptionalAttr<DenseI64ArrayAttr>:$tied);
   let results = (outs Variadic<AnyType>:$results);
+  let builders = [
+    OpBuilder<(ins "TypeRange":$results, "StringRef":$kernel, "ValueRange":$inputs), [{
+      build($_builder, $_state, results, kernel, inputs, DenseI64ArrayAttr());
+    }]>
+  ];
   let assemblyFormat = "$kernel `(` $inputs `)` attr-dict `:` functional-type($inputs, $results)";
+  let hasVerifier = 1;
 }
 
 def Fbt_AccumulateSquaresOp : Fbt_Op<"accumulate_squares", [Pure]> {

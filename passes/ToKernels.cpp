@@ -196,6 +196,17 @@ struct ToKernels : fbt::impl::FbtToKernelsBase<ToKernels> {
       operands.push_back(arith::ConstantOp::create(b, op->getLoc(), cast<TypedAttr>(a)));
     auto call = CallKernelOp::create(b, op->getLoc(), resultTypes, it->second,
                                      operands);
+    // Results the op may write in place stay so through the call, where
+    // their types still match (bf16 storage may narrow one side).
+    if (auto inPlace = dyn_cast<InPlaceOpInterface>(op)) {
+      SmallVector<int64_t> tied;
+      for (unsigned r = 0; r < op->getNumResults(); ++r) {
+        int64_t o = inPlace.getTiedOperand(r);
+        tied.push_back(o >= 0 && operands[o].getType() == resultTypes[r] ? o : -1);
+      }
+      if (llvm::any_of(tied, [](int64_t o) { return o >= 0; }))
+        call.setTied(tied);
+    }
     op->replaceAllUsesWith(call);
     op->erase();
     return success();

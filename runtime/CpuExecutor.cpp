@@ -3,11 +3,11 @@
 #include "runtime/CpuExecutor.h"
 
 #include "runtime/Bf16.h"
+#include "runtime/CpuGemm.h"
 #include "runtime/Error.h"
 #include "runtime/simt/Emulator.h"
 
-#include <cblas.h>
-
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -85,6 +85,43 @@ void CpuStepRunner::run(const std::vector<void *> &inputs,
     std::memcpy(outputs[c.output], at(c.source), c.source.bytes);
 }
 
+double CpuStepRunner::gemmAloneGflops(int repeats) {
+  struct Buffers {
+    const PlanOp *op;
+    AlignedBuffer a, b, c;
+  };
+  std::vector<Buffers> gemms;
+  double flops = 0;
+  for (const PlanOp &op : plan_.ops) {
+    if (!op.kernel.empty())
+      continue;
+    auto bytes = [](int64_t n, const std::string &type) {
+      return n * (type == "bf16" ? 2 : 4);
+    };
+    Buffers g{&op, AlignedBuffer(bytes(op.m * op.k, op.lhsType)),
+              AlignedBuffer(bytes(op.k * op.n, op.rhsType)),
+              AlignedBuffer(bytes(op.m * op.n, op.resultType))};
+    // Small values: no denormals, no overflow, whatever the shape.
+    std::memset(g.a.as<char>(), 0x3c, bytes(op.m * op.k, op.lhsType));
+    std::memset(g.b.as<char>(), 0x3c, bytes(op.k * op.n, op.rhsType));
+    gemms.push_back(std::move(g));
+    flops += 2.0 * op.m * op.n * op.k;
+  }
+  if (gemms.empty())
+    return 0;
+  std::vector<double> times;
+  for (int r = -1; r < repeats; ++r) { // r = -1 warms up
+    auto start = std::chrono::steady_clock::now();
+    for (Buffers &g : gemms)
+      gemm(*g.op, g.a.as<char>(), g.b.as<char>(), g.c.as<char>());
+    if (r >= 0)
+      times.push_back(std::chrono::duration<double>(
+                          std::chrono::steady_clock::now() - start).count());
+  }
+  std::sort(times.begin(), times.end());
+  return flops / times[times.size() / 2] / 1e9;
+}
+
 void CpuStepRunner::gemm(const PlanOp &op, void *a, void *b, void *c) {
   auto operand = [](void *p, const std::string &type, int64_t n,
                     std::vector<float> &wide) -> float * {
@@ -102,10 +139,7 @@ void CpuStepRunner::gemm(const PlanOp &op, void *a, void *b, void *c) {
   if (round)
     result_.resize(op.m * op.n);
   float *z = round ? result_.data() : static_cast<float *>(c);
-  cblas_sgemm(CblasRowMajor, op.transposeLhs ? CblasTrans : CblasNoTrans,
-              op.transposeRhs ? CblasTrans : CblasNoTrans, (int)op.m, (int)op.n,
-              (int)op.k, 1.0f, x, (int)(op.transposeLhs ? op.m : op.k), y,
-              (int)(op.transposeRhs ? op.k : op.n), 0.0f, z, (int)op.n);
+  parallelSgemm(op.transposeLhs, op.transposeRhs, op.m, op.n, op.k, x, y, z);
   if (round) {
     uint16_t *h = static_cast<uint16_t *>(c);
     for (int64_t i = 0; i < op.m * op.n; ++i)

@@ -31,6 +31,7 @@ public:
 
   void run(const std::vector<void *> &inputs,
            const std::vector<void *> &outputs) override;
+  double gemmAloneGflops(int repeats) override;
 
 private:
   struct Launch {

@@ -36,6 +36,10 @@ public:
                    const std::vector<void *> &outputs) = 0;
 
   const StepPlan &plan() const { return plan_; }
+  /// The rate of this step's GEMMs run alone (each on buffers of its own,
+  /// warm, the median of `repeats` timings of all of them), in GFLOP/s: the
+  /// ceiling a step made only of its GEMMs would reach. 0 where unmeasured.
+  virtual double gemmAloneGflops(int repeats) { (void)repeats; return 0; }
   /// Seconds spent in GEMMs and in kernels over all profiled runs.
   double gemmSeconds() const { return gemmSeconds_; }
   double kernelSeconds() const { return kernelSeconds_; }

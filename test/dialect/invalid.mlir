@@ -416,3 +416,30 @@ func.func @kv_write_prefill_too_long(%c: tensor<2x4x64xf32>, %u: tensor<2x8x64xf
   %r = fbt.kv_write %c, %u : (tensor<2x4x64xf32>, tensor<2x8x64xf32>) -> tensor<2x4x64xf32>
   return
 }
+
+// -----
+
+func.func private @k_update(memref<8xf32>, memref<8xf32>, memref<8xf32>) attributes {fbt.kernel}
+func.func @call_kernel_tied_count(%p: tensor<8xf32>, %g: tensor<8xf32>) {
+  // expected-error @+1 {{'tied' has 2 entries; expected one per result (1)}}
+  %r = fbt.call_kernel @k_update(%p, %g) {tied = array<i64: 0, -1>} : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func private @k_update(memref<8xf32>, memref<8xf32>, memref<8xf32>) attributes {fbt.kernel}
+func.func @call_kernel_tied_missing(%p: tensor<8xf32>, %g: tensor<8xf32>) {
+  // expected-error @+1 {{result 0 is tied to operand 2, which does not exist}}
+  %r = fbt.call_kernel @k_update(%p, %g) {tied = array<i64: 2>} : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func private @k_widen(memref<8xf32>, memref<16xf32>) attributes {fbt.kernel}
+func.func @call_kernel_tied_type(%p: tensor<8xf32>) {
+  // expected-error @+1 {{result 0 is tied to operand 0 of another type}}
+  %r = fbt.call_kernel @k_widen(%p) {tied = array<i64: 0>} : (tensor<8xf32>) -> tensor<16xf32>
+  return
+}

@@ -31,3 +31,19 @@ func.func @composite(%e: tensor<2x4x8xf32>, %wu: tensor<8x8xf32>) -> tensor<2x4x
   %f = fbt.feedback add %e, %e, %wu : (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<8x8xf32>) -> tensor<2x4x8xf32>
   return %f : tensor<2x4x8xf32>
 }
+
+// -----
+
+// Ops that write a result over an operand (InPlaceOpInterface) say so on
+// their kernel call: AdamW's parameter and moments, a KV cache's new rows.
+// CHECK-LABEL: func.func @in_place
+// CHECK: fbt.call_kernel @{{k[0-9]+_adamw}}(%arg0, %arg1, %arg2, %arg3, %arg4, %arg5, %arg6) {tied = array<i64: 0, 2, 3>}
+// CHECK: fbt.call_kernel @{{k[0-9]+_kv_write}}(%arg7, %arg8, %arg9) {tied = array<i64: 0>}
+func.func @in_place(%p: tensor<8xf32>, %g: tensor<8xf32>, %m: tensor<8xf32>, %v: tensor<8xf32>,
+                    %lr: tensor<f32>, %step: tensor<f32>, %gn: tensor<f32>,
+                    %cache: tensor<1x4x8xf32>, %new: tensor<1x1x8xf32>, %pos: tensor<1x1xi32>)
+    -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<1x4x8xf32>) attributes {fbt.step = "train"} {
+  %np, %nm, %nv = fbt.adamw %p, %g, %m, %v, %lr, %step, %gn {beta1 = 0.9 : f64, beta2 = 0.99 : f64, epsilon = 1.0e-8 : f64, max_grad_norm = 1.0 : f64, weight_decay = 0.0 : f64} : tensor<8xf32>, tensor<f32>, tensor<f32>, tensor<f32>
+  %c = fbt.kv_write %cache, %new, %pos : (tensor<1x4x8xf32>, tensor<1x1x8xf32>, tensor<1x1xi32>) -> tensor<1x4x8xf32>
+  return %np, %nm, %nv, %c : tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<1x4x8xf32>
+}

@@ -28,9 +28,11 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Parser/Parser.h"
 
 #include "llvm/Support/CommandLine.h"
@@ -172,7 +174,7 @@ int main(int argc, char **argv) {
   DialectRegistry registry;
   registry.insert<mlir::fbt::FbtDialect, func::FuncDialect, arith::ArithDialect,
                   scf::SCFDialect, memref::MemRefDialect, math::MathDialect,
-                  gpu::GPUDialect>();
+                  gpu::GPUDialect, vector::VectorDialect, LLVM::LLVMDialect>();
   MLIRContext ctx(registry);
   OwningOpRef<ModuleOp> cpu = parseSourceFile<ModuleOp>(cpuPath, &ctx);
   OwningOpRef<ModuleOp> gpu = parseSourceFile<ModuleOp>(gpuPath, &ctx);

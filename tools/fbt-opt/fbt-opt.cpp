@@ -10,7 +10,12 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "mlir/Transforms/Passes.h"
@@ -18,7 +23,11 @@
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   registry.insert<mlir::fbt::FbtDialect, mlir::func::FuncDialect,
-                  mlir::arith::ArithDialect, mlir::tensor::TensorDialect>();
+                  mlir::arith::ArithDialect, mlir::tensor::TensorDialect,
+                  // what fbt-to-kernels' CPU kernels are made of
+                  mlir::scf::SCFDialect, mlir::memref::MemRefDialect,
+                  mlir::math::MathDialect, mlir::vector::VectorDialect,
+                  mlir::LLVM::LLVMDialect>();
   mlir::fbt::registerFbtPassesAndPipelines();
   // Generic cleanups used between fbt passes.
   mlir::registerCanonicalizerPass();

@@ -3,7 +3,8 @@
 // Times a bundle's steps on synthetic tokens and prints one JSON object, for
 // bench/ scripts that run a peer side by side:
 //   --train K     optimizer steps of train_k<K>: tokens/s, ms per step, and
-//                 how the time splits between BLAS GEMMs and generated kernels
+//                 how the time splits between BLAS GEMMs and generated kernels,
+//                 and the rate of the step's GEMMs run alone (the ceiling)
 //   --decode MODE prefill tokens/s and per-token decode latency
 //
 //===----------------------------------------------------------------------===//
@@ -82,12 +83,12 @@ int runBench(int argc, char **argv) {
     std::printf("{\"bench\": \"train\", \"device\": \"%s\", \"passes\": %lld, "
                 "\"tokens_per_step\": %lld, "
                 "\"step_ms\": %.3f, \"tokens_per_s\": %.1f, \"gemm_share\": %.3f, "
-                "\"kernel_share\": %.3f, \"arena_bytes\": %lld, \"peak_rss_mib\": %.1f, "
-                "\"top\": %s}\n",
+                "\"kernel_share\": %.3f, \"gemm_alone_gflops\": %.1f, "
+                "\"arena_bytes\": %lld, \"peak_rss_mib\": %.1f, \"top\": %s}\n",
                 s.device().describe().c_str(), (long long)k, (long long)(b * t),
                 1e3 * secs / steps, b * t * steps / secs,
                 runner.gemmSeconds() / secs, runner.kernelSeconds() / secs,
-                (long long)runner.plan().arenaBytes, peakRssMiB(), prof.c_str());
+                runner.gemmAloneGflops(5), (long long)runner.plan().arenaBytes, peakRssMiB(), prof.c_str());
     return 0;
   }
 

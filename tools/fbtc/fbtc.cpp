@@ -95,9 +95,14 @@ cl::opt<std::string> cpuName("cpu",
 cl::opt<bool> cpuParallel(
     "cpu-parallel",
     cl::desc("With --target=cpu: run the kernels' parallel loops on OpenMP "
-             "threads (OMP_NUM_THREADS sets how many). Off by default: beside "
-             "OpenBLAS's own threads it is slower today"),
-    cl::init(false), cl::cat(category));
+             "threads, the pool that also runs the GEMMs (fbt --threads or "
+             "OMP_NUM_THREADS sets how many); =false for serial kernels"),
+    cl::init(true), cl::cat(category));
+cl::opt<std::string> dumpLLVMIR(
+    "dump-llvm-ir",
+    cl::desc("With --target=cpu: also write the kernels' optimized LLVM IR to "
+             "this file (to check what vectorized)"),
+    cl::value_desc("file"), cl::cat(category));
 cl::opt<std::string> gpuStorage(
     "gpu-storage",
     cl::desc("With an NVIDIA (or simt) --target: store training activations "
@@ -222,6 +227,7 @@ int writeBundle(const fbt::ModelSpec &spec, mlir::ModuleOp module,
     mlir::fbt::CpuTargetOptions cpu;
     cpu.cpu = cpuName;
     cpu.parallel = cpuParallel;
+    cpu.dumpLLVMIR = dumpLLVMIR;
     FailureOr<std::string> library =
         mlir::fbt::compileKernelsForCpu(module, cpu);
     if (failed(library))
