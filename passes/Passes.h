@@ -2,6 +2,7 @@
 #ifndef FBT_PASSES_PASSES_H
 #define FBT_PASSES_PASSES_H
 
+#include "codegen/KernelBuilder.h"
 #include "dialect/FbtDialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -13,6 +14,9 @@
 #include "mlir/Pass/Pass.h"
 
 namespace mlir::fbt {
+
+/// How fbt-to-kernels stores a training step's activations.
+enum class Storage { F32, BF16 };
 
 #define GEN_PASS_DECL
 #include "passes/Passes.h.inc"
@@ -46,6 +50,22 @@ struct TrainPipelineOptions
 /// expand-multipass, fuse-feedback-gate, autodiff, decompose, optimizer,
 /// then cleanups.
 void buildTrainPipeline(OpPassManager &pm, const TrainPipelineOptions &opts);
+
+/// Options of the kernel pipeline (fbt-opt --fbt-kernel-pipeline).
+struct KernelPipelineOptions
+    : public PassPipelineOptions<KernelPipelineOptions> {
+  Option<std::string> target{*this, "target",
+                             llvm::cl::desc("'cpu' or 'gpu'"),
+                             llvm::cl::init("cpu")};
+  Option<std::string> storage{*this, "storage",
+                              llvm::cl::desc("'f32' or 'bf16' (gpu)"),
+                              llvm::cl::init("f32")};
+};
+
+/// From the training graph to library GEMMs and kernel calls:
+/// split-reductions, then to-kernels.
+void buildKernelPipeline(OpPassManager &pm, KernelTarget target,
+                         Storage storage);
 
 /// Registers every fbt pass and the named pipelines.
 void registerFbtPassesAndPipelines();

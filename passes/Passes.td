@@ -82,13 +82,26 @@ def FbtOptimizer : Pass<"fbt-optimizer", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::fbt::FbtDialect"];
 }
 
+def FbtSplitReductions : Pass<"fbt-split-reductions", "::mlir::ModuleOp"> {
+  let summary = "Variadic reductions to chains of fixed-arity links";
+  let description = [{
+    `fbt.global_norm` (one operand per parameter) becomes a chain of
+    `fbt.accumulate_squares` and an `fbt.sqrt`; `fbt.combine_losses` (one
+    loss per pass) a chain of `fbt.axpy` and an `fbt.pack` of the per-pass
+    losses. Their arity grows with L and K; the links' does not, so their
+    kernels are shared whatever the model's depth and passes.
+  }];
+  let dependentDialects = ["::mlir::fbt::FbtDialect", "::mlir::arith::ArithDialect"];
+}
+
 def FbtToKernels : Pass<"fbt-to-kernels", "::mlir::ModuleOp"> {
   let summary = "GEMMs to library calls, everything else to generated kernels";
   let description = [{
     In every step function, matmul, lm_head and their gradients become
     `fbt.gemm` (BLAS on CPUs, cuBLASLt on GPUs); every other op becomes an
     `fbt.call_kernel` of a kernel generated from IR (scf/arith/math over flat
-    memrefs) and added to the module. Ops with the same code (same op,
+    memrefs) and added to the module (after fbt-split-reductions, which
+    leaves no variadic reduction). Ops with the same code (same op,
     shapes and attributes) share one kernel, so the kernel count does not
     grow with K or L. `fbt.stop_gradient` is the identity here.
 
@@ -102,11 +115,19 @@ def FbtToKernels : Pass<"fbt-to-kernels", "::mlir::ModuleOp"> {
     parameter gradients and what sums into them stay f32.
   }];
   let options = [
-    Option<"target", "target", "std::string", /*default=*/"\"cpu\"",
-           "Map the kernels for 'cpu' or 'gpu'">,
-    Option<"storage", "storage", "std::string", /*default=*/"\"f32\"",
-           "Store a step's activations in 'f32' or 'bf16' (gpu only; "
-           "arithmetic and accumulation stay f32)">
+    Option<"target", "target", "::mlir::fbt::KernelTarget",
+           /*default=*/"::mlir::fbt::KernelTarget::Cpu",
+           "What the kernels' grids map to", [{::llvm::cl::values(
+             clEnumValN(::mlir::fbt::KernelTarget::Cpu, "cpu", "CPU loops"),
+             clEnumValN(::mlir::fbt::KernelTarget::Gpu, "gpu",
+                        "GPU threads and blocks"))}]>,
+    Option<"storage", "storage", "::mlir::fbt::Storage",
+           /*default=*/"::mlir::fbt::Storage::F32",
+           "How a step's activations are stored (arithmetic and "
+           "accumulation stay f32)", [{::llvm::cl::values(
+             clEnumValN(::mlir::fbt::Storage::F32, "f32", "f32"),
+             clEnumValN(::mlir::fbt::Storage::BF16, "bf16",
+                        "bf16 in training steps (target=gpu only)"))}]>
   ];
   let dependentDialects = [
     "::mlir::fbt::FbtDialect", "::mlir::arith::ArithDialect",

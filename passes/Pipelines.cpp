@@ -34,6 +34,15 @@ void fbt::buildTrainPipeline(OpPassManager &pm,
   pm.addPass(createCanonicalizerPass());
 }
 
+void fbt::buildKernelPipeline(OpPassManager &pm, KernelTarget target,
+                              Storage storage) {
+  pm.addPass(createFbtSplitReductions());
+  FbtToKernelsOptions lower;
+  lower.target = target;
+  lower.storage = storage;
+  pm.addPass(createFbtToKernels(lower));
+}
+
 void fbt::registerFbtPassesAndPipelines() {
   registerFbtPasses();
   PassPipelineRegistration<TrainPipelineOptions>(
@@ -41,4 +50,13 @@ void fbt::registerFbtPassesAndPipelines() {
       "The training-graph pipeline: expand the K-pass objective, fuse the "
       "feedback gate, differentiate, decompose, add AdamW, clean up",
       buildTrainPipeline);
+  PassPipelineRegistration<KernelPipelineOptions>(
+      "fbt-kernel-pipeline",
+      "From the training graph to library GEMMs and generated kernels: "
+      "split the variadic reductions, then fbt-to-kernels",
+      [](OpPassManager &pm, const KernelPipelineOptions &opts) {
+        buildKernelPipeline(
+            pm, opts.target == "gpu" ? KernelTarget::Gpu : KernelTarget::Cpu,
+            opts.storage == "bf16" ? Storage::BF16 : Storage::F32);
+      });
 }

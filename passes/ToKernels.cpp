@@ -59,66 +59,17 @@ GemmOp toGemm(OpBuilder &b, Operation *op, Type result,
   return {};
 }
 
-Value scalarConstant(OpBuilder &b, Location loc, double v) {
-  auto t = RankedTensorType::get({}, b.getF32Type());
-  return arith::ConstantOp::create(
-      b, loc, t, DenseElementsAttr::get(t, b.getF32FloatAttr(v).getValue()));
-}
-
-/// Reductions whose arity grows with L (the global norm) or K (the loss
-/// combination) become chains of fixed-arity links, so their kernels are
-/// shared too. Returns the new ops that still need lowering.
-SmallVector<Operation *> splitReduction(OpBuilder &b, Operation *op) {
-  Location loc = op->getLoc();
-  SmallVector<Operation *> parts;
-  if (auto gn = dyn_cast<GlobalNormOp>(op)) {
-    Value acc = scalarConstant(b, loc, 0);
-    for (Value g : gn.getInputs()) {
-      auto link = AccumulateSquaresOp::create(b, loc, acc.getType(), g, acc);
-      parts.push_back(link);
-      acc = link;
-    }
-    auto root = SqrtOp::create(b, loc, acc.getType(), acc);
-    parts.push_back(root);
-    gn.replaceAllUsesWith(root.getResult());
-    return parts;
-  }
-  auto cl = cast<CombineLossesOp>(op);
-  Value total = scalarConstant(b, loc, 0);
-  for (auto [loss, w] : llvm::zip(cl.getLosses(), cl.getWeights())) {
-    auto link = AxpyOp::create(b, loc, total.getType(), total, loss,
-                               scalarConstant(b, loc, w));
-    parts.push_back(link);
-    total = link;
-  }
-  // The per-pass losses are written in place into the packed vector.
-  auto pack = PackOp::create(b, loc, cl.getPassLosses().getType(), cl.getLosses());
-  cl.getLoss().replaceAllUsesWith(total);
-  cl.getPassLosses().replaceAllUsesWith(pack.getResult());
-  return parts;
-}
-
 struct ToKernels : fbt::impl::FbtToKernelsBase<ToKernels> {
   using Base::Base;
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (target != "cpu" && target != "gpu") {
-      module.emitError() << "fbt-to-kernels: unknown target '" << target
-                         << "' (expected 'cpu' or 'gpu')";
-      return signalPassFailure();
-    }
-    kernelTarget = target == "gpu" ? KernelTarget::Gpu : KernelTarget::Cpu;
-    if (storage != "f32" && storage != "bf16") {
-      module.emitError() << "fbt-to-kernels: unknown storage '" << storage
-                         << "' (expected 'f32' or 'bf16')";
-      return signalPassFailure();
-    }
-    if (storage == "bf16" && kernelTarget != KernelTarget::Gpu) {
+    kernelTarget = target;
+    if (storage == Storage::BF16 && kernelTarget != KernelTarget::Gpu) {
       module.emitError() << "fbt-to-kernels: bf16 storage is for target=gpu";
       return signalPassFailure();
     }
-    narrow = storage == "bf16";
+    narrow = storage == Storage::BF16;
     SmallVector<func::FuncOp> steps;
     for (auto fn : module.getOps<func::FuncOp>())
       if (fn->hasAttr("fbt.step"))
@@ -148,20 +99,13 @@ struct ToKernels : fbt::impl::FbtToKernelsBase<ToKernels> {
 
   LogicalResult lower(Operation *op, OpBuilder &kernels) {
     OpBuilder b(op);
-    // Constants stay: the memory plan turns them into initialized buffers.
-    if (isa<arith::ConstantOp>(op))
+    // Constants stay: the memory plan turns them into initialized buffers;
+    // so do packs, whose operands it places in the pack's slots.
+    if (isa<arith::ConstantOp, PackOp>(op))
       return success();
     if (auto stop = dyn_cast<StopGradientOp>(op)) {
       stop.replaceAllUsesWith(stop.getInput());
       stop.erase();
-      return success();
-    }
-    if (isa<GlobalNormOp, CombineLossesOp>(op)) {
-      SmallVector<Operation *> parts = splitReduction(b, op);
-      op->erase();
-      for (Operation *part : parts)
-        if (failed(lower(part, kernels)))
-          return failure();
       return success();
     }
     if (isGemm(op)) {

@@ -27,7 +27,7 @@
 // CHECK: memref.atomic_rmw addf %{{.*}}, %arg4
 // CHECK: } {fbt.map = "rows", fbt.threads = 64 : i64}
 
-// BAD: fbt-to-kernels: unknown target 'tpu' (expected 'cpu' or 'gpu')
+// BAD: for the --target option: Cannot find option named 'tpu'!
 func.func @step(%x: tensor<2x4x64xf32>, %s: tensor<64xf32>, %dy: tensor<2x4x64xf32>)
     -> (tensor<2x4x64xf32>, tensor<2x4x64xf32>, tensor<64xf32>) attributes {fbt.step = "train"} {
   %n = fbt.rmsnorm %x, %s {epsilon = 1.0e-5 : f64} : (tensor<2x4x64xf32>, tensor<64xf32>) -> tensor<2x4x64xf32>

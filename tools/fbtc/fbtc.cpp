@@ -310,12 +310,13 @@ int main(int argc, char **argv) {
     mlir::fbt::TrainPipelineOptions options;
     setTrainOptions(*spec, options);
     mlir::fbt::buildTrainPipeline(pm, options);
-    if (stage >= Stage::Kernels) {
-      mlir::fbt::FbtToKernelsOptions lower;
-      lower.target = mapsToGpu(target) ? "gpu" : "cpu";
-      lower.storage = mapsToGpu(target) ? gpuStorage.getValue() : "f32";
-      pm.addPass(mlir::fbt::createFbtToKernels(lower));
-    }
+    if (stage >= Stage::Kernels)
+      mlir::fbt::buildKernelPipeline(
+          pm,
+          mapsToGpu(target) ? mlir::fbt::KernelTarget::Gpu
+                            : mlir::fbt::KernelTarget::Cpu,
+          mapsToGpu(target) && gpuStorage == "bf16" ? mlir::fbt::Storage::BF16
+                                                    : mlir::fbt::Storage::F32);
     if (failed(pm.run(*module)))
       return fail(kInternalError, "the compiler passes failed");
   }
