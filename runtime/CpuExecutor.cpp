@@ -86,34 +86,31 @@ void CpuStepRunner::run(const std::vector<void *> &inputs,
 }
 
 double CpuStepRunner::gemmAloneGflops(int repeats) {
-  struct Buffers {
-    const PlanOp *op;
-    AlignedBuffer a, b, c;
+  // One set of buffers, as large as the largest GEMM's, serves them all.
+  auto bytes = [](int64_t n, const std::string &type) {
+    return n * (type == "bf16" ? 2 : 4);
   };
-  std::vector<Buffers> gemms;
+  int64_t aBytes = 0, bBytes = 0, cBytes = 0;
   double flops = 0;
-  for (const PlanOp &op : plan_.ops) {
-    if (!op.kernel.empty())
-      continue;
-    auto bytes = [](int64_t n, const std::string &type) {
-      return n * (type == "bf16" ? 2 : 4);
-    };
-    Buffers g{&op, AlignedBuffer(bytes(op.m * op.k, op.lhsType)),
-              AlignedBuffer(bytes(op.k * op.n, op.rhsType)),
-              AlignedBuffer(bytes(op.m * op.n, op.resultType))};
-    // Small values: no denormals, no overflow, whatever the shape.
-    std::memset(g.a.as<char>(), 0x3c, bytes(op.m * op.k, op.lhsType));
-    std::memset(g.b.as<char>(), 0x3c, bytes(op.k * op.n, op.rhsType));
-    gemms.push_back(std::move(g));
-    flops += 2.0 * op.m * op.n * op.k;
-  }
-  if (gemms.empty())
+  for (const PlanOp &op : plan_.ops)
+    if (op.kernel.empty()) {
+      aBytes = std::max(aBytes, bytes(op.m * op.k, op.lhsType));
+      bBytes = std::max(bBytes, bytes(op.k * op.n, op.rhsType));
+      cBytes = std::max(cBytes, bytes(op.m * op.n, op.resultType));
+      flops += 2.0 * op.m * op.n * op.k;
+    }
+  if (flops == 0)
     return 0;
+  AlignedBuffer a(aBytes), b(bBytes), c(cBytes);
+  // Small values: no denormals, no overflow, whatever the shape.
+  std::memset(a.data(), 0x3c, aBytes);
+  std::memset(b.data(), 0x3c, bBytes);
   std::vector<double> times;
   for (int r = -1; r < repeats; ++r) { // r = -1 warms up
     auto start = std::chrono::steady_clock::now();
-    for (Buffers &g : gemms)
-      gemm(*g.op, g.a.as<char>(), g.b.as<char>(), g.c.as<char>());
+    for (const PlanOp &op : plan_.ops)
+      if (op.kernel.empty())
+        gemm(op, a.data(), b.data(), c.data());
     if (r >= 0)
       times.push_back(std::chrono::duration<double>(
                           std::chrono::steady_clock::now() - start).count());

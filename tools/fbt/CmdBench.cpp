@@ -80,6 +80,8 @@ int runBench(int argc, char **argv) {
       prof += (i ? ", \"" : "\"") + top[i].second + "\": " +
               std::to_string(top[i].first / secs).substr(0, 5);
     prof += "}";
+    double rss = peakRssMiB(); // the step's, before the GEMMs' own buffers
+    double gemmGflops = runner.gemmAloneGflops(5);
     std::printf("{\"bench\": \"train\", \"device\": \"%s\", \"passes\": %lld, "
                 "\"tokens_per_step\": %lld, "
                 "\"step_ms\": %.3f, \"tokens_per_s\": %.1f, \"gemm_share\": %.3f, "
@@ -88,7 +90,7 @@ int runBench(int argc, char **argv) {
                 s.device().describe().c_str(), (long long)k, (long long)(b * t),
                 1e3 * secs / steps, b * t * steps / secs,
                 runner.gemmSeconds() / secs, runner.kernelSeconds() / secs,
-                runner.gemmAloneGflops(5), (long long)runner.plan().arenaBytes, peakRssMiB(), prof.c_str());
+                gemmGflops, (long long)runner.plan().arenaBytes, rss, prof.c_str());
     return 0;
   }
 
