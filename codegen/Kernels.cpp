@@ -82,9 +82,9 @@ FailureOr<func::FuncOp> mlir::fbt::buildKernel(OpBuilder &b, Operation *op,
       continue;
     // Distinct buffers never overlap where one is written (the memory plan
     // keeps a call's inputs and outputs apart), which lets LLVM keep values
-    // in registers and vectorize. The kernels the runtime runs in place
-    // (AdamW, KV-cache writes) are the exception.
-    if (!isa<AdamWOp, KVWriteOp>(op))
+    // in registers and vectorize. The kernels the runtime may run in place
+    // (InPlaceOpInterface: AdamW, KV-cache writes) are the exception.
+    if (!isa<InPlaceOpInterface>(op))
       for (unsigned i = 0; i < fn->getNumArguments(); ++i)
         fn->setArgAttr(i, "llvm.noalias", b.getUnitAttr());
     return fn;

@@ -30,6 +30,11 @@ def Fbt_Dialect : Dialect {
   let summary = "Model-level operations of the Full-Bandwidth Transformer";
   // Gradient rules materialize zeros and ones as arith.constant.
   let dependentDialects = ["::mlir::arith::ArithDialect"];
+  // Every fbt.* discardable attribute is declared and checked in
+  // FbtDialect.cpp (on ops, function arguments and function results).
+  let hasOperationAttrVerify = 1;
+  let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
   let description = [{
     The fbt dialect states an FBT model and its K-pass training objective at
     the level of transformer building blocks. Passes expand the objective,

@@ -443,3 +443,45 @@ func.func @call_kernel_tied_type(%p: tensor<8xf32>) {
   %r = fbt.call_kernel @k_widen(%p) {tied = array<i64: 0>} : (tensor<8xf32>) -> tensor<16xf32>
   return
 }
+
+// -----
+
+// The dialect's discardable attributes are declared and checked.
+// expected-error @+1 {{attribute 'fbt.step' must be one of "train", "eval", "grads", "prefill", "decode" on a function}}
+func.func @step_kind() attributes {fbt.step = "infer"} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{unknown attribute 'fbt.stepp'}}
+func.func @misspelled() attributes {fbt.stepp = "train"} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{attribute 'fbt.updates' must be an argument of the result's type}}
+func.func @updates_type(%p: tensor<8xf32>) -> (tensor<4xf32> {fbt.updates = 0 : i64}) {
+  %r = tensor.empty() : tensor<4xf32>
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{attribute 'fbt.updates' must be the number of one of the function's arguments}}
+func.func @updates_range(%p: tensor<8xf32>) -> (tensor<8xf32> {fbt.updates = 3 : i64}) {
+  return %p : tensor<8xf32>
+}
+
+// -----
+
+func.func @rows_threads(%n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  // expected-error @+1 {{attribute 'fbt.threads' must be a multiple of 32 from 32 to 1024 on an scf.parallel with fbt.map}}
+  scf.parallel (%i) = (%c0) to (%n) step (%c1) {
+    scf.reduce
+  } {fbt.map = "rows", fbt.threads = 48 : i64}
+  return
+}
