@@ -298,11 +298,15 @@ void KernelBuilder::axpy(Value alpha, Value x, Value xBase, Value y, Value yBase
     return loop(n, scalar);
   auto vt = VectorType::get({kVector}, b.getF32Type());
   Value a = vector::BroadcastOp::create(b, loc, vt, alpha);
+  // contract: one fused multiply-add per lane.
+  auto fma = arith::FastMathFlags::contract;
   for (int64_t c = 0; c + kVector <= n; c += kVector) {
     Value yi = iadd(yBase, c);
     Value xv = vector::LoadOp::create(b, loc, vt, x, ValueRange{iadd(xBase, c)});
     Value yv = vector::LoadOp::create(b, loc, vt, y, ValueRange{yi});
-    vector::StoreOp::create(b, loc, add(yv, mul(a, xv)), y, ValueRange{yi});
+    Value ax = arith::MulFOp::create(b, loc, a, xv, fma);
+    vector::StoreOp::create(b, loc, arith::AddFOp::create(b, loc, yv, ax, fma), y,
+                            ValueRange{yi});
   }
   for (int64_t c = n / kVector * kVector; c < n; ++c)
     scalar(index(c));

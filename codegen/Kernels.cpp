@@ -20,21 +20,20 @@ std::string mlir::fbt::kernelStem(Operation *op) {
   return op->getName().stripDialect().str();
 }
 
-std::string mlir::fbt::kernelKey(Operation *op) {
-  std::string key;
-  llvm::raw_string_ostream os(key);
-  os << op->getName() << "(";
+KernelKey mlir::fbt::kernelKey(Operation *op, TypeRange storedResults) {
+  KernelKey key{op->getName().getAsOpaquePointer()};
   for (Type t : op->getOperandTypes())
-    os << t << ",";
-  os << ")->(";
-  for (Type t : op->getResultTypes())
-    os << t << ",";
-  os << ")";
+    key.push_back(t.getAsOpaquePointer());
+  key.push_back(nullptr); // operands | results
+  for (Type t : storedResults)
+    key.push_back(t.getAsOpaquePointer());
   // Attributes are part of the code (epsilon, heads, theta), except the
   // ones passed as data (jitter's stream).
+  SmallVector<NamedAttribute> code;
   for (NamedAttribute a : op->getAttrs())
     if (!isDataAttribute(op, a.getName()))
-      os << a.getName().getValue() << "=" << a.getValue() << ";";
+      code.push_back(a);
+  key.push_back(DictionaryAttr::get(op->getContext(), code).getAsOpaquePointer());
   return key;
 }
 

@@ -14,15 +14,19 @@
 #include "mlir/IR/Builders.h"
 
 #include <string>
+#include <vector>
 
 namespace mlir::fbt {
 
 class KernelBuilder;
 enum class KernelTarget;
 
-/// Identifies the code of `op`'s kernel: ops with equal keys share a kernel
-/// (every layer, every pass, every K).
-std::string kernelKey(Operation *op);
+/// What makes a kernel's code: the op, its operand types, the types its
+/// results are stored with, and its attributes other than data ones. Every
+/// part is uniqued by the MLIRContext, so a key is their addresses, compared
+/// as such. Ops with equal keys share a kernel (every layer, pass and K).
+using KernelKey = std::vector<const void *>;
+KernelKey kernelKey(Operation *op, TypeRange storedResults);
 
 /// A short readable stem for the kernel's symbol, e.g. "rmsnorm".
 std::string kernelStem(Operation *op);

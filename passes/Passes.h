@@ -63,7 +63,7 @@ struct KernelPipelineOptions
 };
 
 /// From the training graph to library GEMMs and kernel calls:
-/// split-reductions, then to-kernels.
+/// gemms-to-library, split-reductions, to-kernels.
 void buildKernelPipeline(OpPassManager &pm, KernelTarget target,
                          Storage storage);
 

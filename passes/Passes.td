@@ -82,6 +82,16 @@ def FbtOptimizer : Pass<"fbt-optimizer", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::fbt::FbtDialect"];
 }
 
+def FbtGemmsToLibrary : Pass<"fbt-gemms-to-library", "::mlir::ModuleOp"> {
+  let summary = "matmul, lm_head and their gradients to library GEMMs";
+  let description = [{
+    Each becomes `fbt.gemm` over row-major views of its operands (x [R, K],
+    w [N, K], dy [R, N]): BLAS on CPUs, cuBLASLt on GPUs. Operand and result
+    types stay; fbt-to-kernels narrows them under bf16 storage.
+  }];
+  let dependentDialects = ["::mlir::fbt::FbtDialect"];
+}
+
 def FbtSplitReductions : Pass<"fbt-split-reductions", "::mlir::ModuleOp"> {
   let summary = "Variadic reductions to chains of fixed-arity links";
   let description = [{
@@ -97,8 +107,8 @@ def FbtSplitReductions : Pass<"fbt-split-reductions", "::mlir::ModuleOp"> {
 def FbtToKernels : Pass<"fbt-to-kernels", "::mlir::ModuleOp"> {
   let summary = "GEMMs to library calls, everything else to generated kernels";
   let description = [{
-    In every step function, matmul, lm_head and their gradients become
-    `fbt.gemm` (BLAS on CPUs, cuBLASLt on GPUs); every other op becomes an
+    In every step function (after fbt-gemms-to-library, which leaves
+    `fbt.gemm` library calls), every op other than a GEMM becomes an
     `fbt.call_kernel` of a kernel generated from IR (scf/arith/math over flat
     memrefs) and added to the module (after fbt-split-reductions, which
     leaves no variadic reduction). Ops with the same code (same op,

@@ -36,6 +36,7 @@ void fbt::buildTrainPipeline(OpPassManager &pm,
 
 void fbt::buildKernelPipeline(OpPassManager &pm, KernelTarget target,
                               Storage storage) {
+  pm.addPass(createFbtGemmsToLibrary());
   pm.addPass(createFbtSplitReductions());
   FbtToKernelsOptions lower;
   lower.target = target;
@@ -53,7 +54,7 @@ void fbt::registerFbtPassesAndPipelines() {
   PassPipelineRegistration<KernelPipelineOptions>(
       "fbt-kernel-pipeline",
       "From the training graph to library GEMMs and generated kernels: "
-      "split the variadic reductions, then fbt-to-kernels",
+      "gemms-to-library, split-reductions, to-kernels",
       [](OpPassManager &pm, const KernelPipelineOptions &opts) {
         buildKernelPipeline(
             pm, opts.target == "gpu" ? KernelTarget::Gpu : KernelTarget::Cpu,

@@ -5,7 +5,7 @@
 #include "dialect/FbtOps.h"
 #include "passes/Passes.h"
 
-#include "llvm/ADT/StringMap.h"
+#include <map>
 
 namespace mlir::fbt {
 #define GEN_PASS_DEF_FBTTOKERNELS
@@ -16,49 +16,6 @@ using namespace mlir;
 using namespace mlir::fbt;
 
 namespace {
-int64_t numel(Value v) {
-  return cast<RankedTensorType>(v.getType()).getNumElements();
-}
-int64_t lastDim(Value v) {
-  return cast<RankedTensorType>(v.getType()).getShape().back();
-}
-
-bool isGemm(Operation *op) {
-  return isa<MatmulOp, LMHeadOp, MatmulGradInputOp, MatmulGradWeightOp>(op);
-}
-
-/// The GEMM form of a matmul-like op, or null if `op` is not one. Tensors are
-/// row-major matrices: x [R, K], w [N, K], dy [R, N]. `operand` may replace
-/// each operand (bf16 copies); `result` is the result's type.
-GemmOp toGemm(OpBuilder &b, Operation *op, Type result,
-              function_ref<Value(Value)> operand) {
-  Location loc = op->getLoc();
-  auto gemm = [&](Value lhs, Value rhs, int64_t m, int64_t n, int64_t k,
-                  bool tl, bool tr) {
-    return GemmOp::create(b, loc, result, operand(lhs), operand(rhs),
-                          b.getI64IntegerAttr(m),
-                          b.getI64IntegerAttr(n), b.getI64IntegerAttr(k),
-                          tl ? b.getUnitAttr() : UnitAttr(),
-                          tr ? b.getUnitAttr() : UnitAttr());
-  };
-  if (isa<MatmulOp, LMHeadOp>(op)) { // x @ w^T
-    Value x = op->getOperand(0), w = op->getOperand(1);
-    int64_t k = lastDim(x), n = numel(w) / k;
-    return gemm(x, w, numel(x) / k, n, k, false, true);
-  }
-  if (auto g = dyn_cast<MatmulGradInputOp>(op)) { // dy @ w
-    int64_t n = lastDim(g.getGrad()), k = numel(g.getWeight()) / n;
-    return gemm(g.getGrad(), g.getWeight(), numel(g.getGrad()) / n, k, n,
-                false, false);
-  }
-  if (auto g = dyn_cast<MatmulGradWeightOp>(op)) { // dy^T @ x
-    int64_t n = lastDim(g.getGrad()), k = lastDim(g.getInput());
-    return gemm(g.getGrad(), g.getInput(), n, k, numel(g.getGrad()) / n, true,
-                false);
-  }
-  return {};
-}
-
 struct ToKernels : fbt::impl::FbtToKernelsBase<ToKernels> {
   using Base::Base;
 
@@ -108,14 +65,18 @@ struct ToKernels : fbt::impl::FbtToKernelsBase<ToKernels> {
       stop.erase();
       return success();
     }
-    if (isGemm(op)) {
+    if (auto gemm = dyn_cast<GemmOp>(op)) {
       // bf16 storage: both operands in bf16 (weights through a cached
       // copy), fp32 accumulation in the library.
-      GemmOp gemm = toGemm(b, op, storedType(op->getResult(0)), [&](Value v) {
-        return narrowStep ? bf16Copy(v, kernels) : v;
-      });
-      op->replaceAllUsesWith(gemm);
-      op->erase();
+      if (!narrowStep)
+        return success();
+      auto narrowed = GemmOp::create(
+          b, gemm.getLoc(), storedType(gemm.getResult()),
+          bf16Copy(gemm.getLhs(), kernels), bf16Copy(gemm.getRhs(), kernels),
+          gemm.getMAttr(), gemm.getNAttr(), gemm.getKAttr(),
+          gemm.getTransposeLhsAttr(), gemm.getTransposeRhsAttr());
+      gemm.replaceAllUsesWith(narrowed.getResult());
+      gemm.erase();
       return success();
     }
     SmallVector<Type> resultTypes, resultElements;
@@ -125,15 +86,12 @@ struct ToKernels : fbt::impl::FbtToKernelsBase<ToKernels> {
       if (auto t = dyn_cast<RankedTensorType>(resultTypes.back()))
         resultElements.back() = t.getElementType();
     }
-    std::string key = kernelKey(op);
-    for (Type t : resultElements) // storage is part of the code
-      key += "|" + std::to_string(t.isBF16());
-    auto it = byKey.find(key);
+    auto it = byKey.find(kernelKey(op, resultTypes));
     if (it == byKey.end()) {
       std::string name = "k" + std::to_string(byKey.size()) + "_" + kernelStem(op);
       if (failed(buildKernel(kernels, op, name, kernelTarget, resultElements)))
         return failure();
-      it = byKey.insert({key, name}).first;
+      it = byKey.insert({kernelKey(op, resultTypes), name}).first;
     }
     SmallVector<Value> operands(op->getOperands());
     for (Attribute a : dataOperands(op))
@@ -211,7 +169,9 @@ struct ToKernels : fbt::impl::FbtToKernelsBase<ToKernels> {
     if (!inserted)
       return it->second;
     int64_t n = t.getNumElements();
-    std::string key = "cast(f32->bf16," + std::to_string(n) + ")";
+    // A cast's key: its element count (any shape of it shares the code).
+    Type flat = RankedTensorType::get({n}, t.getElementType());
+    KernelKey key{nullptr, flat.getAsOpaquePointer()};
     auto k = byKey.find(key);
     if (k == byKey.end()) {
       std::string name = "k" + std::to_string(byKey.size()) + "_to_bf16";
@@ -231,7 +191,7 @@ struct ToKernels : fbt::impl::FbtToKernelsBase<ToKernels> {
     return it->second;
   }
 
-  llvm::StringMap<std::string> byKey;
+  std::map<KernelKey, std::string> byKey;
   KernelTarget kernelTarget = KernelTarget::Cpu;
   bool narrow = false;     ///< storage=bf16
   bool narrowStep = false; ///< ... and the step being lowered is a training step

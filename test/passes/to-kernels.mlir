@@ -1,4 +1,4 @@
-// RUN: fbt-opt %s -split-input-file -verify-diagnostics --fbt-to-kernels | FileCheck %s
+// RUN: fbt-opt %s -split-input-file -verify-diagnostics --fbt-gemms-to-library --fbt-to-kernels | FileCheck %s
 
 // GEMMs become library calls with their row-major shapes; other ops call
 // generated kernels, one per distinct (op, shapes, attributes).
