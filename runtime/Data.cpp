@@ -198,6 +198,25 @@ TokenStream loadBinFile(const std::string &path, int64_t vocabSize,
     throw RuntimeError(msg);
   }
   size_t bytes = static_cast<size_t>(st.st_size);
+  // llm.c's header (256 int32: magic, version, token count) states the
+  // width, which then wins over the name.
+  size_t headerBytes = 0;
+  int32_t head[3];
+  if (S_ISREG(st.st_mode) && bytes >= kBinHeaderBytes &&
+      ::pread(fd, head, sizeof head, 0) == (ssize_t)sizeof head &&
+      (head[0] == kBinMagicU16 || head[0] == kBinMagicU32)) {
+    tokenBytes = head[0] == kBinMagicU16 ? 2 : 4;
+    typeName = tokenBytes == 2 ? "uint16" : "uint32";
+    headerBytes = kBinHeaderBytes;
+    if (head[2] < 0 || bytes - headerBytes != (size_t)head[2] * tokenBytes) {
+      ::close(fd);
+      throw RuntimeError(path + ": the header says " + std::to_string(head[2]) +
+                         " " + typeName + " tokens, but " +
+                         std::to_string(bytes - headerBytes) +
+                         " bytes follow it (truncated?)");
+    }
+  }
+  bytes -= headerBytes;
   if (!S_ISREG(st.st_mode) || bytes == 0 || bytes % tokenBytes != 0) {
     ::close(fd);
     if (!S_ISREG(st.st_mode))
@@ -209,7 +228,7 @@ TokenStream loadBinFile(const std::string &path, int64_t vocabSize,
                        " tokens (" + std::to_string(tokenBytes) +
                        " bytes each; wrong dtype or truncated?)");
   }
-  void *mapping = ::mmap(nullptr, bytes, PROT_READ, MAP_PRIVATE, fd, 0);
+  void *mapping = ::mmap(nullptr, bytes + headerBytes, PROT_READ, MAP_PRIVATE, fd, 0);
   std::string mmapError =
       mapping == MAP_FAILED ? systemErrorMessage(path + ": cannot mmap") : "";
   ::close(fd); // the mapping keeps the file alive
@@ -218,9 +237,9 @@ TokenStream loadBinFile(const std::string &path, int64_t vocabSize,
 
   auto storage = std::make_shared<TokenStream::Storage>();
   storage->mapping = mapping;
-  storage->mappingBytes = bytes;
+  storage->mappingBytes = bytes + headerBytes;
   TokenStream stream;
-  stream.base_ = static_cast<const uint8_t *>(mapping);
+  stream.base_ = static_cast<const uint8_t *>(mapping) + headerBytes;
   stream.size_ = static_cast<int64_t>(bytes) / tokenBytes;
   stream.width_ = tokenBytes;
   stream.source_ = path;
@@ -237,6 +256,28 @@ TokenStream loadBinFile(const std::string &path, int64_t vocabSize,
           ") is not below the vocab size " + std::to_string(vocabSize));
   }
   return stream;
+}
+
+void writeBinFile(const std::string &path, const std::vector<int32_t> &ids,
+                  int64_t vocabSize) {
+  bool narrow = vocabSize <= 65536;
+  std::vector<int32_t> header(kBinHeaderBytes / 4, 0);
+  header[0] = narrow ? kBinMagicU16 : kBinMagicU32;
+  header[1] = narrow ? 1 : 7; // llm.c's versions for GPT-2 and Llama 3 ids
+  header[2] = (int32_t)ids.size();
+  if ((int64_t)ids.size() > INT32_MAX)
+    throw RuntimeError(path + ": " + std::to_string(ids.size()) +
+                       " tokens do not fit one file's header; split the input");
+  std::string body;
+  if (narrow) {
+    std::vector<uint16_t> u16(ids.begin(), ids.end());
+    body.assign(reinterpret_cast<const char *>(u16.data()), u16.size() * 2);
+  } else {
+    body.assign(reinterpret_cast<const char *>(ids.data()), ids.size() * 4);
+  }
+  writeFileAtomic(path, {std::string_view(reinterpret_cast<const char *>(header.data()),
+                                          kBinHeaderBytes),
+                         body});
 }
 
 static bool endsWith(std::string_view s, std::string_view suffix) {

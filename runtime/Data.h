@@ -6,8 +6,9 @@
 //    0: id 0 is the NUL byte, which text never contains (a NUL in the input
 //    is an error), so BOS cannot be confused with a character. By default a
 //    whole file is one document; a separator (e.g. "\n\n") splits it.
-//  - Pre-tokenized nanoGPT-style .bin files: raw little-endian uint16 ids, or
-//    uint32 when the name ends in ".u32.bin" (or when asked explicitly). They
+//  - Pre-tokenized .bin files: llm.c's (a 1 KiB header naming the id width
+//    and count, as `fbt tokenize` writes), or nanoGPT's raw little-endian
+//    uint16 ids, uint32 when the name ends in ".u32.bin" (or when asked). They
 //    are memory-mapped, not copied, and every id is checked against the
 //    vocab size up front, so a bad file fails at load with its offset rather
 //    than as an out-of-bounds embedding lookup mid-run.
@@ -102,6 +103,16 @@ TokenStream loadDefaultCorpus();
 /// vocab size 50257".
 TokenStream loadBinFile(const std::string &path, int64_t vocabSize,
                         int tokenBytes);
+
+/// llm.c's .bin header: 256 int32, the first a magic number naming the id
+/// width, the third the token count. Files without it are raw ids.
+constexpr int32_t kBinMagicU16 = 20240520, kBinMagicU32 = 20240801;
+constexpr size_t kBinHeaderBytes = 1024;
+
+/// Writes `ids` with llm.c's header: uint16 ids when vocabSize <= 65536,
+/// else uint32. Atomic (runtime/FileIO.h).
+void writeBinFile(const std::string &path, const std::vector<int32_t> &ids,
+                  int64_t vocabSize);
 
 enum class TokenFileFormat {
   Auto, ///< ".u32.bin" -> U32, ".bin" -> U16, anything else -> Text

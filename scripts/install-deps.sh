@@ -12,6 +12,9 @@ packages=(
   libomp-22-dev           # CPU kernels' threads (OpenMP)
   python3-torch           # the independent numerics reference
   python3-matplotlib      # the experiment report's plots
+  libpcre2-dev            # GPT-2 BPE's pre-tokenizing pattern (Unicode classes)
+  libsentencepiece-dev    # SentencePiece tokenizers
+  sentencepiece           # spm_train, spm_encode: a test model and its ids
 )
 
 missing=()

@@ -117,6 +117,29 @@ TEST(DataTest, BinFileValidationNamesFileAndOffset) {
             std::string::npos);
 }
 
+TEST(DataTest, BinFilesWithLlmcHeaders) {
+  test::TempDir dir;
+  // uint16 ids under the GPT-2 header; the header's width wins over a name.
+  std::vector<int32_t> ids{50256, 15496, 11, 995};
+  writeBinFile(dir.file("gpt2.u32.bin"), ids, 50257);
+  EXPECT_EQ(loadTokenFile(dir.file("gpt2.u32.bin"), 50257).toVector(), ids);
+  // uint32 ids above 65536 tokens.
+  std::vector<int32_t> wide{128000, 7, 128255};
+  writeBinFile(dir.file("llama.bin"), wide, 128256);
+  EXPECT_EQ(loadTokenFile(dir.file("llama.bin"), 128256).toVector(), wide);
+  // A header whose count disagrees with the file is named as such.
+  std::string path = dir.file("cut.bin");
+  std::string whole;
+  {
+    std::ifstream in(dir.file("gpt2.u32.bin"), std::ios::binary);
+    whole.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  spit(path, whole.substr(0, whole.size() - 2));
+  EXPECT_EQ(errorOf([&] { loadTokenFile(path, 50257); }),
+            path + ": the header says 4 uint16 tokens, but 6 bytes follow it "
+                   "(truncated?)");
+}
+
 TEST(DataTest, StreamsSliceWithoutCopying) {
   TokenStream s(std::vector<int32_t>{10, 11, 12, 13, 14});
   TokenStream mid = s.slice(1, 3);

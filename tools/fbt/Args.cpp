@@ -10,11 +10,14 @@ Args::Args(int argc, char **argv, int first, const std::set<std::string> &valued
            const std::set<std::string> &flags) {
   for (int i = first; i < argc; ++i) {
     std::string a = argv[i];
-    if (a.rfind("--", 0) != 0 || a == "--") {
+    // Short options are one letter after one dash (-o FILE).
+    bool shortOption = a.size() == 2 && a[0] == '-' && a[1] != '-' &&
+                       (valued.count(a.substr(1)) || flags.count(a.substr(1)));
+    if (!shortOption && (a.rfind("--", 0) != 0 || a == "--")) {
       positional_.push_back(a);
       continue;
     }
-    std::string name = a.substr(2), value;
+    std::string name = a.substr(shortOption ? 1 : 2), value;
     size_t eq = name.find('=');
     bool inlineValue = eq != std::string::npos;
     if (inlineValue) {

@@ -1,6 +1,7 @@
 //===- Args.h - the fbt CLI's option parsing -------------------------*- C++ -*-===//
 //
-// `--name value`, `--name=value` and `--flag`; positionals in order. Unknown
+// `--name value`, `--name=value`, `--flag`, and one-letter names as `-o
+// value`; positionals in order. Unknown
 // options and missing values are errors naming the option.
 //
 //===----------------------------------------------------------------------===//

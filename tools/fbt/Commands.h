@@ -12,6 +12,7 @@ int runScore(int argc, char **argv);
 int runEval(int argc, char **argv);
 int runBench(int argc, char **argv);
 int runDevices(int argc, char **argv);
+int runTokenize(int argc, char **argv);
 } // namespace fbt
 
 #endif // FBT_TOOLS_FBT_COMMANDS_H

@@ -10,6 +10,7 @@
 //   fbt score BUNDLE ...            teacher-forced logits (numerics checks)
 //   fbt inspect BUNDLE              what a bundle holds
 //   fbt devices                     the GPUs this fbt can use
+//   fbt tokenize FILE... -o OUT.bin text to a token file
 //
 // A bundle runs where its target says: "cpu" bundles on the host, "nvptx"
 // bundles on an NVIDIA GPU; every command works the same for both.
@@ -79,6 +80,8 @@ static void usage(std::FILE *out) {
       "  inspect BUNDLE   show the model, steps, kernels and arena sizes\n"
       "  bench BUNDLE     time the compiled training or decoding steps\n"
       "  devices          list the GPUs this fbt can use\n"
+      "  tokenize FILE..  text (or JSONL) to a token file: bytes, GPT-2 BPE,\n"
+      "                   SentencePiece\n"
       "\n"
       "`fbt <command> --help` describes each command's options.\n"
       "\n"
@@ -119,6 +122,8 @@ int main(int argc, char **argv) {
       return fbt::runInspect(argc, argv);
     if (cmd == "devices")
       return fbt::runDevices(argc, argv);
+    if (cmd == "tokenize")
+      return fbt::runTokenize(argc, argv);
     std::fprintf(stderr, "fbt: error: unknown command '%s'\n", cmd.c_str());
     usage(stderr);
     return 2;

@@ -1,0 +1,195 @@
+//===- CmdTokenize.cpp - fbt tokenize: text to a token file ----------------===//
+//
+//   fbt tokenize --tokenizer T FILE... -o OUT.bin [--field NAME] [--quiet]
+//
+// Each text file is one document; each line of a .jsonl file is one (its
+// --field, "text" by default). Documents are encoded on every thread
+// (--threads), in order, each preceded by the tokenizer's separator, and
+// written with llm.c's header (runtime/Data.h). Prints documents, tokens and
+// MB/s; --json prints them as one object.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Args.h"
+#include "Commands.h"
+
+#include "runtime/CpuThreads.h"
+#include "runtime/Data.h"
+#include "runtime/Error.h"
+#include "runtime/FileIO.h"
+#include "runtime/Json.h"
+#include "runtime/Progress.h"
+#include "runtime/Tokenizer.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <mutex>
+#include <thread>
+
+namespace fbt {
+
+namespace {
+struct Document {
+  std::string_view text;
+  std::string where; ///< "file" or "file:line", for errors
+};
+
+/// The documents of `path`, viewing `contents` (kept alive by the caller).
+void documentsOf(const std::string &path, const std::string &contents,
+                 const std::string &field, std::vector<std::string> &decoded,
+                 std::vector<Document> &docs) {
+  bool jsonl = path.size() > 6 && path.compare(path.size() - 6, 6, ".jsonl") == 0;
+  if (!jsonl) {
+    docs.push_back({contents, path});
+    return;
+  }
+  size_t line = 0;
+  for (size_t at = 0; at < contents.size();) {
+    size_t end = contents.find('\n', at);
+    if (end == std::string::npos)
+      end = contents.size();
+    std::string_view l(contents.data() + at, end - at);
+    at = end + 1;
+    ++line;
+    if (l.find_first_not_of(" \t\r") == std::string_view::npos)
+      continue;
+    std::string where = path + ":" + std::to_string(line);
+    Json record = Json::parse(l, where);
+    const Json *text = record.isObject() ? record.find(field) : nullptr;
+    if (!text || !text->isString())
+      throw RuntimeError(where + ": no string field '" + field + "'");
+    decoded.push_back(text->asString());
+    docs.push_back({{}, where});
+  }
+}
+} // namespace
+
+int runTokenize(int argc, char **argv) {
+  Args args(argc, argv, 2, {"tokenizer", "o", "out", "field"},
+            {"help", "quiet", "json", "decode"});
+  if (args.has("help") || args.positional().empty()) {
+    std::puts(
+        "usage: fbt tokenize --tokenizer T FILE... -o OUT.bin [--field NAME]\n"
+        "                    [--quiet] [--json]\n"
+        "       fbt tokenize --tokenizer T --decode FILE.bin   (text to stdout)\n\n"
+        "Encodes text into a token file for fbt train: each text file is one\n"
+        "document, each line of a .jsonl file one (its --field, default\n"
+        "\"text\"), each preceded by the tokenizer's separator (<|endoftext|>,\n"
+        "BOS, or byte 0). Written with llm.c's header: uint16 ids, or uint32\n"
+        "above 65536 tokens. Runs on every thread (fbt --threads N).\n\n"
+        "tokenizers: bytes | gpt2:DIR (encoder.json + vocab.bpe, or vocab.json +\n"
+        "            merges.txt) | gpt2:tokenizer.json | sp:FILE.model");
+    return args.has("help") ? 0 : 2;
+  }
+  if (args.has("decode")) {
+    if (!args.has("tokenizer"))
+      throw RuntimeError("give the tokenizer with --tokenizer (bytes, gpt2:DIR, sp:FILE)");
+    std::unique_ptr<Tokenizer> tok = loadTokenizer(args.get("tokenizer"));
+    for (const std::string &path : args.positional()) {
+      TokenStream ids = loadTokenFile(path, tok->vocabSize(), TokenFileFormat::Auto);
+      std::string text = tok->decode(ids.toVector());
+      std::fwrite(text.data(), 1, text.size(), stdout);
+    }
+    return 0;
+  }
+  std::string out = args.get("o", args.get("out"));
+  if (out.empty())
+    throw RuntimeError("give the output file with -o OUT.bin");
+  if (!args.has("tokenizer"))
+    throw RuntimeError("give the tokenizer with --tokenizer (bytes, gpt2:DIR, sp:FILE)");
+  std::unique_ptr<Tokenizer> tok = loadTokenizer(args.get("tokenizer"));
+  std::string field = args.get("field", "text");
+
+  // Read everything first: the documents view these buffers.
+  auto start = std::chrono::steady_clock::now();
+  std::vector<std::string> contents;
+  std::vector<std::string> decoded; // .jsonl texts
+  std::vector<Document> docs;
+  for (const std::string &path : args.positional())
+    contents.push_back(readFile(path));
+  for (size_t f = 0; f < contents.size(); ++f)
+    documentsOf(args.positional()[f], contents[f], field, decoded, docs);
+  for (size_t i = 0, d = 0; i < docs.size(); ++i)
+    if (docs[i].text.data() == nullptr)
+      docs[i].text = decoded[d++];
+  int64_t totalBytes = 0;
+  for (const Document &d : docs)
+    totalBytes += d.text.size();
+
+  // Workers take documents in order; each keeps its own ids.
+  std::vector<std::vector<int32_t>> ids(docs.size());
+  std::atomic<size_t> next{0};
+  std::atomic<int64_t> doneBytes{0};
+  std::string firstError;
+  std::atomic<bool> failed{false};
+  std::mutex errorLock;
+  auto work = [&] {
+    for (size_t i; !failed && (i = next++) < docs.size();) {
+      try {
+        ids[i] = tok->encode(docs[i].text);
+      } catch (const std::exception &e) {
+        std::lock_guard<std::mutex> g(errorLock);
+        if (!failed.exchange(true))
+          firstError = docs[i].where + ": " + e.what();
+      }
+      doneBytes += docs[i].text.size();
+    }
+  };
+  int threads = std::max(1, cpuThreads());
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t)
+    pool.emplace_back(work);
+  {
+    ProgressOptions options;
+    options.unit = "bytes";
+    std::unique_ptr<ProgressBar> bar;
+    if (!args.has("quiet") && !args.has("json"))
+      bar = std::make_unique<ProgressBar>(std::max<int64_t>(totalBytes, 1), 0, options);
+    std::thread progress([&] {
+      while (bar && next < docs.size() && !failed) {
+        double secs = std::chrono::duration<double>(
+                          std::chrono::steady_clock::now() - start).count();
+        char rate[32];
+        std::snprintf(rate, sizeof rate, "%.1f", doneBytes / 1e6 / std::max(secs, 1e-9));
+        bar->setField("MB/s", rate);
+        bar->update(doneBytes);
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+    });
+    work();
+    for (std::thread &t : pool)
+      t.join();
+    progress.join();
+    if (bar && !failed) {
+      bar->update(totalBytes);
+      bar->finish();
+    }
+  }
+  if (failed)
+    throw RuntimeError(firstError);
+
+  std::vector<int32_t> all;
+  for (size_t i = 0; i < docs.size(); ++i) {
+    all.push_back(tok->documentSeparator());
+    all.insert(all.end(), ids[i].begin(), ids[i].end());
+  }
+  writeBinFile(out, all, tok->vocabSize());
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  double mbps = totalBytes / 1e6 / std::max(secs, 1e-9);
+  if (args.has("json"))
+    std::printf("{\"tokenizer\": %s, \"documents\": %zu, \"tokens\": %zu, "
+                "\"bytes\": %lld, \"seconds\": %.3f, \"mb_per_s\": %.2f, "
+                "\"threads\": %d, \"out\": %s}\n",
+                Json(tok->name()).dump().c_str(), docs.size(), all.size(),
+                (long long)totalBytes, secs, mbps, threads, Json(out).dump().c_str());
+  else if (!args.has("quiet"))
+    std::fprintf(stderr, "fbt: %zu documents, %zu tokens from %.1f MB in %.2f s "
+                         "(%.1f MB/s, %d threads) -> %s\n",
+                 docs.size(), all.size(), totalBytes / 1e6, secs, mbps, threads,
+                 out.c_str());
+  return 0;
+}
+
+} // namespace fbt
