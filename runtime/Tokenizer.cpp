@@ -40,6 +40,9 @@ public:
     }
     return ids;
   }
+  size_t splitPoint(std::string_view text, size_t from) const override {
+    return from < text.size() ? from : std::string_view::npos;
+  }
   std::string decode(const std::vector<int32_t> &ids) const override {
     std::string out;
     for (int32_t id : ids) {
@@ -215,6 +218,16 @@ public:
     }
     pcre2_match_data_free(match);
     return ids;
+  }
+
+  /// After a newline and before a printable ASCII character: the pattern
+  /// ends a whitespace run there (no \s+(?!\S) reaches past it, and a
+  /// leading-space alternative needs a space, not a newline).
+  size_t splitPoint(std::string_view text, size_t from) const override {
+    for (size_t p = std::max<size_t>(from, 1); p < text.size(); ++p)
+      if (text[p - 1] == '\n' && text[p] > ' ' && text[p] < 0x7f)
+        return p;
+    return std::string_view::npos;
   }
 
   std::string decode(const std::vector<int32_t> &ids) const override {

@@ -38,6 +38,13 @@ public:
   /// The id placed before each document.
   virtual int32_t documentSeparator() const = 0;
   virtual std::vector<int32_t> encode(std::string_view text) const = 0;
+  /// A position >= `from` where `text` may be cut into two texts encoded
+  /// apart with the same ids as the whole (so that threads can share one
+  /// long document), or npos if the tokenizer knows none.
+  virtual size_t splitPoint(std::string_view text, size_t from) const {
+    (void)text, (void)from;
+    return std::string_view::npos;
+  }
   /// The text of `ids`; ids outside the vocabulary are an error. Bytes that
   /// are not valid UTF-8 on their own (half a character) are kept as bytes.
   virtual std::string decode(const std::vector<int32_t> &ids) const = 0;

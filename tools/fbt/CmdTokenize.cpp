@@ -118,23 +118,41 @@ int runTokenize(int argc, char **argv) {
   for (const Document &d : docs)
     totalBytes += d.text.size();
 
-  // Workers take documents in order; each keeps its own ids.
-  std::vector<std::vector<int32_t>> ids(docs.size());
+  // Work items: documents, long ones cut where the tokenizer allows, so
+  // that threads share them. Workers take items in order.
+  struct Item {
+    std::string_view text;
+    size_t doc;
+  };
+  std::vector<Item> items;
+  constexpr size_t kChunk = 1 << 20;
+  for (size_t d = 0; d < docs.size(); ++d) {
+    std::string_view rest = docs[d].text;
+    while (rest.size() > 2 * kChunk) {
+      size_t cut = tok->splitPoint(rest, kChunk);
+      if (cut == std::string_view::npos || cut >= rest.size())
+        break;
+      items.push_back({rest.substr(0, cut), d});
+      rest.remove_prefix(cut);
+    }
+    items.push_back({rest, d});
+  }
+  std::vector<std::vector<int32_t>> ids(items.size());
   std::atomic<size_t> next{0};
   std::atomic<int64_t> doneBytes{0};
   std::string firstError;
   std::atomic<bool> failed{false};
   std::mutex errorLock;
   auto work = [&] {
-    for (size_t i; !failed && (i = next++) < docs.size();) {
+    for (size_t i; !failed && (i = next++) < items.size();) {
       try {
-        ids[i] = tok->encode(docs[i].text);
+        ids[i] = tok->encode(items[i].text);
       } catch (const std::exception &e) {
         std::lock_guard<std::mutex> g(errorLock);
         if (!failed.exchange(true))
-          firstError = docs[i].where + ": " + e.what();
+          firstError = docs[items[i].doc].where + ": " + e.what();
       }
-      doneBytes += docs[i].text.size();
+      doneBytes += items[i].text.size();
     }
   };
   int threads = std::max(1, cpuThreads());
@@ -148,7 +166,7 @@ int runTokenize(int argc, char **argv) {
     if (!args.has("quiet") && !args.has("json"))
       bar = std::make_unique<ProgressBar>(std::max<int64_t>(totalBytes, 1), 0, options);
     std::thread progress([&] {
-      while (bar && next < docs.size() && !failed) {
+      while (bar && next < items.size() && !failed) {
         double secs = std::chrono::duration<double>(
                           std::chrono::steady_clock::now() - start).count();
         char rate[32];
@@ -171,8 +189,9 @@ int runTokenize(int argc, char **argv) {
     throw RuntimeError(firstError);
 
   std::vector<int32_t> all;
-  for (size_t i = 0; i < docs.size(); ++i) {
-    all.push_back(tok->documentSeparator());
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i == 0 || items[i].doc != items[i - 1].doc)
+      all.push_back(tok->documentSeparator());
     all.insert(all.end(), ids[i].begin(), ids[i].end());
   }
   writeBinFile(out, all, tok->vocabSize());
