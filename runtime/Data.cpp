@@ -5,6 +5,7 @@
 #include "runtime/Error.h"
 #include "runtime/FileIO.h"
 #include "runtime/Random.h"
+#include "runtime/Tokenizer.h"
 #include "runtime/corpus/DefaultCorpus.h"
 
 #include <cstring>
@@ -287,7 +288,8 @@ static bool endsWith(std::string_view s, std::string_view suffix) {
 
 TokenStream loadTokenFile(const std::string &path, int64_t vocabSize,
                           TokenFileFormat format,
-                          std::string_view docSeparator) {
+                          std::string_view docSeparator,
+                          const Tokenizer *tokenizer) {
   if (format == TokenFileFormat::Auto)
     format = endsWith(path, ".u32.bin") ? TokenFileFormat::U32
              : endsWith(path, ".bin")   ? TokenFileFormat::U16
@@ -298,6 +300,29 @@ TokenStream loadTokenFile(const std::string &path, int64_t vocabSize,
   case TokenFileFormat::U32:
     return loadBinFile(path, vocabSize, 4);
   default: {
+    if (tokenizer && tokenizer->name() != "bytes") {
+      std::string text = readFile(path);
+      std::vector<int32_t> ids;
+      std::string_view rest = text;
+      while (true) {
+        size_t end = docSeparator.empty() ? std::string_view::npos
+                                          : rest.find(docSeparator);
+        std::string_view doc = rest.substr(0, end);
+        ids.push_back(tokenizer->documentSeparator());
+        try {
+          std::vector<int32_t> d = tokenizer->encode(doc);
+          ids.insert(ids.end(), d.begin(), d.end());
+        } catch (const RuntimeError &e) {
+          throw RuntimeError(path + ": " + e.what());
+        }
+        if (end == std::string_view::npos)
+          break;
+        rest.remove_prefix(end + docSeparator.size());
+      }
+      TokenStream stream(std::move(ids), path);
+      checkVocab(stream, vocabSize);
+      return stream;
+    }
     if (vocabSize < kByteVocabSize)
       throw RuntimeError(path +
                          ": byte-level text needs a vocab size of at "

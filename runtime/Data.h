@@ -121,11 +121,15 @@ enum class TokenFileFormat {
   U32,
 };
 
+class Tokenizer;
+
 /// Loads any supported data file and checks its ids against vocabSize.
-/// Text files need vocabSize >= 256.
+/// Text goes through `tokenizer` (null: byte-level; then vocabSize >= 256),
+/// each document after its separator.
 TokenStream loadTokenFile(const std::string &path, int64_t vocabSize,
                           TokenFileFormat format = TokenFileFormat::Auto,
-                          std::string_view docSeparator = {});
+                          std::string_view docSeparator = {},
+                          const Tokenizer *tokenizer = nullptr);
 
 /// Throws unless every id of `tokens` is in [0, vocabSize).
 void checkVocab(const TokenStream &tokens, int64_t vocabSize);

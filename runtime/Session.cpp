@@ -104,8 +104,30 @@ void Session::saveCheckpoint(const std::string &path) const {
       {"format", "pt"},
       {"fbt.model", config().at("name").asString()},
       {"fbt.step", std::to_string(state_.step)},
-      {"fbt.seed", std::to_string(state_.seed)}};
+      {"fbt.seed", std::to_string(state_.seed)},
+      {"fbt.tokenizer", tokenizerName_}};
   writeSafetensorsAtomic(path, tensors, meta);
+}
+
+void Session::setTokenizer(const std::string &name) {
+  std::string canonical = canonicalTokenizerName(name);
+  if (canonical != tokenizerName_)
+    tokenizer_.reset();
+  tokenizerName_ = canonical;
+}
+
+const Tokenizer &Session::tokenizer() {
+  if (!tokenizer_) {
+    std::unique_ptr<Tokenizer> t = loadTokenizer(tokenizerName_);
+    int64_t vocab = config().at("vocab_size").asInt();
+    if (t->vocabSize() > vocab)
+      throw RuntimeError("tokenizer '" + tokenizerName_ + "' has " +
+                         std::to_string(t->vocabSize()) +
+                         " tokens; the model's vocabulary holds " +
+                         std::to_string(vocab));
+    tokenizer_ = std::move(t);
+  }
+  return *tokenizer_;
 }
 
 void Session::loadCheckpoint(const std::string &path) {
@@ -142,6 +164,8 @@ void Session::loadCheckpoint(const std::string &path) {
   };
   state_.step = meta("fbt.step", 0);
   state_.seed = (uint64_t)meta("fbt.seed", 0);
+  if (auto t = file.metadata.find("fbt.tokenizer"); t != file.metadata.end())
+    setTokenizer(t->second);
 }
 
 StepBinding &Session::trainBinding(const std::string &step, bool update) {

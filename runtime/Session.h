@@ -19,6 +19,7 @@
 #include "runtime/Bundle.h"
 #include "runtime/Device.h"
 #include "runtime/StepBinding.h"
+#include "runtime/Tokenizer.h"
 
 #include <map>
 #include <memory>
@@ -60,6 +61,12 @@ public:
   /// Fresh parameters from `seed` (normal(0, 0.02), norms at 1), zero moments.
   void initialize(uint64_t seed);
   void saveCheckpoint(const std::string &path) const;
+  /// The tokenizer of this run (runtime/Tokenizer.h): "bytes" unless set,
+  /// or recorded in a loaded checkpoint (metadata fbt.tokenizer). Its
+  /// vocabulary must fit the model's.
+  void setTokenizer(const std::string &name);
+  const std::string &tokenizerName() const { return tokenizerName_; }
+  const Tokenizer &tokenizer();
   /// Loads parameters (and moments, if present; else zero). Every parameter
   /// must be there with the bundle's shape.
   void loadCheckpoint(const std::string &path);
@@ -80,6 +87,8 @@ public:
 
 private:
   StepBinding &trainBinding(const std::string &step, bool update);
+  std::string tokenizerName_ = "bytes";
+  std::unique_ptr<Tokenizer> tokenizer_;
 
   // Declared in the order they depend on each other: runners, bindings and
   // state hold device memory and go before the device, the device before

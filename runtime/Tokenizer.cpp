@@ -14,6 +14,7 @@
 #include <sentencepiece_processor.h>
 #endif
 
+#include <cstdlib>
 #include <sys/stat.h>
 #include <unordered_map>
 
@@ -455,19 +456,38 @@ std::unique_ptr<Tokenizer> loadSentencePiece(const std::string &path) {
 
 } // namespace
 
-std::unique_ptr<Tokenizer> loadTokenizer(const std::string &what) {
+/// `path` made absolute, so that a run records where its tokenizer is
+/// wherever it is read from later.
+static std::string absolute(const std::string &path) {
+  char *real = ::realpath(path.c_str(), nullptr);
+  if (!real)
+    return path; // loading it names what is wrong
+  std::string out = real;
+  std::free(real);
+  return out;
+}
+
+std::string canonicalTokenizerName(const std::string &what) {
   if (what == "bytes" || what.empty())
-    return std::make_unique<ByteTokenizer>();
+    return "bytes";
   if (what.rfind("gpt2:", 0) == 0)
-    return loadGpt2(what.substr(5));
+    return "gpt2:" + absolute(what.substr(5));
   if (what.rfind("sp:", 0) == 0)
-    return loadSentencePiece(what.substr(3));
-  if (!isFile(what) && !isDir(what))
+    return "sp:" + absolute(what.substr(3));
+  return (endsWith(what, ".model") ? "sp:" : "gpt2:") + absolute(what);
+}
+
+std::unique_ptr<Tokenizer> loadTokenizer(const std::string &what) {
+  std::string name = canonicalTokenizerName(what);
+  if (name == "bytes")
+    return std::make_unique<ByteTokenizer>();
+  if (!isFile(what) && !isDir(what) && what.rfind("gpt2:", 0) != 0 &&
+      what.rfind("sp:", 0) != 0)
     throw RuntimeError("tokenizer '" + what + "': expected 'bytes', gpt2:PATH, "
                        "sp:PATH, or an existing file or folder");
-  if (endsWith(what, ".model"))
-    return loadSentencePiece(what);
-  return loadGpt2(what);
+  if (name.rfind("sp:", 0) == 0)
+    return loadSentencePiece(name.substr(3));
+  return loadGpt2(name.substr(5));
 }
 
 } // namespace fbt

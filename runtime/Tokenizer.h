@@ -50,6 +50,10 @@ public:
   virtual std::string decode(const std::vector<int32_t> &ids) const = 0;
 };
 
+/// The name a run records for `what`: "bytes", or "gpt2:"/"sp:" and an
+/// absolute path (a bare path's kind read from its form).
+std::string canonicalTokenizerName(const std::string &what);
+
 /// Loads the tokenizer `what` names (see the file comment); throws
 /// RuntimeError naming the file and what is wrong with it.
 std::unique_ptr<Tokenizer> loadTokenizer(const std::string &what);

@@ -239,6 +239,7 @@ void requireAtLeast(int64_t value, int64_t least, const char *option) {
 Json RunSettings::toJson() const {
   return Json::Object{
       {"data", data.empty() ? Json() : Json(data)},
+      {"tokenizer", tokenizer},
       {"val_fraction", valFraction},
       {"steps", steps},
       {"seed", static_cast<int64_t>(seed)},
@@ -343,6 +344,18 @@ void Trainer::resolve(const TrainOptions &o, const Json *recordedJson,
     s.data = *o.data;
   else if (rec.find("data"))
     s.data = rec.get("data", [](const Json &v) { return v.asString(); });
+  // The tokenizer: asked for, else the run's (run.json, the checkpoint).
+  std::string recorded = "bytes";
+  if (rec.find("tokenizer"))
+    recorded = rec.get("tokenizer", [](const Json &v) { return v.asString(); });
+  else if (auto m = meta.find("fbt.tokenizer"); m != meta.end())
+    recorded = m->second;
+  if (o.tokenizer && (recordedJson || meta.count("fbt.tokenizer")) &&
+      canonicalTokenizerName(*o.tokenizer) != canonicalTokenizerName(recorded))
+    throw RuntimeError("--tokenizer " + *o.tokenizer + ": the resumed run was "
+                       "tokenized with " + recorded);
+  s.tokenizer = canonicalTokenizerName(o.tokenizer.value_or(recorded));
+  session_.setTokenizer(s.tokenizer);
   s.valFraction =
       o.valFraction.value_or(rec.number("val_fraction").value_or(0.1));
   s.steps =
@@ -403,7 +416,9 @@ void Trainer::loadData() {
                          std::to_string(vocab) + "; pass --data");
     tokens = loadDefaultCorpus();
   } else {
-    tokens = loadTokenFile(settings_.data, vocab); // checks ids < vocab
+    // Checks ids < vocab; text goes through the run's tokenizer.
+    tokens = loadTokenFile(settings_.data, vocab, TokenFileFormat::Auto, {},
+                           &session_.tokenizer());
   }
   split_ = splitTrainVal(tokens, settings_.valFraction);
   if (split_.train.size() < seqLen_ + 1)

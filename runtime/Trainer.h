@@ -52,6 +52,7 @@ namespace fbt {
 /// run.json, else from the bundle's config, else from the defaults noted.
 struct TrainOptions {
   std::optional<std::string> data;    ///< "" or unset: the embedded corpus
+  std::optional<std::string> tokenizer; ///< text data's tokenizer; "bytes"
   std::optional<double> valFraction;  ///< default 0.1
   std::optional<int64_t> steps;       ///< default training.steps
   std::optional<uint64_t> seed;       ///< default training.seed
@@ -68,6 +69,7 @@ struct TrainOptions {
 /// The resolved settings of a run (what run.json records).
 struct RunSettings {
   std::string data; ///< "" : the embedded corpus
+  std::string tokenizer = "bytes"; ///< runtime/Tokenizer.h; in checkpoints too
   double valFraction = 0.1;
   int64_t steps = 0;
   uint64_t seed = 0;

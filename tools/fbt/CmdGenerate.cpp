@@ -6,6 +6,7 @@
 #include "runtime/Data.h"
 #include "runtime/Decoder.h"
 #include "runtime/Error.h"
+#include "runtime/Tokenizer.h"
 #include "runtime/FileIO.h"
 #include "runtime/Safetensors.h"
 
@@ -15,11 +16,12 @@
 namespace fbt {
 
 namespace {
-/// Byte-level prompts start with BOS, as every training document does.
-std::vector<int32_t> encode(const std::string &text, int64_t bos) {
-  std::vector<int32_t> ids = {(int32_t)bos};
-  for (unsigned char c : text)
-    ids.push_back(c);
+/// Prompts start with the document separator, as every training document
+/// does (BOS for byte-level text, <|endoftext|> for GPT-2 BPE).
+std::vector<int32_t> encode(const Tokenizer &tok, const std::string &text) {
+  std::vector<int32_t> ids = {tok.documentSeparator()};
+  std::vector<int32_t> body = tok.encode(text);
+  ids.insert(ids.end(), body.begin(), body.end());
   return ids;
 }
 
@@ -40,26 +42,22 @@ std::vector<std::string> readPrompts(const Args &args) {
   return prompts;
 }
 
-std::string printable(int32_t id) {
-  if (id == kByteBosToken)
-    return "";
-  return std::string(1, (char)id);
-}
 } // namespace
 
 int runGenerate(int argc, char **argv) {
   Args args(argc, argv, 2,
             {"ckpt", "prompt", "prompts", "mode", "max-new-tokens", "temperature",
-             "top-k", "top-p", "seed", "stop"},
+             "top-k", "top-p", "seed", "stop", "tokenizer"},
             {"help", "quiet"});
   if (args.has("help")) {
     std::puts(
         "usage: fbt generate BUNDLE --ckpt CKPT (--prompt TEXT | --prompts FILE)\n"
         "                    [--mode standard|soft|fused[:N]] [--max-new-tokens N]\n"
         "                    [--temperature T] [--top-k K] [--top-p P] [--seed S]\n"
-        "                    [--stop STRING]\n\n"
-        "Generates text after each prompt (byte-level; one prompt per line in\n"
-        "FILE, decoded together in batches of the bundle's inference batch).\n"
+        "                    [--stop STRING] [--tokenizer T]\n\n"
+        "Generates text after each prompt (one prompt per line in FILE, decoded\n"
+        "together in batches of the bundle's inference batch), through the\n"
+        "tokenizer the checkpoint's run used (or --tokenizer T).\n"
         "  --mode         standard: plain inputs; soft: every generated token\n"
         "                 fuses the previous top-layer state (default);\n"
         "                 fused:N: N prefill passes, then soft\n"
@@ -71,6 +69,9 @@ int runGenerate(int argc, char **argv) {
     throw RuntimeError("--ckpt is required (a checkpoint from fbt train)");
   Session session(args.require(0, "BUNDLE"));
   session.loadCheckpoint(args.get("ckpt"));
+  if (args.has("tokenizer"))
+    session.setTokenizer(args.get("tokenizer"));
+  const Tokenizer &tok = session.tokenizer();
   Decoder decoder(session);
   Regime regime = Regime::parse(args.get("mode", "soft"));
   SamplingOptions sampling;
@@ -86,23 +87,33 @@ int runGenerate(int argc, char **argv) {
   if (maxNew < 1)
     throw RuntimeError("--max-new-tokens must be >= 1");
   std::string stop = args.get("stop");
-  int64_t bos = session.config().at("bos_token_id").asInt();
+  int32_t separator = tok.documentSeparator();
 
   std::vector<std::string> prompts = readPrompts(args);
   bool stream = prompts.size() == 1;
   for (size_t first = 0; first < prompts.size(); first += decoder.batchSize()) {
     size_t count = std::min<size_t>(decoder.batchSize(), prompts.size() - first);
     std::vector<std::vector<int32_t>> ids;
+    std::vector<std::vector<int32_t>> generated(count);
     std::vector<std::string> texts(count);
     for (size_t i = 0; i < count; ++i)
-      ids.push_back(encode(prompts[first + i], bos));
+      ids.push_back(encode(tok, prompts[first + i]));
     if (stream) {
       std::fputs(prompts[0].c_str(), stdout);
       std::fflush(stdout);
     }
     decoder.generate(ids, regime, sampling, maxNew, [&](int64_t row, int32_t id) {
-      std::string piece = printable(id);
-      texts[row] += piece;
+      // The text so far, decoded whole (a token may complete a character
+      // or, in SentencePiece, change how the previous one reads); the new
+      // part is what it adds.
+      generated[row].push_back(id);
+      std::string text = tok.decode(generated[row]);
+      std::string piece = text.size() > texts[row].size() &&
+                                  text.compare(0, texts[row].size(), texts[row]) == 0
+                              ? text.substr(texts[row].size())
+                              : "";
+      if (!piece.empty())
+        texts[row] = text;
       if (stream) {
         std::fputs(piece.c_str(), stdout);
         std::fflush(stdout);
@@ -110,7 +121,7 @@ int runGenerate(int argc, char **argv) {
       bool stopped = !stop.empty() && texts[row].size() >= stop.size() &&
                      texts[row].compare(texts[row].size() - stop.size(),
                                         stop.size(), stop) == 0;
-      return id != bos && !stopped;
+      return id != separator && !stopped;
     });
     if (stream) {
       std::fputs("\n", stdout);

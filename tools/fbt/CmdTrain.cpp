@@ -37,6 +37,9 @@ const char *kUsage =
     "or\n"
     "                      .u32.bin (uint32 ids); default: the embedded "
     "corpus\n"
+    "  --tokenizer T       how text data becomes ids: bytes (default),\n"
+    "                      gpt2:DIR, sp:FILE.model (see fbt tokenize); recorded\n"
+    "                      in the run and its checkpoints for generate and eval\n"
     "  --val-fraction F    hold out the last F of the data for validation\n"
     "                      (default 0.1; 0: no validation)\n"
     "schedule:\n"
@@ -223,7 +226,7 @@ std::optional<int64_t> intOption(const Args &args, const char *name) {
 
 int runTrain(int argc, char **argv) {
   Args args(argc, argv, 2,
-            {"data", "val-fraction", "steps", "seed", "out", "resume",
+            {"data", "tokenizer", "val-fraction", "steps", "seed", "out", "resume",
              "eval-every", "eval-batches", "save-every", "lr", "stop-after"},
             {"quiet", "help"});
   if (args.has("help")) {
@@ -238,6 +241,8 @@ int runTrain(int argc, char **argv) {
   TrainOptions o;
   if (args.has("data"))
     o.data = args.get("data");
+  if (args.has("tokenizer"))
+    o.tokenizer = args.get("tokenizer");
   if (args.has("val-fraction"))
     o.valFraction = args.getDouble("val-fraction", 0);
   if (args.has("lr"))
