@@ -7,7 +7,7 @@ sources and documents (code, prose, tables), encodes it with js-tiktoken
 (node; the time of encode() alone) and with `fbt tokenize` on 1 thread and
 on every thread (the whole command: reading, encoding, writing), checks that
 the ids are identical, and prints MB/s and the ratios. The npm packages are
-installed once into the build folder (test/tokenizers/oracle.sh).
+installed once into the build folder (test/npm.sh).
 """
 
 import argparse
@@ -55,7 +55,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--mb", type=float, default=8)
     args = ap.parse_args()
-    subprocess.run([os.path.join(ROOT, "test", "tokenizers", "oracle.sh"), CACHE], check=True)
+    subprocess.run([os.path.join(ROOT, "test", "npm.sh"), CACHE], check=True)
     work = tempfile.mkdtemp()
     path = os.path.join(work, "corpus.txt")
     with open(path, "w", encoding="utf-8") as f:

@@ -15,6 +15,8 @@ packages=(
   libpcre2-dev            # GPT-2 BPE's pre-tokenizing pattern (Unicode classes)
   libsentencepiece-dev    # SentencePiece tokenizers
   sentencepiece           # spm_train, spm_encode: a test model and its ids
+  libcpp-httplib-dev      # fbt serve
+  curl                    # fbt serve's tests
 )
 
 missing=()

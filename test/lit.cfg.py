@@ -36,12 +36,14 @@ config.substitutions.append(("%reference", os.path.join(config.fbt_src_root, "te
 config.substitutions.append(("%e2e", os.path.join(config.fbt_src_root, "test", "e2e")))
 if os.path.exists(fbt_cli):
     config.available_features.add("runtime")
-# Tokenizer oracles are npm packages, installed once into the build folder
-# by test/tokenizers/oracle.sh (pinned versions); they need node and npm.
+# Tokenizer oracles and the OpenAI client are npm packages, installed once
+# into the build folder by test/npm.sh (pinned versions): node and npm.
 if shutil.which("node") and shutil.which("npm"):
     config.available_features.add("node")
 config.substitutions.append(("%npm_cache", os.path.join(config.fbt_obj_root, "test", "npm")))
 config.substitutions.append(("%tokenizers", os.path.join(config.fbt_src_root, "test", "tokenizers")))
+config.substitutions.append(("%serve", os.path.join(config.fbt_src_root, "test", "serve")))
+config.substitutions.append(("%npm_setup", os.path.join(config.fbt_src_root, "test", "npm.sh")))
 # GPU end-to-end tests need a usable GPU; elsewhere lit reports them
 # UNSUPPORTED. `fbt devices` exits 0 only when it can use one, and names its
 # chip (%gpu_chip, what fbtc --target takes for it).

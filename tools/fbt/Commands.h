@@ -13,6 +13,7 @@ int runEval(int argc, char **argv);
 int runBench(int argc, char **argv);
 int runDevices(int argc, char **argv);
 int runTokenize(int argc, char **argv);
+int runServe(int argc, char **argv);
 } // namespace fbt
 
 #endif // FBT_TOOLS_FBT_COMMANDS_H

@@ -11,6 +11,7 @@
 //   fbt inspect BUNDLE              what a bundle holds
 //   fbt devices                     the GPUs this fbt can use
 //   fbt tokenize FILE... -o OUT.bin text to a token file
+//   fbt serve BUNDLE --ckpt C       an OpenAI-compatible HTTP server
 //
 // A bundle runs where its target says: "cpu" bundles on the host, "nvptx"
 // bundles on an NVIDIA GPU; every command works the same for both.
@@ -82,6 +83,8 @@ static void usage(std::FILE *out) {
       "  devices          list the GPUs this fbt can use\n"
       "  tokenize FILE..  text (or JSONL) to a token file: bytes, GPT-2 BPE,\n"
       "                   SentencePiece\n"
+      "  serve BUNDLE     an OpenAI-compatible HTTP server (completions, chat,\n"
+      "                   streaming, every regime)\n"
       "\n"
       "`fbt <command> --help` describes each command's options.\n"
       "\n"
@@ -124,6 +127,15 @@ int main(int argc, char **argv) {
       return fbt::runDevices(argc, argv);
     if (cmd == "tokenize")
       return fbt::runTokenize(argc, argv);
+    if (cmd == "serve") {
+#ifdef FBT_HAVE_HTTPLIB
+      return fbt::runServe(argc, argv);
+#else
+      std::fputs("fbt: error: this fbt was built without cpp-httplib "
+                 "(libcpp-httplib-dev); rebuild with it to serve\n", stderr);
+      return 2;
+#endif
+    }
     std::fprintf(stderr, "fbt: error: unknown command '%s'\n", cmd.c_str());
     usage(stderr);
     return 2;

@@ -1,0 +1,264 @@
+//===- Serving.cpp - the OpenAI-compatible API's requests and replies -----===//
+
+#include "runtime/Serving.h"
+
+#include "runtime/Error.h"
+
+#include <cmath>
+#include <cstdio>
+#include <set>
+
+namespace fbt {
+
+std::string ApiError::body() const {
+  return Json(Json::Object{{"error", Json::Object{{"message", message},
+                                                  {"type", type},
+                                                  {"param", param.empty() ? Json() : Json(param)},
+                                                  {"code", Json()}}}})
+      .dump();
+}
+
+namespace {
+[[noreturn]] void bad(const std::string &param, const std::string &message) {
+  throw ApiError{400, message, param};
+}
+
+const char *kindOf(const Json &v) { return Json::kindName(v.kind()); }
+
+std::string shortest(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", x);
+  return buf;
+}
+
+double number(const Json &v, const std::string &name, double lo, double hi) {
+  if (!v.isNumber())
+    bad(name, "'" + name + "' must be a number, not " + kindOf(v));
+  double x = v.asDouble();
+  if (!(x >= lo && x <= hi))
+    bad(name, "'" + name + "' must be from " + shortest(lo) + " to " +
+                  shortest(hi) + ", got " + v.dump());
+  return x;
+}
+
+int64_t integer(const Json &v, const std::string &name, int64_t lo, int64_t hi) {
+  if (!v.isInteger())
+    bad(name, "'" + name + "' must be an integer, not " + v.dump());
+  int64_t x = v.asInt();
+  if (x < lo || x > hi)
+    bad(name, "'" + name + "' must be from " + std::to_string(lo) + " to " +
+                  std::to_string(hi) + ", got " + std::to_string(x));
+  return x;
+}
+
+const std::string &text(const Json &v, const std::string &name) {
+  if (!v.isString())
+    bad(name, "'" + name + "' must be a string, not " + kindOf(v));
+  return v.asString();
+}
+} // namespace
+
+std::string chatPrompt(const Json &messages) {
+  if (!messages.isArray() || messages.size() == 0)
+    bad("messages", "'messages' must be a non-empty array of {role, content}");
+  std::string prompt;
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const Json &m = messages[i];
+    std::string where = "messages[" + std::to_string(i) + "]";
+    if (!m.isObject())
+      bad(where, "'" + where + "' must be an object with role and content");
+    const Json *role = m.find("role"), *content = m.find("content");
+    if (!role || !content)
+      bad(where, "'" + where + "' needs a role and a content");
+    const std::string &r = text(*role, where + ".role");
+    if (r != "system" && r != "user" && r != "assistant")
+      bad(where + ".role", "'" + where + ".role' must be system, user or "
+                           "assistant, got '" + r + "'");
+    for (const auto &[key, value] : m.asObject())
+      if (key != "role" && key != "content" && key != "name")
+        bad(where + "." + key, "unknown field '" + where + "." + key + "'");
+    prompt += "<|" + r + "|>\n" + text(*content, where + ".content") + "\n";
+  }
+  return prompt + "<|assistant|>\n";
+}
+
+GenerationRequest parseGenerationRequest(const std::string &body, bool chat,
+                                         const Regime &defaultRegime) {
+  Json root;
+  try {
+    root = Json::parse(body, "request body");
+  } catch (const RuntimeError &e) {
+    bad("", std::string("the request body is not JSON: ") + e.what());
+  }
+  if (!root.isObject())
+    bad("", "the request body must be a JSON object");
+  GenerationRequest r;
+  r.chat = chat;
+  r.regime = defaultRegime;
+  r.sampling.temperature = 1.0;
+  bool havePrompt = false;
+  // Accepted for compatibility; they do not change what we generate.
+  static const std::set<std::string> ignored = {
+      "user", "logit_bias", "presence_penalty", "frequency_penalty", "logprobs",
+      "top_logprobs", "echo", "best_of", "stream_options", "response_format",
+      "suffix"};
+  for (const auto &[key, v] : root.asObject()) {
+    if (key == "model") {
+      r.model = text(v, key);
+    } else if (key == "prompt" && !chat) {
+      if (v.isArray() && v.size() == 1)
+        r.prompt = text(v[0], "prompt[0]");
+      else if (v.isArray())
+        bad(key, "'prompt' as an array must hold one string (send one "
+                 "request per prompt)");
+      else
+        r.prompt = text(v, key);
+      havePrompt = true;
+    } else if (key == "messages" && chat) {
+      r.prompt = chatPrompt(v);
+      havePrompt = true;
+    } else if (key == "max_tokens" || (chat && key == "max_completion_tokens")) {
+      if (!v.isNull())
+        r.maxTokens = integer(v, key, 1, 1 << 20);
+    } else if (key == "temperature") {
+      if (!v.isNull())
+        r.sampling.temperature = number(v, key, 0, 2);
+    } else if (key == "top_p") {
+      if (!v.isNull())
+        r.sampling.topP = number(v, key, 1e-9, 1);
+      if (r.sampling.topP <= 0)
+        bad(key, "'top_p' must be above 0");
+    } else if (key == "seed") {
+      if (!v.isNull())
+        r.sampling.seed = (uint64_t)integer(v, key, INT64_MIN, INT64_MAX);
+    } else if (key == "n") {
+      if (!v.isNull())
+        r.n = integer(v, key, 1, 8);
+    } else if (key == "stream") {
+      if (!v.isBool() && !v.isNull())
+        bad(key, "'stream' must be true or false");
+      r.stream = v.isBool() && v.asBool();
+    } else if (key == "stop") {
+      if (v.isString()) {
+        r.stop = {v.asString()};
+      } else if (v.isArray() && v.size() <= 4) {
+        for (size_t i = 0; i < v.size(); ++i)
+          r.stop.push_back(text(v[i], "stop[" + std::to_string(i) + "]"));
+      } else if (!v.isNull()) {
+        bad(key, "'stop' must be a string or an array of up to 4 strings");
+      }
+      for (const std::string &s : r.stop)
+        if (s.empty())
+          bad(key, "a 'stop' string must not be empty");
+    } else if (key == "regime") {
+      try {
+        r.regime = Regime::parse(text(v, key));
+      } catch (const RuntimeError &e) {
+        bad(key, std::string("'regime': ") + e.what());
+      }
+    } else if (!ignored.count(key)) {
+      bad(key, "unknown field '" + key + "'");
+    }
+  }
+  if (!havePrompt)
+    bad(chat ? "messages" : "prompt",
+        chat ? "'messages' is required" : "'prompt' is required");
+  return r;
+}
+
+std::string utf8Text(const std::string &bytes, bool final) {
+  static const char kReplacement[] = "\xEF\xBF\xBD";
+  std::string out;
+  size_t i = 0, n = bytes.size();
+  while (i < n) {
+    unsigned char c = bytes[i];
+    int len = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3
+            : (c & 0xF8) == 0xF0 ? 4 : 0;
+    if (len == 0 || (len == 2 && c < 0xC2) || (len == 4 && c > 0xF4)) {
+      out += kReplacement, ++i;
+      continue;
+    }
+    size_t have = 1;
+    while (have < (size_t)len && i + have < n &&
+           ((unsigned char)bytes[i + have] & 0xC0) == 0x80)
+      ++have;
+    if (have < (size_t)len && i + have == n && !final)
+      break; // incomplete at the end: wait for the next token
+    if (have < (size_t)len) {
+      out += kReplacement, i += have;
+      continue;
+    }
+    uint32_t cp = len == 1 ? c : c & (0x7F >> len);
+    for (int k = 1; k < len; ++k)
+      cp = (cp << 6) | ((unsigned char)bytes[i + k] & 0x3F);
+    bool overlong = (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000);
+    if (overlong || (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF)
+      out += kReplacement;
+    else
+      out.append(bytes, i, len);
+    i += len;
+  }
+  return out;
+}
+
+size_t stopAt(const std::string &generated, const GenerationRequest &r) {
+  size_t at = std::string::npos;
+  for (const std::string &s : r.stop)
+    at = std::min(at, generated.find(s));
+  if (r.chat)
+    at = std::min(at, generated.find("\n<|"));
+  return at;
+}
+
+std::string replyJson(const GenerationRequest &r, const std::string &id,
+                      int64_t created, const std::vector<Choice> &choices,
+                      int64_t promptTokens, int64_t completionTokens) {
+  Json::Array out;
+  for (size_t i = 0; i < choices.size(); ++i) {
+    Json::Object c{{"index", (int64_t)i}};
+    if (r.chat)
+      c.push_back({"message", Json::Object{{"role", "assistant"},
+                                           {"content", choices[i].text}}});
+    else
+      c.push_back({"text", choices[i].text}), c.push_back({"logprobs", Json()});
+    c.push_back({"finish_reason", choices[i].finishReason});
+    out.push_back(std::move(c));
+  }
+  return Json(Json::Object{
+                  {"id", id},
+                  {"object", r.chat ? "chat.completion" : "text_completion"},
+                  {"created", created},
+                  {"model", r.model},
+                  {"choices", std::move(out)},
+                  {"usage", Json::Object{{"prompt_tokens", promptTokens},
+                                         {"completion_tokens", completionTokens},
+                                         {"total_tokens", promptTokens + completionTokens}}}})
+      .dump();
+}
+
+std::string chunkJson(const GenerationRequest &r, const std::string &id,
+                      int64_t created, int64_t index, const std::string &delta,
+                      const std::string &finishReason, bool first) {
+  Json::Object c{{"index", index}};
+  if (r.chat) {
+    Json::Object d;
+    if (first)
+      d.push_back({"role", "assistant"});
+    if (!delta.empty() || !first)
+      d.push_back({"content", delta});
+    c.push_back({"delta", std::move(d)});
+  } else {
+    c.push_back({"text", delta});
+    c.push_back({"logprobs", Json()});
+  }
+  c.push_back({"finish_reason", finishReason.empty() ? Json() : Json(finishReason)});
+  return Json(Json::Object{
+                  {"id", id},
+                  {"object", r.chat ? "chat.completion.chunk" : "text_completion"},
+                  {"created", created},
+                  {"model", r.model},
+                  {"choices", Json::Array{std::move(c)}}})
+      .dump();
+}
+
+} // namespace fbt

@@ -1,0 +1,481 @@
+//===- CmdServe.cpp - fbt serve: an OpenAI-compatible HTTP server ----------===//
+//
+//   fbt serve BUNDLE --ckpt C [--host 127.0.0.1] [--port 8000] [--mode soft]
+//
+// POST /v1/completions and /v1/chat/completions (runtime/Serving.h: fields,
+// chat template, errors; "stream": true as server-sent events), GET
+// /v1/models, /health, and /metrics (Prometheus text).
+//
+// One engine thread owns the session and the compiled decoder and runs the
+// queued requests in order, each on row 0 of the decode batch; HTTP threads
+// parse, queue and stream. A full queue (--max-queue) answers 429; a client
+// that goes away stops its generation at the next token; SIGTERM or SIGINT
+// stops taking requests (503), finishes those in flight, and exits 0.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Args.h"
+#include "Commands.h"
+
+#include "runtime/Decoder.h"
+#include "runtime/Error.h"
+#include "runtime/Serving.h"
+#include "runtime/Tokenizer.h"
+
+#include <httplib.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <csignal>
+#include <cstdio>
+#include <deque>
+#include <iterator>
+#include <map>
+#include <mutex>
+#include <thread>
+
+namespace fbt {
+
+namespace {
+
+std::atomic<bool> gStopRequested{false};
+extern "C" void onStopSignal(int) { gStopRequested = true; }
+
+/// A request in flight: what the engine produces, and what the HTTP side
+/// waits for.
+struct Job {
+  GenerationRequest req;
+  std::vector<int32_t> prompt;
+  std::string id;
+  int64_t created = 0;
+  std::chrono::steady_clock::time_point arrived = std::chrono::steady_clock::now();
+
+  std::mutex m;
+  std::condition_variable cv;
+  struct Delta {
+    int64_t index;
+    std::string text, finish;
+  };
+  std::deque<Delta> deltas; ///< streamed pieces not yet sent
+  std::vector<Choice> choices;
+  int64_t completionTokens = 0;
+  bool done = false;
+  std::string error;
+  std::atomic<bool> cancelled{false};
+};
+
+/// Prometheus counters and histograms.
+struct Metrics {
+  std::mutex m;
+  std::map<std::pair<std::string, int>, int64_t> requests; // (endpoint, status)
+  int64_t promptTokens = 0, completionTokens = 0;
+  static constexpr double kBuckets[] = {0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
+  std::vector<int64_t> latency = std::vector<int64_t>(std::size(kBuckets) + 1, 0);
+  double latencySum = 0;
+  std::atomic<int64_t> queued{0}, busyRows{0};
+
+  void request(const std::string &endpoint, int status) {
+    std::lock_guard<std::mutex> g(m);
+    ++requests[{endpoint, status}];
+  }
+  void finished(double seconds, int64_t prompt, int64_t completion) {
+    std::lock_guard<std::mutex> g(m);
+    size_t b = 0;
+    while (b < std::size(kBuckets) && seconds > kBuckets[b])
+      ++b;
+    ++latency[b];
+    latencySum += seconds;
+    promptTokens += prompt;
+    completionTokens += completion;
+  }
+  std::string text(int64_t batch) {
+    std::lock_guard<std::mutex> g(m);
+    std::string out =
+        "# HELP fbt_requests_total HTTP requests by endpoint and status.\n"
+        "# TYPE fbt_requests_total counter\n";
+    for (const auto &[key, n] : requests)
+      out += "fbt_requests_total{endpoint=\"" + key.first + "\",status=\"" +
+             std::to_string(key.second) + "\"} " + std::to_string(n) + "\n";
+    out += "# HELP fbt_prompt_tokens_total Prompt tokens of finished requests.\n"
+           "# TYPE fbt_prompt_tokens_total counter\n"
+           "fbt_prompt_tokens_total " + std::to_string(promptTokens) + "\n"
+           "# HELP fbt_completion_tokens_total Generated tokens.\n"
+           "# TYPE fbt_completion_tokens_total counter\n"
+           "fbt_completion_tokens_total " + std::to_string(completionTokens) + "\n"
+           "# HELP fbt_queue_depth Requests waiting for the engine.\n"
+           "# TYPE fbt_queue_depth gauge\n"
+           "fbt_queue_depth " + std::to_string(queued.load()) + "\n"
+           "# HELP fbt_batch_occupancy Decode batch rows in use, of the batch.\n"
+           "# TYPE fbt_batch_occupancy gauge\n"
+           "fbt_batch_occupancy " + std::to_string((double)busyRows / batch) + "\n"
+           "# HELP fbt_request_seconds Time from arrival to the last token.\n"
+           "# TYPE fbt_request_seconds histogram\n";
+    int64_t cumulative = 0;
+    for (size_t b = 0; b <= std::size(kBuckets); ++b) {
+      cumulative += latency[b];
+      std::string le = b < std::size(kBuckets) ? Json(kBuckets[b]).dump() : "+Inf";
+      out += "fbt_request_seconds_bucket{le=\"" + le + "\"} " +
+             std::to_string(cumulative) + "\n";
+    }
+    out += "fbt_request_seconds_sum " + Json(latencySum).dump() + "\n" +
+           "fbt_request_seconds_count " + std::to_string(cumulative) + "\n";
+    return out;
+  }
+};
+
+class Engine {
+public:
+  Engine(Session &session, size_t maxQueue, Metrics &metrics)
+      : session_(session), decoder_(session), tok_(session.tokenizer()),
+        maxQueue_(maxQueue), metrics_(metrics), worker_([this] { loop(); }) {}
+  ~Engine() {
+    {
+      std::lock_guard<std::mutex> g(m_);
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    worker_.join();
+  }
+
+  const Tokenizer &tokenizer() const { return tok_; }
+  int64_t batch() const { return decoder_.batchSize(); }
+  int64_t maxPrompt() const { return decoder_.maxPrompt(); }
+
+  /// Queues `job`; false if the queue is full.
+  bool submit(std::shared_ptr<Job> job) {
+    std::lock_guard<std::mutex> g(m_);
+    if (queue_.size() >= maxQueue_)
+      return false;
+    queue_.push_back(std::move(job));
+    metrics_.queued = queue_.size();
+    cv_.notify_one();
+    return true;
+  }
+  /// No request queued or running.
+  bool idle() {
+    std::lock_guard<std::mutex> g(m_);
+    return queue_.empty() && !running_;
+  }
+
+private:
+  void loop() {
+    while (true) {
+      std::shared_ptr<Job> job;
+      {
+        std::unique_lock<std::mutex> l(m_);
+        cv_.wait(l, [&] { return stopping_ || !queue_.empty(); });
+        if (queue_.empty())
+          return;
+        job = queue_.front();
+        queue_.pop_front();
+        metrics_.queued = queue_.size();
+        running_ = true;
+      }
+      metrics_.busyRows = 1;
+      try {
+        run(*job);
+      } catch (const std::exception &e) {
+        std::lock_guard<std::mutex> g(job->m);
+        job->error = e.what();
+      }
+      metrics_.busyRows = 0;
+      {
+        std::lock_guard<std::mutex> g(job->m);
+        job->done = true;
+      }
+      job->cv.notify_all();
+      double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                                  job->arrived)
+                        .count();
+      metrics_.finished(secs, (int64_t)job->prompt.size() - 1, job->completionTokens);
+      std::lock_guard<std::mutex> g(m_);
+      running_ = false;
+    }
+  }
+
+  /// Each choice in turn on row 0, its own seed (seed + index).
+  void run(Job &job) {
+    int64_t room = decoder_.maxSequence() - (int64_t)job.prompt.size();
+    int64_t maxNew = std::min<int64_t>(job.req.maxTokens, std::max<int64_t>(room, 0));
+    int32_t separator = tok_.documentSeparator();
+    for (int64_t c = 0; c < job.req.n && !job.cancelled; ++c) {
+      SamplingOptions s = job.req.sampling;
+      s.seed += (uint64_t)c;
+      std::vector<int32_t> ids;
+      std::string text, finish = "length";
+      bool stopped = false;
+      // Sends what `now` adds to the text sent so far.
+      auto extend = [&](const std::string &now) {
+        if (now.size() > text.size() && now.compare(0, text.size(), text) == 0) {
+          push(job, c, now.substr(text.size()), "");
+          text = now;
+        }
+      };
+      if (maxNew > 0)
+        decoder_.generate({job.prompt}, job.req.regime, s, maxNew,
+                          [&](int64_t, int32_t id) {
+                            if (job.cancelled)
+                              return false;
+                            ++job.completionTokens;
+                            if (id == separator) {
+                              finish = "stop";
+                              return false;
+                            }
+                            ids.push_back(id);
+                            std::string now = utf8Text(tok_.decode(ids), false);
+                            size_t cut = stopAt(now, job.req);
+                            if (cut != std::string::npos)
+                              now.resize(cut), finish = "stop", stopped = true;
+                            extend(now);
+                            return !stopped;
+                          });
+      if (!stopped) // a character left incomplete
+        extend(utf8Text(tok_.decode(ids), true));
+      push(job, c, "", finish);
+      std::lock_guard<std::mutex> g(job.m);
+      job.choices.push_back({text, finish});
+    }
+  }
+
+  void push(Job &job, int64_t index, std::string delta, std::string finish) {
+    if (!job.req.stream)
+      return;
+    {
+      std::lock_guard<std::mutex> g(job.m);
+      job.deltas.push_back({index, std::move(delta), std::move(finish)});
+    }
+    job.cv.notify_all();
+  }
+
+  Session &session_;
+  Decoder decoder_;
+  const Tokenizer &tok_;
+  size_t maxQueue_;
+  Metrics &metrics_;
+  std::mutex m_;
+  std::condition_variable cv_;
+  std::deque<std::shared_ptr<Job>> queue_;
+  bool running_ = false, stopping_ = false;
+  std::thread worker_;
+};
+
+std::string requestId(bool chat) {
+  static std::atomic<uint64_t> counter{0};
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%s-%016llx", chat ? "chatcmpl" : "cmpl",
+                (unsigned long long)(std::chrono::system_clock::now()
+                                         .time_since_epoch()
+                                         .count() ^
+                                     (++counter * 0x9e3779b97f4a7c15ull)));
+  return buf;
+}
+
+void sendError(httplib::Response &res, const ApiError &e) {
+  res.status = e.status;
+  res.set_content(e.body(), "application/json");
+}
+} // namespace
+
+int runServe(int argc, char **argv) {
+  Args args(argc, argv, 2,
+            {"ckpt", "host", "port", "mode", "max-queue", "model-name", "tokenizer"},
+            {"help"});
+  if (args.has("help")) {
+    std::puts(
+        "usage: fbt serve BUNDLE --ckpt CKPT [--host 127.0.0.1] [--port 8000]\n"
+        "                 [--mode standard|soft|fused:N] [--max-queue 64]\n"
+        "                 [--model-name NAME] [--tokenizer T]\n\n"
+        "Serves the model over HTTP, OpenAI-compatible:\n"
+        "  POST /v1/completions, /v1/chat/completions  (\"stream\": true for\n"
+        "       server-sent events; \"regime\": standard|soft|fused:N, default\n"
+        "       --mode, itself soft by default)\n"
+        "  GET  /v1/models, /health, /metrics (Prometheus)\n"
+        "Requests run in arrival order; a full queue answers 429. SIGTERM\n"
+        "finishes the requests in flight and exits 0.");
+    return 0;
+  }
+  if (!args.has("ckpt"))
+    throw RuntimeError("--ckpt is required (a checkpoint from fbt train)");
+  Session session(args.require(0, "BUNDLE"));
+  session.loadCheckpoint(args.get("ckpt"));
+  if (args.has("tokenizer"))
+    session.setTokenizer(args.get("tokenizer"));
+  Regime defaultRegime = Regime::parse(args.get("mode", "soft"));
+  std::string model = args.get("model-name", session.config().at("name").asString());
+  int64_t maxQueue = args.getInt("max-queue", 64);
+  int64_t port = args.getInt("port", 8000);
+  if (maxQueue < 1 || port < 0 || port > 65535)
+    throw RuntimeError("--max-queue must be >= 1 and --port from 0 to 65535");
+  std::string host = args.get("host", "127.0.0.1");
+
+  Metrics metrics;
+  Engine engine(session, (size_t)maxQueue, metrics);
+  std::atomic<bool> draining{false};
+  httplib::Server server;
+
+  auto generate = [&](const httplib::Request &req, httplib::Response &res, bool chat) {
+    const char *endpoint = chat ? "/v1/chat/completions" : "/v1/completions";
+    auto finish = [&](int status) { metrics.request(endpoint, status); };
+    if (draining) {
+      sendError(res, {503, "the server is shutting down", "", "server_error"});
+      return finish(503);
+    }
+    auto job = std::make_shared<Job>();
+    try {
+      job->req = parseGenerationRequest(req.body, chat, defaultRegime);
+    } catch (const ApiError &e) {
+      sendError(res, e);
+      return finish(e.status);
+    }
+    if (job->req.model.empty())
+      job->req.model = model;
+    else if (job->req.model != model) {
+      sendError(res, {404, "model '" + job->req.model + "' is not served here (this "
+                      "server serves '" + model + "')", "model", "invalid_request_error"});
+      return finish(404);
+    }
+    try {
+      job->prompt = {engine.tokenizer().documentSeparator()};
+      std::vector<int32_t> body = engine.tokenizer().encode(job->req.prompt);
+      job->prompt.insert(job->prompt.end(), body.begin(), body.end());
+    } catch (const RuntimeError &e) {
+      sendError(res, {400, std::string("the prompt cannot be tokenized: ") + e.what(),
+                      chat ? "messages" : "prompt"});
+      return finish(400);
+    }
+    if ((int64_t)job->prompt.size() > engine.maxPrompt()) {
+      sendError(res, {400, "the prompt has " + std::to_string(job->prompt.size()) +
+                               " tokens; this model takes at most " +
+                               std::to_string(engine.maxPrompt()),
+                      chat ? "messages" : "prompt"});
+      return finish(400);
+    }
+    job->id = requestId(chat);
+    job->created = std::chrono::duration_cast<std::chrono::seconds>(
+                       std::chrono::system_clock::now().time_since_epoch())
+                       .count();
+    if (!engine.submit(job)) {
+      sendError(res, {429, "the server is busy (the queue is full); retry later", "",
+                      "rate_limit_error"});
+      return finish(429);
+    }
+    finish(200);
+    if (!job->req.stream) {
+      std::unique_lock<std::mutex> l(job->m);
+      job->cv.wait(l, [&] { return job->done; });
+      if (!job->error.empty()) {
+        l.unlock();
+        sendError(res, {500, job->error, "", "server_error"});
+        return;
+      }
+      res.set_content(replyJson(job->req, job->id, job->created, job->choices,
+                                (int64_t)job->prompt.size() - 1, job->completionTokens),
+                      "application/json");
+      return;
+    }
+    std::vector<bool> started(job->req.n, false);
+    res.set_chunked_content_provider(
+        "text/event-stream", [job, started](size_t, httplib::DataSink &sink) mutable {
+          std::unique_lock<std::mutex> l(job->m);
+          job->cv.wait_for(l, std::chrono::milliseconds(200),
+                           [&] { return job->done || !job->deltas.empty(); });
+          while (!job->deltas.empty()) {
+            Job::Delta d = std::move(job->deltas.front());
+            job->deltas.pop_front();
+            std::string event = "data: " +
+                                chunkJson(job->req, job->id, job->created, d.index,
+                                          d.text, d.finish, !started[d.index]) +
+                                "\n\n";
+            started[d.index] = true;
+            if (!sink.write(event.data(), event.size())) {
+              job->cancelled = true; // the client went away
+              return false;
+            }
+          }
+          if (!sink.is_writable()) {
+            job->cancelled = true;
+            return false;
+          }
+          if (job->done && job->deltas.empty()) {
+            std::string end = job->error.empty()
+                                  ? "data: [DONE]\n\n"
+                                  : "data: " + ApiError{500, job->error, "", "server_error"}.body() +
+                                        "\n\n";
+            sink.write(end.data(), end.size());
+            sink.done();
+          }
+          return true;
+        });
+  };
+
+  server.Post("/v1/completions", [&](const httplib::Request &req, httplib::Response &res) {
+    generate(req, res, false);
+  });
+  server.Post("/v1/chat/completions",
+              [&](const httplib::Request &req, httplib::Response &res) {
+                generate(req, res, true);
+              });
+  server.Get("/v1/models", [&](const httplib::Request &, httplib::Response &res) {
+    metrics.request("/v1/models", 200);
+    res.set_content(Json(Json::Object{{"object", "list"},
+                                      {"data", Json::Array{Json::Object{
+                                                   {"id", model},
+                                                   {"object", "model"},
+                                                   {"created", (int64_t)0},
+                                                   {"owned_by", "fbt"}}}}})
+                        .dump(),
+                    "application/json");
+  });
+  server.Get("/health", [&](const httplib::Request &, httplib::Response &res) {
+    res.status = draining ? 503 : 200;
+    res.set_content(draining ? "{\"status\": \"draining\"}" : "{\"status\": \"ok\"}",
+                    "application/json");
+  });
+  server.Get("/metrics", [&](const httplib::Request &, httplib::Response &res) {
+    res.set_content(metrics.text(engine.batch()), "text/plain; version=0.0.4");
+  });
+  server.set_error_handler([&](const httplib::Request &, httplib::Response &res) {
+    if (res.body.empty())
+      res.set_content(ApiError{res.status, "no such endpoint or method", "",
+                               "invalid_request_error"}
+                          .body(),
+                      "application/json");
+  });
+
+  // Stop on SIGTERM/SIGINT: refuse new requests, finish the running ones.
+  struct sigaction sa = {};
+  sa.sa_handler = onStopSignal;
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGINT, &sa, nullptr);
+  std::thread watcher([&] {
+    while (!gStopRequested)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    draining = true;
+    while (!engine.idle())
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    server.stop();
+  });
+
+  // --port 0: any free port (named on stderr).
+  if (port == 0)
+    port = server.bind_to_any_port(host.c_str());
+  if (port <= 0 || (args.getInt("port", 8000) != 0 &&
+                    !server.bind_to_port(host.c_str(), (int)port))) {
+    gStopRequested = true;
+    watcher.join();
+    throw RuntimeError("cannot listen on " + host + ":" + std::to_string(port) +
+                       " (in use, or not an address of this machine)");
+  }
+  std::fprintf(stderr, "fbt: serving '%s' (%s regime by default, tokenizer %s) on "
+                       "http://%s:%lld/v1\n",
+               model.c_str(), defaultRegime.name().c_str(),
+               session.tokenizerName().c_str(), host.c_str(), (long long)port);
+  server.listen_after_bind();
+  gStopRequested = true;
+  watcher.join();
+  std::fputs("fbt: stopped\n", stderr);
+  return 0;
+}
+
+} // namespace fbt
