@@ -16,6 +16,7 @@
 #ifndef FBT_RUNTIME_DECODER_H
 #define FBT_RUNTIME_DECODER_H
 
+#include "runtime/Regime.h"
 #include "runtime/Session.h"
 
 #include <functional>
@@ -26,23 +27,6 @@
 #include <vector>
 
 namespace fbt {
-
-struct Regime {
-  enum class Kind { Standard, Soft, Fused };
-  Kind kind = Kind::Standard;
-  int64_t passes = 2; ///< fused[n]: n
-
-  /// "standard", "soft", "fused" (= fused[2]), "fused:3" or "fused[3]".
-  static Regime parse(const std::string &text);
-  std::string name() const;
-};
-
-struct SamplingOptions {
-  double temperature = 0; ///< 0: greedy
-  int64_t topK = 0;       ///< 0: off
-  double topP = 1.0;      ///< 1: off
-  uint64_t seed = 0;
-};
 
 class Decoder {
 public:

@@ -156,6 +156,9 @@ GenerationRequest parseGenerationRequest(const std::string &body, bool chat,
       } catch (const RuntimeError &e) {
         bad(key, std::string("'regime': ") + e.what());
       }
+      // Each fused pass is a prefill of the whole prompt.
+      if (r.regime.kind == Regime::Kind::Fused && r.regime.passes > kMaxFusedPasses)
+        bad(key, "'regime': at most fused:" + std::to_string(kMaxFusedPasses));
     } else if (!ignored.count(key)) {
       bad(key, "unknown field '" + key + "'");
     }

@@ -26,13 +26,16 @@
 #ifndef FBT_RUNTIME_SERVING_H
 #define FBT_RUNTIME_SERVING_H
 
-#include "runtime/Decoder.h"
+#include "runtime/Regime.h"
 #include "runtime/Json.h"
 
 #include <string>
 #include <vector>
 
 namespace fbt {
+
+/// The most passes a request's fused:N regime may ask for.
+constexpr int64_t kMaxFusedPasses = 8;
 
 struct ApiError {
   int status = 400;

@@ -1,0 +1,47 @@
+//===- request_fuzzer.cpp - libFuzzer target for fbt serve's requests -----===//
+//
+// Any request body, for either endpoint, must give a request within the
+// limits parseGenerationRequest states or one ApiError (status 400, one
+// line, the JSON of an OpenAI error); the reply and chunk builders must
+// take whatever text it carries, and utf8Text must return valid UTF-8.
+// Checks that fail abort, so the fuzzer finds them as crashes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/Json.h"
+#include "runtime/Serving.h"
+
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+
+using namespace fbt;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  std::string body(reinterpret_cast<const char *>(data), size);
+  for (bool chat : {false, true}) {
+    try {
+      GenerationRequest r = parseGenerationRequest(body, chat, Regime::parse("soft"));
+      if (r.maxTokens < 1 || r.n < 1 || r.n > 8 || r.stop.size() > 4 ||
+          r.sampling.temperature < 0 || r.sampling.temperature > 2 ||
+          !(r.sampling.topP > 0 && r.sampling.topP <= 1) ||
+          (r.regime.kind == Regime::Kind::Fused && r.regime.passes > kMaxFusedPasses))
+        std::abort();
+      // Replies carry the generated text (the prompt here), valid or not.
+      std::string text = utf8Text(r.prompt, true);
+      Json::parse(replyJson(r, "id", 0, {{text, "stop"}}, 1, 1));
+      Json::parse(chunkJson(r, "id", 0, 0, text, "", true));
+      (void)stopAt(text, r);
+    } catch (const ApiError &e) {
+      if (e.status != 400 || e.message.empty() ||
+          e.message.find('\n') != std::string::npos)
+        std::abort();
+      Json::parse(e.body()); // the error reply is JSON
+    }
+  }
+  // Whatever bytes a model emits, the text sent is UTF-8 (the JSON reader
+  // refuses anything else).
+  Json::parse(Json(utf8Text(body, true)).dump());
+  Json::parse(Json(utf8Text(body, false)).dump());
+  return 0;
+}
