@@ -238,7 +238,10 @@ Decoder::generate(const std::vector<std::vector<int32_t>> &prompts,
                   const Regime &regime, const SamplingOptions &sampling,
                   int64_t maxNew,
                   const std::function<bool(int64_t, int32_t)> &onToken) {
-  prefill(prompts, regime);
+  if (prompts.size() == 1 && cacheEntries_ > 0)
+    prefillCached(prompts[0], regime);
+  else
+    prefill(prompts, regime);
   int64_t n = prompts.size();
   std::vector<std::vector<int32_t>> out(n);
   std::vector<int32_t> positions(batch_, 0), tokens(batch_, 0);
@@ -268,6 +271,44 @@ Decoder::generate(const std::vector<std::vector<int32_t>> &prompts,
       positions[b] += live[b];
   }
   return out;
+}
+
+void Decoder::setPrefillCache(size_t entries) {
+  cacheEntries_ = entries;
+  if (cache_.size() > entries)
+    cache_.clear();
+}
+
+void Decoder::prefillCached(const std::vector<int32_t> &prompt,
+                            const Regime &regime) {
+  int64_t kind = regime.kind == Regime::Kind::Fused ? regime.passes : 1;
+  size_t rowBytes = prompt.size() * width_ * sizeof(float);
+  for (Prefilled &p : cache_)
+    if (p.kind == kind && p.prompt == prompt) {
+      // Row 0 of each cache holds positions 0.. first: the prompt's rows.
+      for (size_t i = 0; i < caches_.size(); ++i)
+        session_.device().upload(caches_[i].data(), p.kv[i].data(), rowBytes);
+      std::copy(p.state.begin(), p.state.end(), state_.as<float>());
+      std::copy(p.logits.begin(), p.logits.end(), lastLogits_.as<float>());
+      p.used = ++cacheClock_;
+      ++cacheHits_;
+      return;
+    }
+  ++cacheMisses_;
+  prefill({prompt}, regime);
+  Prefilled p{prompt, kind, {}, {}, {}, ++cacheClock_};
+  for (const DeviceBuffer &c : caches_) {
+    p.kv.emplace_back(prompt.size() * width_);
+    session_.device().download(p.kv.back().data(), c.data(), rowBytes);
+  }
+  p.state.assign(state_.as<float>(), state_.as<float>() + width_);
+  p.logits.assign(lastLogits_.as<float>(), lastLogits_.as<float>() + vocab_);
+  if (cache_.size() >= cacheEntries_) // the least recently used goes
+    cache_.erase(std::min_element(cache_.begin(), cache_.end(),
+                                  [](const Prefilled &a, const Prefilled &b) {
+                                    return a.used < b.used;
+                                  }));
+  cache_.push_back(std::move(p));
 }
 
 } // namespace fbt

@@ -61,6 +61,16 @@ public:
            const SamplingOptions &sampling, int64_t maxNew,
            const std::function<bool(int64_t, int32_t)> &onToken);
 
+  /// Keeps the prefills of up to `entries` prompts (least recently used go
+  /// first): generate() with one prompt it has prefilled before, in the same
+  /// kind of prefill (plain for standard and soft, fused:N its own), restores
+  /// the prompt's KV rows, carried state and last logits instead of running
+  /// the prefill again: bit for bit what the prefill wrote, so the tokens
+  /// are the same. 0 (the default) keeps none.
+  void setPrefillCache(size_t entries);
+  int64_t prefillCacheHits() const { return cacheHits_; }
+  int64_t prefillCacheMisses() const { return cacheMisses_; }
+
 private:
   /// Prefill (and fused passes) for up to B prompts; leaves the caches
   /// filled, each row's last logits and state in lastLogits_/state_.
@@ -80,6 +90,22 @@ private:
   std::vector<DeviceBuffer> caches_;    ///< k_cache.0.., v_cache.0.. (device)
   AlignedBuffer lastLogits_, state_;    ///< [B, 1, V], [B, 1, D] (host)
   std::map<std::string, std::unique_ptr<StepBinding>> bindings_;
+
+  /// Row 0's prefill of one prompt: per cache buffer the prompt's rows, the
+  /// carried state and the last logits.
+  struct Prefilled {
+    std::vector<int32_t> prompt;
+    int64_t kind; ///< 1: plain; N: fused:N
+    std::vector<std::vector<float>> kv;
+    std::vector<float> state, logits;
+    uint64_t used = 0;
+  };
+  /// Prefills `prompt` in row 0, or restores it from the cache.
+  void prefillCached(const std::vector<int32_t> &prompt, const Regime &regime);
+  std::vector<Prefilled> cache_;
+  size_t cacheEntries_ = 0;
+  uint64_t cacheClock_ = 0;
+  int64_t cacheHits_ = 0, cacheMisses_ = 0;
 };
 
 } // namespace fbt

@@ -43,6 +43,7 @@ if shutil.which("node") and shutil.which("npm"):
 config.substitutions.append(("%npm_cache", os.path.join(config.fbt_obj_root, "test", "npm")))
 config.substitutions.append(("%tokenizers", os.path.join(config.fbt_src_root, "test", "tokenizers")))
 config.substitutions.append(("%serve", os.path.join(config.fbt_src_root, "test", "serve")))
+config.substitutions.append(("%runtime_tests", os.path.join(config.fbt_obj_root, "test", "runtime", "fbt-runtime-tests")))
 config.substitutions.append(("%npm_setup", os.path.join(config.fbt_src_root, "test", "npm.sh")))
 # GPU end-to-end tests need a usable GPU; elsewhere lit reports them
 # UNSUPPORTED. `fbt devices` exits 0 only when it can use one, and names its

@@ -10,7 +10,8 @@
 // queued requests in order, each on row 0 of the decode batch; HTTP threads
 // parse, queue and stream. A full queue (--max-queue) answers 429; a client
 // that goes away stops its generation at the next token; SIGTERM or SIGINT
-// stops taking requests (503), finishes those in flight, and exits 0.
+// stops taking requests (503), finishes those in flight, and exits 0. The
+// decoder keeps the last --prefix-cache prefills (Decoder::setPrefillCache).
 //
 //===----------------------------------------------------------------------===//
 
@@ -73,7 +74,7 @@ struct Metrics {
   static constexpr double kBuckets[] = {0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
   std::vector<int64_t> latency = std::vector<int64_t>(std::size(kBuckets) + 1, 0);
   double latencySum = 0;
-  std::atomic<int64_t> queued{0}, busyRows{0};
+  std::atomic<int64_t> queued{0}, busyRows{0}, cacheHits{0}, cacheMisses{0};
 
   void request(const std::string &endpoint, int status) {
     std::lock_guard<std::mutex> g(m);
@@ -109,6 +110,12 @@ struct Metrics {
            "# HELP fbt_batch_occupancy Decode batch rows in use, of the batch.\n"
            "# TYPE fbt_batch_occupancy gauge\n"
            "fbt_batch_occupancy " + std::to_string((double)busyRows / batch) + "\n"
+           "# HELP fbt_prefix_cache_hits_total Prompts whose prefill was restored.\n"
+           "# TYPE fbt_prefix_cache_hits_total counter\n"
+           "fbt_prefix_cache_hits_total " + std::to_string(cacheHits.load()) + "\n"
+           "# HELP fbt_prefix_cache_misses_total Prompts prefilled.\n"
+           "# TYPE fbt_prefix_cache_misses_total counter\n"
+           "fbt_prefix_cache_misses_total " + std::to_string(cacheMisses.load()) + "\n"
            "# HELP fbt_request_seconds Time from arrival to the last token.\n"
            "# TYPE fbt_request_seconds histogram\n";
     int64_t cumulative = 0;
@@ -126,9 +133,12 @@ struct Metrics {
 
 class Engine {
 public:
-  Engine(Session &session, size_t maxQueue, Metrics &metrics)
+  Engine(Session &session, size_t maxQueue, size_t prefixCache, Metrics &metrics)
       : session_(session), decoder_(session), tok_(session.tokenizer()),
-        maxQueue_(maxQueue), metrics_(metrics), worker_([this] { loop(); }) {}
+        maxQueue_(maxQueue), metrics_(metrics) {
+    decoder_.setPrefillCache(prefixCache);
+    worker_ = std::thread([this] { loop(); });
+  }
   ~Engine() {
     {
       std::lock_guard<std::mutex> g(m_);
@@ -180,6 +190,8 @@ private:
         job->error = e.what();
       }
       metrics_.busyRows = 0;
+      metrics_.cacheHits = decoder_.prefillCacheHits();
+      metrics_.cacheMisses = decoder_.prefillCacheMisses();
       {
         std::lock_guard<std::mutex> g(job->m);
         job->done = true;
@@ -279,20 +291,23 @@ void sendError(httplib::Response &res, const ApiError &e) {
 
 int runServe(int argc, char **argv) {
   Args args(argc, argv, 2,
-            {"ckpt", "host", "port", "mode", "max-queue", "model-name", "tokenizer"},
+            {"ckpt", "host", "port", "mode", "max-queue", "model-name", "tokenizer",
+             "prefix-cache"},
             {"help"});
   if (args.has("help")) {
     std::puts(
         "usage: fbt serve BUNDLE --ckpt CKPT [--host 127.0.0.1] [--port 8000]\n"
         "                 [--mode standard|soft|fused:N] [--max-queue 64]\n"
-        "                 [--model-name NAME] [--tokenizer T]\n\n"
+        "                 [--model-name NAME] [--tokenizer T] [--prefix-cache 64]\n\n"
         "Serves the model over HTTP, OpenAI-compatible:\n"
         "  POST /v1/completions, /v1/chat/completions  (\"stream\": true for\n"
         "       server-sent events; \"regime\": standard|soft|fused:N, default\n"
         "       --mode, itself soft by default)\n"
         "  GET  /v1/models, /health, /metrics (Prometheus)\n"
         "Requests run in arrival order; a full queue answers 429. SIGTERM\n"
-        "finishes the requests in flight and exits 0.");
+        "finishes the requests in flight and exits 0. The prefills of the last\n"
+        "--prefix-cache prompts (KV rows, carried state, logits; per regime's\n"
+        "prefill) are kept: a prompt seen again skips its prefill, exactly.");
     return 0;
   }
   if (!args.has("ckpt"))
@@ -304,13 +319,15 @@ int runServe(int argc, char **argv) {
   Regime defaultRegime = Regime::parse(args.get("mode", "soft"));
   std::string model = args.get("model-name", session.config().at("name").asString());
   int64_t maxQueue = args.getInt("max-queue", 64);
+  int64_t prefixCache = args.getInt("prefix-cache", 64);
   int64_t port = args.getInt("port", 8000);
-  if (maxQueue < 1 || port < 0 || port > 65535)
-    throw RuntimeError("--max-queue must be >= 1 and --port from 0 to 65535");
+  if (maxQueue < 1 || prefixCache < 0 || port < 0 || port > 65535)
+    throw RuntimeError("--max-queue must be >= 1, --prefix-cache >= 0 and --port "
+                       "from 0 to 65535");
   std::string host = args.get("host", "127.0.0.1");
 
   Metrics metrics;
-  Engine engine(session, (size_t)maxQueue, metrics);
+  Engine engine(session, (size_t)maxQueue, (size_t)prefixCache, metrics);
   std::atomic<bool> draining{false};
   httplib::Server server;
 
