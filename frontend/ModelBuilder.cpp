@@ -104,11 +104,20 @@ public:
       buildPassesStep(k, /*eval=*/false);
     buildPassesStep(spec.feedback.fusion == Fusion::None ? 1 : ModelSpec::kEvalPasses,
                     /*eval=*/true);
-    buildPrefill(/*fused=*/false);
-    buildDecodeStep(/*feedback=*/spec.feedback.fusion != Fusion::None);
-    if (spec.feedback.fusion != Fusion::None) {
-      buildPrefill(/*fused=*/true);
+    bool feedback = spec.feedback.fusion != Fusion::None;
+    const int64_t bs = spec.inference.batchSize;
+    buildPrefill(/*fused=*/false, bs);
+    buildDecodeStep(/*feedback=*/feedback);
+    if (feedback) {
+      buildPrefill(/*fused=*/true, bs);
       buildDecodeStep(/*feedback=*/false);
+    }
+    // One row's prefill, for a sequence that joins a running batch: its
+    // caches are that row's slice of the batch's, so the others keep theirs.
+    if (bs > 1) {
+      buildPrefill(/*fused=*/false, 1);
+      if (feedback)
+        buildPrefill(/*fused=*/true, 1);
     }
     return module;
   }
@@ -371,8 +380,8 @@ private:
   /// The KV caches (k_cache.0.., v_cache.0..) as the last inputs and the
   /// last results of a step that reads and updates them.
   void addCaches(SmallVector<std::pair<StringRef, Type>> &inputs,
-                 SmallVector<std::pair<std::string, Type>> &results) {
-    auto cache = f32({spec.inference.batchSize, spec.inference.maxSequenceLength, D()});
+                 SmallVector<std::pair<std::string, Type>> &results, int64_t rows) {
+    auto cache = f32({rows, spec.inference.maxSequenceLength, D()});
     if (cacheNames.empty())
       for (const char *kind : {"k_cache.", "v_cache."})
         for (int64_t l = 0; l < spec.numHiddenLayers; ++l)
@@ -396,9 +405,10 @@ private:
   /// input at t >= 1 fuses the token with the previous pass's state at t-1.
   /// Both write the caches from position 0 and return every position's
   /// state (the next fused pass's input) and the last position's logits.
-  void buildPrefill(bool fused) {
-    const int64_t bs = spec.inference.batchSize,
-                  t = spec.inference.maxPromptLength;
+  /// Over `bs` rows: the decode batch, or one row of it (prefill_row,
+  /// prefill_fused_row).
+  void buildPrefill(bool fused, int64_t bs) {
+    const int64_t t = spec.inference.maxPromptLength;
     auto x = f32({bs, t, D()});
     SmallVector<std::pair<StringRef, Type>> inputs = {
         {"input_ids", i32({bs, t})}, {"last_positions", i32({bs})}};
@@ -408,10 +418,12 @@ private:
         {"logits", f32({bs, 1, spec.vocabSize})},
         {"state", f32({bs, 1, D()})},
         {"states", x}};
-    addCaches(inputs, results);
+    addCaches(inputs, results, bs);
 
-    auto [fn, args] = startFunction(fused ? "prefill_fused" : "prefill", inputs,
-                                    results, "prefill");
+    std::string name = fused ? "prefill_fused" : "prefill";
+    if (bs != spec.inference.batchSize)
+      name += "_row";
+    auto [fn, args] = startFunction(name, inputs, results, "prefill");
     Params p = Params::bind(ValueRange(args).take_front(params.size()),
                             spec.numHiddenLayers);
     unsigned i = params.size();
@@ -461,7 +473,7 @@ private:
       inputs.append({{"state", x}, {"feedback_on", f32({bs, 1})}});
     SmallVector<std::pair<std::string, Type>> results = {
         {"logits", f32({bs, 1, spec.vocabSize})}, {"state", x}};
-    addCaches(inputs, results);
+    addCaches(inputs, results, bs);
 
     auto [fn, args] = startFunction(feedback ? "decode_step" : "decode_step_plain",
                                     inputs, results, "decode");

@@ -6,6 +6,9 @@
 //   decode_step  one token per sequence against the KV caches, with the
 //                feedback path switched per sequence (standard vs soft)
 //   prefill_fused  one further pass of fused[n] prefill over the prompt
+//   prefill_row, prefill_fused_row  the same over one row of the decode batch
+//                (a batch of more than one): a sequence joining a running
+//                batch, prefilled into its row's slice of the caches
 // Every step takes the same parameter list first, in `parameterNames` order,
 // so one set of weights serves them all.
 //

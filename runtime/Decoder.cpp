@@ -30,10 +30,13 @@ Decoder::Decoder(Session &s) : session_(s) {
 }
 
 StepBinding &Decoder::binding(const std::string &step,
-                              const std::set<std::string> &inputs) {
-  auto &b = bindings_[step];
+                              const std::set<std::string> &inputs, int64_t row) {
+  auto &b = bindings_[row == 0 ? step : step + "@" + std::to_string(row)];
   if (b)
     return *b;
+  // A step over fewer rows than the batch (prefill_row) sees the caches from
+  // row `row` on: rows are contiguous, [B, maxSequence, D].
+  size_t offset = row * maxSequence_ * width_ * sizeof(float);
   auto owned = [&](const std::string &name) -> void * {
     if (void *p = session_.stateBuffer(name))
       return p;
@@ -44,7 +47,7 @@ StepBinding &Decoder::binding(const std::string &step,
           throw RuntimeError("step '" + step + "' takes a cache for layer " +
                              std::to_string(layer) + ", but the model has " +
                              std::to_string(layers_));
-        return caches_[first * layers_ + layer].data();
+        return static_cast<char *>(caches_[first * layers_ + layer].data()) + offset;
       }
     return nullptr;
   };
@@ -59,41 +62,59 @@ void Decoder::prefill(const std::vector<std::vector<int32_t>> &prompts,
   if ((int64_t)prompts.size() > batch_)
     throw RuntimeError(std::to_string(prompts.size()) + " prompts, but the bundle "
                        "decodes " + std::to_string(batch_) + " at a time");
-  std::vector<int32_t> ids(batch_ * maxPrompt_, 0), last(batch_, 0);
+  runPrefill(prompts, regime, 0, batch_, afterPass);
+}
+
+void Decoder::runPrefill(const std::vector<std::vector<int32_t>> &prompts,
+                         const Regime &regime, int64_t row, int64_t rows,
+                         const std::function<void(StepBinding &)> &afterPass) {
+  std::vector<int32_t> ids(rows * maxPrompt_, 0), last(rows, 0);
   for (size_t b = 0; b < prompts.size(); ++b) {
     const auto &p = prompts[b];
+    int64_t which = row + (int64_t)b;
     if (p.empty())
-      throw RuntimeError("prompt " + std::to_string(b) + " is empty");
+      throw RuntimeError("prompt " + std::to_string(which) + " is empty");
     if ((int64_t)p.size() > maxPrompt_)
-      throw RuntimeError("prompt " + std::to_string(b) + " has " +
+      throw RuntimeError("prompt " + std::to_string(which) + " has " +
                          std::to_string(p.size()) + " tokens; the bundle's "
                          "prefill takes at most " + std::to_string(maxPrompt_) +
                          " (inference.max_prompt_length)");
     for (int32_t id : p)
       if (id < 0 || id >= vocab_)
-        throw RuntimeError("prompt " + std::to_string(b) + " holds token " +
+        throw RuntimeError("prompt " + std::to_string(which) + " holds token " +
                            std::to_string(id) + ", outside the vocabulary");
     std::copy(p.begin(), p.end(), ids.begin() + b * maxPrompt_);
     last[b] = (int32_t)p.size() - 1;
   }
-  StepRunner &plain = session_.runner("prefill");
-  StepBinding &b = binding("prefill", {"input_ids", "last_positions"});
+  // The whole batch's steps, or one row's (a batch of one is its own row).
+  std::string suffix = rows == batch_ ? "" : "_row";
+  float *logits = lastLogits_.as<float>() + row * vocab_;
+  float *state = state_.as<float>() + row * width_;
+  size_t logitBytes = rows * vocab_ * sizeof(float), stateBytes = rows * width_ * sizeof(float);
+
+  std::string plainName = "prefill" + suffix;
+  if (!session_.bundle().hasStep(plainName))
+    throw RuntimeError("the bundle has no step '" + plainName + "' (compiled by an "
+                       "older fbtc): compile it again");
+  StepRunner &plain = session_.runner(plainName);
+  StepBinding &b = binding(plainName, {"input_ids", "last_positions"}, row);
   b.set("input_ids", ids.data(), ids.size() * sizeof(int32_t));
   b.set("last_positions", last.data(), last.size() * sizeof(int32_t));
   b.run(plain);
-  b.read("logits", lastLogits_.data(), lastLogits_.size());
-  b.read("state", state_.data(), state_.size());
+  b.read("logits", logits, logitBytes);
+  b.read("state", state, stateBytes);
   if (afterPass)
     afterPass(b);
 
   if (regime.kind != Regime::Kind::Fused)
     return;
-  if (!session_.bundle().hasStep("prefill_fused"))
+  std::string fusedName = "prefill_fused" + suffix;
+  if (!session_.bundle().hasStep(fusedName))
     throw RuntimeError("this model has no feedback path (fusion none): fused "
                        "decoding needs one");
-  StepRunner &fused = session_.runner("prefill_fused");
+  StepRunner &fused = session_.runner(fusedName);
   StepBinding &f =
-      binding("prefill_fused", {"input_ids", "last_positions", "prev_states"});
+      binding(fusedName, {"input_ids", "last_positions", "prev_states"}, row);
   f.set("input_ids", ids.data(), ids.size() * sizeof(int32_t));
   f.set("last_positions", last.data(), last.size() * sizeof(int32_t));
   const StepPlan &plan = fused.plan();
@@ -104,8 +125,8 @@ void Decoder::prefill(const std::vector<std::vector<int32_t>> &prompts,
     session_.device().copy(f.input("prev_states"), states, bytes);
     f.run(fused);
     states = f.output("states");
-    f.read("logits", lastLogits_.data(), lastLogits_.size());
-    f.read("state", state_.data(), state_.size());
+    f.read("logits", logits, logitBytes);
+    f.read("state", state, stateBytes);
     if (afterPass)
       afterPass(f);
   }
@@ -131,14 +152,33 @@ Decoder::passStates(const std::vector<int32_t> &prompt, int64_t passes) {
 
 void Decoder::decode(const std::vector<int32_t> &tokens,
                      const std::vector<int32_t> &positions, bool feedback) {
+  decode(tokens, positions, std::vector<bool>(batch_, feedback));
+}
+
+void Decoder::step(const std::vector<int32_t> &tokens,
+                   const std::vector<int32_t> &positions,
+                   const std::vector<bool> &feedback) {
+  if ((int64_t)tokens.size() != batch_ || (int64_t)positions.size() != batch_ ||
+      (int64_t)feedback.size() != batch_)
+    throw RuntimeError("a decode step takes one token, position and feedback "
+                       "flag per row (" + std::to_string(batch_) + ")");
+  decode(tokens, positions, feedback);
+}
+
+void Decoder::decode(const std::vector<int32_t> &tokens,
+                     const std::vector<int32_t> &positions,
+                     const std::vector<bool> &feedback) {
   for (int64_t b = 0; b < batch_; ++b)
     if (positions[b] >= maxSequence_)
       throw RuntimeError("sequence " + std::to_string(b) + " reached the "
                          "context length " + std::to_string(maxSequence_));
-  std::vector<float> on(batch_, feedback ? 1.0f : 0.0f);
+  std::vector<float> on(batch_);
+  bool any = false;
+  for (int64_t b = 0; b < batch_; ++b)
+    on[b] = feedback[b] ? 1.0f : 0.0f, any |= feedback[b];
   // Standard decoding takes the step without the feedback path when the
   // bundle has one (it has whenever the model has a feedback path at all).
-  bool plain = !feedback && session_.bundle().hasStep("decode_step_plain");
+  bool plain = !any && session_.bundle().hasStep("decode_step_plain");
   std::string name = plain ? "decode_step_plain" : "decode_step";
   StepRunner &step = session_.runner(name);
   StepBinding &b = binding(name, {"input_ids", "positions", "state", "feedback_on"});
@@ -280,35 +320,54 @@ void Decoder::setPrefillCache(size_t entries) {
 }
 
 void Decoder::prefillCached(const std::vector<int32_t> &prompt,
-                            const Regime &regime) {
+                            const Regime &regime, int64_t row) {
   int64_t kind = regime.kind == Regime::Kind::Fused ? regime.passes : 1;
   size_t rowBytes = prompt.size() * width_ * sizeof(float);
+  // Row `row` of each cache starts at position 0 of that row.
+  size_t rowStart = row * maxSequence_ * width_ * sizeof(float);
   for (Prefilled &p : cache_)
     if (p.kind == kind && p.prompt == prompt) {
-      // Row 0 of each cache holds positions 0.. first: the prompt's rows.
       for (size_t i = 0; i < caches_.size(); ++i)
-        session_.device().upload(caches_[i].data(), p.kv[i].data(), rowBytes);
-      std::copy(p.state.begin(), p.state.end(), state_.as<float>());
-      std::copy(p.logits.begin(), p.logits.end(), lastLogits_.as<float>());
+        session_.device().upload(static_cast<char *>(caches_[i].data()) + rowStart,
+                                 p.kv[i].data(), rowBytes);
+      std::copy(p.state.begin(), p.state.end(), state_.as<float>() + row * width_);
+      std::copy(p.logits.begin(), p.logits.end(), lastLogits_.as<float>() + row * vocab_);
       p.used = ++cacheClock_;
       ++cacheHits_;
       return;
     }
   ++cacheMisses_;
-  prefill({prompt}, regime);
+  runPrefill({prompt}, regime, row, 1, {});
+  if (cacheEntries_ == 0)
+    return;
   Prefilled p{prompt, kind, {}, {}, {}, ++cacheClock_};
   for (const DeviceBuffer &c : caches_) {
     p.kv.emplace_back(prompt.size() * width_);
-    session_.device().download(p.kv.back().data(), c.data(), rowBytes);
+    session_.device().download(p.kv.back().data(),
+                               static_cast<const char *>(c.data()) + rowStart, rowBytes);
   }
-  p.state.assign(state_.as<float>(), state_.as<float>() + width_);
-  p.logits.assign(lastLogits_.as<float>(), lastLogits_.as<float>() + vocab_);
+  const float *state = state_.as<float>() + row * width_;
+  const float *logits = lastLogits_.as<float>() + row * vocab_;
+  p.state.assign(state, state + width_);
+  p.logits.assign(logits, logits + vocab_);
   if (cache_.size() >= cacheEntries_) // the least recently used goes
     cache_.erase(std::min_element(cache_.begin(), cache_.end(),
                                   [](const Prefilled &a, const Prefilled &b) {
                                     return a.used < b.used;
                                   }));
   cache_.push_back(std::move(p));
+}
+
+void Decoder::admit(int64_t row, const std::vector<int32_t> &prompt,
+                    const Regime &regime) {
+  if (row < 0 || row >= batch_)
+    throw RuntimeError("row " + std::to_string(row) + " is not in the batch of " +
+                       std::to_string(batch_));
+  if (prompt.empty())
+    throw RuntimeError("an empty prompt");
+  // The row's prefill writes its slice of the caches, its state and logits
+  // alone: the other rows decode on as they were.
+  prefillCached(prompt, regime, row);
 }
 
 } // namespace fbt

@@ -61,6 +61,24 @@ public:
            const SamplingOptions &sampling, int64_t maxNew,
            const std::function<bool(int64_t, int32_t)> &onToken);
 
+  // Continuous batching: sequences join and leave rows between decode steps.
+  /// Prefills `prompt` into row `row` alone, from the prefill cache when it
+  /// holds it; every other row's KV cache, state and logits are kept.
+  void admit(int64_t row, const std::vector<int32_t> &prompt, const Regime &regime);
+  /// One decode step for every row: its token, its position, and whether its
+  /// state is fed back (soft and fused rows) or not (standard rows, idle
+  /// ones). Rows without feedback anywhere take the plain step.
+  void step(const std::vector<int32_t> &tokens, const std::vector<int32_t> &positions,
+            const std::vector<bool> &feedback);
+  /// Row `row`'s logits after its admission or the last step ([V]).
+  const float *logits(int64_t row) const { return lastLogits_.as<float>() + row * vocab_; }
+  /// The token `sampling` chooses from `logits`; `counter` numbers the draw
+  /// (a sequence's token index, so that batching never changes a result).
+  int32_t choose(const float *logits, const SamplingOptions &sampling,
+                 uint64_t counter) const {
+    return sample(logits, sampling, counter);
+  }
+
   /// Keeps the prefills of up to `entries` prompts (least recently used go
   /// first): generate() with one prompt it has prefilled before, in the same
   /// kind of prefill (plain for standard and soft, fused:N its own), restores
@@ -80,10 +98,20 @@ private:
   /// One decode step: token and position per row; updates logits and state.
   void decode(const std::vector<int32_t> &tokens, const std::vector<int32_t> &positions,
               bool feedback);
+  void decode(const std::vector<int32_t> &tokens, const std::vector<int32_t> &positions,
+              const std::vector<bool> &feedback);
   int32_t sample(const float *logits, const SamplingOptions &s, uint64_t counter) const;
   /// The step's runner and its binding (made once, then reused: the same
   /// buffers every token).
-  StepBinding &binding(const std::string &step, const std::set<std::string> &inputs);
+  /// `row`: the first row of the decode batch the step sees (steps over
+  /// one row bind that row's slice of the caches; one binding per row).
+  StepBinding &binding(const std::string &step, const std::set<std::string> &inputs,
+                       int64_t row = 0);
+  /// Prefills `prompts` into rows [row, row + rows): the whole batch's steps
+  /// when `rows` is the batch, else one row's (prefill_row, prefill_fused_row).
+  void runPrefill(const std::vector<std::vector<int32_t>> &prompts, const Regime &regime,
+                  int64_t row, int64_t rows,
+                  const std::function<void(StepBinding &)> &afterPass);
 
   Session &session_;
   int64_t batch_, maxPrompt_, maxSequence_, vocab_, width_, layers_;
@@ -100,8 +128,10 @@ private:
     std::vector<float> state, logits;
     uint64_t used = 0;
   };
-  /// Prefills `prompt` in row 0, or restores it from the cache.
-  void prefillCached(const std::vector<int32_t> &prompt, const Regime &regime);
+  /// Prefills `prompt` in row `row` alone (the other rows keep their caches,
+  /// state and logits), or restores it from the cache.
+  void prefillCached(const std::vector<int32_t> &prompt, const Regime &regime,
+                     int64_t row = 0);
   std::vector<Prefilled> cache_;
   size_t cacheEntries_ = 0;
   uint64_t cacheClock_ = 0;

@@ -6,9 +6,10 @@
 // chat template, errors; "stream": true as server-sent events), GET
 // /v1/models, /health, and /metrics (Prometheus text).
 //
-// One engine thread owns the session and the compiled decoder and runs the
-// queued requests in order, each on row 0 of the decode batch; HTTP threads
-// parse, queue and stream. A full queue (--max-queue) answers 429; a client
+// One engine thread owns the compiled decoder and batches requests
+// continuously (Engine): each choice takes a row of the decode batch when
+// one is free and leaves it when it ends; HTTP threads parse, queue and
+// stream. A full queue (--max-queue) answers 429; a client
 // that goes away stops its generation at the next token; SIGTERM or SIGINT
 // stops taking requests (503), finishes those in flight, and exits 0. The
 // decoder keeps the last --prefix-cache prefills (Decoder::setPrefillCache).
@@ -34,6 +35,7 @@
 #include <iterator>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 namespace fbt {
@@ -59,7 +61,8 @@ struct Job {
     std::string text, finish;
   };
   std::deque<Delta> deltas; ///< streamed pieces not yet sent
-  std::vector<Choice> choices;
+  std::vector<Choice> choices; ///< by index, as each ends
+  int64_t finishedChoices = 0;
   int64_t completionTokens = 0;
   bool done = false;
   std::string error;
@@ -75,6 +78,9 @@ struct Metrics {
   std::vector<int64_t> latency = std::vector<int64_t>(std::size(kBuckets) + 1, 0);
   double latencySum = 0;
   std::atomic<int64_t> queued{0}, busyRows{0}, cacheHits{0}, cacheMisses{0};
+  /// Decode steps taken, and the busy rows summed over them: their ratio
+  /// over the batch is the mean occupancy.
+  std::atomic<int64_t> steps{0}, rowSteps{0};
 
   void request(const std::string &endpoint, int status) {
     std::lock_guard<std::mutex> g(m);
@@ -110,6 +116,15 @@ struct Metrics {
            "# HELP fbt_batch_occupancy Decode batch rows in use, of the batch.\n"
            "# TYPE fbt_batch_occupancy gauge\n"
            "fbt_batch_occupancy " + std::to_string((double)busyRows / batch) + "\n"
+           "# HELP fbt_batch_rows Rows of the compiled decode step.\n"
+           "# TYPE fbt_batch_rows gauge\n"
+           "fbt_batch_rows " + std::to_string(batch) + "\n"
+           "# HELP fbt_decode_steps_total Decode steps taken.\n"
+           "# TYPE fbt_decode_steps_total counter\n"
+           "fbt_decode_steps_total " + std::to_string(steps.load()) + "\n"
+           "# HELP fbt_decode_row_steps_total Busy rows summed over decode steps.\n"
+           "# TYPE fbt_decode_row_steps_total counter\n"
+           "fbt_decode_row_steps_total " + std::to_string(rowSteps.load()) + "\n"
            "# HELP fbt_prefix_cache_hits_total Prompts whose prefill was restored.\n"
            "# TYPE fbt_prefix_cache_hits_total counter\n"
            "fbt_prefix_cache_hits_total " + std::to_string(cacheHits.load()) + "\n"
@@ -131,11 +146,16 @@ struct Metrics {
   }
 };
 
+/// Continuous batching over the compiled decode step: each of a request's
+/// n choices is a sequence that takes a row of the decode batch when one is
+/// free (its prompt prefilled into that row alone, Decoder::admit), decodes
+/// one token per step beside the others, each row in its own regime and
+/// with its own sampling, and frees the row when it ends.
 class Engine {
 public:
   Engine(Session &session, size_t maxQueue, size_t prefixCache, Metrics &metrics)
-      : session_(session), decoder_(session), tok_(session.tokenizer()),
-        maxQueue_(maxQueue), metrics_(metrics) {
+      : decoder_(session), tok_(session.tokenizer()), maxQueue_(maxQueue),
+        metrics_(metrics), rows_(decoder_.batchSize()) {
     decoder_.setPrefillCache(prefixCache);
     worker_ = std::thread([this] { loop(); });
   }
@@ -157,6 +177,7 @@ public:
     std::lock_guard<std::mutex> g(m_);
     if (queue_.size() >= maxQueue_)
       return false;
+    job->choices.resize(job->req.n);
     queue_.push_back(std::move(job));
     metrics_.queued = queue_.size();
     cv_.notify_one();
@@ -165,89 +186,188 @@ public:
   /// No request queued or running.
   bool idle() {
     std::lock_guard<std::mutex> g(m_);
-    return queue_.empty() && !running_;
+    return queue_.empty() && !busy_;
   }
 
 private:
+  struct Sequence {
+    std::shared_ptr<Job> job;
+    int64_t choice = 0;
+    SamplingOptions sampling;
+    std::vector<int32_t> ids; ///< generated, for the text
+    std::string text, finish = "length";
+    int32_t next = 0;     ///< the token the next step feeds
+    int32_t position = 0; ///< where it goes
+    int64_t produced = 0, maxNew = 0;
+    bool done = false;
+  };
+
   void loop() {
     while (true) {
-      std::shared_ptr<Job> job;
       {
         std::unique_lock<std::mutex> l(m_);
-        cv_.wait(l, [&] { return stopping_ || !queue_.empty(); });
-        if (queue_.empty())
+        cv_.wait(l, [&] {
+          return stopping_ || !queue_.empty() || !pending_.empty() || active() > 0;
+        });
+        if (stopping_ && queue_.empty() && active() == 0)
           return;
-        job = queue_.front();
-        queue_.pop_front();
+        // Requests become sequences as rows come free.
+        while (!queue_.empty() && pending_.size() < rows_.size()) {
+          std::shared_ptr<Job> job = queue_.front();
+          queue_.pop_front();
+          for (int64_t c = 0; c < job->req.n; ++c)
+            pending_.push_back(makeSequence(job, c));
+        }
         metrics_.queued = queue_.size();
-        running_ = true;
+        busy_ = true;
       }
-      metrics_.busyRows = 1;
       try {
-        run(*job);
-      } catch (const std::exception &e) {
-        std::lock_guard<std::mutex> g(job->m);
-        job->error = e.what();
+        admitPending();
+        if (active() > 0)
+          stepAll();
+      } catch (const std::exception &e) { // fails every sequence in flight
+        for (auto &row : rows_)
+          if (row)
+            fail(*row, e.what()), row.reset();
+        for (Sequence &s : pending_)
+          fail(s, e.what());
+        pending_.clear();
       }
-      metrics_.busyRows = 0;
+      metrics_.busyRows = active();
       metrics_.cacheHits = decoder_.prefillCacheHits();
       metrics_.cacheMisses = decoder_.prefillCacheMisses();
-      {
-        std::lock_guard<std::mutex> g(job->m);
-        job->done = true;
-      }
-      job->cv.notify_all();
-      double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                                  job->arrived)
-                        .count();
-      metrics_.finished(secs, (int64_t)job->prompt.size() - 1, job->completionTokens);
       std::lock_guard<std::mutex> g(m_);
-      running_ = false;
+      busy_ = active() > 0 || !pending_.empty();
     }
   }
 
-  /// Each choice in turn on row 0, its own seed (seed + index).
-  void run(Job &job) {
-    int64_t room = decoder_.maxSequence() - (int64_t)job.prompt.size();
-    int64_t maxNew = std::min<int64_t>(job.req.maxTokens, std::max<int64_t>(room, 0));
-    int32_t separator = tok_.documentSeparator();
-    for (int64_t c = 0; c < job.req.n && !job.cancelled; ++c) {
-      SamplingOptions s = job.req.sampling;
-      s.seed += (uint64_t)c;
-      std::vector<int32_t> ids;
-      std::string text, finish = "length";
-      bool stopped = false;
-      // Sends what `now` adds to the text sent so far.
-      auto extend = [&](const std::string &now) {
-        if (now.size() > text.size() && now.compare(0, text.size(), text) == 0) {
-          push(job, c, now.substr(text.size()), "");
-          text = now;
+  int64_t active() const {
+    int64_t n = 0;
+    for (const auto &row : rows_)
+      n += row.has_value();
+    return n;
+  }
+
+  Sequence makeSequence(const std::shared_ptr<Job> &job, int64_t choice) {
+    Sequence s;
+    s.job = job;
+    s.choice = choice;
+    s.sampling = job->req.sampling;
+    s.sampling.seed += (uint64_t)choice;
+    int64_t room = decoder_.maxSequence() - (int64_t)job->prompt.size();
+    s.maxNew = std::min<int64_t>(job->req.maxTokens, std::max<int64_t>(room, 0));
+    s.position = (int32_t)job->prompt.size();
+    return s;
+  }
+
+  /// Prefills waiting sequences into free rows and chooses their first token.
+  void admitPending() {
+    for (size_t r = 0; r < rows_.size(); ++r)
+      while (!rows_[r] && !pending_.empty()) {
+        Sequence s = std::move(pending_.front());
+        pending_.pop_front();
+        if (s.job->cancelled || s.maxNew == 0) {
+          finish(s);
+          continue;
         }
-      };
-      if (maxNew > 0)
-        decoder_.generate({job.prompt}, job.req.regime, s, maxNew,
-                          [&](int64_t, int32_t id) {
-                            if (job.cancelled)
-                              return false;
-                            ++job.completionTokens;
-                            if (id == separator) {
-                              finish = "stop";
-                              return false;
-                            }
-                            ids.push_back(id);
-                            std::string now = utf8Text(tok_.decode(ids), false);
-                            size_t cut = stopAt(now, job.req);
-                            if (cut != std::string::npos)
-                              now.resize(cut), finish = "stop", stopped = true;
-                            extend(now);
-                            return !stopped;
-                          });
-      if (!stopped) // a character left incomplete
-        extend(utf8Text(tok_.decode(ids), true));
-      push(job, c, "", finish);
+        decoder_.admit((int64_t)r, s.job->prompt, s.job->req.regime);
+        if (take(s, decoder_.choose(decoder_.logits(r), s.sampling, 0)))
+          rows_[r] = std::move(s);
+      }
+  }
+
+  void stepAll() {
+    int64_t b = decoder_.batchSize();
+    std::vector<int32_t> tokens(b, 0), positions(b, 0);
+    std::vector<bool> feedback(b, false);
+    for (int64_t r = 0; r < b; ++r)
+      if (rows_[r]) {
+        tokens[r] = rows_[r]->next;
+        positions[r] = rows_[r]->position;
+        feedback[r] = rows_[r]->job->req.regime.kind != Regime::Kind::Standard;
+      }
+    decoder_.step(tokens, positions, feedback);
+    ++metrics_.steps;
+    metrics_.rowSteps += active();
+    for (int64_t r = 0; r < b; ++r)
+      if (rows_[r]) {
+        Sequence &s = *rows_[r];
+        ++s.position;
+        if (!take(s, decoder_.choose(decoder_.logits(r), s.sampling, (uint64_t)s.produced)))
+          rows_[r].reset();
+      }
+  }
+
+  /// Takes sequence `s`'s next token `id`; false once `s` has ended (then
+  /// its choice is recorded).
+  bool take(Sequence &s, int32_t id) {
+    Job &job = *s.job;
+    if (job.cancelled)
+      return finish(s), false;
+    ++s.produced;
+    {
       std::lock_guard<std::mutex> g(job.m);
-      job.choices.push_back({text, finish});
+      ++job.completionTokens;
     }
+    if (id == tok_.documentSeparator()) {
+      s.finish = "stop";
+      return finish(s), false;
+    }
+    s.ids.push_back(id);
+    std::string now = utf8Text(tok_.decode(s.ids), false);
+    size_t cut = stopAt(now, job.req);
+    bool stopped = cut != std::string::npos;
+    if (stopped)
+      now.resize(cut), s.finish = "stop";
+    extend(s, now);
+    if (stopped)
+      return finish(s), false;
+    if (s.produced >= s.maxNew || s.position + 1 >= decoder_.maxSequence()) {
+      extend(s, utf8Text(tok_.decode(s.ids), true)); // a character left incomplete
+      return finish(s), false;
+    }
+    s.next = id;
+    return true;
+  }
+
+  /// Sends what `now` adds to the text sent so far.
+  void extend(Sequence &s, const std::string &now) {
+    if (now.size() > s.text.size() && now.compare(0, s.text.size(), s.text) == 0) {
+      push(*s.job, s.choice, now.substr(s.text.size()), "");
+      s.text = now;
+    }
+  }
+
+  void finish(Sequence &s) {
+    if (s.done)
+      return;
+    s.done = true;
+    push(*s.job, s.choice, "", s.finish);
+    Job &job = *s.job;
+    bool all;
+    {
+      std::lock_guard<std::mutex> g(job.m);
+      job.choices[s.choice] = {s.text, s.finish};
+      all = ++job.finishedChoices == job.req.n;
+      if (all)
+        job.done = true;
+    }
+    if (all) {
+      job.cv.notify_all();
+      double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                                  job.arrived)
+                        .count();
+      metrics_.finished(secs, (int64_t)job.prompt.size() - 1, job.completionTokens);
+    }
+  }
+
+  void fail(Sequence &s, const std::string &why) {
+    {
+      std::lock_guard<std::mutex> g(s.job->m);
+      if (s.job->error.empty())
+        s.job->error = why;
+    }
+    finish(s);
   }
 
   void push(Job &job, int64_t index, std::string delta, std::string finish) {
@@ -260,7 +380,6 @@ private:
     job.cv.notify_all();
   }
 
-  Session &session_;
   Decoder decoder_;
   const Tokenizer &tok_;
   size_t maxQueue_;
@@ -268,7 +387,9 @@ private:
   std::mutex m_;
   std::condition_variable cv_;
   std::deque<std::shared_ptr<Job>> queue_;
-  bool running_ = false, stopping_ = false;
+  std::deque<Sequence> pending_;              ///< engine thread only
+  std::vector<std::optional<Sequence>> rows_; ///< engine thread only
+  bool busy_ = false, stopping_ = false;
   std::thread worker_;
 };
 
