@@ -290,23 +290,34 @@ Value KernelBuilder::dot(Value x, Value xBase, Value y, Value yBase, int64_t n) 
 
 void KernelBuilder::axpy(Value alpha, Value x, Value xBase, Value y, Value yBase,
                          int64_t n) {
+  axpy(ArrayRef<Value>{alpha}, x, ArrayRef<Value>{xBase}, y, yBase, n);
+}
+
+void KernelBuilder::axpy(ArrayRef<Value> alphas, Value x, ArrayRef<Value> xBases,
+                         Value y, Value yBase, int64_t n) {
   auto scalar = [&](Value c) {
-    Value yi = iadd(yBase, c);
-    store(add(load(y, yi), mul(alpha, load(x, iadd(xBase, c)))), y, yi);
+    Value yi = iadd(yBase, c), acc = load(y, yi);
+    for (auto [alpha, xBase] : llvm::zip_equal(alphas, xBases))
+      acc = add(acc, mul(alpha, load(x, iadd(xBase, c))));
+    store(acc, y, yi);
   };
   if (gpu() || n < kVector)
     return loop(n, scalar);
   auto vt = VectorType::get({kVector}, b.getF32Type());
-  Value a = vector::BroadcastOp::create(b, loc, vt, alpha);
-  // contract: one fused multiply-add per lane.
+  SmallVector<Value> a;
+  for (Value alpha : alphas)
+    a.push_back(vector::BroadcastOp::create(b, loc, vt, alpha));
+  // contract: one fused multiply-add per lane and term.
   auto fma = arith::FastMathFlags::contract;
   for (int64_t c = 0; c + kVector <= n; c += kVector) {
     Value yi = iadd(yBase, c);
-    Value xv = vector::LoadOp::create(b, loc, vt, x, ValueRange{iadd(xBase, c)});
-    Value yv = vector::LoadOp::create(b, loc, vt, y, ValueRange{yi});
-    Value ax = arith::MulFOp::create(b, loc, a, xv, fma);
-    vector::StoreOp::create(b, loc, arith::AddFOp::create(b, loc, yv, ax, fma), y,
-                            ValueRange{yi});
+    Value acc = vector::LoadOp::create(b, loc, vt, y, ValueRange{yi});
+    for (auto [av, xBase] : llvm::zip_equal(a, xBases)) {
+      Value xv = vector::LoadOp::create(b, loc, vt, x, ValueRange{iadd(xBase, c)});
+      Value ax = arith::MulFOp::create(b, loc, av, xv, fma);
+      acc = arith::AddFOp::create(b, loc, acc, ax, fma);
+    }
+    vector::StoreOp::create(b, loc, acc, y, ValueRange{yi});
   }
   for (int64_t c = n / kVector * kVector; c < n; ++c)
     scalar(index(c));

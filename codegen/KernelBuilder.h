@@ -117,6 +117,10 @@ public:
   Value dot(Value a, Value aBase, Value b, Value bBase, int64_t n);
   /// y[yBase + c] += alpha * x[xBase + c] for c < n, in vectors on the CPU.
   void axpy(Value alpha, Value x, Value xBase, Value y, Value yBase, int64_t n);
+  /// y[yBase + c] += sum_i alphas[i] * x[xBases[i] + c], the terms added in
+  /// order: y is loaded and stored once for all of them.
+  void axpy(ArrayRef<Value> alphas, Value x, ArrayRef<Value> xBases, Value y,
+            Value yBase, int64_t n);
   /// The CPU's vector width in f32 lanes (AVX2).
   static constexpr int64_t kVector = 8;
 

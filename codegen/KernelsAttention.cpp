@@ -26,6 +26,9 @@ ArrayRef<int64_t> shape(Value v) {
   return cast<RankedTensorType>(v.getType()).getShape();
 }
 
+/// Queries per block of the CPU's attention backward.
+constexpr int64_t kQueryBlock = 4;
+
 /// q . k over one head's channels.
 Value dot(KernelBuilder &kb, Value a, Value aBase, Value b, Value bBase,
           int64_t n) {
@@ -151,7 +154,7 @@ FailureOr<func::FuncOp> mlir::fbt::buildAttentionKernel(KernelBuilder &kb,
 
   if (auto g = dyn_cast<AttentionGradOp>(op)) {
     // Args: dout, q, k, v, out | dq, dk, dv, all [B,T,D]. One parallel unit
-    // per (batch, head); queries run in order so dk and dv accumulate
+    // per (batch, head); query blocks run in order so dk and dv accumulate
     // race-free.
     ArrayRef<int64_t> q = shape(g.getQuery());
     int64_t bsz = q[0], t = q[1], d = q[2], h = g.getNumHeads(), dh = d / h;
@@ -174,36 +177,58 @@ FailureOr<func::FuncOp> mlir::fbt::buildAttentionKernel(KernelBuilder &kb,
           kb.store(kb.f32(0), dv, i);
         });
       });
-      // Per query: the probabilities in a scratch row (as in attendRow),
-      // then dS_j = P_j (dP_j - D); dq += dS k_j; dk_j += dS q; dv_j += P_j dout.
-      Value prob = kb.scratch(t);
-      kb.loop(t, [&](Value tq) {
-        Value qb = rowBase(tq), end = kb.iadd(tq, 1);
-        Value m = kb.foldRows(kb.index(0), end, {ninf},
-                          [&](Value j, ValueRange c) -> SmallVector<Value> {
-                            Value s = kb.mul(dot(kb, qm, qb, km, rowBase(j), dh),
-                                             kb.f32(scale));
-                            kb.store(s, prob, j);
-                            return {kb.max(c[0], s)};
-                          })[0];
-        Value l = kb.fold(kb.index(0), end, {kb.f32(0)},
-                          [&](Value j, ValueRange c) -> SmallVector<Value> {
-                            Value p = kb.exp(kb.sub(kb.load(prob, j), m));
-                            kb.store(p, prob, j);
-                            return {kb.accumulate(c[0], p)};
-                          })[0];
-        Value inv = kb.div(kb.f32(1), l);
-        // D = sum_j P_j (dout . v_j) = dout . out: no pass over the keys.
-        Value delta = dot(kb, dout, qb, om, qb, dh);
-        kb.loop(kb.index(0), end, [&](Value j) {
-          Value p = kb.mul(kb.load(prob, j), inv), kbj = rowBase(j);
-          Value dp = dot(kb, dout, qb, vm, kbj, dh);
-          Value ds = kb.mul(kb.mul(p, kb.sub(dp, delta)), kb.f32(scale));
-          kb.axpy(ds, km, kbj, dq, qb, dh);
+      // Queries in blocks of kQueryBlock: per query its probabilities in a
+      // scratch row (as in attendRow), zero past its last key up to the
+      // block's, then one pass over the block's keys: per query
+      // dS_j = P_j (dP_j - D) and dq += dS k_j; dk_j += sum dS q and
+      // dv_j += sum P_j dout for the whole block, so each key's dk and dv
+      // are loaded and stored once per block, not once per query. The terms
+      // are added in query order, as one query at a time would.
+      Value prob = kb.scratch(kQueryBlock * t);
+      auto block = [&](Value t0, int64_t rows) {
+        Value blockEnd = kb.iadd(t0, rows);
+        SmallVector<Value> qb, inv, delta;
+        for (int64_t r = 0; r < rows; ++r) {
+          Value tq = kb.iadd(t0, r), pr = kb.index(r * t);
+          qb.push_back(rowBase(tq));
+          Value end = kb.iadd(tq, 1);
+          Value m = kb.foldRows(kb.index(0), end, {ninf},
+                            [&](Value j, ValueRange c) -> SmallVector<Value> {
+                              Value s = kb.mul(dot(kb, qm, qb[r], km, rowBase(j), dh),
+                                               kb.f32(scale));
+                              kb.store(s, prob, kb.iadd(pr, j));
+                              return {kb.max(c[0], s)};
+                            })[0];
+          Value l = kb.fold(kb.index(0), end, {kb.f32(0)},
+                            [&](Value j, ValueRange c) -> SmallVector<Value> {
+                              Value at = kb.iadd(pr, j);
+                              Value p = kb.exp(kb.sub(kb.load(prob, at), m));
+                              kb.store(p, prob, at);
+                              return {kb.accumulate(c[0], p)};
+                            })[0];
+          inv.push_back(kb.div(kb.f32(1), l));
+          kb.loop(end, blockEnd, [&](Value j) { kb.store(kb.f32(0), prob, kb.iadd(pr, j)); });
+          // D = sum_j P_j (dout . v_j) = dout . out: no pass over the keys.
+          delta.push_back(dot(kb, dout, qb[r], om, qb[r], dh));
+        }
+        kb.loop(kb.index(0), blockEnd, [&](Value j) {
+          Value kbj = rowBase(j);
+          SmallVector<Value> p, ds;
+          for (int64_t r = 0; r < rows; ++r) {
+            p.push_back(kb.mul(kb.load(prob, kb.iadd(kb.index(r * t), j)), inv[r]));
+            Value dp = dot(kb, dout, qb[r], vm, kbj, dh);
+            ds.push_back(kb.mul(kb.mul(p[r], kb.sub(dp, delta[r])), kb.f32(scale)));
+            kb.axpy(ds[r], km, kbj, dq, qb[r], dh);
+          }
           kb.axpy(ds, qm, qb, dk, kbj, dh);
           kb.axpy(p, dout, qb, dv, kbj, dh);
         });
-      });
+      };
+      int64_t full = t / kQueryBlock * kQueryBlock;
+      kb.loop(kb.index(0), kb.index(full), kb.index(kQueryBlock),
+              [&](Value t0) { block(t0, kQueryBlock); });
+      if (full < t) // the last queries one at a time
+        kb.loop(kb.index(full), kb.index(t), [&](Value tq) { block(tq, 1); });
     });
     return kb.finish();
   }
