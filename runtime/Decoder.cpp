@@ -152,7 +152,7 @@ Decoder::passStates(const std::vector<int32_t> &prompt, int64_t passes) {
 
 void Decoder::decode(const std::vector<int32_t> &tokens,
                      const std::vector<int32_t> &positions, bool feedback) {
-  decode(tokens, positions, std::vector<bool>(batch_, feedback));
+  step(tokens, positions, std::vector<bool>(batch_, feedback));
 }
 
 void Decoder::step(const std::vector<int32_t> &tokens,
@@ -162,12 +162,6 @@ void Decoder::step(const std::vector<int32_t> &tokens,
       (int64_t)feedback.size() != batch_)
     throw RuntimeError("a decode step takes one token, position and feedback "
                        "flag per row (" + std::to_string(batch_) + ")");
-  decode(tokens, positions, feedback);
-}
-
-void Decoder::decode(const std::vector<int32_t> &tokens,
-                     const std::vector<int32_t> &positions,
-                     const std::vector<bool> &feedback) {
   for (int64_t b = 0; b < batch_; ++b)
     if (positions[b] >= maxSequence_)
       throw RuntimeError("sequence " + std::to_string(b) + " reached the "
@@ -180,13 +174,13 @@ void Decoder::decode(const std::vector<int32_t> &tokens,
   // bundle has one (it has whenever the model has a feedback path at all).
   bool plain = !any && session_.bundle().hasStep("decode_step_plain");
   std::string name = plain ? "decode_step_plain" : "decode_step";
-  StepRunner &step = session_.runner(name);
+  StepRunner &runner = session_.runner(name);
   StepBinding &b = binding(name, {"input_ids", "positions", "state", "feedback_on"});
   b.set("input_ids", tokens.data(), tokens.size() * sizeof(int32_t));
   b.set("positions", positions.data(), positions.size() * sizeof(int32_t));
   b.set("state", state_.data(), state_.size());
   b.set("feedback_on", on.data(), on.size() * sizeof(float));
-  b.run(step);
+  b.run(runner);
   b.read("logits", lastLogits_.data(), lastLogits_.size());
   b.read("state", state_.data(), state_.size());
 }
@@ -363,8 +357,6 @@ void Decoder::admit(int64_t row, const std::vector<int32_t> &prompt,
   if (row < 0 || row >= batch_)
     throw RuntimeError("row " + std::to_string(row) + " is not in the batch of " +
                        std::to_string(batch_));
-  if (prompt.empty())
-    throw RuntimeError("an empty prompt");
   // The row's prefill writes its slice of the caches, its state and logits
   // alone: the other rows decode on as they were.
   prefillCached(prompt, regime, row);

@@ -98,8 +98,6 @@ private:
   /// One decode step: token and position per row; updates logits and state.
   void decode(const std::vector<int32_t> &tokens, const std::vector<int32_t> &positions,
               bool feedback);
-  void decode(const std::vector<int32_t> &tokens, const std::vector<int32_t> &positions,
-              const std::vector<bool> &feedback);
   int32_t sample(const float *logits, const SamplingOptions &s, uint64_t counter) const;
   /// The step's runner and its binding (made once, then reused: the same
   /// buffers every token).

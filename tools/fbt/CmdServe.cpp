@@ -605,10 +605,12 @@ int runServe(int argc, char **argv) {
     throw RuntimeError("cannot listen on " + host + ":" + std::to_string(port) +
                        " (in use, or not an address of this machine)");
   }
-  std::fprintf(stderr, "fbt: serving '%s' (%s regime by default, tokenizer %s) on "
-                       "http://%s:%lld/v1\n",
+  std::fprintf(stderr, "fbt: serving '%s' (%s regime by default, tokenizer %s, "
+                       "%lld decode rows) on http://%s:%lld/v1\n",
                model.c_str(), defaultRegime.name().c_str(),
-               session.tokenizerName().c_str(), host.c_str(), (long long)port);
+               session.tokenizerName().c_str(),
+               (long long)session.config().at("inference").at("batch_size").asInt(),
+               host.c_str(), (long long)port);
   server.listen_after_bind();
   gStopRequested = true;
   watcher.join();
