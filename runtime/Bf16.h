@@ -1,8 +1,10 @@
 //===- Bf16.h - bf16 <-> f32 on the host ------------------------*- C++ -*-===//
 //
-// bf16 is the top half of an f32. Narrowing rounds to nearest even (finite
-// values), as the GPU's cvt.rn.bf16.f32 and the kernels' stores do; for the
-// emulated GPU's GEMMs and the tests that compare against it.
+// bf16 is the top half of an f32. Narrowing rounds to nearest even, as the
+// GPU's cvt.rn.bf16.f32 and the kernels' stores do, and keeps a NaN a (quiet)
+// NaN of its sign, where rounding its bits would carry into the exponent and
+// make it -0 or an infinity. The one definition: checkpoints (safetensors),
+// the emulated GPU's GEMMs and the tests that compare against them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,6 +26,8 @@ inline float bf16ToFloat(uint16_t h) {
 inline uint16_t floatToBf16(float f) {
   uint32_t u;
   std::memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u)
+    return (uint16_t)((u >> 16) | 0x40);
   u += 0x7fff + ((u >> 16) & 1);
   return (uint16_t)(u >> 16);
 }

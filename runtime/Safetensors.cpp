@@ -2,6 +2,7 @@
 
 #include "runtime/Safetensors.h"
 
+#include "runtime/Bf16.h"
 #include "runtime/Error.h"
 #include "runtime/FileIO.h"
 #include "runtime/Json.h"
@@ -163,7 +164,7 @@ std::vector<float> Tensor::toF32() const {
   case DType::BF16: {
     const uint16_t *p = data<uint16_t>();
     for (size_t i = 0; i < n; ++i)
-      out[i] = bf16ToF32(p[i]);
+      out[i] = bf16ToFloat(p[i]);
     return out;
   }
   case DType::F16: {
@@ -212,16 +213,6 @@ static float bitsFloat(uint32_t u) {
   float f;
   std::memcpy(&f, &u, 4);
   return f;
-}
-
-float bf16ToF32(uint16_t bits) { return bitsFloat(uint32_t(bits) << 16); }
-
-uint16_t f32ToBf16(float value) {
-  uint32_t u = floatBits(value);
-  if ((u & 0x7FFFFFFFu) > 0x7F800000u) // NaN: keep it NaN (quiet)
-    return static_cast<uint16_t>((u >> 16) | 0x40);
-  u += 0x7FFFu + ((u >> 16) & 1u); // round to nearest even
-  return static_cast<uint16_t>(u >> 16);
 }
 
 float f16ToF32(uint16_t bits) {

@@ -117,9 +117,8 @@ void writeSafetensorsAtomic(
     const std::string &path, const std::vector<Tensor> &tensors,
     const std::map<std::string, std::string> &metadata = {});
 
-// bf16 and f16 conversions (round to nearest even; NaN stays NaN).
-float bf16ToF32(uint16_t bits);
-uint16_t f32ToBf16(float value);
+// f16 conversions (round to nearest even; NaN stays NaN). bf16's are in
+// runtime/Bf16.h.
 float f16ToF32(uint16_t bits);
 uint16_t f32ToF16(float value);
 

@@ -1,5 +1,6 @@
 //===- SafetensorsTest.cpp - Checkpoint files: round trips, corruption ----===//
 
+#include "runtime/Bf16.h"
 #include "runtime/Safetensors.h"
 #include "runtime/Error.h"
 #include "runtime/FileIO.h"
@@ -25,8 +26,8 @@ std::vector<Tensor> sampleTensors() {
   ts.push_back(Tensor::fromF32("model.embed_tokens.weight", {2, 3},
                                {1, -2, 3.5f, 0, 1e-3f, -7}));
   Tensor bf("feedback.W_U", DType::BF16, {2});
-  bf.data<uint16_t>()[0] = f32ToBf16(1.0f);
-  bf.data<uint16_t>()[1] = f32ToBf16(-0.5f);
+  bf.data<uint16_t>()[0] = floatToBf16(1.0f);
+  bf.data<uint16_t>()[1] = floatToBf16(-0.5f);
   ts.push_back(std::move(bf));
   Tensor h("half", DType::F16, {1, 1});
   h.data<uint16_t>()[0] = f32ToF16(0.25f);
@@ -399,13 +400,24 @@ TEST(SafetensorsTest, AtomicWriteReplacesTheOldFile) {
 }
 
 TEST(SafetensorsTest, HalfPrecisionConversions) {
-  EXPECT_EQ(f32ToBf16(1.0f), 0x3F80);
-  EXPECT_EQ(f32ToBf16(-2.0f), 0xC000);
-  EXPECT_EQ(bf16ToF32(0x3F80), 1.0f);
+  EXPECT_EQ(floatToBf16(1.0f), 0x3F80);
+  EXPECT_EQ(floatToBf16(-2.0f), 0xC000);
+  EXPECT_EQ(bf16ToFloat(0x3F80), 1.0f);
   // Round to nearest even: 1 + 2^-8 is halfway between 1 and 1 + 2^-7.
-  EXPECT_EQ(f32ToBf16(1.0f + 0x1p-8f), 0x3F80);
-  EXPECT_EQ(f32ToBf16(1.0f + 0x1p-8f + 0x1p-20f), 0x3F81);
-  EXPECT_TRUE(std::isnan(bf16ToF32(f32ToBf16(NAN))));
+  EXPECT_EQ(floatToBf16(1.0f + 0x1p-8f), 0x3F80);
+  EXPECT_EQ(floatToBf16(1.0f + 0x1p-8f + 0x1p-20f), 0x3F81);
+  EXPECT_TRUE(std::isnan(bf16ToFloat(floatToBf16(NAN))));
+  // Every NaN stays a NaN of its sign, whatever its payload: rounding the
+  // bits would make 0x7FFFFFFF -0 and 0x7F800001 an infinity.
+  for (uint32_t bits : {0x7FFFFFFFu, 0x7F800001u, 0x7FC00000u, 0xFFFFFFFFu, 0xFF800001u}) {
+    float nan;
+    std::memcpy(&nan, &bits, 4);
+    uint16_t h = floatToBf16(nan);
+    EXPECT_TRUE(std::isnan(bf16ToFloat(h))) << std::hex << bits;
+    EXPECT_EQ(h >> 15, bits >> 31) << std::hex << bits;
+  }
+  EXPECT_EQ(floatToBf16(INFINITY), 0x7F80);
+  EXPECT_EQ(floatToBf16(-INFINITY), 0xFF80);
 
   EXPECT_EQ(f32ToF16(1.0f), 0x3C00);
   EXPECT_EQ(f32ToF16(-2.0f), 0xC000);
