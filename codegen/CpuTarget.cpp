@@ -214,7 +214,7 @@ std::unique_ptr<llvm::TargetMachine> hostMachine(const std::string &cpu,
                                                  std::string &error) {
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
-  llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
+  llvm::Triple triple(fbt::cpuTargetTriple());
   const llvm::Target *target =
       llvm::TargetRegistry::lookupTarget(triple, error);
   if (!target)
@@ -326,4 +326,10 @@ fbt::compileModuleForCpu(ModuleOp kernels, const CpuTargetOptions &options) {
     pm.run(*llvmModule);
   }
   return linkShared(module, object);
+}
+
+std::string fbt::cpuTargetTriple() { return llvm::sys::getDefaultTargetTriple(); }
+
+std::string fbt::cpuTargetArch() {
+  return llvm::Triple(cpuTargetTriple()).getArchName().str();
 }

@@ -50,6 +50,12 @@ OwningOpRef<ModuleOp> cloneKernels(ModuleOp module);
 /// The CPU name the options resolve to ("x86-64-v3", the host's, ...).
 std::string resolvedCpu(const CpuTargetOptions &options);
 
+/// The target triple CPU kernels are compiled for (the host's), and its
+/// architecture's name ("x86_64", "aarch64"): what the bundle records, so a
+/// runtime on another architecture refuses it by name.
+std::string cpuTargetTriple();
+std::string cpuTargetArch();
+
 } // namespace mlir::fbt
 
 #endif // FBT_CODEGEN_CPUTARGET_H

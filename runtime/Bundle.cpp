@@ -306,6 +306,22 @@ std::vector<KernelLaunch> launchesOf(const std::string &kernel, const Json &j) {
 }
 } // namespace
 
+/// The architecture this runtime was built for, named as LLVM's triples
+/// name it.
+static std::string hostArch() {
+#if defined(__x86_64__) || defined(_M_X64)
+  return "x86_64";
+#elif defined(__aarch64__) || defined(_M_ARM64)
+  return "aarch64";
+#elif defined(__powerpc64__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  return "powerpc64le";
+#elif defined(__riscv) && __riscv_xlen == 64
+  return "riscv64";
+#else
+  return "unknown";
+#endif
+}
+
 Bundle Bundle::load(const std::string &path) {
   std::string file = readFile(path);
   auto bad = [&](const std::string &what) {
@@ -335,6 +351,13 @@ Bundle Bundle::load(const std::string &path) {
       throw bad("the manifest's format is not 'fbt-bundle'");
     const Json &target = m.at("target");
     b.target_.kind = target.at("kind").asString();
+    // CPU and emulated kernels are a shared object for the architecture
+    // they were compiled on.
+    if (const Json *arch = target.find("arch"))
+      if (arch->asString() != hostArch())
+        throw RuntimeError(path + ": its kernels were compiled for " + arch->asString() +
+                           ", but this machine is " + hostArch() +
+                           "; recompile it here with fbtc");
     if (b.target_.kind == "cpu") {
       if (const Json *cpu = target.find("cpu"))
         b.target_.chip = cpu->asString();

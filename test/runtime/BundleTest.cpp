@@ -196,5 +196,17 @@ TEST(BundleTest, UnknownTargetsAreNamed) {
   EXPECT_NE(error.find("compiled for target 'tpu'"), std::string::npos) << error;
 }
 
+TEST(BundleTest, KernelsOfAnotherArchitectureAreRefused) {
+  test::TempDir dir;
+  Json m = test::gpuManifest({"k0_a"});
+  m["target"] = Json::object();
+  m["target"].set("kind", "cpu");
+  m["target"].set("triple", "sparc64-unknown-linux-gnu");
+  m["target"].set("arch", "sparc64");
+  std::string error = loadError(dir, m, {{"kernels.so", "not loaded"}});
+  EXPECT_NE(error.find("compiled for sparc64, but this machine is"), std::string::npos)
+      << error;
+}
+
 } // namespace
 } // namespace fbt

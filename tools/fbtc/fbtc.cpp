@@ -220,7 +220,10 @@ int writeBundle(const fbt::ModelSpec &spec, mlir::ModuleOp module,
     FailureOr<mlir::fbt::SimtBinary> bin = mlir::fbt::compileKernelsForSimt(module);
     if (failed(bin))
       return fail(kInternalError, "compiling the kernels failed");
-    targetJson = json::Object{{"kind", "simt"}, {"storage", gpuStorage.getValue()}};
+    targetJson = json::Object{{"kind", "simt"},
+                              {"triple", mlir::fbt::cpuTargetTriple()},
+                              {"arch", mlir::fbt::cpuTargetArch()},
+                              {"storage", gpuStorage.getValue()}};
     blobs.push_back({"kernels.so", bin->library});
     launches = launchesJson(bin->launches);
   } else {
@@ -233,7 +236,8 @@ int writeBundle(const fbt::ModelSpec &spec, mlir::ModuleOp module,
     if (failed(library))
       return fail(kInternalError, "compiling the kernels failed");
     targetJson = json::Object{{"kind", "cpu"},
-                              {"arch", "x86_64"},
+                              {"triple", mlir::fbt::cpuTargetTriple()},
+                              {"arch", mlir::fbt::cpuTargetArch()},
                               {"cpu", mlir::fbt::resolvedCpu(cpu)}};
     blobs.push_back({"kernels.so", *library});
   }
