@@ -10,6 +10,9 @@
 //              into the same cache, then soft decoding
 // Prompts of different lengths decode together: each row has its own
 // position, and padding never reaches a real position (causal attention).
+// A sequence can also join a running batch (admit): prefill_row and
+// prefill_fused_row prefill its row alone, into that row's slice of the
+// caches.
 //
 //===----------------------------------------------------------------------===//
 
