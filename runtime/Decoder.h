@@ -77,10 +77,8 @@ public:
   const float *logits(int64_t row) const { return lastLogits_.as<float>() + row * vocab_; }
   /// The token `sampling` chooses from `logits`; `counter` numbers the draw
   /// (a sequence's token index, so that batching never changes a result).
-  int32_t choose(const float *logits, const SamplingOptions &sampling,
-                 uint64_t counter) const {
-    return sample(logits, sampling, counter);
-  }
+  int32_t sample(const float *logits, const SamplingOptions &sampling,
+                 uint64_t counter) const;
 
   /// Keeps the prefills of up to `entries` prompts (least recently used go
   /// first): generate() with one prompt it has prefilled before, in the same
@@ -101,7 +99,6 @@ private:
   /// One decode step: token and position per row; updates logits and state.
   void decode(const std::vector<int32_t> &tokens, const std::vector<int32_t> &positions,
               bool feedback);
-  int32_t sample(const float *logits, const SamplingOptions &s, uint64_t counter) const;
   /// The step's runner and its binding (made once, then reused: the same
   /// buffers every token).
   /// `row`: the first row of the decode batch the step sees (steps over

@@ -104,34 +104,27 @@ struct Metrics {
     for (const auto &[key, n] : requests)
       out += "fbt_requests_total{endpoint=\"" + key.first + "\",status=\"" +
              std::to_string(key.second) + "\"} " + std::to_string(n) + "\n";
-    out += "# HELP fbt_prompt_tokens_total Prompt tokens of finished requests.\n"
-           "# TYPE fbt_prompt_tokens_total counter\n"
-           "fbt_prompt_tokens_total " + std::to_string(promptTokens) + "\n"
-           "# HELP fbt_completion_tokens_total Generated tokens.\n"
-           "# TYPE fbt_completion_tokens_total counter\n"
-           "fbt_completion_tokens_total " + std::to_string(completionTokens) + "\n"
-           "# HELP fbt_queue_depth Requests waiting for the engine.\n"
-           "# TYPE fbt_queue_depth gauge\n"
-           "fbt_queue_depth " + std::to_string(queued.load()) + "\n"
-           "# HELP fbt_batch_occupancy Decode batch rows in use, of the batch.\n"
-           "# TYPE fbt_batch_occupancy gauge\n"
-           "fbt_batch_occupancy " + std::to_string((double)busyRows / batch) + "\n"
-           "# HELP fbt_batch_rows Rows of the compiled decode step.\n"
-           "# TYPE fbt_batch_rows gauge\n"
-           "fbt_batch_rows " + std::to_string(batch) + "\n"
-           "# HELP fbt_decode_steps_total Decode steps taken.\n"
-           "# TYPE fbt_decode_steps_total counter\n"
-           "fbt_decode_steps_total " + std::to_string(steps.load()) + "\n"
-           "# HELP fbt_decode_row_steps_total Busy rows summed over decode steps.\n"
-           "# TYPE fbt_decode_row_steps_total counter\n"
-           "fbt_decode_row_steps_total " + std::to_string(rowSteps.load()) + "\n"
-           "# HELP fbt_prefix_cache_hits_total Prompts whose prefill was restored.\n"
-           "# TYPE fbt_prefix_cache_hits_total counter\n"
-           "fbt_prefix_cache_hits_total " + std::to_string(cacheHits.load()) + "\n"
-           "# HELP fbt_prefix_cache_misses_total Prompts prefilled.\n"
-           "# TYPE fbt_prefix_cache_misses_total counter\n"
-           "fbt_prefix_cache_misses_total " + std::to_string(cacheMisses.load()) + "\n"
-           "# HELP fbt_request_seconds Time from arrival to the last token.\n"
+    // One sample per metric: its HELP and TYPE lines, then its value.
+    auto metric = [&](const char *name, const char *type, const char *help,
+                      const std::string &value) {
+      out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type +
+             "\n" + name + " " + value + "\n";
+    };
+    auto n = [](int64_t v) { return std::to_string(v); };
+    metric("fbt_prompt_tokens_total", "counter", "Prompt tokens of finished requests.",
+           n(promptTokens));
+    metric("fbt_completion_tokens_total", "counter", "Generated tokens.", n(completionTokens));
+    metric("fbt_queue_depth", "gauge", "Requests waiting for the engine.", n(queued));
+    metric("fbt_batch_occupancy", "gauge", "Decode batch rows in use, of the batch.",
+           std::to_string((double)busyRows / batch));
+    metric("fbt_batch_rows", "gauge", "Rows of the compiled decode step.", n(batch));
+    metric("fbt_decode_steps_total", "counter", "Decode steps taken.", n(steps));
+    metric("fbt_decode_row_steps_total", "counter", "Busy rows summed over decode steps.",
+           n(rowSteps));
+    metric("fbt_prefix_cache_hits_total", "counter", "Prompts whose prefill was restored.",
+           n(cacheHits));
+    metric("fbt_prefix_cache_misses_total", "counter", "Prompts prefilled.", n(cacheMisses));
+    out += "# HELP fbt_request_seconds Time from arrival to the last token.\n"
            "# TYPE fbt_request_seconds histogram\n";
     int64_t cumulative = 0;
     for (size_t b = 0; b <= std::size(kBuckets); ++b) {
@@ -271,7 +264,7 @@ private:
           continue;
         }
         decoder_.admit((int64_t)r, s.job->prompt, s.job->req.regime);
-        if (take(s, decoder_.choose(decoder_.logits(r), s.sampling, 0)))
+        if (take(s, decoder_.sample(decoder_.logits(r), s.sampling, 0)))
           rows_[r] = std::move(s);
       }
   }
@@ -293,7 +286,7 @@ private:
       if (rows_[r]) {
         Sequence &s = *rows_[r];
         ++s.position;
-        if (!take(s, decoder_.choose(decoder_.logits(r), s.sampling, (uint64_t)s.produced)))
+        if (!take(s, decoder_.sample(decoder_.logits(r), s.sampling, (uint64_t)s.produced)))
           rows_[r].reset();
       }
   }
