@@ -81,5 +81,8 @@ spec_fuzzer = os.path.join(config.fbt_obj_root, "test", "fuzz", "spec_fuzzer")
 if config.fbt_fuzzers.upper() in ("ON", "TRUE", "1", "YES") and os.path.exists(spec_fuzzer):
     config.available_features.add("fuzzer")
     config.substitutions.append(("%spec_fuzzer", spec_fuzzer))
-    config.substitutions.append(("%request_fuzzer",
-                                 os.path.join(config.fbt_obj_root, "test", "fuzz", "request_fuzzer")))
+    for name in ("request", "bundle", "safetensors", "tokens"):
+        config.substitutions.append(("%" + name + "_fuzzer",
+                                     os.path.join(config.fbt_obj_root, "test", "fuzz",
+                                                  name + "_fuzzer")))
+    config.substitutions.append(("%fuzz", os.path.join(config.fbt_src_root, "test", "fuzz")))
