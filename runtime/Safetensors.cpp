@@ -301,6 +301,9 @@ Header parseHeader(std::string_view json, uint64_t dataBytes,
       continue;
     }
 
+    // The writer's rule too: a checkpoint read is one that can be written.
+    if (name.empty())
+      throw fail("header: a tensor with an empty name");
     std::string where = "tensor '" + name + "': ";
     if (!v.isObject())
       throw fail(where +

@@ -275,6 +275,10 @@ TEST(SafetensorsTest, TensorEntryErrors) {
   EXPECT_EQ(err(R"("F32")"),
             "m.safetensors: tensor 'w': expected an object with dtype, shape "
             "and data_offsets, got a string");
+  // The writer refuses an unnamed tensor, so the reader does too (found by
+  // safetensors_fuzzer: a file that loaded but could not be saved again).
+  EXPECT_EQ(parseError(image(R"({"": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}})", 8)),
+            "m.safetensors: header: a tensor with an empty name");
   EXPECT_EQ(parseError(image(R"({"__metadata__": {"a": 1}})", 0)),
             "m.safetensors: header: __metadata__: 'a': expected a string, got "
             "a number");
