@@ -161,8 +161,12 @@ private:
         allocas.push_back(op);
     });
     SmallVector<Type> workgroup;
-    for (Operation *a : allocas)
-      workgroup.push_back(a->getResult(0).getType());
+    int64_t sharedBytes = 0;
+    for (Operation *a : allocas) {
+      auto type = cast<MemRefType>(a->getResult(0).getType());
+      workgroup.push_back(type);
+      sharedBytes += type.getNumElements() * type.getElementTypeBitWidth() / 8;
+    }
     auto fn = gpu::GPUFuncOp::create(b, root->getLoc(), name,
                                      kernel.getFunctionType(), workgroup);
     fn->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
@@ -192,7 +196,7 @@ private:
     body(m);
     gpu::ReturnOp::create(b, root->getLoc());
     b.setInsertionPointAfter(fn);
-    return {name, grid, block};
+    return {name, grid, block, sharedBytes};
   }
 
   /// The prologue ops `root` depends on, in program order.

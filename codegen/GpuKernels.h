@@ -29,6 +29,8 @@ namespace mlir::fbt {
 struct GpuLaunch {
   std::string entry;
   int64_t grid = 1, block = 1;
+  /// Its workgroup memory (static shared memory, gpu.func attributions).
+  int64_t sharedBytes = 0;
   /// A rows grid: its threads meet at barriers and exchange values.
   bool cooperative = false;
 };

@@ -294,9 +294,10 @@ std::vector<KernelLaunch> launchesOf(const std::string &kernel, const Json &j) {
     int64_t shared = 0;
     if (const Json *s = l.find("shared_bytes"))
       shared = s->asInt();
-    if (shared < 0 || shared > 227 * 1024)
+    if (shared < 0 || shared > 48 * 1024)
       throw bad(i, "shared_bytes " + std::to_string(shared) +
-                       " is outside [0, 232448]");
+                       " is outside [0, 49152] (the static shared memory a "
+                       "CUDA kernel may declare)");
     k.sharedBytes = (uint32_t)shared;
     if (const Json *c = l.find("cooperative"))
       k.cooperative = c->asBool();

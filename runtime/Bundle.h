@@ -84,6 +84,8 @@ struct KernelLaunch {
   std::string entry; ///< the PTX .entry symbol
   uint32_t grid[3] = {1, 1, 1};
   uint32_t block[3] = {1, 1, 1};
+  /// The static shared memory it declares (its PTX's .shared arrays): the
+  /// launch passes no dynamic shared memory.
   uint32_t sharedBytes = 0;
   /// Its threads meet at barriers (the SIMT emulator runs them as coroutines).
   bool cooperative = false;

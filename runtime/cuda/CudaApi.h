@@ -43,7 +43,6 @@ namespace fbt::cuda {
   X(cuModuleLoadDataEx)                                                        \
   X(cuModuleUnload)                                                            \
   X(cuModuleGetFunction)                                                       \
-  X(cuFuncSetAttribute)                                                        \
   X(cuLaunchKernel)                                                            \
   X(cuMemGetInfo_v2)                                                           \
   X(cuMemAlloc_v2)                                                             \

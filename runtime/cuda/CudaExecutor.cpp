@@ -171,7 +171,8 @@ void CudaStepRunner::enqueue(const std::vector<void *> &inputs,
         const KernelLaunch &s = launches[l].shape;
         CUresult r = d.cuLaunchKernel(launches[l].function, s.grid[0], s.grid[1],
                                       s.grid[2], s.block[0], s.block[1], s.block[2],
-                                      s.sharedBytes, stream, params.data(), nullptr);
+                                      /*sharedMemBytes=*/0, stream, params.data(),
+                                      nullptr);
         if (r != CUDA_SUCCESS)
           throw RuntimeError("step '" + plan_.name + "': kernel '" + op.kernel +
                              "' (launch " + std::to_string(l) + ", " + s.entry +

@@ -91,13 +91,6 @@ CudaKernels::CudaKernels(const Bundle &bundle, int capability,
         throw RuntimeError(bundle.path() + ": kernel '" + kernel + "': entry '" +
                            shape.entry + "' is not in the module (" +
                            errorText(r) + ")");
-      // Static shared memory above 48 KiB is impossible; dynamic needs a
-      // per-function opt-in.
-      if (shape.sharedBytes > 48 * 1024)
-        check(d.cuFuncSetAttribute(l.function,
-                                   CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                   (int)shape.sharedBytes),
-              "cuFuncSetAttribute");
       list.push_back(l);
     }
   }

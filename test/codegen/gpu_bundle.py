@@ -4,11 +4,28 @@ usage: gpu_bundle.py BUNDLE [KERNEL_STEM...]
 
 Reads the .fbtb format (codegen/BundleWriter.h): the manifest's target, each
 blob's size and first bytes (a cubin is an ELF file for machine EM_CUDA), and
-for each kernel whose name ends in one of the stems, its launches in order.
+for each kernel whose name ends in one of the stems, its launches in order
+(with their static shared memory, where they declare any), and whether
+every launch's recorded shared memory is what its PTX's .shared arrays add up to.
 """
 import json
+import re
 import struct
 import sys
+
+
+def ptx_shared(ptx):
+    """Bytes of .shared arrays each .entry of the PTX declares."""
+    out, entry = {}, None
+    for line in ptx.splitlines():
+        m = re.match(r"\.visible \.entry (\w+)\(", line)
+        if m:
+            entry = m.group(1)
+            out[entry] = 0
+        m = re.search(r"\.shared \.align \d+ \.b8 \w+\[(\d+)\]", line)
+        if m and entry:
+            out[entry] += int(m.group(1))
+    return out
 
 
 def main():
@@ -30,9 +47,17 @@ def main():
         print(f"blob {name} {kind}")
     launches = manifest["launches"]
     print(f"kernels {len(manifest['kernels'])} launches {sum(len(v) for v in launches.values())}")
+    # Each launch's recorded shared memory is what its PTX declares.
+    ptx = manifest["blobs"]["kernels.ptx"]
+    declared = ptx_shared(data[blob_base + ptx["offset"]:blob_base + ptx["offset"] + ptx["size"]]
+                          .decode())
+    wrong = [l["entry"] for v in launches.values() for l in v
+             if l["shared_bytes"] != declared.get(l["entry"])]
+    print("shared bytes as the PTX declares" if not wrong else "shared bytes differ: %s" % wrong)
     for kernel in manifest["kernels"]:
         if any(kernel.split("_", 1)[1] == s for s in stems):
             parts = [f"{l['entry']} grid={l['grid'][0]} block={l['block'][0]}"
+                     + (f" shared={l['shared_bytes']}" if l["shared_bytes"] else "")
                      for l in launches[kernel]]
             print(f"{kernel.split('_', 1)[1]}: " + "; ".join(parts))
 

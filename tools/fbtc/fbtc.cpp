@@ -184,7 +184,7 @@ json::Object launchesJson(const mlir::fbt::GpuLaunchTable &table) {
       list.push_back(json::Object{{"entry", l.entry},
                                   {"grid", json::Array{l.grid, 1, 1}},
                                   {"block", json::Array{l.block, 1, 1}},
-                                  {"shared_bytes", 0},
+                                  {"shared_bytes", l.sharedBytes},
                                   {"cooperative", l.cooperative}});
     out[kernel] = std::move(list);
   }
