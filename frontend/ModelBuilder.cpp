@@ -119,6 +119,14 @@ public:
       if (feedback)
         buildPrefill(/*fused=*/true, 1);
     }
+    // Shorter one-row prefills (prefill_row_t<T>), a quarter of the length
+    // each down to 16 positions: a prompt runs the shortest that holds it,
+    // so its cost follows its length, not max_prompt_length.
+    for (int64_t t = spec.inference.maxPromptLength / 4; t >= 16; t /= 4) {
+      buildPrefill(/*fused=*/false, 1, t);
+      if (feedback)
+        buildPrefill(/*fused=*/true, 1, t);
+    }
     return module;
   }
 
@@ -406,9 +414,10 @@ private:
   /// Both write the caches from position 0 and return every position's
   /// state (the next fused pass's input) and the last position's logits.
   /// Over `bs` rows: the decode batch, or one row of it (prefill_row,
-  /// prefill_fused_row).
-  void buildPrefill(bool fused, int64_t bs) {
-    const int64_t t = spec.inference.maxPromptLength;
+  /// prefill_fused_row); over `length` positions, by default the longest
+  /// prompt (else prefill_row_t<length>, prefill_fused_row_t<length>).
+  void buildPrefill(bool fused, int64_t bs, int64_t length = 0) {
+    const int64_t t = length ? length : spec.inference.maxPromptLength;
     auto x = f32({bs, t, D()});
     SmallVector<std::pair<StringRef, Type>> inputs = {
         {"input_ids", i32({bs, t})}, {"last_positions", i32({bs})}};
@@ -421,8 +430,10 @@ private:
     addCaches(inputs, results, bs);
 
     std::string name = fused ? "prefill_fused" : "prefill";
-    if (bs != spec.inference.batchSize)
+    if (bs != spec.inference.batchSize || length)
       name += "_row";
+    if (length)
+      name += "_t" + std::to_string(length);
     auto [fn, args] = startFunction(name, inputs, results, "prefill");
     Params p = Params::bind(ValueRange(args).take_front(params.size()),
                             spec.numHiddenLayers);

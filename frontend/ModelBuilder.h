@@ -9,6 +9,9 @@
 //   prefill_row, prefill_fused_row  the same over one row of the decode batch
 //                (a batch of more than one): a sequence joining a running
 //                batch, prefilled into its row's slice of the caches
+//   prefill_row_t<T>, prefill_fused_row_t<T>  one row over T positions (a
+//                quarter of max_prompt_length, a sixteenth, .. down to 16):
+//                a short prompt's prefill costs what its length does
 // Every step takes the same parameter list first, in `parameterNames` order,
 // so one set of weights serves them all.
 //

@@ -26,6 +26,14 @@ Decoder::Decoder(Session &s) : session_(s) {
     caches_.emplace_back(s.device(), batch_ * maxSequence_ * width_ * sizeof(float),
                          "the KV cache");
   lastLogits_ = AlignedBuffer(batch_ * vocab_ * sizeof(float));
+  // prefill_row_t<T>: one row's prefill over T positions.
+  const std::string prefix = "prefill_row_t";
+  for (const auto &[name, plan] : s.bundle().steps()) {
+    std::string t = name.substr(std::min(name.size(), prefix.size()));
+    if (name.rfind(prefix, 0) == 0 && !t.empty() && t.size() < 10 &&
+        std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      rowPrefills_.push_back({std::stoll(t), name.substr(std::string("prefill").size())});
+  }
   state_ = AlignedBuffer(batch_ * width_ * sizeof(float));
 }
 
@@ -68,7 +76,18 @@ void Decoder::prefill(const std::vector<std::vector<int32_t>> &prompts,
 void Decoder::runPrefill(const std::vector<std::vector<int32_t>> &prompts,
                          const Regime &regime, int64_t row, int64_t rows,
                          const std::function<void(StepBinding &)> &afterPass) {
-  std::vector<int32_t> ids(rows * maxPrompt_, 0), last(rows, 0);
+  // The whole batch's steps, or one row's (a batch of one is its own row),
+  // over the fewest positions that hold the longest prompt.
+  size_t longest = 0;
+  for (const auto &p : prompts)
+    longest = std::max(longest, p.size());
+  std::string suffix = rows == batch_ ? "" : "_row";
+  int64_t length = maxPrompt_;
+  if (rows == 1)
+    for (auto [t, step] : rowPrefills_)
+      if ((size_t)t >= longest && t < length)
+        length = t, suffix = step;
+  std::vector<int32_t> ids(rows * length, 0), last(rows, 0);
   for (size_t b = 0; b < prompts.size(); ++b) {
     const auto &p = prompts[b];
     int64_t which = row + (int64_t)b;
@@ -83,11 +102,9 @@ void Decoder::runPrefill(const std::vector<std::vector<int32_t>> &prompts,
       if (id < 0 || id >= vocab_)
         throw RuntimeError("prompt " + std::to_string(which) + " holds token " +
                            std::to_string(id) + ", outside the vocabulary");
-    std::copy(p.begin(), p.end(), ids.begin() + b * maxPrompt_);
+    std::copy(p.begin(), p.end(), ids.begin() + b * length);
     last[b] = (int32_t)p.size() - 1;
   }
-  // The whole batch's steps, or one row's (a batch of one is its own row).
-  std::string suffix = rows == batch_ ? "" : "_row";
   float *logits = lastLogits_.as<float>() + row * vocab_;
   float *state = state_.as<float>() + row * width_;
   size_t logitBytes = rows * vocab_ * sizeof(float), stateBytes = rows * width_ * sizeof(float);
@@ -137,8 +154,7 @@ Decoder::passStates(const std::vector<int32_t> &prompt, int64_t passes) {
   std::vector<std::vector<float>> out;
   // Row 0 of each pass's states: [maxPrompt, D] of which the prompt's part.
   auto keep = [&](StepBinding &b) {
-    std::vector<float> all(batch_ * maxPrompt_ * width_);
-    b.read("states", all.data(), all.size() * sizeof(float));
+    std::vector<float> all = b.readFloats("states");
     out.emplace_back(all.begin(), all.begin() + prompt.size() * width_);
   };
   Regime r;

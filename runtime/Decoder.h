@@ -116,6 +116,9 @@ private:
   std::vector<DeviceBuffer> caches_;    ///< k_cache.0.., v_cache.0.. (device)
   AlignedBuffer lastLogits_, state_;    ///< [B, 1, V], [B, 1, D] (host)
   std::map<std::string, std::unique_ptr<StepBinding>> bindings_;
+  /// The bundle's shorter one-row prefills: positions, and the suffix of
+  /// their steps' names after prefill / prefill_fused ("_row_t16").
+  std::vector<std::pair<int64_t, std::string>> rowPrefills_;
 
   /// Row 0's prefill of one prompt: per cache buffer the prompt's rows, the
   /// carried state and the last logits.
