@@ -6,7 +6,6 @@
 #include "runtime/FileIO.h"
 #include "runtime/Random.h"
 #include "runtime/Tokenizer.h"
-#include "runtime/corpus/DefaultCorpus.h"
 
 #include <cstring>
 #include <limits>
@@ -154,13 +153,6 @@ TokenStream loadTextFile(const std::string &path,
   if (ids.empty())
     throw RuntimeError(path + ": no text");
   return TokenStream(std::move(ids), path);
-}
-
-TokenStream loadDefaultCorpus() {
-  return TokenStream(
-      tokenizeText(std::string_view(defaultCorpus(), defaultCorpusSize()),
-                   kDefaultCorpusSeparator),
-      "<default corpus>");
 }
 
 //===----------------------------------------------------------------------===//

@@ -12,8 +12,6 @@
 //    are memory-mapped, not copied, and every id is checked against the
 //    vocab size up front, so a bad file fails at load with its offset rather
 //    than as an out-of-bounds embedding lookup mid-run.
-//  - The embedded default corpus (corpus/DefaultCorpus.h), so a first run
-//    needs no data at all.
 // A TokenStream is a cheap view: the train/val split slices one stream
 // without copying.
 //
@@ -89,9 +87,6 @@ std::string detokenize(const std::vector<int32_t> &ids);
 /// A UTF-8 text file through tokenizeText.
 TokenStream loadTextFile(const std::string &path,
                          std::string_view docSeparator = {});
-
-/// The embedded default corpus, tokenized (documents split on blank lines).
-TokenStream loadDefaultCorpus();
 
 //===----------------------------------------------------------------------===//
 // Pre-tokenized .bin files

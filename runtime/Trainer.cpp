@@ -5,6 +5,7 @@
 #include "runtime/Error.h"
 #include "runtime/FileIO.h"
 #include "runtime/Random.h"
+#include "runtime/corpus/DefaultCorpus.h"
 
 #include <algorithm>
 #include <cerrno>

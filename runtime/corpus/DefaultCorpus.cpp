@@ -472,4 +472,11 @@ const char *defaultCorpus() { return corpus().c_str(); }
 
 size_t defaultCorpusSize() { return corpus().size(); }
 
+TokenStream loadDefaultCorpus() {
+  return TokenStream(
+      tokenizeText(std::string_view(defaultCorpus(), defaultCorpusSize()),
+                   kDefaultCorpusSeparator),
+      "<default corpus>");
+}
+
 } // namespace fbt

@@ -17,6 +17,8 @@
 #ifndef FBT_RUNTIME_CORPUS_DEFAULTCORPUS_H
 #define FBT_RUNTIME_CORPUS_DEFAULTCORPUS_H
 
+#include "runtime/Data.h"
+
 #include <cstddef>
 
 namespace fbt {
@@ -28,6 +30,9 @@ constexpr const char *kDefaultCorpusSeparator = "\n\n";
 const char *defaultCorpus();
 /// Its length in bytes.
 size_t defaultCorpusSize();
+
+/// The corpus, tokenized byte-level (documents split on blank lines).
+TokenStream loadDefaultCorpus();
 
 } // namespace fbt
 

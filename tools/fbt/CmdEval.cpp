@@ -9,6 +9,7 @@
 #include "Commands.h"
 
 #include "runtime/Data.h"
+#include "runtime/corpus/DefaultCorpus.h"
 #include "runtime/Error.h"
 #include "runtime/Evaluation.h"
 #include "runtime/Progress.h"
