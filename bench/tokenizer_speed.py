@@ -1,6 +1,6 @@
 """Tokenizer throughput: `fbt tokenize` (GPT-2 BPE) against js-tiktoken.
 
-usage: /usr/bin/python3 bench/tokenize.py [--mb N]
+usage: /usr/bin/python3 bench/tokenizer_speed.py [--mb N]
 
 In one run: builds a text of about N MB (default 8) from this repository's
 sources and documents (code, prose, tables), encodes it with js-tiktoken
