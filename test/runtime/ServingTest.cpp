@@ -61,6 +61,10 @@ TEST(ServingTest, BadRequestsNameTheField) {
             "400 temprature: unknown field 'temprature'");
   EXPECT_NE(errorOf(R"({"prompt": "a", "regime": "warp"})").find("400 regime: 'regime'"),
             std::string::npos);
+  // The request's own text stays on the message's one line (found by
+  // request_fuzzer: a field named "max_tok\ns").
+  EXPECT_EQ(errorOf(R"({"prompt": "a", "max_tok\ns\u0001": 1})"),
+            "400 max_tok\ns\x01: unknown field 'max_tok\\ns\\x01'");
   // Duplicate keys are refused by the JSON reader.
   EXPECT_NE(errorOf(R"({"prompt": "a", "prompt": "b"})").find("not JSON"), std::string::npos);
 }
