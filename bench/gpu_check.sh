@@ -31,7 +31,8 @@ if [[ -z ${GPU_CHECK_DRY:-} ]] && nvidia-smi -L >/dev/null 2>&1; then
   echo "== building the runtime into build-gpu (log: $LOG)"
   budget=$(( $(left) < 240 ? $(left) : 240 ))
   if timeout "$budget" bash -c 'cmake -G Ninja -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release \
-         -DFBT_ENABLE_COMPILER=OFF -DFBT_ENABLE_TESTS=OFF && cmake --build build-gpu' \
+         -DFBT_ENABLE_COMPILER=OFF -DFBT_ENABLE_TESTS=OFF -DFBT_HEADERS=$PWD/bench/gpu/include \
+         && cmake --build build-gpu' \
        >"$LOG" 2>&1 && [[ -x build-gpu/tools/fbt/fbt ]]; then
     export GPU_CHECK_BUILD="ok in $(( $(date +%s) - START )) s"
   else

@@ -16,6 +16,9 @@ by git; carried to the GPU machine with the repository, well under 64 MiB):
   describe.json                   fbtc --describe --json of the model: FLOPs per
                                   token per K, parameters, KV-cache bytes
   prepared.json                   what is where, for gpu_check.py
+  include/                        the header-only libraries the runtime builds
+                                  with (nlohmann/, CLI/), for a GPU host without
+                                  Debian's packages (gpu_check.sh sets FBT_HEADERS)
 --target cpu prepares a dry run (gpu_check.sh on a machine without a GPU runs
 every stage on CPU bundles); --model specs/tiny.json keeps such a run short.
 """
@@ -60,6 +63,11 @@ def main():
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(out)
     j = lambda name: os.path.join(out, name)  # noqa: E731
+
+    # Header-only libraries, as installed here (Debian nlohmann-json3-dev,
+    # libcli11-dev): copied, never committed.
+    for lib in ("nlohmann", "CLI"):
+        shutil.copytree(os.path.join("/usr/include", lib), os.path.join(out, "include", lib))
 
     with open(os.path.join(ROOT, "specs", "tiny.json")) as f:
         tiny = derive(json.load(f), j("tiny.json"), batch_size=3)

@@ -24,30 +24,30 @@ uint64_t alignTo64(uint64_t v) { return (v + 63) & ~uint64_t(63); }
 
 std::vector<int64_t> shapeOf(const Json &j) {
   std::vector<int64_t> s;
-  for (const Json &d : j.asArray())
-    s.push_back(d.asInt());
+  for (const Json &d : asArray(j))
+    s.push_back(asInt(d));
   return s;
 }
 
 TensorSpec tensorOf(const Json &j) {
   TensorSpec t;
-  t.name = j.at("name").asString();
-  t.dtype = j.at("dtype").asString();
-  t.shape = shapeOf(j.at("shape"));
-  t.bytes = j.at("bytes").asInt();
-  if (const Json *p = j.find("param"))
-    t.param = p->asBool();
-  if (const Json *u = j.find("updates"))
-    t.updates = u->asInt();
+  t.name = asString(jsonAt(j, "name"));
+  t.dtype = asString(jsonAt(j, "dtype"));
+  t.shape = shapeOf(jsonAt(j, "shape"));
+  t.bytes = asInt(jsonAt(j, "bytes"));
+  if (const Json *p = jsonFind(j, "param"))
+    t.param = asBool(*p);
+  if (const Json *u = jsonFind(j, "updates"))
+    t.updates = asInt(*u);
   return t;
 }
 
 BufferRef refOf(const Json &j) {
-  const Json::Array &a = j.asArray();
+  const Json::array_t &a = asArray(j);
   if (a.size() != 4)
     throw RuntimeError("a buffer reference must have 4 fields");
   BufferRef r;
-  const std::string &kind = a[0].asString();
+  const std::string &kind = asString(a[0]);
   if (kind == "input")
     r.kind = BufferRef::Kind::Input;
   else if (kind == "output")
@@ -58,46 +58,46 @@ BufferRef refOf(const Json &j) {
     r.kind = BufferRef::Kind::Arena;
   else
     throw RuntimeError("unknown buffer kind '" + kind + "'");
-  r.index = a[1].asInt();
-  r.offset = a[2].asInt();
-  r.bytes = a[3].asInt();
+  r.index = asInt(a[1]);
+  r.offset = asInt(a[2]);
+  r.bytes = asInt(a[3]);
   return r;
 }
 
 StepPlan planOf(const std::string &name, const Json &j) {
   StepPlan p;
   p.name = name;
-  p.kind = j.at("kind").asString();
-  p.passes = j.at("passes").asInt();
-  p.arenaBytes = j.at("arena_bytes").asInt();
-  for (const Json &t : j.at("inputs").asArray())
+  p.kind = asString(jsonAt(j, "kind"));
+  p.passes = asInt(jsonAt(j, "passes"));
+  p.arenaBytes = asInt(jsonAt(j, "arena_bytes"));
+  for (const Json &t : asArray(jsonAt(j, "inputs")))
     p.inputs.push_back(tensorOf(t));
-  for (const Json &t : j.at("outputs").asArray())
+  for (const Json &t : asArray(jsonAt(j, "outputs")))
     p.outputs.push_back(tensorOf(t));
-  for (const Json &c : j.at("constants").asArray())
-    p.constants.push_back({c.at("dtype").asString(), c.at("count").asInt(),
-                           c.at("value").asDouble()});
-  for (const Json &o : j.at("ops").asArray()) {
+  for (const Json &c : asArray(jsonAt(j, "constants")))
+    p.constants.push_back({asString(jsonAt(c, "dtype")), asInt(jsonAt(c, "count")),
+                           asDouble(jsonAt(c, "value"))});
+  for (const Json &o : asArray(jsonAt(j, "ops"))) {
     PlanOp op;
-    if (const Json *k = o.find("kernel")) {
-      op.kernel = k->asString();
+    if (const Json *k = jsonFind(o, "kernel")) {
+      op.kernel = asString(*k);
     } else {
-      const Json::Array &g = o.at("gemm").asArray();
-      const Json::Array &t = o.at("transpose").asArray();
+      const Json::array_t &g = asArray(jsonAt(o, "gemm"));
+      const Json::array_t &t = asArray(jsonAt(o, "transpose"));
       if (g.size() != 3 || t.size() != 2)
         throw RuntimeError("a GEMM needs [m, n, k] and two transposes");
-      op.m = g[0].asInt();
-      op.n = g[1].asInt();
-      op.k = g[2].asInt();
-      op.transposeLhs = t[0].asBool();
-      op.transposeRhs = t[1].asBool();
-      if (const Json *types = o.find("types")) {
-        const Json::Array &ty = types->asArray();
+      op.m = asInt(g[0]);
+      op.n = asInt(g[1]);
+      op.k = asInt(g[2]);
+      op.transposeLhs = asBool(t[0]);
+      op.transposeRhs = asBool(t[1]);
+      if (const Json *types = jsonFind(o, "types")) {
+        const Json::array_t &ty = asArray(*types);
         if (ty.size() != 3)
           throw RuntimeError("a GEMM's types are [lhs, rhs, result]");
-        op.lhsType = ty[0].asString();
-        op.rhsType = ty[1].asString();
-        op.resultType = ty[2].asString();
+        op.lhsType = asString(ty[0]);
+        op.rhsType = asString(ty[1]);
+        op.resultType = asString(ty[2]);
         for (const std::string *s : {&op.lhsType, &op.rhsType, &op.resultType})
           if (*s != "f32" && *s != "bf16")
             throw RuntimeError("a GEMM of element type '" + *s +
@@ -107,12 +107,12 @@ StepPlan planOf(const std::string &name, const Json &j) {
                              op.lhsType + " and " + op.rhsType);
       }
     }
-    for (const Json &a : o.at("args").asArray())
+    for (const Json &a : asArray(jsonAt(o, "args")))
       op.args.push_back(refOf(a));
     p.ops.push_back(std::move(op));
   }
-  for (const Json &c : j.at("copies").asArray())
-    p.copies.push_back({c.at("output").asInt(), refOf(c.at("from"))});
+  for (const Json &c : asArray(jsonAt(j, "copies")))
+    p.copies.push_back({asInt(jsonAt(c, "output")), refOf(jsonAt(c, "from"))});
   return p;
 }
 
@@ -264,21 +264,21 @@ std::vector<KernelLaunch> launchesOf(const std::string &kernel, const Json &j) {
                         ": " + what);
   };
   std::vector<KernelLaunch> out;
-  const Json::Array &list = j.asArray();
+  const Json::array_t &list = asArray(j);
   if (list.empty())
     throw RuntimeError("kernel '" + kernel + "' has no launches");
   for (size_t i = 0; i < list.size(); ++i) {
     const Json &l = list[i];
     KernelLaunch k;
-    k.entry = l.at("entry").asString();
+    k.entry = asString(jsonAt(l, "entry"));
     if (k.entry.empty())
       throw bad(i, "the entry symbol is empty");
     for (auto [key, into] : {std::pair{"grid", k.grid}, {"block", k.block}}) {
-      const Json::Array &d = l.at(key).asArray();
+      const Json::array_t &d = asArray(jsonAt(l, key));
       if (d.size() != 3)
         throw bad(i, std::string(key) + " must have 3 sizes");
       for (int a = 0; a < 3; ++a) {
-        int64_t v = d[a].asInt();
+        int64_t v = asInt(d[a]);
         // Grid x may reach 2^31-1; every other dimension fits 65535.
         int64_t most = std::string(key) == "grid" && a == 0 ? 2147483647 : 65535;
         if (v < 1 || v > most)
@@ -292,15 +292,15 @@ std::vector<KernelLaunch> launchesOf(const std::string &kernel, const Json &j) {
       throw bad(i, "block " + dims(k.block) + " has " + std::to_string(threads) +
                        " threads; a CUDA block holds at most 1024 (z at most 64)");
     int64_t shared = 0;
-    if (const Json *s = l.find("shared_bytes"))
-      shared = s->asInt();
+    if (const Json *s = jsonFind(l, "shared_bytes"))
+      shared = asInt(*s);
     if (shared < 0 || shared > 48 * 1024)
       throw bad(i, "shared_bytes " + std::to_string(shared) +
                        " is outside [0, 49152] (the static shared memory a "
                        "CUDA kernel may declare)");
     k.sharedBytes = (uint32_t)shared;
-    if (const Json *c = l.find("cooperative"))
-      k.cooperative = c->asBool();
+    if (const Json *c = jsonFind(l, "cooperative"))
+      k.cooperative = asBool(*c);
     out.push_back(std::move(k));
   }
   return out;
@@ -346,26 +346,26 @@ Bundle Bundle::load(const std::string &path) {
   Bundle b;
   b.path_ = path;
   try {
-    b.manifest_ = Json::parse(text, path + " manifest");
+    b.manifest_ = parseJson(text, path + " manifest");
     const Json &m = b.manifest_;
-    if (m.at("format").asString() != "fbt-bundle")
+    if (asString(jsonAt(m, "format")) != "fbt-bundle")
       throw bad("the manifest's format is not 'fbt-bundle'");
-    const Json &target = m.at("target");
-    b.target_.kind = target.at("kind").asString();
+    const Json &target = jsonAt(m, "target");
+    b.target_.kind = asString(jsonAt(target, "kind"));
     // CPU and emulated kernels are a shared object for the architecture
     // they were compiled on.
-    if (const Json *arch = target.find("arch"))
-      if (arch->asString() != hostArch())
-        throw RuntimeError(path + ": its kernels were compiled for " + arch->asString() +
+    if (const Json *arch = jsonFind(target, "arch"))
+      if (asString(*arch) != hostArch())
+        throw RuntimeError(path + ": its kernels were compiled for " + asString(*arch) +
                            ", but this machine is " + hostArch() +
                            "; recompile it here with fbtc");
     if (b.target_.kind == "cpu") {
-      if (const Json *cpu = target.find("cpu"))
-        b.target_.chip = cpu->asString();
+      if (const Json *cpu = jsonFind(target, "cpu"))
+        b.target_.chip = asString(*cpu);
     } else if (b.target_.kind == "nvptx") {
-      b.target_.chip = target.at("chip").asString();
-      if (const Json *f = target.find("features"))
-        b.target_.features = f->asString();
+      b.target_.chip = asString(jsonAt(target, "chip"));
+      if (const Json *f = jsonFind(target, "features"))
+        b.target_.features = asString(*f);
     } else if (b.target_.kind == "simt") {
       b.target_.chip = "simt";
     } else {
@@ -374,20 +374,20 @@ Bundle Bundle::load(const std::string &path) {
                          "fbtc --target=cpu (or --target=sm_90 for an "
                          "NVIDIA GPU: kind 'nvptx')");
     }
-    for (const Json &p : m.at("params").asArray())
-      b.params_.push_back({p.at("name").asString(), shapeOf(p.at("shape")),
-                           p.at("decay").asBool(), p.at("feedback").asBool()});
-    for (const Json &k : m.at("kernels").asArray())
-      b.kernels_.push_back(k.asString());
-    for (const Json::Member &s : m.at("steps").asObject()) {
-      StepPlan plan = planOf(s.first, s.second);
+    for (const Json &p : asArray(jsonAt(m, "params")))
+      b.params_.push_back({asString(jsonAt(p, "name")), shapeOf(jsonAt(p, "shape")),
+                           asBool(jsonAt(p, "decay")), asBool(jsonAt(p, "feedback"))});
+    for (const Json &k : asArray(jsonAt(m, "kernels")))
+      b.kernels_.push_back(asString(k));
+    for (const auto &[name, step] : asObject(jsonAt(m, "steps"))) {
+      StepPlan plan = planOf(name, step);
       checkPlan(plan, b.kernels_);
-      b.steps_[s.first] = std::move(plan);
+      b.steps_[name] = std::move(plan);
     }
     if (b.target_.gpu() || b.target_.emulated()) {
-      const Json &launches = m.at("launches");
+      const Json &launches = jsonAt(m, "launches");
       for (const std::string &k : b.kernels_) {
-        const Json *l = launches.find(k);
+        const Json *l = jsonFind(launches, k);
         if (!l)
           throw RuntimeError("kernel '" + k + "' has no launches");
         b.launches_[k] = launchesOf(k, *l);
@@ -396,14 +396,13 @@ Bundle Bundle::load(const std::string &path) {
 
     // The blobs, each checked against its checksum.
     uint64_t base = alignTo64(kHeader + length);
-    for (const Json::Member &blob : m.at("blobs").asObject()) {
-      const std::string &name = blob.first;
-      uint64_t offset = blob.second.at("offset").asInt(),
-               size = blob.second.at("size").asInt();
+    for (const auto &[name, blob] : asObject(jsonAt(m, "blobs"))) {
+      uint64_t offset = asInt(jsonAt(blob, "offset")),
+               size = asInt(jsonAt(blob, "size"));
       if (base + offset + size > file.size() || base + offset + size < base)
         throw bad(blobTitle(name) + " runs past the end of the file (truncated?)");
       std::string bytes = file.substr(base + offset, size);
-      uint64_t sum = std::stoull(blob.second.at("fnv1a64").asString(), nullptr, 16);
+      uint64_t sum = std::stoull(asString(jsonAt(blob, "fnv1a64")), nullptr, 16);
       if (fnv1a64(bytes.data(), bytes.size()) != sum)
         throw bad(blobTitle(name) + "'s checksum does not match (corrupt file)");
       b.blobs_[name] = std::move(bytes);

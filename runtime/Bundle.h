@@ -114,7 +114,7 @@ public:
   static Bundle load(const std::string &path);
 
   const std::string &path() const { return path_; }
-  const Json &model() const { return manifest_.at("model"); }
+  const Json &model() const { return jsonAt(manifest_, "model"); }
   const Json &manifest() const { return manifest_; }
   const std::vector<ParamSpec> &params() const { return params_; }
   /// Values in all the parameters.

@@ -16,12 +16,13 @@ namespace fbt {
 
 Decoder::Decoder(Session &s) : session_(s) {
   const Json &c = s.config();
-  batch_ = c.at("inference").at("batch_size").asInt();
-  maxPrompt_ = c.at("inference").at("max_prompt_length").asInt();
-  maxSequence_ = c.at("inference").at("max_sequence_length").asInt();
-  vocab_ = c.at("vocab_size").asInt();
-  width_ = c.at("hidden_size").asInt();
-  layers_ = c.at("num_hidden_layers").asInt();
+  const Json &inference = jsonAt(c, "inference");
+  batch_ = asInt(jsonAt(inference, "batch_size"));
+  maxPrompt_ = asInt(jsonAt(inference, "max_prompt_length"));
+  maxSequence_ = asInt(jsonAt(inference, "max_sequence_length"));
+  vocab_ = asInt(jsonAt(c, "vocab_size"));
+  width_ = asInt(jsonAt(c, "hidden_size"));
+  layers_ = asInt(jsonAt(c, "num_hidden_layers"));
   for (int64_t i = 0; i < 2 * layers_; ++i)
     caches_.emplace_back(s.device(), batch_ * maxSequence_ * width_ * sizeof(float),
                          "the KV cache");

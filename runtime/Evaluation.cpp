@@ -36,9 +36,9 @@ std::string regimeLabel(const Regime &r) {
 LossReport evaluateLosses(Session &session, const TokenStream &heldOut,
                           const LossOptions &o,
                           const std::function<void(int64_t, int64_t)> &progress) {
-  const Json &training = session.config().at("training");
-  const int64_t batch = training.at("batch_size").asInt();
-  const int64_t seqLen = training.at("sequence_length").asInt();
+  const Json &training = jsonAt(session.config(), "training");
+  const int64_t batch = asInt(jsonAt(training, "batch_size"));
+  const int64_t seqLen = asInt(jsonAt(training, "sequence_length"));
   const int64_t evalK = session.inferencePasses();
   if (evalK == 0)
     throw RuntimeError("the bundle has no eval_k<K> step (recompile it with "
@@ -164,21 +164,23 @@ ContractionReport evaluateContraction(Session &session,
 Json toJson(const LossReport &r) {
   Json regimes = Json::object();
   for (const RegimeLoss &l : r.regimes)
-    regimes.set(l.name, Json::Object{{"loss", l.loss},
-                                     {"bpb", l.bpb >= 0 ? Json(l.bpb) : Json()}});
-  return Json::Object{{"passes", Json::Array(r.passes.begin(), r.passes.end())},
-                      {"regimes", std::move(regimes)},
-                      {"tokens", r.tokens},
-                      {"windows", r.windows},
-                      {"window_length", r.windowLength},
-                      {"prompt_length", r.promptLength}};
+    regimes[l.name] =
+        Json::object({{"loss", l.loss},
+                      {"bpb", l.bpb >= 0 ? Json(l.bpb) : Json()}});
+  return Json::object(
+      {{"passes", Json::array_t(r.passes.begin(), r.passes.end())},
+       {"regimes", std::move(regimes)},
+       {"tokens", r.tokens},
+       {"windows", r.windows},
+       {"window_length", r.windowLength},
+       {"prompt_length", r.promptLength}});
 }
 
 Json toJson(const ContractionReport &r) {
-  return Json::Object{
-      {"contraction", Json::Array(r.ratios.begin(), r.ratios.end())},
-      {"prompt_length", r.promptLength},
-      {"soft_state_rms", Json::Array(r.stateRms.begin(), r.stateRms.end())}};
+  return Json::object(
+      {{"contraction", Json::array_t(r.ratios.begin(), r.ratios.end())},
+       {"prompt_length", r.promptLength},
+       {"soft_state_rms", Json::array_t(r.stateRms.begin(), r.stateRms.end())}});
 }
 
 } // namespace fbt

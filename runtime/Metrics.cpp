@@ -54,11 +54,11 @@ MetricsWriter::~MetricsWriter() {
 }
 
 void MetricsWriter::write(const Json &record) {
-  if (!record.isObject())
+  if (!record.is_object())
     throw RuntimeError(path_ +
                        ": a metrics record must be a JSON object, got " +
-                       Json::kindName(record.kind()));
-  std::string line = record.dump();
+                       jsonKindName(record));
+  std::string line = dumpJson(record);
   line += '\n';
   writeAll(fd_, line, path_); // one write per line: no interleaved halves
 }

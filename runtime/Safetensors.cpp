@@ -276,27 +276,26 @@ Header parseHeader(std::string_view json, uint64_t dataBytes,
 
   Json root;
   try {
-    root = Json::parse(json);
+    root = parseJson(json);
   } catch (const RuntimeError &e) {
     throw fail(std::string("header is not valid JSON: ") + e.what());
   }
   // The caller checked the header starts with '{', so root is an object.
   Header header;
-  for (const Json::Member &member : root.asObject()) {
+  for (const auto &member : asObject(root)) {
     const std::string &name = member.first;
     const Json &v = member.second;
 
     if (name == "__metadata__") {
-      if (!v.isObject())
+      if (!v.is_object())
         throw fail(std::string("header: __metadata__: expected an object of "
                                "strings, got ") +
-                   Json::kindName(v.kind()));
-      for (const Json::Member &m : v.asObject()) {
-        if (!m.second.isString())
+                   jsonKindName(v));
+      for (const auto &m : asObject(v)) {
+        if (!m.second.is_string())
           throw fail("header: __metadata__: '" + m.first +
-                     "': expected a string, got " +
-                     Json::kindName(m.second.kind()));
-        header.metadata[m.first] = m.second.asString();
+                     "': expected a string, got " + jsonKindName(m.second));
+        header.metadata[m.first] = asString(m.second);
       }
       continue;
     }
@@ -305,18 +304,18 @@ Header parseHeader(std::string_view json, uint64_t dataBytes,
     if (name.empty())
       throw fail("header: a tensor with an empty name");
     std::string where = "tensor '" + name + "': ";
-    if (!v.isObject())
+    if (!v.is_object())
       throw fail(where +
                  "expected an object with dtype, shape and "
                  "data_offsets, got " +
-                 Json::kindName(v.kind()));
-    for (const Json::Member &m : v.asObject())
+                 jsonKindName(v));
+    for (const auto &m : asObject(v))
       if (m.first != "dtype" && m.first != "shape" && m.first != "data_offsets")
         throw fail(where + "unknown key '" + m.first +
                    "' (expected dtype, shape, data_offsets)");
-    const Json *dtype = v.find("dtype");
-    const Json *shape = v.find("shape");
-    const Json *offsets = v.find("data_offsets");
+    const Json *dtype = jsonFind(v, "dtype");
+    const Json *shape = jsonFind(v, "shape");
+    const Json *offsets = jsonFind(v, "data_offsets");
     if (!dtype || !shape || !offsets)
       throw fail(where + "missing '" +
                  (!dtype   ? "dtype"
@@ -326,34 +325,34 @@ Header parseHeader(std::string_view json, uint64_t dataBytes,
 
     Entry e;
     e.name = name;
-    if (!dtype->isString())
+    if (!dtype->is_string())
       throw fail(where + "dtype: expected a string, got " +
-                 Json::kindName(dtype->kind()));
-    std::optional<DType> dt = parseDType(dtype->asString());
+                 jsonKindName(*dtype));
+    std::optional<DType> dt = parseDType(asString(*dtype));
     if (!dt)
-      throw fail(where + "unsupported dtype '" + dtype->asString() +
+      throw fail(where + "unsupported dtype '" + asString(*dtype) +
                  "' (supported: F32, BF16, F16, I32, I64, U8)");
     e.dtype = *dt;
 
-    if (!shape->isArray())
+    if (!shape->is_array())
       throw fail(where + "shape: expected an array of dimensions, got " +
-                 Json::kindName(shape->kind()));
-    for (const Json &d : shape->asArray()) {
-      if (!d.isInteger() || d.asInt() < 0)
+                 jsonKindName(*shape));
+    for (const Json &d : asArray(*shape)) {
+      if (!isInteger(d) || asInt(d) < 0)
         throw fail(where + "shape: expected non-negative integers, got " +
-                   shape->dump());
-      e.shape.push_back(d.asInt());
+                   dumpJson(*shape));
+      e.shape.push_back(asInt(d));
     }
 
-    if (!offsets->isArray() || offsets->size() != 2 ||
-        !(*offsets)[0].isInteger() || !(*offsets)[1].isInteger() ||
-        (*offsets)[0].asInt() < 0 || (*offsets)[1].asInt() < 0)
+    if (!offsets->is_array() || offsets->size() != 2 ||
+        !isInteger(jsonAt(*offsets, 0)) || !isInteger(jsonAt(*offsets, 1)) ||
+        asInt(jsonAt(*offsets, 0)) < 0 || asInt(jsonAt(*offsets, 1)) < 0)
       throw fail(where +
                  "data_offsets: expected [begin, end], two "
                  "non-negative integers, got " +
-                 offsets->dump());
-    e.begin = static_cast<uint64_t>((*offsets)[0].asInt());
-    e.end = static_cast<uint64_t>((*offsets)[1].asInt());
+                 dumpJson(*offsets));
+    e.begin = static_cast<uint64_t>(asInt(jsonAt(*offsets, 0)));
+    e.end = static_cast<uint64_t>(asInt(jsonAt(*offsets, 1)));
     if (e.begin > e.end)
       throw fail(where + "data_offsets " + spanString(e.begin, e.end) +
                  ": begin is after end");
@@ -542,8 +541,8 @@ serializeSafetensorsHeader(const std::vector<Tensor> &tensors,
   if (!metadata.empty()) {
     Json meta = Json::object();
     for (const auto &kv : metadata)
-      meta.set(kv.first, kv.second);
-    header.set("__metadata__", std::move(meta));
+      meta[kv.first] = kv.second;
+    header["__metadata__"] = std::move(meta);
   }
   std::set<std::string_view> names;
   uint64_t offset = 0;
@@ -564,14 +563,13 @@ serializeSafetensorsHeader(const std::vector<Tensor> &tensors,
     for (int64_t d : t.shape)
       shape.push_back(d);
     Json info = Json::object();
-    info.set("dtype", dtypeName(t.dtype));
-    info.set("shape", std::move(shape));
-    info.set("data_offsets",
-             Json(Json::Array{Json(offset), Json(offset + needed)}));
-    header.set(t.name, std::move(info));
+    info["dtype"] = dtypeName(t.dtype);
+    info["shape"] = std::move(shape);
+    info["data_offsets"] = Json::array({offset, offset + needed});
+    header[t.name] = std::move(info);
     offset += needed;
   }
-  std::string json = header.dump();
+  std::string json = dumpJson(header);
   // Pad with spaces (valid JSON whitespace) so the data starts 8-aligned
   // and can be used in place by memory-mapping readers.
   json.append((8 - json.size() % 8) % 8, ' ');

@@ -11,11 +11,11 @@
 namespace fbt {
 
 std::string ApiError::body() const {
-  return Json(Json::Object{{"error", Json::Object{{"message", message},
-                                                  {"type", type},
-                                                  {"param", param.empty() ? Json() : Json(param)},
-                                                  {"code", Json()}}}})
-      .dump();
+  return dumpJson(Json::object(
+      {{"error", Json::object({{"message", message},
+                               {"type", type},
+                               {"param", param.empty() ? Json() : Json(param)},
+                               {"code", Json()}})}}));
 }
 
 namespace {
@@ -45,7 +45,7 @@ std::string oneLine(const std::string &s) {
   throw ApiError{400, oneLine(message), param};
 }
 
-const char *kindOf(const Json &v) { return Json::kindName(v.kind()); }
+const char *kindOf(const Json &v) { return jsonKindName(v); }
 
 std::string shortest(double x) {
   char buf[32];
@@ -54,19 +54,19 @@ std::string shortest(double x) {
 }
 
 double number(const Json &v, const std::string &name, double lo, double hi) {
-  if (!v.isNumber())
+  if (!v.is_number())
     bad(name, "'" + name + "' must be a number, not " + kindOf(v));
-  double x = v.asDouble();
+  double x = asDouble(v);
   if (!(x >= lo && x <= hi))
     bad(name, "'" + name + "' must be from " + shortest(lo) + " to " +
-                  shortest(hi) + ", got " + v.dump());
+                  shortest(hi) + ", got " + dumpJson(v));
   return x;
 }
 
 int64_t integer(const Json &v, const std::string &name, int64_t lo, int64_t hi) {
-  if (!v.isInteger())
-    bad(name, "'" + name + "' must be an integer, not " + v.dump());
-  int64_t x = v.asInt();
+  if (!isInteger(v))
+    bad(name, "'" + name + "' must be an integer, not " + dumpJson(v));
+  int64_t x = asInt(v);
   if (x < lo || x > hi)
     bad(name, "'" + name + "' must be from " + std::to_string(lo) + " to " +
                   std::to_string(hi) + ", got " + std::to_string(x));
@@ -74,29 +74,29 @@ int64_t integer(const Json &v, const std::string &name, int64_t lo, int64_t hi) 
 }
 
 const std::string &text(const Json &v, const std::string &name) {
-  if (!v.isString())
+  if (!v.is_string())
     bad(name, "'" + name + "' must be a string, not " + kindOf(v));
-  return v.asString();
+  return asString(v);
 }
 } // namespace
 
 std::string chatPrompt(const Json &messages) {
-  if (!messages.isArray() || messages.size() == 0)
+  if (!messages.is_array() || messages.empty())
     bad("messages", "'messages' must be a non-empty array of {role, content}");
   std::string prompt;
   for (size_t i = 0; i < messages.size(); ++i) {
-    const Json &m = messages[i];
+    const Json &m = jsonAt(messages, i);
     std::string where = "messages[" + std::to_string(i) + "]";
-    if (!m.isObject())
+    if (!m.is_object())
       bad(where, "'" + where + "' must be an object with role and content");
-    const Json *role = m.find("role"), *content = m.find("content");
+    const Json *role = jsonFind(m, "role"), *content = jsonFind(m, "content");
     if (!role || !content)
       bad(where, "'" + where + "' needs a role and a content");
     const std::string &r = text(*role, where + ".role");
     if (r != "system" && r != "user" && r != "assistant")
       bad(where + ".role", "'" + where + ".role' must be system, user or "
                            "assistant, got '" + r + "'");
-    for (const auto &[key, value] : m.asObject())
+    for (const auto &[key, value] : asObject(m))
       if (key != "role" && key != "content" && key != "name")
         bad(where + "." + key, "unknown field '" + where + "." + key + "'");
     prompt += "<|" + r + "|>\n" + text(*content, where + ".content") + "\n";
@@ -108,11 +108,11 @@ GenerationRequest parseGenerationRequest(const std::string &body, bool chat,
                                          const Regime &defaultRegime) {
   Json root;
   try {
-    root = Json::parse(body, "request body");
+    root = parseJson(body, "request body");
   } catch (const RuntimeError &e) {
     bad("", std::string("the request body is not JSON: ") + e.what());
   }
-  if (!root.isObject())
+  if (!root.is_object())
     bad("", "the request body must be a JSON object");
   GenerationRequest r;
   r.chat = chat;
@@ -124,13 +124,13 @@ GenerationRequest parseGenerationRequest(const std::string &body, bool chat,
       "user", "logit_bias", "presence_penalty", "frequency_penalty", "logprobs",
       "top_logprobs", "echo", "best_of", "stream_options", "response_format",
       "suffix"};
-  for (const auto &[key, v] : root.asObject()) {
+  for (const auto &[key, v] : asObject(root)) {
     if (key == "model") {
       r.model = text(v, key);
     } else if (key == "prompt" && !chat) {
-      if (v.isArray() && v.size() == 1)
-        r.prompt = text(v[0], "prompt[0]");
-      else if (v.isArray())
+      if (v.is_array() && v.size() == 1)
+        r.prompt = text(jsonAt(v, 0), "prompt[0]");
+      else if (v.is_array())
         bad(key, "'prompt' as an array must hold one string (send one "
                  "request per prompt)");
       else
@@ -140,33 +140,34 @@ GenerationRequest parseGenerationRequest(const std::string &body, bool chat,
       r.prompt = chatPrompt(v);
       havePrompt = true;
     } else if (key == "max_tokens" || (chat && key == "max_completion_tokens")) {
-      if (!v.isNull())
+      if (!v.is_null())
         r.maxTokens = integer(v, key, 1, 1 << 20);
     } else if (key == "temperature") {
-      if (!v.isNull())
+      if (!v.is_null())
         r.sampling.temperature = number(v, key, 0, 2);
     } else if (key == "top_p") {
-      if (!v.isNull())
+      if (!v.is_null())
         r.sampling.topP = number(v, key, 1e-9, 1);
       if (r.sampling.topP <= 0)
         bad(key, "'top_p' must be above 0");
     } else if (key == "seed") {
-      if (!v.isNull())
+      if (!v.is_null())
         r.sampling.seed = (uint64_t)integer(v, key, INT64_MIN, INT64_MAX);
     } else if (key == "n") {
-      if (!v.isNull())
+      if (!v.is_null())
         r.n = integer(v, key, 1, 8);
     } else if (key == "stream") {
-      if (!v.isBool() && !v.isNull())
+      if (!v.is_boolean() && !v.is_null())
         bad(key, "'stream' must be true or false");
-      r.stream = v.isBool() && v.asBool();
+      r.stream = v.is_boolean() && asBool(v);
     } else if (key == "stop") {
-      if (v.isString()) {
-        r.stop = {v.asString()};
-      } else if (v.isArray() && v.size() <= 4) {
+      if (v.is_string()) {
+        r.stop = {asString(v)};
+      } else if (v.is_array() && v.size() <= 4) {
         for (size_t i = 0; i < v.size(); ++i)
-          r.stop.push_back(text(v[i], "stop[" + std::to_string(i) + "]"));
-      } else if (!v.isNull()) {
+          r.stop.push_back(
+              text(jsonAt(v, i), "stop[" + std::to_string(i) + "]"));
+      } else if (!v.is_null()) {
         bad(key, "'stop' must be a string or an array of up to 4 strings");
       }
       for (const std::string &s : r.stop)
@@ -238,52 +239,55 @@ size_t stopAt(const std::string &generated, const GenerationRequest &r) {
 std::string replyJson(const GenerationRequest &r, const std::string &id,
                       int64_t created, const std::vector<Choice> &choices,
                       int64_t promptTokens, int64_t completionTokens) {
-  Json::Array out;
+  Json out = Json::array();
   for (size_t i = 0; i < choices.size(); ++i) {
-    Json::Object c{{"index", (int64_t)i}};
-    if (r.chat)
-      c.push_back({"message", Json::Object{{"role", "assistant"},
-                                           {"content", choices[i].text}}});
-    else
-      c.push_back({"text", choices[i].text}), c.push_back({"logprobs", Json()});
-    c.push_back({"finish_reason", choices[i].finishReason});
+    Json c = Json::object({{"index", (int64_t)i}});
+    if (r.chat) {
+      c["message"] = Json::object(
+          {{"role", "assistant"}, {"content", choices[i].text}});
+    } else {
+      c["text"] = choices[i].text;
+      c["logprobs"] = Json();
+    }
+    c["finish_reason"] = choices[i].finishReason;
     out.push_back(std::move(c));
   }
-  return Json(Json::Object{
-                  {"id", id},
-                  {"object", r.chat ? "chat.completion" : "text_completion"},
-                  {"created", created},
-                  {"model", r.model},
-                  {"choices", std::move(out)},
-                  {"usage", Json::Object{{"prompt_tokens", promptTokens},
-                                         {"completion_tokens", completionTokens},
-                                         {"total_tokens", promptTokens + completionTokens}}}})
-      .dump();
+  return dumpJson(Json::object(
+      {{"id", id},
+       {"object", r.chat ? "chat.completion" : "text_completion"},
+       {"created", created},
+       {"model", r.model},
+       {"choices", std::move(out)},
+       {"usage",
+        Json::object({{"prompt_tokens", promptTokens},
+                      {"completion_tokens", completionTokens},
+                      {"total_tokens", promptTokens + completionTokens}})}}));
 }
 
 std::string chunkJson(const GenerationRequest &r, const std::string &id,
                       int64_t created, int64_t index, const std::string &delta,
                       const std::string &finishReason, bool first) {
-  Json::Object c{{"index", index}};
+  Json c = Json::object({{"index", index}});
   if (r.chat) {
-    Json::Object d;
+    Json d = Json::object();
     if (first)
-      d.push_back({"role", "assistant"});
+      d["role"] = "assistant";
     if (!delta.empty() || !first)
-      d.push_back({"content", delta});
-    c.push_back({"delta", std::move(d)});
+      d["content"] = delta;
+    c["delta"] = std::move(d);
   } else {
-    c.push_back({"text", delta});
-    c.push_back({"logprobs", Json()});
+    c["text"] = delta;
+    c["logprobs"] = Json();
   }
-  c.push_back({"finish_reason", finishReason.empty() ? Json() : Json(finishReason)});
-  return Json(Json::Object{
-                  {"id", id},
-                  {"object", r.chat ? "chat.completion.chunk" : "text_completion"},
-                  {"created", created},
-                  {"model", r.model},
-                  {"choices", Json::Array{std::move(c)}}})
-      .dump();
+  c["finish_reason"] = finishReason.empty() ? Json() : Json(finishReason);
+  Json chunks = Json::array();
+  chunks.push_back(std::move(c));
+  return dumpJson(Json::object(
+      {{"id", id},
+       {"object", r.chat ? "chat.completion.chunk" : "text_completion"},
+       {"created", created},
+       {"model", r.model},
+       {"choices", std::move(chunks)}}));
 }
 
 } // namespace fbt

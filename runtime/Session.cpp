@@ -67,11 +67,11 @@ void Session::initialize(uint64_t seed) {
   // feedback.init_std); the shared weights as GPT-2's.
   InitKind feedbackKind = InitKind::Normal;
   float feedbackStd = kDefaultInitStddev;
-  const Json &fb = config().at("feedback");
-  if (const Json *kind = fb.find("init"))
-    feedbackKind = kind->asString() == "uniform" ? InitKind::Uniform : InitKind::Normal;
-  if (const Json *std = fb.find("init_std"))
-    feedbackStd = static_cast<float>(std->asDouble());
+  const Json &fb = jsonAt(config(), "feedback");
+  if (const Json *kind = jsonFind(fb, "init"))
+    feedbackKind = asString(*kind) == "uniform" ? InitKind::Uniform : InitKind::Normal;
+  if (const Json *std = jsonFind(fb, "init_std"))
+    feedbackStd = static_cast<float>(asDouble(*std));
   for (size_t i = 0; i < bundle_.params().size(); ++i) {
     const ParamSpec &p = bundle_.params()[i];
     std::vector<float> values(state_.params[i].size() / sizeof(float));
@@ -102,7 +102,7 @@ void Session::saveCheckpoint(const std::string &path) const {
   }
   std::map<std::string, std::string> meta = {
       {"format", "pt"},
-      {"fbt.model", config().at("name").asString()},
+      {"fbt.model", asString(jsonAt(config(), "name"))},
       {"fbt.step", std::to_string(state_.step)},
       {"fbt.seed", std::to_string(state_.seed)},
       {"fbt.tokenizer", tokenizerName_}};
@@ -119,7 +119,7 @@ void Session::setTokenizer(const std::string &name) {
 const Tokenizer &Session::tokenizer() {
   if (!tokenizer_) {
     std::unique_ptr<Tokenizer> t = loadTokenizer(tokenizerName_);
-    int64_t vocab = config().at("vocab_size").asInt();
+    int64_t vocab = asInt(jsonAt(config(), "vocab_size"));
     if (t->vocabSize() > vocab)
       throw RuntimeError("tokenizer '" + tokenizerName_ + "' has " +
                          std::to_string(t->vocabSize()) +

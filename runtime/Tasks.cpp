@@ -158,12 +158,12 @@ std::vector<TaskResult> evaluateTask(Session &session,
 Json toJson(const std::string &task, const std::vector<TaskResult> &results) {
   Json regimes = Json::object();
   for (const TaskResult &r : results)
-    regimes.set(r.regime, Json::Object{{"accuracy", r.accuracy()},
-                                       {"correct", r.correct},
-                                       {"total", r.total}});
+    regimes[r.regime] = Json::object({{"accuracy", r.accuracy()},
+                                      {"correct", r.correct},
+                                      {"total", r.total}});
   int64_t problems = results.empty() ? 0 : results.front().total;
-  return Json::Object{{"task", task}, {"problems", problems},
-                      {"regimes", std::move(regimes)}};
+  return Json::object({{"task", task}, {"problems", problems},
+                       {"regimes", std::move(regimes)}});
 }
 
 } // namespace fbt

@@ -310,13 +310,13 @@ private:
 
 std::vector<std::pair<std::string, int64_t>> vocabOf(const Json &object,
                                                      const std::string &source) {
-  if (!object.isObject())
+  if (!object.is_object())
     throw RuntimeError(source + ": the vocabulary is not a JSON object");
   std::vector<std::pair<std::string, int64_t>> vocab;
-  for (const auto &[token, id] : object.asObject()) {
-    if (!id.isInteger())
+  for (const auto &[token, id] : asObject(object)) {
+    if (!isInteger(id))
       throw RuntimeError(source + ": token '" + token + "' has no integer id");
-    vocab.push_back({token, id.asInt()});
+    vocab.push_back({token, asInt(id)});
   }
   return vocab;
 }
@@ -355,34 +355,37 @@ std::unique_ptr<Tokenizer> loadGpt2(const std::string &path) {
       std::string vp = path + "/" + v, mp = path + "/" + m;
       if (isFile(vp) && isFile(mp))
         return std::make_unique<Gpt2Bpe>(
-            name, vocabOf(Json::parse(readFile(vp), vp), vp),
+            name, vocabOf(parseJson(readFile(vp), vp), vp),
             mergesOf(readFile(mp), mp), vp);
     }
     throw RuntimeError(path + ": no encoder.json + vocab.bpe or vocab.json + "
                               "merges.txt in this folder");
   }
   // A Hugging Face tokenizer.json with a byte-level BPE model.
-  Json root = Json::parse(readFile(path), path);
-  const Json *model = root.isObject() ? root.find("model") : nullptr;
-  const Json *type = model && model->isObject() ? model->find("type") : nullptr;
-  if (!type || !type->isString() || type->asString() != "BPE")
+  Json root = parseJson(readFile(path), path);
+  const Json *model = jsonFind(root, "model");
+  const Json *type = model ? jsonFind(*model, "type") : nullptr;
+  if (!type || !type->is_string() || asString(*type) != "BPE")
     throw RuntimeError(path + ": not a tokenizer.json with a BPE model");
-  const Json *pre = root.find("pre_tokenizer");
-  std::string preText = pre ? pre->dump() : "";
+  const Json *pre = jsonFind(root, "pre_tokenizer");
+  std::string preText = pre ? dumpJson(*pre) : "";
   if (preText.find("\"ByteLevel\"") == std::string::npos)
     throw RuntimeError(path + ": the BPE model is not byte-level (GPT-2 style); "
                               "only byte-level BPE is supported");
-  auto vocab = vocabOf(model->at("vocab"), path);
-  if (const Json *added = root.find("added_tokens"); added && added->isArray())
-    for (const Json &t : added->asArray())
-      if (t.isObject() && t.find("content") && t.find("id"))
-        vocab.push_back({t.at("content").asString(), t.at("id").asInt()});
+  auto vocab = vocabOf(jsonAt(*model, "vocab"), path);
+  if (const Json *added = jsonFind(root, "added_tokens");
+      added && added->is_array())
+    for (const Json &t : asArray(*added))
+      if (t.is_object() && jsonFind(t, "content") && jsonFind(t, "id"))
+        vocab.push_back(
+            {asString(jsonAt(t, "content")), asInt(jsonAt(t, "id"))});
   std::string mergesText;
-  for (const Json &m : model->at("merges").asArray()) {
-    if (m.isString())
-      mergesText += m.asString() + "\n";
-    else if (m.isArray() && m.size() == 2)
-      mergesText += m[0].asString() + " " + m[1].asString() + "\n";
+  for (const Json &m : asArray(jsonAt(*model, "merges"))) {
+    if (m.is_string())
+      mergesText += asString(m) + "\n";
+    else if (m.is_array() && m.size() == 2)
+      mergesText +=
+          asString(jsonAt(m, 0)) + " " + asString(jsonAt(m, 1)) + "\n";
     else
       throw RuntimeError(path + ": a merge is neither \"a b\" nor [\"a\", \"b\"]");
   }

@@ -85,12 +85,12 @@ std::map<std::string, std::string> peekMetadata(const std::string &path) {
   if (!in.read(header.data(), static_cast<std::streamsize>(len)))
     return meta;
   try {
-    Json parsed = Json::parse(header);
-    const Json *m = parsed.find("__metadata__");
-    if (m && m->isObject())
-      for (const auto &[key, value] : m->asObject())
-        if (value.isString())
-          meta[key] = value.asString();
+    Json parsed = parseJson(header);
+    const Json *m = jsonFind(parsed, "__metadata__");
+    if (m && m->is_object())
+      for (const auto &[key, value] : asObject(*m))
+        if (value.is_string())
+          meta[key] = asString(value);
   } catch (const RuntimeError &) {
   }
   return meta;
@@ -135,9 +135,9 @@ std::vector<Json> keepMetricsThrough(const std::string &path, int64_t step) {
     std::string_view line(text.data() + pos, end - pos);
     pos = end + 1;
     try {
-      Json record = Json::parse(line);
-      const Json *s = record.find("step");
-      if (!s || !s->isInteger() || s->asInt() > step)
+      Json record = parseJson(line);
+      const Json *s = jsonFind(record, "step");
+      if (!s || !isInteger(*s) || asInt(*s) > step)
         continue;
       kept.push_back(std::move(record));
       keptText.append(line).push_back('\n');
@@ -187,8 +187,8 @@ public:
   Recorded(const Json *json, std::string source)
       : json_(json), source_(std::move(source)) {}
   const Json *find(const char *key) const {
-    const Json *v = json_ ? json_->find(key) : nullptr;
-    return v && !v->isNull() ? v : nullptr;
+    const Json *v = json_ ? jsonFind(*json_, key) : nullptr;
+    return v && !v->is_null() ? v : nullptr;
   }
   template <typename F> auto get(const char *key, F read) const {
     try {
@@ -200,12 +200,12 @@ public:
   std::optional<int64_t> integer(const char *key) const {
     if (!find(key))
       return std::nullopt;
-    return get(key, [](const Json &v) { return v.asInt(); });
+    return get(key, [](const Json &v) { return asInt(v); });
   }
   std::optional<double> number(const char *key) const {
     if (!find(key))
       return std::nullopt;
-    return get(key, [](const Json &v) { return v.asDouble(); });
+    return get(key, [](const Json &v) { return asDouble(v); });
   }
 
 private:
@@ -238,7 +238,7 @@ void requireAtLeast(int64_t value, int64_t least, const char *option) {
 //===----------------------------------------------------------------------===//
 
 Json RunSettings::toJson() const {
-  return Json::Object{
+  return Json::object({
       {"data", data.empty() ? Json() : Json(data)},
       {"tokenizer", tokenizer},
       {"val_fraction", valFraction},
@@ -249,31 +249,33 @@ Json RunSettings::toJson() const {
       {"eval_every", evalEvery},
       {"eval_batches", evalBatches},
       {"save_every", saveEvery},
-  };
+  });
 }
 
 Json StepRecord::toJson() const {
-  Json::Array losses(passLosses.begin(), passLosses.end());
-  return Json::Object{
+  Json losses = Json::array();
+  for (float l : passLosses)
+    losses.push_back(jsonFloat(l));
+  return Json::object({
       {"step", step},
       {"passes", passes},
-      {"loss", loss},
+      {"loss", jsonFloat(loss)},
       {"pass_losses", std::move(losses)},
-      {"lr", lr},
-      {"grad_norm", gradNorm},
+      {"lr", jsonFloat(lr)},
+      {"grad_norm", jsonFloat(gradNorm)},
       {"tokens_per_s", rounded(tokensPerSecond, 1)},
       {"elapsed_s", rounded(elapsedSeconds, 3)},
-  };
+  });
 }
 
 Json EvalRecord::toJson() const {
-  Json::Array losses(passLosses.begin(), passLosses.end());
-  return Json::Object{
+  Json::array_t losses(passLosses.begin(), passLosses.end());
+  return Json::object({
       {"step", step},
       {"val_passes", passes},
       {"val_loss", loss},
       {"val_pass_losses", std::move(losses)},
-  };
+  });
 }
 
 //===----------------------------------------------------------------------===//
@@ -287,9 +289,9 @@ uint64_t Trainer::kernelSeed(uint64_t seed, int64_t step) {
 
 Trainer::Trainer(Session &session, const TrainOptions &options)
     : session_(session) {
-  std::string model = session_.config().at("name").asString();
+  std::string model = asString(jsonAt(session_.config(), "name"));
   ResumePoint from = findResumePoint(options.resume, model);
-  resolve(options, from.recorded.isNull() ? nullptr : &from.recorded,
+  resolve(options, from.recorded.is_null() ? nullptr : &from.recorded,
           from.metadata);
   loadData();
   checkSteps();
@@ -337,18 +339,18 @@ void Trainer::restoreState(const std::string &checkpoint) {
 /// bundle's config (or the default).
 void Trainer::resolve(const TrainOptions &o, const Json *recordedJson,
                       const std::map<std::string, std::string> &meta) {
-  const Json &t = session_.config().at("training");
+  const Json &t = jsonAt(session_.config(), "training");
   Recorded rec(recordedJson, "run.json");
   RunSettings &s = settings_;
 
   if (o.data)
     s.data = *o.data;
   else if (rec.find("data"))
-    s.data = rec.get("data", [](const Json &v) { return v.asString(); });
+    s.data = rec.get("data", [](const Json &v) { return asString(v); });
   // The tokenizer: asked for, else the run's (run.json, the checkpoint).
   std::string recorded = "bytes";
   if (rec.find("tokenizer"))
-    recorded = rec.get("tokenizer", [](const Json &v) { return v.asString(); });
+    recorded = rec.get("tokenizer", [](const Json &v) { return asString(v); });
   else if (auto m = meta.find("fbt.tokenizer"); m != meta.end())
     recorded = m->second;
   if (o.tokenizer && (recordedJson || meta.count("fbt.tokenizer")) &&
@@ -360,7 +362,7 @@ void Trainer::resolve(const TrainOptions &o, const Json *recordedJson,
   s.valFraction =
       o.valFraction.value_or(rec.number("val_fraction").value_or(0.1));
   s.steps =
-      o.steps.value_or(rec.integer("steps").value_or(t.at("steps").asInt()));
+      o.steps.value_or(rec.integer("steps").value_or(asInt(jsonAt(t, "steps"))));
 
   if (o.seed)
     s.seed = *o.seed;
@@ -370,11 +372,11 @@ void Trainer::resolve(const TrainOptions &o, const Json *recordedJson,
            m != meta.end() && isDecimal(m->second))
     s.seed = std::stoull(m->second);
   else
-    s.seed = static_cast<uint64_t>(t.at("seed").asInt());
+    s.seed = static_cast<uint64_t>(asInt(jsonAt(t, "seed")));
 
   // --lr scales the whole schedule: the floor keeps its ratio to the peak.
-  double specLr = t.at("learning_rate").asDouble();
-  double specMin = t.at("min_learning_rate").asDouble();
+  double specLr = asDouble(jsonAt(t, "learning_rate"));
+  double specMin = asDouble(jsonAt(t, "min_learning_rate"));
   if (o.learningRate) {
     s.learningRate = *o.learningRate;
     s.minLearningRate = specLr > 0 ? specMin * s.learningRate / specLr
@@ -404,10 +406,10 @@ void Trainer::resolve(const TrainOptions &o, const Json *recordedJson,
 
 void Trainer::loadData() {
   const Json &config = session_.config();
-  const Json &t = config.at("training");
-  int64_t vocab = config.at("vocab_size").asInt();
-  batchSize_ = t.at("batch_size").asInt();
-  seqLen_ = t.at("sequence_length").asInt();
+  const Json &t = jsonAt(config, "training");
+  int64_t vocab = asInt(jsonAt(config, "vocab_size"));
+  batchSize_ = asInt(jsonAt(t, "batch_size"));
+  seqLen_ = asInt(jsonAt(t, "sequence_length"));
 
   TokenStream tokens;
   if (settings_.data.empty()) {
@@ -442,18 +444,20 @@ void Trainer::loadData() {
 
 /// The schedules, and the compiled steps they need.
 void Trainer::checkSteps() {
-  const Json &t = session_.config().at("training");
+  const Json &t = jsonAt(session_.config(), "training");
   const Bundle &bundle = session_.bundle();
-  passSchedule_.singlePassFraction = t.at("single_pass_fraction").asDouble();
-  passSchedule_.passes = t.at("passes").asInt();
-  passSchedule_.deepPassFraction = t.at("deep_pass_fraction").asDouble();
-  passSchedule_.deepPasses = t.at("deep_passes").asInt();
-  if (const Json *d = t.find("pass_distribution"))
-    for (const auto &[k, w] : d->asObject())
-      passSchedule_.distribution.push_back({std::stoll(k), w.asDouble()});
+  passSchedule_.singlePassFraction =
+      asDouble(jsonAt(t, "single_pass_fraction"));
+  passSchedule_.passes = asInt(jsonAt(t, "passes"));
+  passSchedule_.deepPassFraction = asDouble(jsonAt(t, "deep_pass_fraction"));
+  passSchedule_.deepPasses = asInt(jsonAt(t, "deep_passes"));
+  if (const Json *d = jsonFind(t, "pass_distribution"))
+    for (const auto &[k, w] : asObject(*d))
+      passSchedule_.distribution.push_back({std::stoll(k), asDouble(w)});
   std::sort(passSchedule_.distribution.begin(), passSchedule_.distribution.end());
   // Without a feedback path (fusion none) every step is one pass.
-  if (session_.config().at("feedback").at("fusion").asString() == "none")
+  if (asString(jsonAt(jsonAt(session_.config(), "feedback"), "fusion")) ==
+      "none")
     passSchedule_.singlePassFraction = 1;
   passSchedule_.totalSteps = settings_.steps;
   passSchedule_.seed = settings_.seed;
@@ -461,7 +465,7 @@ void Trainer::checkSteps() {
 
   lrSchedule_.learningRate = settings_.learningRate;
   lrSchedule_.minLearningRate = settings_.minLearningRate;
-  lrSchedule_.warmupSteps = t.at("warmup_steps").asInt();
+  lrSchedule_.warmupSteps = asInt(jsonAt(t, "warmup_steps"));
   lrSchedule_.totalSteps = settings_.steps;
   lrSchedule_.validate();
 
@@ -490,7 +494,7 @@ void Trainer::prepareOutput(bool resuming) {
     throw RuntimeError(outDir_ + ": cannot create the output directory" +
                        (ec ? ": " + ec.message() : std::string()));
   removeStaleTempFiles(outDir_);
-  std::string runJson = settings_.toJson().dump(2) + "\n";
+  std::string runJson = dumpJson(settings_.toJson(), 2) + "\n";
   writeFileAtomic(joinPath(outDir_, "run.json"), {runJson});
 
   std::string metricsPath = joinPath(outDir_, "metrics.jsonl");
@@ -501,17 +505,17 @@ void Trainer::prepareOutput(bool resuming) {
   }
   // Pick up the loss history and the clock where the checkpoint left them.
   for (const Json &r : keepMetricsThrough(metricsPath, startStep_)) {
-    if (const Json *losses = r.find("pass_losses"))
-      firstPassLosses_.push_back((*losses)[0].asDouble());
-    if (const Json *elapsed = r.find("elapsed_s"))
-      elapsedBefore_ = elapsed->asDouble();
-    if (const Json *val = r.find("val_loss")) {
+    if (const Json *losses = jsonFind(r, "pass_losses"))
+      firstPassLosses_.push_back(asDouble(jsonAt(*losses, 0)));
+    if (const Json *elapsed = jsonFind(r, "elapsed_s"))
+      elapsedBefore_ = asDouble(*elapsed);
+    if (const Json *val = jsonFind(r, "val_loss")) {
       EvalRecord e;
-      e.step = r.at("step").asInt();
-      e.passes = r.at("val_passes").asInt();
-      e.loss = val->asDouble();
-      for (const Json &l : r.at("val_pass_losses").asArray())
-        e.passLosses.push_back(l.asDouble());
+      e.step = asInt(jsonAt(r, "step"));
+      e.passes = asInt(jsonAt(r, "val_passes"));
+      e.loss = asDouble(*val);
+      for (const Json &l : asArray(jsonAt(r, "val_pass_losses")))
+        e.passLosses.push_back(asDouble(l));
       lastEval_ = e;
     }
   }

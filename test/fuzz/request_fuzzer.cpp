@@ -29,19 +29,23 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         std::abort();
       // Replies carry the generated text (the prompt here), valid or not.
       std::string text = utf8Text(r.prompt, true);
-      Json::parse(replyJson(r, "id", 0, {{text, "stop"}}, 1, 1));
-      Json::parse(chunkJson(r, "id", 0, 0, text, "", true));
+      parseJson(replyJson(r, "id", 0, {{text, "stop"}}, 1, 1));
+      parseJson(chunkJson(r, "id", 0, 0, text, "", true));
       (void)stopAt(text, r);
     } catch (const ApiError &e) {
       if (e.status != 400 || e.message.empty() ||
           e.message.find('\n') != std::string::npos)
         std::abort();
-      Json::parse(e.body()); // the error reply is JSON
+      parseJson(e.body()); // the error reply is JSON
     }
   }
   // Whatever bytes a model emits, the text sent is UTF-8 (the JSON reader
-  // refuses anything else).
-  Json::parse(Json(utf8Text(body, true)).dump());
-  Json::parse(Json(utf8Text(body, false)).dump());
+  // refuses anything else). dumpJson would replace bad bytes with U+FFFD,
+  // so the text must also read back unchanged.
+  for (bool final : {true, false}) {
+    std::string text = utf8Text(body, final);
+    if (asString(parseJson(dumpJson(Json(text)))) != text)
+      std::abort();
+  }
   return 0;
 }

@@ -36,9 +36,9 @@ TEST(BundleTest, LoadsAGpuBundle) {
   test::TempDir dir;
   Json m = test::gpuManifest({"k0_embedding", "k1_softmax"});
   // k1 runs in two launches, the second with shared memory.
-  m["launches"].set("k1_softmax",
-                    Json::Array{test::launchJson("k1_softmax_rows", {128, 2, 1}, {32, 8, 1}),
-                                test::launchJson("k1_softmax_sum", {1, 1, 1}, {1024, 1, 1}, 4096)});
+  m["launches"]["k1_softmax"] =
+      Json::array({test::launchJson("k1_softmax_rows", {128, 2, 1}, {32, 8, 1}),
+                   test::launchJson("k1_softmax_sum", {1, 1, 1}, {1024, 1, 1}, 4096)});
   std::string path = dir.file("gpu.fbtb");
   test::writeBundle(path, m, {{"kernels.ptx", kPtx}, {"kernels.cubin", "\x7f" "ELF"}});
   Bundle b = Bundle::load(path);
@@ -78,10 +78,10 @@ TEST(BundleTest, ThePtxIsEnoughWithoutACubin) {
 TEST(BundleTest, EveryKernelNeedsALaunch) {
   test::TempDir dir;
   Json m = test::gpuManifest({"k0_a", "k1_b"});
-  m["launches"].asObject().pop_back();
+  m["launches"].get_ref<Json::object_t &>().pop_back();
   EXPECT_NE(loadError(dir, m, {{"kernels.ptx", kPtx}}).find("kernel 'k1_b' has no launches"),
             std::string::npos);
-  m["launches"].set("k1_b", Json::array());
+  m["launches"]["k1_b"] = Json::array();
   EXPECT_NE(loadError(dir, m, {{"kernels.ptx", kPtx}}).find("kernel 'k1_b' has no launches"),
             std::string::npos);
 }
@@ -104,12 +104,12 @@ TEST(BundleTest, LaunchesAreChecked) {
       {test::launchJson("", {1, 1, 1}, {32, 1, 1}),
        "kernel 'k0_a': launch 0: the entry symbol is empty"},
       {test::launchJson("k0_a", {1, 1, 1}, {32, 1, 1}, -4), "shared_bytes -4"},
-      {Json::Object{{"entry", "k0_a"}, {"grid", Json::Array{1, 1}}, {"block", Json::Array{1, 1, 1}}},
+      {Json::object({{"entry", "k0_a"}, {"grid", Json::array({1, 1})}, {"block", Json::array({1, 1, 1})}}),
        "grid must have 3 sizes"},
   };
   for (const Case &c : cases) {
     Json m = test::gpuManifest({"k0_a"});
-    m["launches"].set("k0_a", Json::Array{c.launch});
+    m["launches"]["k0_a"] = Json::array({c.launch});
     std::string error = loadError(dir, m, {{"kernels.ptx", kPtx}});
     EXPECT_NE(error.find("not a valid fbt bundle"), std::string::npos) << error;
     EXPECT_NE(error.find(c.message), std::string::npos) << error;
@@ -120,18 +120,18 @@ TEST(BundleTest, LaunchesAreChecked) {
 /// (buffers sized for f32).
 Json gemmManifest(Json types) {
   Json m = test::gpuManifest({});
-  Json gemm = Json::Object{{"gemm", Json::Array{2, 2, 2}},
-                           {"transpose", Json::Array{false, false}},
-                           {"args", Json::Array{Json::Array{"arena", 0, 0, 16},
-                                                Json::Array{"arena", 0, 64, 16},
-                                                Json::Array{"arena", 0, 128, 16}}}};
-  if (!types.isNull())
-    gemm.set("types", std::move(types));
-  m["steps"].set("s", Json::Object{{"kind", "train"}, {"passes", 1}, {"arena_bytes", 256},
-                                   {"inputs", Json::array()}, {"outputs", Json::array()},
-                                   {"constants", Json::array()},
-                                   {"ops", Json::Array{std::move(gemm)}},
-                                   {"copies", Json::array()}});
+  Json gemm = Json::object({{"gemm", Json::array({2, 2, 2})},
+                            {"transpose", Json::array({false, false})},
+                            {"args", Json::array({Json::array({"arena", 0, 0, 16}),
+                                                  Json::array({"arena", 0, 64, 16}),
+                                                  Json::array({"arena", 0, 128, 16})})}});
+  if (!types.is_null())
+    gemm["types"] = std::move(types);
+  m["steps"]["s"] = Json::object({{"kind", "train"}, {"passes", 1}, {"arena_bytes", 256},
+                                  {"inputs", Json::array()}, {"outputs", Json::array()},
+                                  {"constants", Json::array()},
+                                  {"ops", Json::array({std::move(gemm)})},
+                                  {"copies", Json::array()}});
   return m;
 }
 
@@ -143,17 +143,17 @@ TEST(BundleTest, GemmElementTypes) {
   EXPECT_EQ(f32.lhsType, "f32");
   EXPECT_EQ(f32.resultType, "f32");
   // bf16 storage: bf16 operands accumulating into an f32 result.
-  test::writeBundle(path, gemmManifest(Json::Array{"bf16", "bf16", "f32"}),
+  test::writeBundle(path, gemmManifest(Json::array({"bf16", "bf16", "f32"})),
                     {{"kernels.ptx", kPtx}});
   const PlanOp &mixed = Bundle::load(path).step("s").ops[0];
   EXPECT_EQ(mixed.lhsType, "bf16");
   EXPECT_EQ(mixed.rhsType, "bf16");
   EXPECT_EQ(mixed.resultType, "f32");
-  EXPECT_NE(loadError(dir, gemmManifest(Json::Array{"f16", "f16", "f16"}),
+  EXPECT_NE(loadError(dir, gemmManifest(Json::array({"f16", "f16", "f16"})),
                       {{"kernels.ptx", kPtx}})
                 .find("a GEMM of element type 'f16' (expected f32 or bf16)"),
             std::string::npos);
-  EXPECT_NE(loadError(dir, gemmManifest(Json::Array{"bf16", "f32", "f32"}),
+  EXPECT_NE(loadError(dir, gemmManifest(Json::array({"bf16", "f32", "f32"})),
                       {{"kernels.ptx", kPtx}})
                 .find("a GEMM's operands must share a type, got bf16 and f32"),
             std::string::npos);
@@ -191,7 +191,7 @@ TEST(BundleTest, BlobsAreChecksummed) {
 TEST(BundleTest, UnknownTargetsAreNamed) {
   test::TempDir dir;
   Json m = test::gpuManifest({"k0_a"});
-  m["target"].set("kind", "tpu");
+  m["target"]["kind"] = "tpu";
   std::string error = loadError(dir, m, {{"kernels.ptx", kPtx}});
   EXPECT_NE(error.find("compiled for target 'tpu'"), std::string::npos) << error;
 }
@@ -200,9 +200,9 @@ TEST(BundleTest, KernelsOfAnotherArchitectureAreRefused) {
   test::TempDir dir;
   Json m = test::gpuManifest({"k0_a"});
   m["target"] = Json::object();
-  m["target"].set("kind", "cpu");
-  m["target"].set("triple", "sparc64-unknown-linux-gnu");
-  m["target"].set("arch", "sparc64");
+  m["target"]["kind"] = "cpu";
+  m["target"]["triple"] = "sparc64-unknown-linux-gnu";
+  m["target"]["arch"] = "sparc64";
   std::string error = loadError(dir, m, {{"kernels.so", "not loaded"}});
   EXPECT_NE(error.find("compiled for sparc64, but this machine is"), std::string::npos)
       << error;

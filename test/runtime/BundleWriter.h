@@ -28,13 +28,13 @@ inline void writeBundle(const std::string &path, Json manifest,
     char sum[17];
     std::snprintf(sum, sizeof(sum), "%016llx",
                   (unsigned long long)fnv1a64(bytes.data(), bytes.size()));
-    table.set(name, Json::Object{{"offset", (int64_t)area.size()},
-                                 {"size", (int64_t)bytes.size()},
-                                 {"fnv1a64", std::string(sum)}});
+    table[name] = Json::object({{"offset", (int64_t)area.size()},
+                                {"size", (int64_t)bytes.size()},
+                                {"fnv1a64", std::string(sum)}});
     area += bytes;
   }
-  manifest.set("blobs", std::move(table));
-  std::string text = manifest.dump();
+  manifest["blobs"] = std::move(table);
+  std::string text = dumpJson(manifest);
   auto u64 = [](uint64_t v) {
     std::string s(8, '\0');
     for (int i = 0; i < 8; ++i)
@@ -50,10 +50,10 @@ inline void writeBundle(const std::string &path, Json manifest,
 /// A launch as the manifest spells it.
 inline Json launchJson(const std::string &entry, std::vector<int64_t> grid,
                        std::vector<int64_t> block, int64_t shared = 0) {
-  return Json::Object{{"entry", entry},
-                      {"grid", Json::Array(grid.begin(), grid.end())},
-                      {"block", Json::Array(block.begin(), block.end())},
-                      {"shared_bytes", shared}};
+  return Json::object({{"entry", entry},
+                       {"grid", Json(Json::array_t(grid.begin(), grid.end()))},
+                       {"block", Json(Json::array_t(block.begin(), block.end()))},
+                       {"shared_bytes", shared}});
 }
 
 /// An "nvptx" manifest with `kernels`, each launched once, and no steps.
@@ -63,17 +63,17 @@ inline Json gpuManifest(const std::vector<std::string> &kernels,
   Json names = Json::array();
   for (const std::string &k : kernels) {
     names.push_back(k);
-    launches.set(k, Json::Array{launchJson(k, {8, 1, 1}, {256, 1, 1})});
+    launches[k] = Json::array({launchJson(k, {8, 1, 1}, {256, 1, 1})});
   }
-  return Json::Object{
+  return Json::object({
       {"format", "fbt-bundle"},
-      {"target", Json::Object{{"kind", "nvptx"}, {"chip", chip}, {"features", "+ptx80"}}},
-      {"model", Json::Object{{"name", "test"}}},
+      {"target", Json::object({{"kind", "nvptx"}, {"chip", chip}, {"features", "+ptx80"}})},
+      {"model", Json::object({{"name", "test"}})},
       {"params", Json::array()},
       {"kernels", std::move(names)},
       {"launches", std::move(launches)},
       {"steps", Json::object()},
-  };
+  });
 }
 
 } // namespace fbt::test

@@ -37,12 +37,12 @@ TEST(MetricsTest, OneObjectPerLineVisibleAtOnce) {
   // Readable before the writer is closed: every line is flushed.
   EXPECT_EQ(readFile(path), "{\"step\":0,\"loss\":5.5}\n");
   Json r = record(1, 4.25);
-  r["loss_k"] = Json(Json::Array{4.5, 4.0});
+  r["loss_k"] = Json::array({4.5, 4.0});
   w.write(r);
   std::vector<std::string> ls = lines(path);
   ASSERT_EQ(ls.size(), 2u);
-  EXPECT_EQ(Json::parse(ls[1]), r);
-  EXPECT_THROW(w.write(Json(Json::Array{1})), RuntimeError);
+  EXPECT_EQ(parseJson(ls[1]), r);
+  EXPECT_THROW(w.write(Json::array({1})), RuntimeError);
 }
 
 TEST(MetricsTest, TruncateOrAppend) {
@@ -76,7 +76,7 @@ TEST(MetricsTest, AppendEndsALineCutShortByACrash) {
   std::vector<std::string> ls = lines(path);
   ASSERT_EQ(ls.size(), 3u);
   EXPECT_EQ(ls[1], "{\"step\":1,\"lo");
-  EXPECT_EQ(Json::parse(ls[2]).at("step").asInt(), 2);
+  EXPECT_EQ(asInt(jsonAt(parseJson(ls[2]), "step")), 2);
 }
 
 TEST(MetricsTest, UnwritablePathIsAnError) {

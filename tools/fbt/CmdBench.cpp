@@ -9,7 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Args.h"
+#include "CommandLine.h"
 #include "Commands.h"
 
 #include "runtime/Decoder.h"
@@ -38,25 +38,36 @@ double peakRssMiB() {
 } // namespace
 
 int runBench(int argc, char **argv) {
-  Args args(argc, argv, 2, {"train", "decode", "steps", "warmup", "tokens"}, {"help"});
-  if (args.has("help") || args.has("train") == args.has("decode")) {
-    std::puts("usage: fbt bench BUNDLE (--train K | --decode MODE) [--steps N]\n"
-              "                 [--warmup W] [--tokens N]\n\n"
-              "Times compiled steps on synthetic tokens; prints one JSON line.");
-    return args.has("help") ? 0 : 2;
+  CommandLine args("fbt bench",
+                   "Times compiled steps on synthetic tokens; prints one JSON line.");
+  args.positional("BUNDLE", "the compiled bundle")
+      .integer("train", "K",
+               "time optimizer steps of train_k<K> (give --train or --decode)")
+      .text("decode", "MODE",
+            "time prefill and per-token decode in MODE (standard, soft or "
+            "fused[:N])")
+      .integer("steps", "N", "timed steps, or decode tokens (default 20)")
+      .integer("warmup", "W", "untimed warm-up runs (default 3)")
+      .integer("tokens", "N",
+               "--decode: prompt tokens (default: the bundle's max prompt)");
+  if (!args.parse(argc, argv))
+    return 0;
+  if (args.has("train") == args.has("decode")) {
+    std::fputs(args.help().c_str(), stderr);
+    return 2;
   }
-  Session s(args.require(0, "BUNDLE"));
+  Session s(args.require("BUNDLE"));
   s.initialize(1);
   const Json &c = s.config();
-  int64_t vocab = c.at("vocab_size").asInt();
+  int64_t vocab = asInt(jsonAt(c, "vocab_size"));
   int64_t warmup = args.getInt("warmup", 3), steps = args.getInt("steps", 20);
   if (steps < 1 || warmup < 0)
     throw RuntimeError("--steps must be >= 1 and --warmup >= 0");
 
   if (args.has("train")) {
     int64_t k = args.getInt("train", 1);
-    int64_t b = c.at("training").at("batch_size").asInt(),
-            t = c.at("training").at("sequence_length").asInt();
+    int64_t b = asInt(jsonAt(jsonAt(c, "training"), "batch_size")),
+            t = asInt(jsonAt(jsonAt(c, "training"), "sequence_length"));
     std::vector<int32_t> ids(b * t), targets(b * t);
     for (int64_t i = 0; i < b * t; ++i) {
       ids[i] = 1 + (int32_t)rng::uniformInt(3, 1, i, vocab - 1);

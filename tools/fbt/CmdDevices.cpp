@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Args.h"
+#include "CommandLine.h"
 #include "Commands.h"
 
 #include "runtime/Device.h"
@@ -16,14 +16,13 @@
 namespace fbt {
 
 int runDevices(int argc, char **argv) {
-  Args args(argc, argv, 2, {}, {"help", "quiet"});
-  if (args.has("help")) {
-    std::puts("usage: fbt devices [--quiet]\n\n"
-              "Lists the GPUs this fbt can run 'nvptx' bundles on, or why it\n"
-              "cannot. Exits 0 when a GPU is usable, 1 when not; --quiet\n"
-              "prints nothing.");
+  CommandLine args("fbt devices",
+                   "Lists the GPUs this fbt can run 'nvptx' bundles on, or why it\n"
+                   "cannot. Exits 0 when a GPU is usable, 1 when not; --quiet\n"
+                   "prints nothing.");
+  args.flag("quiet", "print nothing; only the exit status");
+  if (!args.parse(argc, argv))
     return 0;
-  }
   BundleTarget cpu;
   cpu.kind = "cpu";
   std::vector<std::string> gpus;

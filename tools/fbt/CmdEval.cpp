@@ -5,7 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Args.h"
+#include "CommandLine.h"
 #include "Commands.h"
 
 #include "runtime/Data.h"
@@ -21,30 +21,6 @@
 namespace fbt {
 
 namespace {
-const char *kUsage =
-    "usage: fbt eval BUNDLE --ckpt CKPT [--data FILE] [--val-fraction F]\n"
-    "                [--passes N] [--windows N] [--prompt-fraction F]\n"
-    "                [--regimes LIST] [--task arithmetic|counting]\n"
-    "                [--problems N] [--seed S] [--contraction]\n"
-    "                [--contraction-passes N] [--generate N] [--json] [--quiet]\n\n"
-    "Measures a trained model in inference mode (no jitter, no prefix mix-in)\n"
-    "on the held-out part of the data (the last --val-fraction, 0.1 by\n"
-    "default: the part fbt train validates on).\n"
-    "  losses (default)     per pass: the loss of passes 1..N (default 8) over\n"
-    "                       whole windows, the state fed back from t = 1;\n"
-    "                       per regime: each window's first --prompt-fraction\n"
-    "                       (0.25) is a plain prompt, the rest is teacher-forced\n"
-    "                       through the compiled decoder; the continuation's\n"
-    "                       loss and bits per byte. --regimes: comma-separated,\n"
-    "                       default standard,soft,fused:2,fused:3\n"
-    "  --task NAME          exact-match accuracy of greedy answers to\n"
-    "                       --problems (200) held-out problems, per regime\n"
-    "  --contraction        ||s_{k+1} - s_k|| / ||s_k|| for passes up to\n"
-    "                       --contraction-passes (64) over a held-out prompt,\n"
-    "                       and the state's RMS along a --generate (500) token\n"
-    "                       greedy soft generation (capped by the context)\n"
-    "  --json               one JSON object on stdout";
-
 std::vector<Regime> parseRegimes(const std::string &list) {
   std::vector<Regime> out;
   size_t at = 0;
@@ -85,23 +61,56 @@ void printLosses(const LossReport &r) {
 } // namespace
 
 int runEval(int argc, char **argv) {
-  Args args(argc, argv, 2,
-            {"ckpt", "data", "val-fraction", "passes", "windows", "prompt-fraction",
-             "regimes", "task", "problems", "seed", "contraction-passes", "generate"},
-            {"help", "json", "contraction", "quiet"});
-  if (args.has("help")) {
-    std::puts(kUsage);
+  CommandLine args(
+      "fbt eval",
+      "Measures a trained model in inference mode (no jitter, no prefix mix-in)\n"
+      "on the held-out part of the data (the last --val-fraction, 0.1 by\n"
+      "default: the part fbt train validates on).");
+  args.positional("BUNDLE", "the compiled bundle")
+      .text("ckpt", "CKPT", "a checkpoint from fbt train (required)")
+      .text("data", "FILE", "the data (default: the embedded corpus)")
+      .number("val-fraction", "F",
+              "the held-out last part of the data (default 0.1)")
+      .integer("passes", "N",
+               "losses: passes 1..N over whole windows (default 8)")
+      .integer("windows", "N", "losses: held-out windows (default 64)")
+      .number("prompt-fraction", "F",
+              "losses: each window's first F is a plain prompt (default 0.25)")
+      .text("regimes", "LIST",
+            "comma-separated regimes (default standard,soft,fused:2,fused:3)")
+      .text("task", "NAME",
+            "arithmetic|counting: exact-match accuracy of greedy answers to "
+            "--problems held-out problems, per regime")
+      .integer("problems", "N", "--task: problems (default 200)")
+      .integer("seed", "S", "--task: the problems' seed (default 20261201)")
+      .flag("contraction",
+            "||s_{k+1} - s_k|| / ||s_k|| for passes up to --contraction-passes "
+            "over a held-out prompt, and the state's RMS along a --generate "
+            "token greedy soft generation (capped by the context)")
+      .integer("contraction-passes", "N", "--contraction: passes (default 64)")
+      .integer("generate", "N",
+               "--contraction: tokens of soft generation (default 500)")
+      .flag("json", "one JSON object on stdout")
+      .flag("quiet", "no progress output")
+      .footer("losses (default): per pass: the loss of passes 1..N (default 8) "
+              "over\n"
+              "whole windows, the state fed back from t = 1; per regime: each\n"
+              "window's first --prompt-fraction (0.25) is a plain prompt, the "
+              "rest\n"
+              "is teacher-forced through the compiled decoder; the "
+              "continuation's\n"
+              "loss and bits per byte.");
+  if (!args.parse(argc, argv))
     return 0;
-  }
   if (!args.has("ckpt"))
     throw RuntimeError("--ckpt is required (a checkpoint from fbt train)");
   if (args.has("task") && args.has("contraction"))
     throw RuntimeError("give at most one of --task and --contraction");
-  Session session(args.require(0, "BUNDLE"));
+  Session session(args.require("BUNDLE"));
   session.loadCheckpoint(args.get("ckpt"));
   const Json &config = session.config();
-  int64_t vocab = config.at("vocab_size").asInt();
-  int64_t bos = config.at("bos_token_id").asInt();
+  int64_t vocab = asInt(jsonAt(config, "vocab_size"));
+  int64_t bos = asInt(jsonAt(config, "bos_token_id"));
   bool json = args.has("json");
   bool quiet = args.has("quiet") || json;
 
@@ -136,7 +145,7 @@ int runEval(int argc, char **argv) {
                              (uint64_t)args.getInt("seed", 20261201), text);
     auto results = evaluateTask(session, problems, regimes, bos);
     if (json) {
-      std::printf("%s\n", toJson(args.get("task"), results).dump().c_str());
+      std::printf("%s\n", dumpJson(toJson(args.get("task"), results)).c_str());
       return 0;
     }
     std::printf("task %s: %lld held-out problems, greedy, exact match\n",
@@ -152,7 +161,7 @@ int runEval(int argc, char **argv) {
     int64_t generate = args.getInt("generate", 500);
     if (passes < 2 || generate < 0)
       throw RuntimeError("--contraction-passes must be >= 2, --generate >= 0");
-    int64_t promptLen = config.at("inference").at("max_prompt_length").asInt();
+    int64_t promptLen = asInt(jsonAt(jsonAt(config, "inference"), "max_prompt_length"));
     promptLen = std::min<int64_t>(promptLen, split.val.size());
     std::vector<int32_t> prompt(promptLen);
     split.val.copy(0, promptLen, prompt.data());
@@ -160,7 +169,7 @@ int runEval(int argc, char **argv) {
       prompt[0] = (int32_t)bos; // a prompt starts a document
     ContractionReport r = evaluateContraction(session, prompt, passes, generate);
     if (json) {
-      std::printf("%s\n", toJson(r).dump().c_str());
+      std::printf("%s\n", dumpJson(toJson(r)).c_str());
       return 0;
     }
     std::printf("contraction over a held-out prompt of %lld tokens:\n",
@@ -201,7 +210,7 @@ int runEval(int argc, char **argv) {
   if (bar)
     bar->finish();
   if (json)
-    std::printf("%s\n", toJson(r).dump().c_str());
+    std::printf("%s\n", dumpJson(toJson(r)).c_str());
   else
     printLosses(r);
   return 0;

@@ -1,6 +1,6 @@
 //===- CmdGenerate.cpp - fbt generate and fbt score -----------------------===//
 
-#include "Args.h"
+#include "CommandLine.h"
 #include "Commands.h"
 
 #include "runtime/Data.h"
@@ -25,7 +25,7 @@ std::vector<int32_t> encode(const Tokenizer &tok, const std::string &text) {
   return ids;
 }
 
-std::vector<std::string> readPrompts(const Args &args) {
+std::vector<std::string> readPrompts(const CommandLine &args) {
   if (args.has("prompt") == args.has("prompts"))
     throw RuntimeError("give exactly one of --prompt TEXT or --prompts FILE");
   if (args.has("prompt"))
@@ -45,29 +45,30 @@ std::vector<std::string> readPrompts(const Args &args) {
 } // namespace
 
 int runGenerate(int argc, char **argv) {
-  Args args(argc, argv, 2,
-            {"ckpt", "prompt", "prompts", "mode", "max-new-tokens", "temperature",
-             "top-k", "top-p", "seed", "stop", "tokenizer"},
-            {"help", "quiet"});
-  if (args.has("help")) {
-    std::puts(
-        "usage: fbt generate BUNDLE --ckpt CKPT (--prompt TEXT | --prompts FILE)\n"
-        "                    [--mode standard|soft|fused[:N]] [--max-new-tokens N]\n"
-        "                    [--temperature T] [--top-k K] [--top-p P] [--seed S]\n"
-        "                    [--stop STRING] [--tokenizer T]\n\n"
-        "Generates text after each prompt (one prompt per line in FILE, decoded\n"
-        "together in batches of the bundle's inference batch), through the\n"
-        "tokenizer the checkpoint's run used (or --tokenizer T).\n"
-        "  --mode         standard: plain inputs; soft: every generated token\n"
-        "                 fuses the previous top-layer state (default);\n"
-        "                 fused:N: N prefill passes, then soft\n"
-        "  --temperature  0 for greedy (default 0)\n"
-        "  --stop         stop a sequence once its text ends with STRING");
+  CommandLine args("fbt generate", "Generates text after each prompt (one prompt per line in FILE, decoded\n"
+                                   "together in batches of the bundle's inference batch), through the\n"
+                                   "tokenizer the checkpoint's run used (or --tokenizer T).");
+  args.positional("BUNDLE", "the compiled bundle (fbtc SPEC --target=... -o M.fbtb)")
+      .text("ckpt", "CKPT", "a checkpoint from fbt train (required)")
+      .text("prompt", "TEXT", "one prompt")
+      .text("prompts", "FILE", "prompts, one per line")
+      .text("mode", "MODE",
+            "standard: plain inputs; soft: every generated token fuses the "
+            "previous top-layer state (default); fused:N: N prefill passes, "
+            "then soft")
+      .integer("max-new-tokens", "N", "tokens to generate per prompt (default 64)")
+      .number("temperature", "T", "0 for greedy (default 0)")
+      .integer("top-k", "K", "sample among the K likeliest (default 0: all)")
+      .number("top-p", "P", "sample within top-p probability mass (default 1)")
+      .integer("seed", "S", "sampling seed (default 0)")
+      .text("stop", "STRING", "stop a sequence once its text ends with STRING")
+      .text("tokenizer", "T", "the tokenizer to use instead of the run's")
+      .flag("quiet", "no progress output");
+  if (!args.parse(argc, argv))
     return 0;
-  }
   if (!args.has("ckpt"))
     throw RuntimeError("--ckpt is required (a checkpoint from fbt train)");
-  Session session(args.require(0, "BUNDLE"));
+  Session session(args.require("BUNDLE"));
   session.loadCheckpoint(args.get("ckpt"));
   if (args.has("tokenizer"))
     session.setTokenizer(args.get("tokenizer"));
@@ -134,20 +135,21 @@ int runGenerate(int argc, char **argv) {
 }
 
 int runScore(int argc, char **argv) {
-  Args args(argc, argv, 2, {"ckpt", "tokens", "mode", "out"}, {"help"});
-  if (args.has("help")) {
-    std::puts(
-        "usage: fbt score BUNDLE --ckpt CKPT --tokens T.safetensors\n"
-        "                 --mode standard|soft|fused[:N] --out LOGITS.safetensors\n\n"
-        "Teacher-forced decoding for checks: `tokens` holds input_ids I32 [N, T]\n"
-        "and prompt_lengths I32 [N]; each row is prefilled with its prompt and\n"
-        "fed the rest one token at a time. `logits` F32 [N, T, V] predicts\n"
-        "each position from prompt_length-1 on (zeros before).");
+  CommandLine args("fbt score",
+                   "Teacher-forced decoding for checks: `tokens` holds input_ids I32 [N, T]\n"
+                   "and prompt_lengths I32 [N]; each row is prefilled with its prompt and\n"
+                   "fed the rest one token at a time. `logits` F32 [N, T, V] predicts\n"
+                   "each position from prompt_length-1 on (zeros before).");
+  args.positional("BUNDLE", "the compiled bundle")
+      .text("ckpt", "CKPT", "a checkpoint from fbt train (required)")
+      .text("tokens", "T.safetensors", "input_ids and prompt_lengths (required)")
+      .text("mode", "MODE", "standard (default), soft or fused[:N]")
+      .text("out", "LOGITS.safetensors", "where the logits go (required)");
+  if (!args.parse(argc, argv))
     return 0;
-  }
   if (!args.has("ckpt") || !args.has("tokens") || !args.has("out"))
     throw RuntimeError("--ckpt, --tokens and --out are required (see --help)");
-  Session session(args.require(0, "BUNDLE"));
+  Session session(args.require("BUNDLE"));
   session.loadCheckpoint(args.get("ckpt"));
   Decoder decoder(session);
   Regime regime = Regime::parse(args.get("mode", "standard"));

@@ -1,6 +1,6 @@
 //===- CmdInspect.cpp - fbt inspect ---------------------------------------===//
 
-#include "Args.h"
+#include "CommandLine.h"
 #include "Commands.h"
 
 #include "runtime/Bundle.h"
@@ -11,28 +11,28 @@
 namespace fbt {
 
 int runInspect(int argc, char **argv) {
-  Args args(argc, argv, 2, {}, {"help", "json"});
-  if (args.has("help")) {
-    std::puts("usage: fbt inspect BUNDLE [--json]\n\n"
-              "Validates a bundle and prints its model, target, the backend\n"
-              "that runs it (and whether it can run here), steps (with their\n"
-              "arena sizes and call counts) and kernels.");
+  CommandLine args("fbt inspect",
+                   "Validates a bundle and prints its model, target, the backend\n"
+                   "that runs it (and whether it can run here), steps (with their\n"
+                   "arena sizes and call counts) and kernels.");
+  args.positional("BUNDLE", "the compiled bundle")
+      .flag("json", "print the bundle's manifest as JSON instead");
+  if (!args.parse(argc, argv))
     return 0;
-  }
-  Bundle b = Bundle::load(args.require(0, "BUNDLE"));
+  Bundle b = Bundle::load(args.require("BUNDLE"));
   if (args.has("json")) {
-    std::puts(b.manifest().dump(2).c_str());
+    std::puts(dumpJson(b.manifest(), 2).c_str());
     return 0;
   }
   const Json &m = b.model();
   std::printf("bundle   %s\n", b.path().c_str());
   std::printf("model    %s: V=%lld D=%lld L=%lld H=%lld F=%lld, fusion %s\n",
-              m.at("name").asString().c_str(), (long long)m.at("vocab_size").asInt(),
-              (long long)m.at("hidden_size").asInt(),
-              (long long)m.at("num_hidden_layers").asInt(),
-              (long long)m.at("num_attention_heads").asInt(),
-              (long long)m.at("intermediate_size").asInt(),
-              m.at("feedback").at("fusion").asString().c_str());
+              asString(jsonAt(m, "name")).c_str(), (long long)asInt(jsonAt(m, "vocab_size")),
+              (long long)asInt(jsonAt(m, "hidden_size")),
+              (long long)asInt(jsonAt(m, "num_hidden_layers")),
+              (long long)asInt(jsonAt(m, "num_attention_heads")),
+              (long long)asInt(jsonAt(m, "intermediate_size")),
+              asString(jsonAt(jsonAt(m, "feedback"), "fusion")).c_str());
   const BundleTarget &t = b.target();
   std::string detail = t.chip;
   if (!t.features.empty())

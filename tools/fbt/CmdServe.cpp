@@ -16,7 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Args.h"
+#include "CommandLine.h"
 #include "Commands.h"
 
 #include "runtime/Decoder.h"
@@ -129,11 +129,11 @@ struct Metrics {
     int64_t cumulative = 0;
     for (size_t b = 0; b <= std::size(kBuckets); ++b) {
       cumulative += latency[b];
-      std::string le = b < std::size(kBuckets) ? Json(kBuckets[b]).dump() : "+Inf";
+      std::string le = b < std::size(kBuckets) ? dumpJson(Json(kBuckets[b])) : "+Inf";
       out += "fbt_request_seconds_bucket{le=\"" + le + "\"} " +
              std::to_string(cumulative) + "\n";
     }
-    out += "fbt_request_seconds_sum " + Json(latencySum).dump() + "\n" +
+    out += "fbt_request_seconds_sum " + dumpJson(Json(latencySum)) + "\n" +
            "fbt_request_seconds_count " + std::to_string(cumulative) + "\n";
     return out;
   }
@@ -404,34 +404,39 @@ void sendError(httplib::Response &res, const ApiError &e) {
 } // namespace
 
 int runServe(int argc, char **argv) {
-  Args args(argc, argv, 2,
-            {"ckpt", "host", "port", "mode", "max-queue", "model-name", "tokenizer",
-             "prefix-cache"},
-            {"help"});
-  if (args.has("help")) {
-    std::puts(
-        "usage: fbt serve BUNDLE --ckpt CKPT [--host 127.0.0.1] [--port 8000]\n"
-        "                 [--mode standard|soft|fused:N] [--max-queue 64]\n"
-        "                 [--model-name NAME] [--tokenizer T] [--prefix-cache 64]\n\n"
-        "Serves the model over HTTP, OpenAI-compatible:\n"
-        "  POST /v1/completions, /v1/chat/completions  (\"stream\": true for\n"
-        "       server-sent events; \"regime\": standard|soft|fused:N, default\n"
-        "       --mode, itself soft by default)\n"
-        "  GET  /v1/models, /health, /metrics (Prometheus)\n"
-        "Requests run in arrival order; a full queue answers 429. SIGTERM\n"
-        "finishes the requests in flight and exits 0. The prefills of the last\n"
-        "--prefix-cache prompts (KV rows, carried state, logits; per regime's\n"
-        "prefill) are kept: a prompt seen again skips its prefill, exactly.");
+  CommandLine args("fbt serve", "Serves the model over HTTP, OpenAI-compatible.");
+  args.positional("BUNDLE", "the compiled bundle")
+      .text("ckpt", "CKPT", "a checkpoint from fbt train (required)")
+      .text("host", "HOST", "the address to listen on (default 127.0.0.1)")
+      .integer("port", "PORT", "the port to listen on; 0: any free port (default 8000)")
+      .text("mode", "MODE",
+            "the default regime: standard, soft or fused:N (default soft)")
+      .integer("max-queue", "N",
+               "requests queued at most; a full queue answers 429 (default 64)")
+      .text("model-name", "NAME", "the model's name in the API (default: the bundle's)")
+      .text("tokenizer", "T", "the tokenizer to use instead of the run's")
+      .integer("prefix-cache", "N",
+               "prompts whose prefills are kept: a prompt seen again skips its "
+               "prefill, exactly (default 64)")
+      .footer("Endpoints:\n"
+              "  POST /v1/completions, /v1/chat/completions  (\"stream\": true for\n"
+              "       server-sent events; \"regime\": standard|soft|fused:N, default\n"
+              "       --mode, itself soft by default)\n"
+              "  GET  /v1/models, /health, /metrics (Prometheus)\n"
+              "Requests run in arrival order; a full queue answers 429. SIGTERM\n"
+              "finishes the requests in flight and exits 0. The prefills of the last\n"
+              "--prefix-cache prompts (KV rows, carried state, logits; per regime's\n"
+              "prefill) are kept: a prompt seen again skips its prefill, exactly.");
+  if (!args.parse(argc, argv))
     return 0;
-  }
   if (!args.has("ckpt"))
     throw RuntimeError("--ckpt is required (a checkpoint from fbt train)");
-  Session session(args.require(0, "BUNDLE"));
+  Session session(args.require("BUNDLE"));
   session.loadCheckpoint(args.get("ckpt"));
   if (args.has("tokenizer"))
     session.setTokenizer(args.get("tokenizer"));
   Regime defaultRegime = Regime::parse(args.get("mode", "soft"));
-  std::string model = args.get("model-name", session.config().at("name").asString());
+  std::string model = args.get("model-name", asString(jsonAt(session.config(), "name")));
   int64_t maxQueue = args.getInt("max-queue", 64);
   int64_t prefixCache = args.getInt("prefix-cache", 64);
   int64_t port = args.getInt("port", 8000);
@@ -549,14 +554,13 @@ int runServe(int argc, char **argv) {
               });
   server.Get("/v1/models", [&](const httplib::Request &, httplib::Response &res) {
     metrics.request("/v1/models", 200);
-    res.set_content(Json(Json::Object{{"object", "list"},
-                                      {"data", Json::Array{Json::Object{
-                                                   {"id", model},
-                                                   {"object", "model"},
-                                                   {"created", (int64_t)0},
-                                                   {"owned_by", "fbt"}}}}})
-                        .dump(),
-                    "application/json");
+    Json card = Json::object({{"id", model},
+                              {"object", "model"},
+                              {"created", (int64_t)0},
+                              {"owned_by", "fbt"}});
+    res.set_content(
+        dumpJson(Json::object({{"object", "list"}, {"data", Json::array({card})}})),
+        "application/json");
   });
   server.Get("/health", [&](const httplib::Request &, httplib::Response &res) {
     res.status = draining ? 503 : 200;
@@ -602,7 +606,7 @@ int runServe(int argc, char **argv) {
                        "%lld decode rows) on http://%s:%lld/v1\n",
                model.c_str(), defaultRegime.name().c_str(),
                session.tokenizerName().c_str(),
-               (long long)session.config().at("inference").at("batch_size").asInt(),
+               (long long)asInt(jsonAt(jsonAt(session.config(), "inference"), "batch_size")),
                host.c_str(), (long long)port);
   server.listen_after_bind();
   gStopRequested = true;

@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Args.h"
+#include "CommandLine.h"
 #include "Commands.h"
 
 #include "runtime/Error.h"
@@ -20,19 +20,20 @@
 namespace fbt {
 
 int runStep(int argc, char **argv) {
-  Args args(argc, argv, 2, {"params", "batch", "passes", "steps", "out"}, {"help"});
-  if (args.has("help")) {
-    std::puts(
-        "usage: fbt step BUNDLE --params P.safetensors --batch B.safetensors\n"
-        "                --passes K [--steps N] --out OUT.safetensors\n\n"
-        "Runs N (default 1) training steps of train_k<K> on one batch.\n"
-        "  --params  parameters by name (moments optional, zero if absent)\n"
-        "  --batch   input_ids, targets (I32 [B, T]), seed (I64 [1]), lr (F32 [N])\n"
-        "  --out     loss [N], pass_losses [N, K], grad_norm [N], grad.<name>\n"
-        "            (first step, before clipping) and the parameters after N steps");
+  CommandLine args("fbt step", "Runs N (default 1) training steps of train_k<K> on one batch.");
+  args.positional("BUNDLE", "the compiled bundle")
+      .text("params", "P.safetensors",
+            "parameters by name (moments optional, zero if absent) (required)")
+      .text("batch", "B.safetensors",
+            "input_ids, targets (I32 [B, T]), seed (I64 [1]), lr (F32 [N]) (required)")
+      .integer("passes", "K", "the training step train_k<K> to run (default 1)")
+      .integer("steps", "N", "training steps to run (default 1)")
+      .text("out", "OUT.safetensors",
+            "loss [N], pass_losses [N, K], grad_norm [N], grad.<name> (first step, "
+            "before clipping) and the parameters after N steps (required)");
+  if (!args.parse(argc, argv))
     return 0;
-  }
-  Session s(args.require(0, "BUNDLE"));
+  Session s(args.require("BUNDLE"));
   int64_t k = args.getInt("passes", 1), n = args.getInt("steps", 1);
   if (!s.bundle().hasStep("train_k" + std::to_string(k)))
     throw RuntimeError("the bundle has no training step for K=" + std::to_string(k));
@@ -59,7 +60,7 @@ int runStep(int argc, char **argv) {
   const Tensor *targets = tensor("targets", DType::I32, bt);
   const Tensor *seedT = tensor("seed", DType::I64, {1});
   const Tensor *lrT = tensor("lr", DType::F32, {n});
-  int64_t vocab = s.config().at("vocab_size").asInt();
+  int64_t vocab = asInt(jsonAt(s.config(), "vocab_size"));
   for (int64_t i = 0; i < ids->numElements(); ++i)
     if (ids->data<int32_t>()[i] < 0 || ids->data<int32_t>()[i] >= vocab)
       throw RuntimeError(batchPath + ": input_ids[" + std::to_string(i) +

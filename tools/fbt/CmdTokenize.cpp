@@ -10,7 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Args.h"
+#include "CommandLine.h"
 #include "Commands.h"
 
 #include "runtime/CpuThreads.h"
@@ -56,32 +56,37 @@ void documentsOf(const std::string &path, const std::string &contents,
     if (l.find_first_not_of(" \t\r") == std::string_view::npos)
       continue;
     std::string where = path + ":" + std::to_string(line);
-    Json record = Json::parse(l, where);
-    const Json *text = record.isObject() ? record.find(field) : nullptr;
-    if (!text || !text->isString())
+    Json record = parseJson(l, where);
+    const Json *text = jsonFind(record, field);
+    if (!text || !text->is_string())
       throw RuntimeError(where + ": no string field '" + field + "'");
-    decoded.push_back(text->asString());
+    decoded.push_back(asString(*text));
     docs.push_back({{}, where});
   }
 }
 } // namespace
 
 int runTokenize(int argc, char **argv) {
-  Args args(argc, argv, 2, {"tokenizer", "o", "out", "field"},
-            {"help", "quiet", "json", "decode"});
-  if (args.has("help") || args.positional().empty()) {
-    std::puts(
-        "usage: fbt tokenize --tokenizer T FILE... -o OUT.bin [--field NAME]\n"
-        "                    [--quiet] [--json]\n"
-        "       fbt tokenize --tokenizer T --decode FILE.bin   (text to stdout)\n\n"
-        "Encodes text into a token file for fbt train: each text file is one\n"
-        "document, each line of a .jsonl file one (its --field, default\n"
-        "\"text\"), each preceded by the tokenizer's separator (<|endoftext|>,\n"
-        "BOS, or byte 0). Written with llm.c's header: uint16 ids, or uint32\n"
-        "above 65536 tokens. Runs on every thread (fbt --threads N).\n\n"
-        "tokenizers: bytes | gpt2:DIR (encoder.json + vocab.bpe, or vocab.json +\n"
-        "            merges.txt) | gpt2:tokenizer.json | sp:FILE.model");
-    return args.has("help") ? 0 : 2;
+  CommandLine args("fbt tokenize",
+                   "Encodes text into a token file for fbt train: each text file is one\n"
+                   "document, each line of a .jsonl file one (its --field, default\n"
+                   "\"text\"), each preceded by the tokenizer's separator (<|endoftext|>,\n"
+                   "BOS, or byte 0). Written with llm.c's header: uint16 ids, or uint32\n"
+                   "above 65536 tokens. Runs on every thread (fbt --threads N).");
+  args.positionals("FILE", "text or .jsonl files to encode (with --decode: token files)")
+      .text("tokenizer", "T", "the tokenizer (required; see below)")
+      .text("o,out", "OUT.bin", "the token file to write (required unless --decode)")
+      .text("field", "NAME", "the .jsonl field holding the text (default \"text\")")
+      .flag("quiet", "no progress output")
+      .flag("json", "print the summary as JSON")
+      .flag("decode", "decode token files FILE.bin to text on stdout")
+      .footer("tokenizers: bytes | gpt2:DIR (encoder.json + vocab.bpe, or vocab.json +\n"
+              "            merges.txt) | gpt2:tokenizer.json | sp:FILE.model");
+  if (!args.parse(argc, argv))
+    return 0;
+  if (args.positional().empty()) {
+    std::fputs(args.help().c_str(), stderr);
+    return 2;
   }
   if (args.has("decode")) {
     if (!args.has("tokenizer"))
@@ -94,7 +99,7 @@ int runTokenize(int argc, char **argv) {
     }
     return 0;
   }
-  std::string out = args.get("o", args.get("out"));
+  std::string out = args.get("out");
   if (out.empty())
     throw RuntimeError("give the output file with -o OUT.bin");
   if (!args.has("tokenizer"))
@@ -201,8 +206,8 @@ int runTokenize(int argc, char **argv) {
     std::printf("{\"tokenizer\": %s, \"documents\": %zu, \"tokens\": %zu, "
                 "\"bytes\": %lld, \"seconds\": %.3f, \"mb_per_s\": %.2f, "
                 "\"threads\": %d, \"out\": %s}\n",
-                Json(tok->name()).dump().c_str(), docs.size(), all.size(),
-                (long long)totalBytes, secs, mbps, threads, Json(out).dump().c_str());
+                dumpJson(Json(tok->name())).c_str(), docs.size(), all.size(),
+                (long long)totalBytes, secs, mbps, threads, dumpJson(Json(out)).c_str());
   else if (!args.has("quiet"))
     std::fprintf(stderr, "fbt: %zu documents, %zu tokens from %.1f MB in %.2f s "
                          "(%.1f MB/s, %d threads) -> %s\n",

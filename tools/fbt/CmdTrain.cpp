@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Args.h"
+#include "CommandLine.h"
 #include "Commands.h"
 
 #include "runtime/Error.h"
@@ -23,49 +23,6 @@
 namespace fbt {
 
 namespace {
-
-const char *kUsage =
-    "usage: fbt train BUNDLE [options]\n"
-    "\n"
-    "Trains the bundle's model with its compiled steps, validating and\n"
-    "checkpointing as it goes. A run is a pure function of the bundle, the\n"
-    "data, the seed and the number of steps, so --resume continues it bit for\n"
-    "bit.\n"
-    "\n"
-    "data:\n"
-    "  --data FILE         UTF-8 text (byte-level tokens), .bin (uint16 ids) "
-    "or\n"
-    "                      .u32.bin (uint32 ids); default: the embedded "
-    "corpus\n"
-    "  --tokenizer T       how text data becomes ids: bytes (default),\n"
-    "                      gpt2:DIR, sp:FILE.model (see fbt tokenize); recorded\n"
-    "                      in the run and its checkpoints for generate and eval\n"
-    "  --val-fraction F    hold out the last F of the data for validation\n"
-    "                      (default 0.1; 0: no validation)\n"
-    "schedule:\n"
-    "  --steps N           optimizer steps (default: the spec's "
-    "training.steps)\n"
-    "  --seed S            seeds init, batches, pass schedule and jitter\n"
-    "                      (default: training.seed)\n"
-    "  --lr LR             peak learning rate (default: "
-    "training.learning_rate);\n"
-    "                      the cosine floor keeps its ratio to the peak\n"
-    "output:\n"
-    "  --out DIR           the run directory (default: runs/<model name>):\n"
-    "                      run.json, metrics.jsonl, latest.safetensors and\n"
-    "                      step-<N>.safetensors at the end\n"
-    "  --eval-every N      validate every N steps (default: steps / 10)\n"
-    "  --eval-batches N    validation batches per evaluation (default 4)\n"
-    "  --save-every N      write latest.safetensors every N steps\n"
-    "                      (default: --eval-every)\n"
-    "  --resume PATH       continue from a checkpoint, or from a run\n"
-    "                      directory's latest.safetensors; options not given\n"
-    "                      come from the run's run.json, output goes to its\n"
-    "                      directory unless --out says otherwise\n"
-    "  --stop-after N      checkpoint and stop after step N, keeping the\n"
-    "                      schedule of --steps (continue later with --resume)\n"
-    "  --quiet             no progress bar or validation lines, only the\n"
-    "                      summary\n";
 
 std::string fixed(double value, int digits = 3) {
   char buf[32];
@@ -134,7 +91,7 @@ public:
     const RunSettings &s = t.settings();
     std::fprintf(
         stderr, "model    %s: %s params, batch %lld x %lld tokens\n",
-        session_.config().at("name").asString().c_str(),
+        asString(jsonAt(session_.config(), "name")).c_str(),
         ProgressBar::formatCount(session_.bundle().parameterCount()).c_str(),
         (long long)t.batchSize(), (long long)t.seqLen());
     std::fprintf(stderr, "schedule %lld steps: %s; lr %g -> %g, seed %llu\n",
@@ -216,7 +173,7 @@ void printSummary(const TrainSummary &s, const std::string &bundle,
 }
 
 /// A non-negative integer option, if given.
-std::optional<int64_t> intOption(const Args &args, const char *name) {
+std::optional<int64_t> intOption(const CommandLine &args, const char *name) {
   if (!args.has(name))
     return std::nullopt;
   return args.getInt(name, 0);
@@ -225,18 +182,51 @@ std::optional<int64_t> intOption(const Args &args, const char *name) {
 } // namespace
 
 int runTrain(int argc, char **argv) {
-  Args args(argc, argv, 2,
-            {"data", "tokenizer", "val-fraction", "steps", "seed", "out", "resume",
-             "eval-every", "eval-batches", "save-every", "lr", "stop-after"},
-            {"quiet", "help"});
-  if (args.has("help")) {
-    std::fputs(kUsage, stdout);
+  CommandLine args(
+      "fbt train",
+      "Trains the bundle's model with its compiled steps, validating and\n"
+      "checkpointing as it goes. A run is a pure function of the bundle, the\n"
+      "data, the seed and the number of steps, so --resume continues it bit for\n"
+      "bit.");
+  args.positional("BUNDLE", "the compiled bundle")
+      .text("data", "FILE",
+            "UTF-8 text (byte-level tokens), .bin (uint16 ids) or .u32.bin "
+            "(uint32 ids); default: the embedded corpus")
+      .text("tokenizer", "T",
+            "how text data becomes ids: bytes (default), gpt2:DIR, "
+            "sp:FILE.model (see fbt tokenize); recorded in the run and its "
+            "checkpoints for generate and eval")
+      .number("val-fraction", "F",
+              "hold out the last F of the data for validation (default 0.1; "
+              "0: no validation)")
+      .integer("steps", "N", "optimizer steps (default: the spec's training.steps)")
+      .integer("seed", "S",
+               "seeds init, batches, pass schedule and jitter (default: "
+               "training.seed)")
+      .number("lr", "LR",
+              "peak learning rate (default: training.learning_rate); the "
+              "cosine floor keeps its ratio to the peak")
+      .text("out", "DIR",
+            "the run directory (default: runs/<model name>): run.json, "
+            "metrics.jsonl, latest.safetensors and step-<N>.safetensors at "
+            "the end")
+      .integer("eval-every", "N", "validate every N steps (default: steps / 10)")
+      .integer("eval-batches", "N",
+               "validation batches per evaluation (default 4)")
+      .integer("save-every", "N",
+               "write latest.safetensors every N steps (default: --eval-every)")
+      .text("resume", "PATH",
+            "continue from a checkpoint, or from a run directory's "
+            "latest.safetensors; options not given come from the run's "
+            "run.json, output goes to its directory unless --out says "
+            "otherwise")
+      .integer("stop-after", "N",
+               "checkpoint and stop after step N, keeping the schedule of "
+               "--steps (continue later with --resume)")
+      .flag("quiet", "no progress bar or validation lines, only the summary");
+  if (!args.parse(argc, argv))
     return 0;
-  }
-  std::string bundle = args.require(0, "BUNDLE");
-  if (args.positional().size() > 1)
-    throw RuntimeError("unexpected argument '" + args.positional()[1] +
-                       "' (see --help)");
+  std::string bundle = args.require("BUNDLE");
 
   TrainOptions o;
   if (args.has("data"))

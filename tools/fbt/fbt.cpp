@@ -23,47 +23,12 @@
 
 #include "Commands.h"
 
-#include "runtime/CpuThreads.h"
 #include "runtime/Error.h"
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
-
-/// Takes `--threads N` (or `--threads=N`) out of argv, wherever it is; returns
-/// N, 0 if absent, or -1 with a message if its value is not a count.
-static int takeThreads(int &argc, char **argv) {
-  int threads = 0;
-  for (int i = 2; i < argc;) {
-    std::string a = argv[i], value;
-    int used = 0;
-    if (a == "--threads") {
-      if (i + 1 >= argc) {
-        std::fputs("fbt: error: --threads needs a value\n", stderr);
-        return -1;
-      }
-      value = argv[i + 1], used = 2;
-    } else if (a.rfind("--threads=", 0) == 0) {
-      value = a.substr(10), used = 1;
-    } else {
-      ++i;
-      continue;
-    }
-    char *end = nullptr;
-    long n = std::strtol(value.c_str(), &end, 10);
-    if (value.empty() || *end || n < 1 || n > 1024) {
-      std::fprintf(stderr, "fbt: error: --threads '%s': expected a count from 1 to 1024\n",
-                   value.c_str());
-      return -1;
-    }
-    threads = (int)n;
-    for (int j = i; j + used <= argc; ++j)
-      argv[j] = argv[j + used];
-    argc -= used;
-  }
-  return threads;
-}
 
 static void usage(std::FILE *out) {
   std::fputs(
@@ -86,11 +51,9 @@ static void usage(std::FILE *out) {
       "  serve BUNDLE     an OpenAI-compatible HTTP server (completions, chat,\n"
       "                   streaming, every regime)\n"
       "\n"
-      "`fbt <command> --help` describes each command's options.\n"
-      "\n"
-      "options for every command:\n"
-      "  --threads N      threads for CPU steps (default: OMP_NUM_THREADS, else\n"
-      "                   every core)\n",
+      "`fbt <command> --help` describes each command's options; every\n"
+      "command takes --threads N, the CPU steps' threads (default:\n"
+      "OMP_NUM_THREADS, else every core).\n",
       out);
 }
 
@@ -104,10 +67,6 @@ int main(int argc, char **argv) {
     usage(stdout);
     return 0;
   }
-  int threads = takeThreads(argc, argv);
-  if (threads < 0)
-    return 2;
-  fbt::setCpuThreads(threads);
   try {
     if (cmd == "train")
       return fbt::runTrain(argc, argv);
