@@ -16,6 +16,8 @@ packages=(
   libsentencepiece-dev    # SentencePiece tokenizers
   sentencepiece           # spm_train, spm_encode: a test model and its ids
   libcpp-httplib-dev      # fbt serve
+  nlohmann-json3-dev      # JSON: manifests, safetensors headers, metrics, requests
+  libcli11-dev            # fbt's command lines
   curl                    # fbt serve's tests
 )
 
