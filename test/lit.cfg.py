@@ -36,6 +36,11 @@ config.substitutions.append(("%reference", os.path.join(config.fbt_src_root, "te
 config.substitutions.append(("%e2e", os.path.join(config.fbt_src_root, "test", "e2e")))
 if os.path.exists(fbt_cli):
     config.available_features.add("runtime")
+# install/: `cmake --install` of this build, and a project built against it
+# with the same CMake and compiler.
+config.substitutions.append(("%build_dir", config.fbt_obj_root))
+config.substitutions.append(("%cmake", config.cmake))
+config.substitutions.append(("%cxx", config.cxx_compiler))
 # Tokenizer oracles and the OpenAI client are npm packages, installed once
 # into the build folder by test/npm.sh (pinned versions): node and npm.
 if shutil.which("node") and shutil.which("npm"):
