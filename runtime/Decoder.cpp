@@ -15,14 +15,13 @@ namespace fbt {
 
 
 Decoder::Decoder(Session &s) : session_(s) {
-  const Json &c = s.config();
-  const Json &inference = jsonAt(c, "inference");
-  batch_ = asInt(jsonAt(inference, "batch_size"));
-  maxPrompt_ = asInt(jsonAt(inference, "max_prompt_length"));
-  maxSequence_ = asInt(jsonAt(inference, "max_sequence_length"));
-  vocab_ = asInt(jsonAt(c, "vocab_size"));
-  width_ = asInt(jsonAt(c, "hidden_size"));
-  layers_ = asInt(jsonAt(c, "num_hidden_layers"));
+  const ModelConfig &c = s.model();
+  batch_ = c.inference.batchSize;
+  maxPrompt_ = c.inference.maxPromptLength;
+  maxSequence_ = c.inference.maxSequenceLength;
+  vocab_ = c.vocabSize;
+  width_ = c.hiddenSize;
+  layers_ = c.numHiddenLayers;
   for (int64_t i = 0; i < 2 * layers_; ++i)
     caches_.emplace_back(s.device(), batch_ * maxSequence_ * width_ * sizeof(float),
                          "the KV cache");

@@ -36,9 +36,9 @@ std::string regimeLabel(const Regime &r) {
 LossReport evaluateLosses(Session &session, const TokenStream &heldOut,
                           const LossOptions &o,
                           const std::function<void(int64_t, int64_t)> &progress) {
-  const Json &training = jsonAt(session.config(), "training");
-  const int64_t batch = asInt(jsonAt(training, "batch_size"));
-  const int64_t seqLen = asInt(jsonAt(training, "sequence_length"));
+  const ModelConfig::Training &training = session.model().training;
+  const int64_t batch = training.batchSize;
+  const int64_t seqLen = training.sequenceLength;
   const int64_t evalK = session.inferencePasses();
   if (evalK == 0)
     throw RuntimeError("the bundle has no eval_k<K> step (recompile it with "

@@ -22,7 +22,8 @@ int64_t elements(const std::vector<int64_t> &shape) {
 } // namespace
 
 Session::Session(const std::string &path)
-    : bundle_(Bundle::load(path)), device_(openDevice(bundle_)) {
+    : bundle_(Bundle::load(path)), model_(parseModelConfig(bundle_.model())),
+      device_(openDevice(bundle_)) {
   for (const ParamSpec &p : bundle_.params()) {
     size_t bytes = elements(p.shape) * sizeof(float);
     state_.params.emplace_back(*device_, bytes, "parameter '" + p.name + "'");
@@ -67,11 +68,11 @@ void Session::initialize(uint64_t seed) {
   // feedback.init_std); the shared weights as GPT-2's.
   InitKind feedbackKind = InitKind::Normal;
   float feedbackStd = kDefaultInitStddev;
-  const Json &fb = jsonAt(config(), "feedback");
-  if (const Json *kind = jsonFind(fb, "init"))
-    feedbackKind = asString(*kind) == "uniform" ? InitKind::Uniform : InitKind::Normal;
-  if (const Json *std = jsonFind(fb, "init_std"))
-    feedbackStd = static_cast<float>(asDouble(*std));
+  const ModelConfig::Feedback &fb = model_.feedback;
+  if (fb.init)
+    feedbackKind = *fb.init == "uniform" ? InitKind::Uniform : InitKind::Normal;
+  if (fb.initStd)
+    feedbackStd = static_cast<float>(*fb.initStd);
   for (size_t i = 0; i < bundle_.params().size(); ++i) {
     const ParamSpec &p = bundle_.params()[i];
     std::vector<float> values(state_.params[i].size() / sizeof(float));
@@ -102,7 +103,7 @@ void Session::saveCheckpoint(const std::string &path) const {
   }
   std::map<std::string, std::string> meta = {
       {"format", "pt"},
-      {"fbt.model", asString(jsonAt(config(), "name"))},
+      {"fbt.model", model_.name},
       {"fbt.step", std::to_string(state_.step)},
       {"fbt.seed", std::to_string(state_.seed)},
       {"fbt.tokenizer", tokenizerName_}};
@@ -119,7 +120,7 @@ void Session::setTokenizer(const std::string &name) {
 const Tokenizer &Session::tokenizer() {
   if (!tokenizer_) {
     std::unique_ptr<Tokenizer> t = loadTokenizer(tokenizerName_);
-    int64_t vocab = asInt(jsonAt(config(), "vocab_size"));
+    int64_t vocab = model_.vocabSize;
     if (t->vocabSize() > vocab)
       throw RuntimeError("tokenizer '" + tokenizerName_ + "' has " +
                          std::to_string(t->vocabSize()) +

@@ -18,6 +18,7 @@
 #include "runtime/AlignedBuffer.h"
 #include "runtime/Bundle.h"
 #include "runtime/Device.h"
+#include "runtime/ModelConfig.h"
 #include "runtime/StepBinding.h"
 #include "runtime/Tokenizer.h"
 
@@ -53,8 +54,11 @@ public:
   void *stateBuffer(const std::string &name);
   /// Parameter `index`'s values, copied to the host.
   std::vector<float> parameter(size_t index) const;
-  /// The bundle's model config (the resolved spec).
+  /// The bundle's model config (the resolved spec), as JSON: for what
+  /// writes it out whole.
   const Json &config() const { return bundle_.model(); }
+  /// The same, read once when the session opened the bundle.
+  const ModelConfig &model() const { return model_; }
 
   StepRunner &runner(const std::string &step);
 
@@ -94,6 +98,7 @@ private:
   // state hold device memory and go before the device, the device before
   // the bundle whose plans and kernels it holds.
   Bundle bundle_;
+  ModelConfig model_; ///< parsed from bundle_.model(), before the device opens
   std::unique_ptr<Device> device_;
   std::map<std::string, std::unique_ptr<StepRunner>> runners_;
   std::map<std::string, std::unique_ptr<StepBinding>> bindings_;

@@ -289,7 +289,7 @@ uint64_t Trainer::kernelSeed(uint64_t seed, int64_t step) {
 
 Trainer::Trainer(Session &session, const TrainOptions &options)
     : session_(session) {
-  std::string model = asString(jsonAt(session_.config(), "name"));
+  std::string model = session_.model().name;
   ResumePoint from = findResumePoint(options.resume, model);
   resolve(options, from.recorded.is_null() ? nullptr : &from.recorded,
           from.metadata);
@@ -339,7 +339,7 @@ void Trainer::restoreState(const std::string &checkpoint) {
 /// bundle's config (or the default).
 void Trainer::resolve(const TrainOptions &o, const Json *recordedJson,
                       const std::map<std::string, std::string> &meta) {
-  const Json &t = jsonAt(session_.config(), "training");
+  const ModelConfig::Training &t = session_.model().training;
   Recorded rec(recordedJson, "run.json");
   RunSettings &s = settings_;
 
@@ -362,7 +362,7 @@ void Trainer::resolve(const TrainOptions &o, const Json *recordedJson,
   s.valFraction =
       o.valFraction.value_or(rec.number("val_fraction").value_or(0.1));
   s.steps =
-      o.steps.value_or(rec.integer("steps").value_or(asInt(jsonAt(t, "steps"))));
+      o.steps.value_or(rec.integer("steps").value_or(t.steps));
 
   if (o.seed)
     s.seed = *o.seed;
@@ -372,11 +372,11 @@ void Trainer::resolve(const TrainOptions &o, const Json *recordedJson,
            m != meta.end() && isDecimal(m->second))
     s.seed = std::stoull(m->second);
   else
-    s.seed = static_cast<uint64_t>(asInt(jsonAt(t, "seed")));
+    s.seed = t.seed;
 
   // --lr scales the whole schedule: the floor keeps its ratio to the peak.
-  double specLr = asDouble(jsonAt(t, "learning_rate"));
-  double specMin = asDouble(jsonAt(t, "min_learning_rate"));
+  double specLr = t.learningRate;
+  double specMin = t.minLearningRate;
   if (o.learningRate) {
     s.learningRate = *o.learningRate;
     s.minLearningRate = specLr > 0 ? specMin * s.learningRate / specLr
@@ -405,11 +405,10 @@ void Trainer::resolve(const TrainOptions &o, const Json *recordedJson,
 }
 
 void Trainer::loadData() {
-  const Json &config = session_.config();
-  const Json &t = jsonAt(config, "training");
-  int64_t vocab = asInt(jsonAt(config, "vocab_size"));
-  batchSize_ = asInt(jsonAt(t, "batch_size"));
-  seqLen_ = asInt(jsonAt(t, "sequence_length"));
+  const ModelConfig &config = session_.model();
+  int64_t vocab = config.vocabSize;
+  batchSize_ = config.training.batchSize;
+  seqLen_ = config.training.sequenceLength;
 
   TokenStream tokens;
   if (settings_.data.empty()) {
@@ -444,20 +443,17 @@ void Trainer::loadData() {
 
 /// The schedules, and the compiled steps they need.
 void Trainer::checkSteps() {
-  const Json &t = jsonAt(session_.config(), "training");
+  const ModelConfig &config = session_.model();
+  const ModelConfig::Training &t = config.training;
   const Bundle &bundle = session_.bundle();
-  passSchedule_.singlePassFraction =
-      asDouble(jsonAt(t, "single_pass_fraction"));
-  passSchedule_.passes = asInt(jsonAt(t, "passes"));
-  passSchedule_.deepPassFraction = asDouble(jsonAt(t, "deep_pass_fraction"));
-  passSchedule_.deepPasses = asInt(jsonAt(t, "deep_passes"));
-  if (const Json *d = jsonFind(t, "pass_distribution"))
-    for (const auto &[k, w] : asObject(*d))
-      passSchedule_.distribution.push_back({std::stoll(k), asDouble(w)});
+  passSchedule_.singlePassFraction = t.singlePassFraction;
+  passSchedule_.passes = t.passes;
+  passSchedule_.deepPassFraction = t.deepPassFraction;
+  passSchedule_.deepPasses = t.deepPasses;
+  passSchedule_.distribution = t.passDistribution;
   std::sort(passSchedule_.distribution.begin(), passSchedule_.distribution.end());
   // Without a feedback path (fusion none) every step is one pass.
-  if (asString(jsonAt(jsonAt(session_.config(), "feedback"), "fusion")) ==
-      "none")
+  if (config.feedback.fusion == "none")
     passSchedule_.singlePassFraction = 1;
   passSchedule_.totalSteps = settings_.steps;
   passSchedule_.seed = settings_.seed;
@@ -465,7 +461,7 @@ void Trainer::checkSteps() {
 
   lrSchedule_.learningRate = settings_.learningRate;
   lrSchedule_.minLearningRate = settings_.minLearningRate;
-  lrSchedule_.warmupSteps = asInt(jsonAt(t, "warmup_steps"));
+  lrSchedule_.warmupSteps = t.warmupSteps;
   lrSchedule_.totalSteps = settings_.steps;
   lrSchedule_.validate();
 

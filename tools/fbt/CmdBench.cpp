@@ -58,16 +58,15 @@ int runBench(int argc, char **argv) {
   }
   Session s(args.require("BUNDLE"));
   s.initialize(1);
-  const Json &c = s.config();
-  int64_t vocab = asInt(jsonAt(c, "vocab_size"));
+  const ModelConfig &c = s.model();
+  int64_t vocab = c.vocabSize;
   int64_t warmup = args.getInt("warmup", 3), steps = args.getInt("steps", 20);
   if (steps < 1 || warmup < 0)
     throw RuntimeError("--steps must be >= 1 and --warmup >= 0");
 
   if (args.has("train")) {
     int64_t k = args.getInt("train", 1);
-    int64_t b = asInt(jsonAt(jsonAt(c, "training"), "batch_size")),
-            t = asInt(jsonAt(jsonAt(c, "training"), "sequence_length"));
+    int64_t b = c.training.batchSize, t = c.training.sequenceLength;
     std::vector<int32_t> ids(b * t), targets(b * t);
     for (int64_t i = 0; i < b * t; ++i) {
       ids[i] = 1 + (int32_t)rng::uniformInt(3, 1, i, vocab - 1);

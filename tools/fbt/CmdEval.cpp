@@ -108,9 +108,9 @@ int runEval(int argc, char **argv) {
     throw RuntimeError("give at most one of --task and --contraction");
   Session session(args.require("BUNDLE"));
   session.loadCheckpoint(args.get("ckpt"));
-  const Json &config = session.config();
-  int64_t vocab = asInt(jsonAt(config, "vocab_size"));
-  int64_t bos = asInt(jsonAt(config, "bos_token_id"));
+  const ModelConfig &config = session.model();
+  int64_t vocab = config.vocabSize;
+  int64_t bos = config.bosTokenId;
   bool json = args.has("json");
   bool quiet = args.has("quiet") || json;
 
@@ -161,7 +161,7 @@ int runEval(int argc, char **argv) {
     int64_t generate = args.getInt("generate", 500);
     if (passes < 2 || generate < 0)
       throw RuntimeError("--contraction-passes must be >= 2, --generate >= 0");
-    int64_t promptLen = asInt(jsonAt(jsonAt(config, "inference"), "max_prompt_length"));
+    int64_t promptLen = config.inference.maxPromptLength;
     promptLen = std::min<int64_t>(promptLen, split.val.size());
     std::vector<int32_t> prompt(promptLen);
     split.val.copy(0, promptLen, prompt.data());

@@ -5,6 +5,7 @@
 
 #include "runtime/Bundle.h"
 #include "runtime/Device.h"
+#include "runtime/ModelConfig.h"
 
 #include <cstdio>
 
@@ -24,15 +25,12 @@ int runInspect(int argc, char **argv) {
     std::puts(dumpJson(b.manifest(), 2).c_str());
     return 0;
   }
-  const Json &m = b.model();
+  ModelConfig m = parseModelConfig(b.model());
   std::printf("bundle   %s\n", b.path().c_str());
   std::printf("model    %s: V=%lld D=%lld L=%lld H=%lld F=%lld, fusion %s\n",
-              asString(jsonAt(m, "name")).c_str(), (long long)asInt(jsonAt(m, "vocab_size")),
-              (long long)asInt(jsonAt(m, "hidden_size")),
-              (long long)asInt(jsonAt(m, "num_hidden_layers")),
-              (long long)asInt(jsonAt(m, "num_attention_heads")),
-              (long long)asInt(jsonAt(m, "intermediate_size")),
-              asString(jsonAt(jsonAt(m, "feedback"), "fusion")).c_str());
+              m.name.c_str(), (long long)m.vocabSize, (long long)m.hiddenSize,
+              (long long)m.numHiddenLayers, (long long)m.numAttentionHeads,
+              (long long)m.intermediateSize, m.feedback.fusion.c_str());
   const BundleTarget &t = b.target();
   std::string detail = t.chip;
   if (!t.features.empty())

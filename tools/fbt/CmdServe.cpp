@@ -436,7 +436,7 @@ int runServe(int argc, char **argv) {
   if (args.has("tokenizer"))
     session.setTokenizer(args.get("tokenizer"));
   Regime defaultRegime = Regime::parse(args.get("mode", "soft"));
-  std::string model = args.get("model-name", asString(jsonAt(session.config(), "name")));
+  std::string model = args.get("model-name", session.model().name);
   int64_t maxQueue = args.getInt("max-queue", 64);
   int64_t prefixCache = args.getInt("prefix-cache", 64);
   int64_t port = args.getInt("port", 8000);
@@ -606,7 +606,7 @@ int runServe(int argc, char **argv) {
                        "%lld decode rows) on http://%s:%lld/v1\n",
                model.c_str(), defaultRegime.name().c_str(),
                session.tokenizerName().c_str(),
-               (long long)asInt(jsonAt(jsonAt(session.config(), "inference"), "batch_size")),
+               (long long)session.model().inference.batchSize,
                host.c_str(), (long long)port);
   server.listen_after_bind();
   gStopRequested = true;

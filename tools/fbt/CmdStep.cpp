@@ -60,7 +60,7 @@ int runStep(int argc, char **argv) {
   const Tensor *targets = tensor("targets", DType::I32, bt);
   const Tensor *seedT = tensor("seed", DType::I64, {1});
   const Tensor *lrT = tensor("lr", DType::F32, {n});
-  int64_t vocab = asInt(jsonAt(s.config(), "vocab_size"));
+  int64_t vocab = s.model().vocabSize;
   for (int64_t i = 0; i < ids->numElements(); ++i)
     if (ids->data<int32_t>()[i] < 0 || ids->data<int32_t>()[i] >= vocab)
       throw RuntimeError(batchPath + ": input_ids[" + std::to_string(i) +

@@ -91,7 +91,7 @@ public:
     const RunSettings &s = t.settings();
     std::fprintf(
         stderr, "model    %s: %s params, batch %lld x %lld tokens\n",
-        asString(jsonAt(session_.config(), "name")).c_str(),
+        session_.model().name.c_str(),
         ProgressBar::formatCount(session_.bundle().parameterCount()).c_str(),
         (long long)t.batchSize(), (long long)t.seqLen());
     std::fprintf(stderr, "schedule %lld steps: %s; lr %g -> %g, seed %llu\n",

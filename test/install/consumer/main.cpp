@@ -31,8 +31,7 @@ int main(int argc, char **argv) {
       ids.pop_back();
     std::printf("%s%s\n", argv[3], tok.decode(ids).c_str());
     std::fprintf(stderr, "consumer: %s, vocab %lld\n",
-                 fbt::asString(fbt::jsonAt(session.config(), "name")).c_str(),
-                 (long long)fbt::asInt(fbt::jsonAt(session.config(), "vocab_size")));
+                 session.model().name.c_str(), (long long)session.model().vocabSize);
   } catch (const std::exception &e) {
     std::fprintf(stderr, "consumer: error: %s\n", e.what());
     return 1;
