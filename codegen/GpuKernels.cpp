@@ -53,7 +53,7 @@ public:
     b.setInsertionPointToEnd(gpuModule.getBody());
   }
 
-  LogicalResult run(std::vector<GpuLaunch> &launches) {
+  LogicalResult run(std::vector<KernelLaunch> &launches) {
     Block &body = kernel.getBody().front();
     // Buffers the kernel writes: a top-level read of one could not be
     // recomputed in a later launch (it would see the new contents).
@@ -90,7 +90,7 @@ public:
 private:
   /// Emits the launch of one grid: a loop over its iterations, strided by
   /// the launch's threads (one per iteration) or blocks (rows).
-  LogicalResult emitGrid(scf::ParallelOp grid, std::vector<GpuLaunch> &launches) {
+  LogicalResult emitGrid(scf::ParallelOp grid, std::vector<KernelLaunch> &launches) {
     std::optional<int64_t> n = getConstantIntValue(grid.getUpperBound()[0]);
     std::optional<int64_t> lo = getConstantIntValue(grid.getLowerBound()[0]);
     std::optional<int64_t> step = getConstantIntValue(grid.getStep()[0]);
@@ -151,7 +151,7 @@ private:
 
   /// A gpu.func taking the kernel's buffers, with the top-level scalars
   /// `root` uses recomputed first, then `body`.
-  GpuLaunch emit(Operation *root, int64_t grid, int64_t block,
+  KernelLaunch emit(Operation *root, int64_t grid, int64_t block,
                  function_ref<void(IRMapping &)> body) {
     std::string name =
         (kernel.getSymName() + "_" + Twine(launchCount++)).str();
@@ -177,7 +177,8 @@ private:
     for (unsigned i = 0; i < kernel.getNumArguments(); ++i) {
       for (NamedAttribute a : kernel.getArgAttrDict(i) ? kernel.getArgAttrDict(i).getValue()
                                                       : ArrayRef<NamedAttribute>())
-        fn.setArgAttr(i, a.getName(), a.getValue());
+        if (!a.getName().strref().starts_with("fbt.")) // fbt's own: for the plan
+          fn.setArgAttr(i, a.getName(), a.getValue());
       fn.setArgAttr(i, "llvm.align", b.getI64IntegerAttr(16));
     }
     fn->setAttr(gpu::GPUFuncOp::getKnownBlockSizeAttrName(fn->getName()),
@@ -196,7 +197,12 @@ private:
     body(m);
     gpu::ReturnOp::create(b, root->getLoc());
     b.setInsertionPointAfter(fn);
-    return {name, grid, block, sharedBytes};
+    KernelLaunch launch;
+    launch.entry = name;
+    launch.grid[0] = (uint32_t)grid;
+    launch.block[0] = (uint32_t)block;
+    launch.sharedBytes = (uint32_t)sharedBytes;
+    return launch;
   }
 
   /// The prologue ops `root` depends on, in program order.
@@ -242,7 +248,7 @@ FailureOr<GpuLaunchTable> mlir::fbt::outlineGpuKernels(ModuleOp module) {
                   b.getUnitAttr());
   GpuLaunchTable table;
   for (func::FuncOp fn : kernels) {
-    std::vector<GpuLaunch> &launches = table[fn.getSymName().str()];
+    std::vector<KernelLaunch> &launches = table[fn.getSymName().str()];
     if (failed(Outliner(fn, gpuModule).run(launches)))
       return failure();
     if (launches.empty())

@@ -17,6 +17,8 @@
 #ifndef FBT_CODEGEN_GPUKERNELS_H
 #define FBT_CODEGEN_GPUKERNELS_H
 
+#include "runtime/BundleFormat.h"
+
 #include "mlir/IR/BuiltinOps.h"
 
 #include <map>
@@ -25,17 +27,11 @@
 
 namespace mlir::fbt {
 
-/// One kernel launch: a gpu.func and its 1-D grid and block.
-struct GpuLaunch {
-  std::string entry;
-  int64_t grid = 1, block = 1;
-  /// Its workgroup memory (static shared memory, gpu.func attributions).
-  int64_t sharedBytes = 0;
-  /// A rows grid: its threads meet at barriers and exchange values.
-  bool cooperative = false;
-};
-
-using GpuLaunchTable = std::map<std::string, std::vector<GpuLaunch>>;
+/// A kernel's launches are the bundle format's (runtime/BundleFormat.h):
+/// here each is a gpu.func with a 1-D grid and block, its static shared
+/// memory the gpu.func's workgroup attributions.
+using ::fbt::KernelLaunch;
+using GpuLaunchTable = ::fbt::LaunchTable;
 
 /// Replaces the module's kernels (func.func marked fbt.kernel) by the
 /// gpu.module @fbt_kernels and returns each kernel's launches.

@@ -21,6 +21,12 @@ namespace mlir::fbt {
 class KernelBuilder;
 enum class KernelTarget;
 
+/// On a kernel argument (a result buffer): the kernel writes it before it
+/// has last read its operands, so the buffer may share no byte with theirs.
+/// fbtc lists such arguments in the bundle ("early_writes"), and the loader
+/// checks every call keeps them apart.
+constexpr llvm::StringLiteral kEarlyWriteAttr = "fbt.early_write";
+
 /// What makes a kernel's code: the op, its operand types, the types its
 /// results are stored with, and its attributes other than data ones. Every
 /// part is uniqued by the MLIRContext, so a key is their addresses, compared

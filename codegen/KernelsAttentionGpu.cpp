@@ -12,7 +12,9 @@
 // (log-sum-exp and D = dout . out) in three launches, each tiled like the
 // forward:
 //   1. per query: m, l over its keys, lse = m + log l, D; parked in dq's
-//      first two channels of the head (dq is written last);
+//      first two channels of the head (dq is written last). dq is marked
+//      fbt.early_write: the bundle lists it under "early_writes", and the
+//      loader refuses a plan whose dq shares memory with an operand;
 //   2. per key j: dk_j = sum_i dS_ij q_i, dv_j = sum_i P_ij dout_i over the
 //      queries i >= j that see it (their q, dout and stats in the tiles);
 //   3. per query i: dq_i = sum_j dS_ij k_j, after reading its parked stats.
@@ -23,6 +25,7 @@
 
 #include "codegen/KernelsAttentionGpu.h"
 #include "codegen/KernelBuilder.h"
+#include "codegen/Kernels.h"
 
 #include <cmath>
 #include <limits>
@@ -359,5 +362,10 @@ FailureOr<func::FuncOp> mlir::fbt::buildAttentionGradGpu(KernelBuilder &kb,
         });
     w.store(kb, acc, dq);
   });
-  return kb.finish();
+  func::FuncOp fn = kb.finish();
+  // The contract of the parked statistics, for the plan to keep and the
+  // loader to check: dq is written while the operands are still being read,
+  // so it may share no byte with them.
+  fn.setArgAttr(5, kEarlyWriteAttr, UnitAttr::get(fn.getContext()));
+  return fn;
 }

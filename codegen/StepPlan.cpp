@@ -16,18 +16,24 @@ constexpr int64_t kAlign = 64;
 
 int64_t alignUp(int64_t v) { return (v + kAlign - 1) / kAlign * kAlign; }
 
-std::string dtypeOf(Type t) {
+/// The element type of `t` as a plan spells it; planStep has checked it is
+/// one of these.
+::fbt::DType dtypeOf(Type t) {
   if (auto tt = dyn_cast<RankedTensorType>(t))
     t = tt.getElementType();
-  if (t.isF32())
-    return "f32";
   if (t.isInteger(32))
-    return "i32";
+    return ::fbt::DType::I32;
   if (t.isInteger(64))
-    return "i64";
+    return ::fbt::DType::I64;
   if (t.isBF16())
-    return "bf16";
-  return "unsupported";
+    return ::fbt::DType::BF16;
+  return ::fbt::DType::F32;
+}
+
+bool plannable(Type t) {
+  if (auto tt = dyn_cast<RankedTensorType>(t))
+    t = tt.getElementType();
+  return t.isF32() || t.isBF16() || t.isInteger(32) || t.isInteger(64);
 }
 
 int64_t bytesOf(Type t) {
@@ -40,8 +46,8 @@ int64_t bytesOf(Type t) {
   return n * std::max<int64_t>(1, e.getIntOrFloatBitWidth() / 8);
 }
 
-TensorInfo infoOf(Type t, StringRef name) {
-  TensorInfo info;
+TensorSpec infoOf(Type t, StringRef name) {
+  TensorSpec info;
   info.name = name.str();
   info.dtype = dtypeOf(t);
   if (auto tt = dyn_cast<RankedTensorType>(t))
@@ -81,6 +87,13 @@ FailureOr<StepPlan> mlir::fbt::planStep(func::FuncOp fn) {
 
   Block &body = fn.getBody().front();
   auto ret = cast<func::ReturnOp>(body.getTerminator());
+  for (Type t : fn.getFunctionType().getInputs())
+    if (!plannable(t))
+      return fn.emitOpError() << "takes " << t << ": a bundle holds f32, bf16, i32 and i64";
+  for (Operation &op : body)
+    for (Type t : op.getResultTypes())
+      if (!plannable(t))
+        return op.emitOpError() << "yields " << t << ": a bundle holds f32, bf16, i32 and i64";
   SmallVector<Operation *> ops;
   DenseMap<Operation *, int64_t> position;
   for (Operation &op : body.without_terminator()) {
@@ -92,7 +105,7 @@ FailureOr<StepPlan> mlir::fbt::planStep(func::FuncOp fn) {
   DenseMap<Value, BufferRef> where;
   for (BlockArgument arg : fn.getArguments()) {
     auto name = fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "fbt.name");
-    TensorInfo info = infoOf(arg.getType(), name ? name.getValue() : "");
+    TensorSpec info = infoOf(arg.getType(), name ? name.getValue() : "");
     info.param = bool(fn.getArgAttr(arg.getArgNumber(), "fbt.param"));
     plan.inputs.push_back(info);
     where[arg] = {BufferRef::Kind::Input, arg.getArgNumber(), 0, info.bytes};
@@ -104,7 +117,7 @@ FailureOr<StepPlan> mlir::fbt::planStep(func::FuncOp fn) {
   // it and nothing reads the input afterwards, else an output buffer.
   for (auto [j, v] : llvm::enumerate(ret.getOperands())) {
     auto name = fn.getResultAttrOfType<StringAttr>(j, "fbt.name");
-    TensorInfo info = infoOf(v.getType(), name ? name.getValue() : "");
+    TensorSpec info = infoOf(v.getType(), name ? name.getValue() : "");
     bool seen = where.count(v); // an argument, or returned twice
     if (auto upd = fn.getResultAttrOfType<IntegerAttr>(j, "fbt.updates")) {
       Value arg = fn.getArgument(upd.getInt());
@@ -133,7 +146,7 @@ FailureOr<StepPlan> mlir::fbt::planStep(func::FuncOp fn) {
   // Constants are filled once at load.
   for (Operation *op : ops)
     if (auto c = dyn_cast<arith::ConstantOp>(op)) {
-      ConstantInfo info;
+      ConstantSpec info;
       info.dtype = dtypeOf(c.getType());
       auto tt = dyn_cast<RankedTensorType>(c.getType());
       info.count = tt ? tt.getNumElements() : 1;
@@ -149,7 +162,7 @@ FailureOr<StepPlan> mlir::fbt::planStep(func::FuncOp fn) {
       } else if (auto f = dyn_cast<FloatAttr>(c.getValue())) {
         info.value = f.getValueAsDouble();
       }
-      where[c] = {BufferRef::Kind::Constant, (int64_t)plan.constants.size(), 0,
+      where[c] = {BufferRef::Kind::Const, (int64_t)plan.constants.size(), 0,
                   bytesOf(c.getType())};
       plan.constants.push_back(info);
     }
@@ -240,59 +253,4 @@ FailureOr<StepPlan> mlir::fbt::planStep(func::FuncOp fn) {
     plan.ops.push_back(std::move(p));
   }
   return plan;
-}
-
-static llvm::json::Value refJson(const BufferRef &r) {
-  static const char *kinds[] = {"input", "output", "const", "arena"};
-  return llvm::json::Array{kinds[(int)r.kind], r.index, r.offset, r.bytes};
-}
-
-static llvm::json::Value tensorJson(const TensorInfo &t) {
-  llvm::json::Object o{{"name", t.name},
-                       {"dtype", t.dtype},
-                       {"shape", llvm::json::Array(t.shape)},
-                       {"bytes", t.bytes}};
-  if (t.param)
-    o["param"] = true;
-  if (t.updates >= 0)
-    o["updates"] = t.updates;
-  return o;
-}
-
-llvm::json::Value mlir::fbt::toJson(const StepPlan &plan) {
-  llvm::json::Array inputs, outputs, constants, ops;
-  for (const TensorInfo &t : plan.inputs)
-    inputs.push_back(tensorJson(t));
-  for (const TensorInfo &t : plan.outputs)
-    outputs.push_back(tensorJson(t));
-  for (const ConstantInfo &c : plan.constants)
-    constants.push_back(llvm::json::Object{
-        {"dtype", c.dtype}, {"count", c.count}, {"value", c.value}});
-  for (const PlanOp &p : plan.ops) {
-    llvm::json::Array args;
-    for (const BufferRef &r : p.args)
-      args.push_back(refJson(r));
-    if (p.kernel.empty()) {
-      llvm::json::Object gemm{{"gemm", llvm::json::Array{p.m, p.n, p.k}},
-                              {"transpose", llvm::json::Array{p.transposeLhs, p.transposeRhs}},
-                              {"args", std::move(args)}};
-      // Element types only where they are not all f32 (bf16 storage).
-      if (p.lhsType != "f32" || p.rhsType != "f32" || p.resultType != "f32")
-        gemm["types"] = llvm::json::Array{p.lhsType, p.rhsType, p.resultType};
-      ops.push_back(std::move(gemm));
-    } else
-      ops.push_back(llvm::json::Object{{"kernel", p.kernel}, {"args", std::move(args)}});
-  }
-  llvm::json::Array copies;
-  for (const OutputCopy &c : plan.copies)
-    copies.push_back(llvm::json::Object{{"output", c.output}, {"from", refJson(c.source)}});
-  return llvm::json::Object{{"name", plan.name},
-                            {"copies", std::move(copies)},
-                            {"kind", plan.kind},
-                            {"passes", plan.passes},
-                            {"arena_bytes", plan.arenaBytes},
-                            {"inputs", std::move(inputs)},
-                            {"outputs", std::move(outputs)},
-                            {"constants", std::move(constants)},
-                            {"ops", std::move(ops)}};
 }

@@ -33,6 +33,8 @@ void FbtDialect::initialize() {
 //   fbt.map = "rows", fbt.threads = T  one GPU block of T threads per row
 //                                      (T a multiple of 32, at most 1024)
 // On step arguments: fbt.name = "..", fbt.param, fbt.decay (unit)
+// On kernel arguments: fbt.early_write (unit) a result the kernel writes
+//                    before it has last read its operands (Kernels.h)
 // On step results:   fbt.name = "..", fbt.updates = i (the argument i it
 //                    replaces, of the same type)
 //===----------------------------------------------------------------------===//
@@ -110,6 +112,14 @@ LogicalResult FbtDialect::verifyRegionArgAttribute(Operation *op, unsigned,
   if (name == "fbt.param" || name == "fbt.decay") {
     if (!isa<UnitAttr>(attr.getValue()))
       return badAttr(op, attr, "a unit attribute");
+    return success();
+  }
+  if (name == "fbt.early_write") {
+    if (!isa<UnitAttr>(attr.getValue()))
+      return badAttr(op, attr, "a unit attribute");
+    if (!op->hasAttr("fbt.kernel"))
+      return op->emitOpError() << "attribute 'fbt.early_write' marks an argument of a "
+                                  "kernel (fbt.kernel)";
     return success();
   }
   return op->emitOpError() << "unknown argument attribute '" << name << "'";

@@ -20,8 +20,8 @@ CpuStepRunner::CpuStepRunner(const StepPlan &plan, const KernelLibrary &kernels,
     : StepRunner(plan), arena_(plan.arenaBytes) {
   for (const PlanOp &op : plan.ops) {
     if (!emulated && op.kernel.empty() &&
-        (op.lhsType != "f32" || op.resultType != "f32"))
-      throw RuntimeError("step '" + plan.name + "': a " + op.lhsType +
+        (op.lhsType != DType::F32 || op.resultType != DType::F32))
+      throw RuntimeError("step '" + plan.name + "': a " + planTypeName(op.lhsType) +
                          " GEMM; the CPU backend runs f32 plans only");
     std::vector<Launch> launches;
     if (emulated && !op.kernel.empty())
@@ -35,14 +35,15 @@ CpuStepRunner::CpuStepRunner(const StepPlan &plan, const KernelLibrary &kernels,
   for (const ConstantSpec &c : plan.constants) {
     AlignedBuffer b(c.bytes());
     for (int64_t i = 0; i < c.count; ++i) {
-      if (c.dtype == "f32")
+      if (c.dtype == DType::F32)
         b.as<float>()[i] = (float)c.value;
-      else if (c.dtype == "i32")
+      else if (c.dtype == DType::I32)
         b.as<int32_t>()[i] = (int32_t)c.value;
-      else if (c.dtype == "i64")
+      else if (c.dtype == DType::I64)
         b.as<int64_t>()[i] = (int64_t)c.value;
       else
-        throw RuntimeError("step '" + plan.name + "': constant of unsupported type " + c.dtype);
+        throw RuntimeError("step '" + plan.name + "': constant of unsupported type " +
+                           planTypeName(c.dtype));
     }
     constants_.push_back(std::move(b));
     constantAddresses_.push_back(constants_.back().as<char>());
@@ -87,9 +88,7 @@ void CpuStepRunner::run(const std::vector<void *> &inputs,
 
 double CpuStepRunner::gemmAloneGflops(int repeats) {
   // One set of buffers, as large as the largest GEMM's, serves them all.
-  auto bytes = [](int64_t n, const std::string &type) {
-    return n * (type == "bf16" ? 2 : 4);
-  };
+  auto bytes = [](int64_t n, DType type) { return n * (int64_t)dtypeSize(type); };
   int64_t aBytes = 0, bBytes = 0, cBytes = 0;
   double flops = 0;
   for (const PlanOp &op : plan_.ops)
@@ -120,9 +119,9 @@ double CpuStepRunner::gemmAloneGflops(int repeats) {
 }
 
 void CpuStepRunner::gemm(const PlanOp &op, void *a, void *b, void *c) {
-  auto operand = [](void *p, const std::string &type, int64_t n,
+  auto operand = [](void *p, DType type, int64_t n,
                     std::vector<float> &wide) -> float * {
-    if (type != "bf16")
+    if (type != DType::BF16)
       return static_cast<float *>(p);
     wide.resize(n);
     const uint16_t *h = static_cast<const uint16_t *>(p);
@@ -132,7 +131,7 @@ void CpuStepRunner::gemm(const PlanOp &op, void *a, void *b, void *c) {
   };
   const float *x = operand(a, op.lhsType, op.m * op.k, lhs_);
   const float *y = operand(b, op.rhsType, op.k * op.n, rhs_);
-  bool round = op.resultType == "bf16";
+  bool round = op.resultType == DType::BF16;
   if (round)
     result_.resize(op.m * op.n);
   float *z = round ? result_.data() : static_cast<float *>(c);

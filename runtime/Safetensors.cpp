@@ -29,41 +29,10 @@ namespace fbt {
 //===----------------------------------------------------------------------===//
 
 namespace {
-struct DTypeInfo {
-  DType dtype;
-  const char *name;
-  size_t size;
-};
-constexpr DTypeInfo kDTypes[] = {
-    {DType::F32, "F32", 4}, {DType::BF16, "BF16", 2}, {DType::F16, "F16", 2},
-    {DType::I32, "I32", 4}, {DType::I64, "I64", 8},   {DType::U8, "U8", 1},
-};
-
 // The reference implementation's bound: a header this large is corrupt (or
 // hostile), and reading it would only waste memory.
 constexpr uint64_t kMaxHeaderBytes = 100'000'000;
 } // namespace
-
-size_t dtypeSize(DType dtype) {
-  for (const DTypeInfo &info : kDTypes)
-    if (info.dtype == dtype)
-      return info.size;
-  return 0;
-}
-
-const char *dtypeName(DType dtype) {
-  for (const DTypeInfo &info : kDTypes)
-    if (info.dtype == dtype)
-      return info.name;
-  return "?";
-}
-
-std::optional<DType> parseDType(std::string_view name) {
-  for (const DTypeInfo &info : kDTypes)
-    if (name == info.name)
-      return info.dtype;
-  return std::nullopt;
-}
 
 int64_t shapeElements(const std::vector<int64_t> &shape) {
   int64_t n = 1;

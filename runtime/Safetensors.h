@@ -25,6 +25,8 @@
 #ifndef FBT_RUNTIME_SAFETENSORS_H
 #define FBT_RUNTIME_SAFETENSORS_H
 
+#include "runtime/DType.h"
+
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -33,15 +35,6 @@
 #include <vector>
 
 namespace fbt {
-
-enum class DType { F32, BF16, F16, I32, I64, U8 };
-
-/// Bytes per element.
-size_t dtypeSize(DType dtype);
-/// The safetensors spelling: "F32", "BF16", "F16", "I32", "I64", "U8".
-const char *dtypeName(DType dtype);
-/// The dtype spelled `name`, or nullopt.
-std::optional<DType> parseDType(std::string_view name);
 
 /// Element count of a shape (1 for a scalar, shape {}); throws on a negative
 /// dimension or an overflow of int64.

@@ -37,19 +37,19 @@ CudaStepRunner::CudaStepRunner(const StepPlan &plan, CudaDevice &device)
     char *at = static_cast<char *>(constants_.data()) + offsets[i];
     constantAddresses_.push_back(at);
     uint32_t bits = 0;
-    if (c.dtype == "f32") {
+    if (c.dtype == DType::F32) {
       float v = (float)c.value;
       std::memcpy(&bits, &v, 4);
-    } else if (c.dtype == "i32") {
+    } else if (c.dtype == DType::I32) {
       int32_t v = (int32_t)c.value;
       std::memcpy(&bits, &v, 4);
-    } else if (c.dtype == "i64") {
+    } else if (c.dtype == DType::I64) {
       std::vector<int64_t> host(c.count, (int64_t)c.value);
       device.upload(at, host.data(), c.bytes());
       continue;
     } else {
       throw RuntimeError("step '" + plan.name + "': constant of unsupported type " +
-                         c.dtype);
+                         planTypeName(c.dtype));
     }
     if (c.count)
       check(d.cuMemsetD32Async(devicePtr(at), bits, c.count, device.stream()),

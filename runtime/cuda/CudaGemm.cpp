@@ -24,12 +24,12 @@ int alignment(const void *p) {
 std::string gemmName(const PlanOp &op) {
   return "GEMM m=" + std::to_string(op.m) + " n=" + std::to_string(op.n) +
          " k=" + std::to_string(op.k) + (op.transposeLhs ? " A^T" : "") +
-         (op.transposeRhs ? " B^T" : "") + " " + op.lhsType + "->" +
-         op.resultType;
+         (op.transposeRhs ? " B^T" : "") + " " + planTypeName(op.lhsType) + "->" +
+         planTypeName(op.resultType);
 }
 
-cudaDataType_t dataType(const std::string &t) {
-  return t == "bf16" ? CUDA_R_16BF : CUDA_R_32F;
+cudaDataType_t dataType(DType t) {
+  return t == DType::BF16 ? CUDA_R_16BF : CUDA_R_32F;
 }
 } // namespace
 
@@ -79,7 +79,7 @@ CudaGemm::~CudaGemm() {
 const CudaGemm::Shape &CudaGemm::shape(const PlanOp &op, int alignA, int alignB,
                                        int alignC) {
   Key key{op.m, op.n, op.k, op.transposeLhs, op.transposeRhs, alignA, alignB, alignC,
-          op.lhsType + op.resultType};
+          std::string(planTypeName(op.lhsType)) + planTypeName(op.resultType)};
   auto found = shapes_.find(key);
   if (found != shapes_.end())
     return found->second;
@@ -92,7 +92,7 @@ const CudaGemm::Shape &CudaGemm::shape(const PlanOp &op, int alignA, int alignB,
   int32_t transB = l.transB ? CUBLAS_OP_T : CUBLAS_OP_N;
   // bf16 operands (bf16 storage) multiply on tensor cores and accumulate in
   // fp32 (COMPUTE_32F); fp32 operands use the chosen compute type.
-  bool bf16 = op.lhsType == "bf16";
+  bool bf16 = op.lhsType == DType::BF16;
   cublasComputeType_t compute = bf16 ? CUBLAS_COMPUTE_32F : compute_;
   check(lt.cublasLtMatmulDescCreate(&s.desc, compute, CUDA_R_32F),
         "cublasLtMatmulDescCreate");

@@ -2,7 +2,7 @@
 
 usage: gpu_bundle.py BUNDLE [KERNEL_STEM...]
 
-Reads the .fbtb format (codegen/BundleWriter.h): the manifest's target, each
+Reads the .fbtb format (docs/bundle-format.md): the manifest's target, each
 blob's size and first bytes (a cubin is an ELF file for machine EM_CUDA), and
 for each kernel whose name ends in one of the stems, its launches in order
 (with their static shared memory, where they declare any), and whether

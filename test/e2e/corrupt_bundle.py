@@ -2,9 +2,11 @@
 
 usage: corrupt_bundle.py IN.fbtb OUT.fbtb KIND
 KIND: truncate-header | truncate-manifest | truncate-kernels | flip-manifest |
-      flip-kernels | magic | version | target | bad-plan
-`target` and `bad-plan` rewrite the manifest with a valid checksum, so the
-loader must catch them by reading it, not by the checksum.
+      flip-kernels | magic | version | target | bad-plan | early-write
+`target`, `bad-plan` and `early-write` rewrite the manifest with a valid
+checksum, so the loader must catch them by reading it, not by the checksum.
+`early-write` (a GPU or simt bundle) places a kernel's early-written argument
+on another argument of the same call.
 """
 
 import json
@@ -19,15 +21,20 @@ def fnv1a64(data):
     return h
 
 
+def align64(v):
+    return (v + 63) // 64 * 64
+
+
 def rewrite(data, edit):
     n = struct.unpack_from("<Q", data, 8)[0]
     manifest = json.loads(data[24:24 + n])
     edit(manifest)
     text = json.dumps(manifest, separators=(",", ":")).encode()
-    # Keep the blob area where it was: pad the manifest with spaces.
-    assert len(text) <= n
-    text += b" " * (n - len(text))
-    return data[:8] + struct.pack("<QQ", n, fnv1a64(text)) + text + data[24 + n:]
+    # Blob offsets count from the start of the blob area (the manifest's end,
+    # 64-aligned): the area moves with the manifest unchanged.
+    area = data[align64(24 + n):]
+    head = data[:8] + struct.pack("<QQ", len(text), fnv1a64(text)) + text
+    return head + b" " * (align64(len(head)) - len(head)) + area
 
 
 def main():
@@ -54,6 +61,18 @@ def main():
         def edit(m):
             op = m["steps"]["train_k1"]["ops"][0]
             op["args"][0][2] = 1 << 40  # an offset far outside its buffer
+        data = rewrite(bytes(data), edit)
+    elif kind == "early-write":
+        def edit(m):
+            kernel, args = next(iter(m["early_writes"].items()))
+            for step in m["steps"].values():
+                for op in step["ops"]:
+                    if op.get("kernel") == kernel:
+                        e = args[0]
+                        other = op["args"][0 if e != 0 else 1]
+                        op["args"][e] = list(other[:3]) + [min(other[3], op["args"][e][3])]
+                        return
+            sys.exit("no call of " + kernel)
         data = rewrite(bytes(data), edit)
     else:
         sys.exit("unknown kind " + kind)

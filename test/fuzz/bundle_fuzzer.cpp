@@ -51,7 +51,8 @@ std::string wrap(std::string manifest) {
   table += "}";
   for (size_t at; (at = manifest.find("@BLOBS@")) != std::string::npos;)
     manifest.replace(at, 7, table);
-  std::string file = "FBTBNDL1" + u64(manifest.size()) +
+  // The container by hand: the manifest is raw text that need not parse.
+  std::string file = std::string(kBundleMagic, sizeof kBundleMagic) + u64(manifest.size()) +
                      u64(fnv1a64(manifest.data(), manifest.size())) + manifest;
   file.resize((file.size() + 63) / 64 * 64, '\0');
   return file + area;

@@ -5,13 +5,15 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "BundleWriter.h"
+#include "TestManifests.h"
 #include "TempDir.h"
 
 #include "runtime/Bundle.h"
 #include "runtime/Error.h"
 
 #include <gtest/gtest.h>
+
+#include <fstream>
 
 namespace fbt {
 namespace {
@@ -22,7 +24,7 @@ const std::string kPtx = ".version 8.0\n.target sm_90\n.address_size 64\n";
 std::string loadError(const test::TempDir &dir, const Json &manifest,
                       const std::vector<std::pair<std::string, std::string>> &blobs) {
   std::string path = dir.file("b.fbtb");
-  test::writeBundle(path, manifest, blobs);
+  writeBundleFile(path, manifest, blobs);
   try {
     Bundle::load(path);
   } catch (const RuntimeError &e) {
@@ -40,7 +42,7 @@ TEST(BundleTest, LoadsAGpuBundle) {
       Json::array({test::launchJson("k1_softmax_rows", {128, 2, 1}, {32, 8, 1}),
                    test::launchJson("k1_softmax_sum", {1, 1, 1}, {1024, 1, 1}, 4096)});
   std::string path = dir.file("gpu.fbtb");
-  test::writeBundle(path, m, {{"kernels.ptx", kPtx}, {"kernels.cubin", "\x7f" "ELF"}});
+  writeBundleFile(path, m, {{"kernels.ptx", kPtx}, {"kernels.cubin", "\x7f" "ELF"}});
   Bundle b = Bundle::load(path);
   EXPECT_TRUE(b.target().gpu());
   EXPECT_EQ(b.target().kind, "nvptx");
@@ -71,7 +73,7 @@ TEST(BundleTest, LoadsAGpuBundle) {
 TEST(BundleTest, ThePtxIsEnoughWithoutACubin) {
   test::TempDir dir;
   std::string path = dir.file("gpu.fbtb");
-  test::writeBundle(path, test::gpuManifest({"k0_a"}), {{"kernels.ptx", kPtx}});
+  writeBundleFile(path, test::gpuManifest({"k0_a"}), {{"kernels.ptx", kPtx}});
   EXPECT_EQ(Bundle::load(path).blob("kernels.cubin"), nullptr);
 }
 
@@ -138,17 +140,17 @@ Json gemmManifest(Json types) {
 TEST(BundleTest, GemmElementTypes) {
   test::TempDir dir;
   std::string path = dir.file("gemm.fbtb");
-  test::writeBundle(path, gemmManifest(Json()), {{"kernels.ptx", kPtx}});
+  writeBundleFile(path, gemmManifest(Json()), {{"kernels.ptx", kPtx}});
   const PlanOp &f32 = Bundle::load(path).step("s").ops[0];
-  EXPECT_EQ(f32.lhsType, "f32");
-  EXPECT_EQ(f32.resultType, "f32");
+  EXPECT_EQ(f32.lhsType, DType::F32);
+  EXPECT_EQ(f32.resultType, DType::F32);
   // bf16 storage: bf16 operands accumulating into an f32 result.
-  test::writeBundle(path, gemmManifest(Json::array({"bf16", "bf16", "f32"})),
+  writeBundleFile(path, gemmManifest(Json::array({"bf16", "bf16", "f32"})),
                     {{"kernels.ptx", kPtx}});
   const PlanOp &mixed = Bundle::load(path).step("s").ops[0];
-  EXPECT_EQ(mixed.lhsType, "bf16");
-  EXPECT_EQ(mixed.rhsType, "bf16");
-  EXPECT_EQ(mixed.resultType, "f32");
+  EXPECT_EQ(mixed.lhsType, DType::BF16);
+  EXPECT_EQ(mixed.rhsType, DType::BF16);
+  EXPECT_EQ(mixed.resultType, DType::F32);
   EXPECT_NE(loadError(dir, gemmManifest(Json::array({"f16", "f16", "f16"})),
                       {{"kernels.ptx", kPtx}})
                 .find("a GEMM of element type 'f16' (expected f32 or bf16)"),
@@ -170,13 +172,15 @@ TEST(BundleTest, AGpuBundleNeedsItsPtx) {
 TEST(BundleTest, BlobsAreChecksummed) {
   test::TempDir dir;
   std::string path = dir.file("b.fbtb");
-  test::writeBundle(path, test::gpuManifest({"k0_a"}), {{"kernels.ptx", kPtx}});
+  writeBundleFile(path, test::gpuManifest({"k0_a"}), {{"kernels.ptx", kPtx}});
   std::string bytes;
   {
     std::ifstream in(path, std::ios::binary);
     bytes.assign(std::istreambuf_iterator<char>(in), {});
   }
-  bytes[bytes.size() - 3] ^= 1; // inside the PTX, the last blob
+  size_t ptx = bytes.find(kPtx);
+  ASSERT_NE(ptx, std::string::npos);
+  bytes[ptx + 3] ^= 1;
   std::ofstream(path, std::ios::binary) << bytes;
   try {
     Bundle::load(path);

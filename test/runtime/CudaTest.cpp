@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "BundleWriter.h"
+#include "TestManifests.h"
 #include "TempDir.h"
 
 #include "runtime/Device.h"
@@ -51,7 +51,7 @@ protected:
       const std::string &chip,
       const std::vector<std::pair<std::string, std::string>> &blobs) {
     std::string path = dir_.file(chip + std::to_string(blobs.size()) + ".fbtb");
-    test::writeBundle(path, test::gpuManifest({}, chip), blobs);
+    writeBundleFile(path, test::gpuManifest({}, chip), blobs);
     return std::make_unique<Bundle>(Bundle::load(path));
   }
 
@@ -79,7 +79,7 @@ TEST(CudaNoGpuTest, AGpuBundleSaysWhyItCannotRun) {
     GTEST_SKIP() << "a GPU is usable here";
   test::TempDir dir;
   std::string path = dir.file("gpu.fbtb");
-  test::writeBundle(path, test::gpuManifest({"k0_a"}), {{"kernels.ptx", kEmptyPtx}});
+  writeBundleFile(path, test::gpuManifest({"k0_a"}), {{"kernels.ptx", kEmptyPtx}});
   Bundle b = Bundle::load(path);
   try {
     openDevice(b);
@@ -225,13 +225,13 @@ StepPlan gemmPlan(const std::string &kind) {
   p.name = "test_" + kind;
   p.kind = kind;
   p.arenaBytes = 4 + m * n * 4;
-  p.inputs.push_back({"x", "f32", {m, k}, m * k * 4});
-  p.outputs.push_back({"y", "f32", {m, n}, m * n * 4});
-  p.outputs.push_back({"c64", "i64", {3}, 24});
-  p.outputs.push_back({"c32", "i32", {5}, 20});
-  p.constants.push_back({"f32", k * n, 0.5});
-  p.constants.push_back({"i64", 3, -(double)(int64_t(1) << 40)});
-  p.constants.push_back({"i32", 5, -3});
+  p.inputs.push_back({"x", DType::F32, {m, k}, m * k * 4});
+  p.outputs.push_back({"y", DType::F32, {m, n}, m * n * 4});
+  p.outputs.push_back({"c64", DType::I64, {3}, 24});
+  p.outputs.push_back({"c32", DType::I32, {5}, 20});
+  p.constants.push_back({DType::F32, k * n, 0.5});
+  p.constants.push_back({DType::I64, 3, -(double)(int64_t(1) << 40)});
+  p.constants.push_back({DType::I32, 5, -3});
   PlanOp op;
   op.m = m, op.n = n, op.k = k;
   op.args = {{BufferRef::Kind::Input, 0, 0, m * k * 4},

@@ -250,9 +250,9 @@ int main(int argc, char **argv) {
   };
   auto run = [&](const std::string &name, std::vector<Buffer> &bufs) {
     std::vector<void *> args = pointers(bufs);
-    for (const mlir::fbt::GpuLaunch &l : gpuBin->launches.at(name))
+    for (const ::fbt::KernelLaunch &l : gpuBin->launches.at(name))
       ::fbt::simt::launch(symbol(gpuSo, l.entry), args.data(), args.size(),
-                          l.grid, l.block, l.cooperative);
+                          l.grid[0], l.block[0], l.cooperative);
   };
 
   // The f32 -> bf16 copies: exactly round to nearest even.

@@ -175,9 +175,9 @@ int checkStep(MLIRContext &ctx, std::mt19937 &rng, int trial) {
   for (BlockArgument a : r.step.getArguments())
     id[a] = id.size();
   Memory mem;
-  for (const TensorInfo &t : plan->inputs)
+  for (const TensorSpec &t : plan->inputs)
     mem.inputs.push_back(std::vector<int64_t>(t.bytes / 4, -1));
-  for (const TensorInfo &t : plan->outputs)
+  for (const TensorSpec &t : plan->outputs)
     mem.outputs.push_back(std::vector<int64_t>(t.bytes / 4, -1));
   mem.arena.assign(plan->arenaBytes / 4, -1);
   for (unsigned i = 0; i < mem.inputs.size(); ++i)
@@ -232,7 +232,7 @@ int checkStep(MLIRContext &ctx, std::mt19937 &rng, int trial) {
     copied[c.output] = c.source;
   int inPlace = 0;
   for (auto [j, v] : llvm::enumerate(ret.getOperands())) {
-    const TensorInfo &info = plan->outputs[j];
+    const TensorSpec &info = plan->outputs[j];
     BufferRef ref{BufferRef::Kind::Output, (int64_t)j, 0, info.bytes};
     if (copied.count(j))
       ref = copied[j];
@@ -246,7 +246,7 @@ int checkStep(MLIRContext &ctx, std::mt19937 &rng, int trial) {
   }
   if (testing::Test::HasFailure()) { // the counterexample, and its plan
     r.module->print(llvm::errs());
-    llvm::errs() << "\n" << toJson(*plan) << "\n";
+    llvm::errs() << "\n" << ::fbt::dumpJson(::fbt::toJson(*plan), 2) << "\n";
   }
   return inPlace;
 }

@@ -19,12 +19,14 @@
 #include "frontend/ModelBuilder.h"
 #include "frontend/Spec.h"
 #include "frontend/SpecJson.h"
-#include "codegen/BundleWriter.h"
 #include "codegen/CpuTarget.h"
+#include "codegen/Kernels.h"
 #include "codegen/NvptxTarget.h"
 #include "codegen/SimtTarget.h"
 #include "codegen/StepPlan.h"
 #include "passes/Passes.h"
+#include "runtime/BundleFormat.h"
+#include "runtime/Error.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -151,7 +153,7 @@ void setTrainOptions(const fbt::ModelSpec &spec,
   o.fuseFeedbackGate = fuseGate;
 }
 /// The plan of every step function, by name, and the largest arena.
-LogicalResult planSteps(mlir::ModuleOp module, json::Object &steps,
+LogicalResult planSteps(mlir::ModuleOp module, std::map<std::string, ::fbt::StepPlan> &steps,
                         int64_t &largestArena) {
   for (auto fn : module.getOps<mlir::func::FuncOp>()) {
     if (!fn->hasAttr("fbt.step"))
@@ -160,7 +162,7 @@ LogicalResult planSteps(mlir::ModuleOp module, json::Object &steps,
     if (failed(plan))
       return failure();
     largestArena = std::max(largestArena, plan->arenaBytes);
-    steps[fn.getSymName()] = mlir::fbt::toJson(*plan);
+    steps[fn.getSymName().str()] = std::move(*plan);
   }
   return success();
 }
@@ -175,39 +177,24 @@ mlir::fbt::NvptxTargetOptions nvptxOptions() {
   return o;
 }
 
-/// The launch table of an NVIDIA bundle: kernel -> its launches in order.
-json::Object launchesJson(const mlir::fbt::GpuLaunchTable &table) {
-  json::Object out;
-  for (const auto &[kernel, launches] : table) {
-    json::Array list;
-    for (const mlir::fbt::GpuLaunch &l : launches)
-      list.push_back(json::Object{{"entry", l.entry},
-                                  {"grid", json::Array{l.grid, 1, 1}},
-                                  {"block", json::Array{l.block, 1, 1}},
-                                  {"shared_bytes", l.sharedBytes},
-                                  {"cooperative", l.cooperative}});
-    out[kernel] = std::move(list);
-  }
-  return out;
-}
-
 /// Compiles the kernels for the target and writes the bundle: the manifest
 /// (target, resolved spec, parameters, kernels, plans) and the binaries.
 int writeBundle(const fbt::ModelSpec &spec, mlir::ModuleOp module,
-                json::Object steps, int64_t largestArena) {
-  json::Object targetJson;
-  std::vector<std::pair<std::string, std::string>> blobs;
-  json::Object launches;
+                std::map<std::string, ::fbt::StepPlan> steps, int64_t largestArena) {
+  ::fbt::BundleManifest manifest;
+  ::fbt::BundleTarget &bundleTarget = manifest.target;
+  ::fbt::BundleBlobs blobs;
+  ::fbt::LaunchTable &launches = manifest.launches;
   if (isNvidia(target)) {
     mlir::fbt::NvptxTargetOptions options = nvptxOptions();
     FailureOr<mlir::fbt::NvptxBinary> bin =
         mlir::fbt::compileKernelsForNvptx(module, options);
     if (failed(bin))
       return fail(kInternalError, "compiling the kernels failed");
-    targetJson = json::Object{{"kind", "nvptx"},
-                              {"chip", options.chip},
-                              {"features", options.features},
-                              {"storage", gpuStorage.getValue()}};
+    bundleTarget.kind = "nvptx";
+    bundleTarget.chip = options.chip;
+    bundleTarget.features = options.features;
+    bundleTarget.storage = gpuStorage.getValue();
     blobs.push_back({"kernels.ptx", bin->ptx});
     if (!bin->cubin.empty())
       blobs.push_back({"kernels.cubin", bin->cubin});
@@ -215,17 +202,17 @@ int writeBundle(const fbt::ModelSpec &spec, mlir::ModuleOp module,
       WithColor::warning(errs(), "fbtc")
           << "no ptxas found (PATH, $CUDA_HOME/bin, $FBT_PTXAS): the bundle "
              "holds PTX only, which the driver compiles at load\n";
-    launches = launchesJson(bin->launches);
+    launches = bin->launches;
   } else if (target == Target::Simt) {
     FailureOr<mlir::fbt::SimtBinary> bin = mlir::fbt::compileKernelsForSimt(module);
     if (failed(bin))
       return fail(kInternalError, "compiling the kernels failed");
-    targetJson = json::Object{{"kind", "simt"},
-                              {"triple", mlir::fbt::cpuTargetTriple()},
-                              {"arch", mlir::fbt::cpuTargetArch()},
-                              {"storage", gpuStorage.getValue()}};
+    bundleTarget.kind = "simt";
+    bundleTarget.triple = mlir::fbt::cpuTargetTriple();
+    bundleTarget.arch = mlir::fbt::cpuTargetArch();
+    bundleTarget.storage = gpuStorage.getValue();
     blobs.push_back({"kernels.so", bin->library});
-    launches = launchesJson(bin->launches);
+    launches = bin->launches;
   } else {
     mlir::fbt::CpuTargetOptions cpu;
     cpu.cpu = cpuName;
@@ -235,34 +222,37 @@ int writeBundle(const fbt::ModelSpec &spec, mlir::ModuleOp module,
         mlir::fbt::compileKernelsForCpu(module, cpu);
     if (failed(library))
       return fail(kInternalError, "compiling the kernels failed");
-    targetJson = json::Object{{"kind", "cpu"},
-                              {"triple", mlir::fbt::cpuTargetTriple()},
-                              {"arch", mlir::fbt::cpuTargetArch()},
-                              {"cpu", mlir::fbt::resolvedCpu(cpu)}};
+    bundleTarget.kind = "cpu";
+    bundleTarget.triple = mlir::fbt::cpuTargetTriple();
+    bundleTarget.arch = mlir::fbt::cpuTargetArch();
+    bundleTarget.chip = mlir::fbt::resolvedCpu(cpu);
     blobs.push_back({"kernels.so", *library});
   }
-  json::Array params, kernels;
   for (const fbt::ParameterInfo &p : fbt::parameterList(spec))
-    params.push_back(json::Object{{"name", p.name},
-                                  {"shape", json::Array(p.shape)},
-                                  {"decay", p.decay},
-                                  {"feedback", p.feedback}});
-  for (auto fn : module.getOps<mlir::func::FuncOp>())
-    if (fn->hasAttr("fbt.kernel"))
-      kernels.push_back(fn.getSymName());
-  json::Object manifest{
-      {"format", "fbt-bundle"},
-      {"target", std::move(targetJson)},
-      {"model", fbt::specToJson(spec)},
-      {"params", std::move(params)},
-      {"kernels", std::move(kernels)},
-      {"largest_arena_bytes", largestArena},
-      {"steps", std::move(steps)}};
-  if (mapsToGpu(target))
-    manifest["launches"] = std::move(launches);
+    manifest.params.push_back({p.name, p.shape, p.decay, p.feedback});
+  for (auto fn : module.getOps<mlir::func::FuncOp>()) {
+    if (!fn->hasAttr("fbt.kernel"))
+      continue;
+    manifest.kernels.push_back(fn.getSymName().str());
+    for (unsigned i = 0; i < fn.getNumArguments(); ++i)
+      if (fn.getArgAttr(i, mlir::fbt::kEarlyWriteAttr))
+        manifest.earlyWrites[fn.getSymName().str()].push_back(i);
+  }
+  // The resolved spec, through its text: the frontend speaks llvm::json.
+  std::string model;
+  {
+    raw_string_ostream os(model);
+    os << fbt::specToJson(spec);
+  }
+  manifest.model = ::fbt::parseJson(model);
+  manifest.largestArenaBytes = largestArena;
+  manifest.steps = std::move(steps);
   std::string out = outputPath == "-" ? spec.name + ".fbtb" : outputPath;
-  if (Error e = mlir::fbt::writeBundle(out, std::move(manifest), blobs))
-    return fail(kBadInput, toString(std::move(e)));
+  try {
+    ::fbt::writeBundleFile(out, ::fbt::toJson(manifest), blobs);
+  } catch (const ::fbt::RuntimeError &e) {
+    return fail(kBadInput, e.what());
+  }
   return 0;
 }
 } // namespace
@@ -327,13 +317,16 @@ int main(int argc, char **argv) {
   if (stage <= Stage::Kernels)
     return writeOutput([&](raw_ostream &os) { module->print(os); });
 
-  json::Object steps;
+  std::map<std::string, ::fbt::StepPlan> steps;
   int64_t largestArena = 0;
   if (failed(planSteps(*module, steps, largestArena)))
     return fail(kInternalError, "planning the steps failed");
   if (stage == Stage::Plan)
     return writeOutput([&](raw_ostream &os) {
-      os << formatv("{0:2}", json::Value(std::move(steps))) << "\n";
+      ::fbt::Json plans = ::fbt::Json::object();
+      for (const auto &[name, plan] : steps)
+        plans[name] = ::fbt::toJson(plan);
+      os << ::fbt::dumpJson(plans, 2) << "\n";
     });
   if (stage == Stage::Ptx) {
     FailureOr<mlir::fbt::NvptxBinary> bin =
