@@ -8,7 +8,7 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
-#include <set>
+#include <unordered_set>
 #include <vector>
 
 namespace fbt {
@@ -69,41 +69,119 @@ RuntimeError kindError(const char *expected, const Json &got) {
                       jsonKindName(got));
 }
 
+/// Builds the document from the library's SAX events, refusing what the
+/// library would accept. Members are appended to their object directly (the
+/// library's own builder looks each key up first, linearly in an ordered
+/// object); duplicates are found by scanning small objects and through a
+/// hash set of the keys of large ones.
+class StrictBuilder {
+public:
+  using number_integer_t = Json::number_integer_t;
+  using number_unsigned_t = Json::number_unsigned_t;
+  using number_float_t = Json::number_float_t;
+  using string_t = Json::string_t;
+  using binary_t = Json::binary_t;
+
+  explicit StrictBuilder(Json &root) : root_(root) {}
+
+  bool null() { return value(nullptr); }
+  bool boolean(bool v) { return value(v); }
+  bool number_integer(number_integer_t v) { return value(v); }
+  bool number_unsigned(number_unsigned_t v) { return value(v); }
+  bool number_float(number_float_t v, const string_t &) { return value(v); }
+  bool string(string_t &v) { return value(std::move(v)); }
+  bool binary(binary_t &v) { return value(std::move(v)); }
+
+  bool start_object(std::size_t) { return open(Json::object()); }
+  bool start_array(std::size_t) { return open(Json::array()); }
+  bool end_object() { return close(); }
+  bool end_array() { return close(); }
+
+  bool key(string_t &k) {
+    Open &o = open_.back();
+    Json::object_t &members = o.value->get_ref<Json::object_t &>();
+    bool repeated = false;
+    if (!o.keys.empty()) {
+      repeated = !o.keys.insert(k).second;
+    } else {
+      for (const auto &member : members)
+        repeated |= member.first == k;
+      if (members.size() >= kScanLimit) // from now on, a set
+        for (const auto &member : members)
+          o.keys.insert(member.first);
+      if (!o.keys.empty())
+        o.keys.insert(k);
+    }
+    if (repeated)
+      throw Refusal{Refusal::Kind::DuplicateKey, keys_, k};
+    ++keys_;
+    members.emplace_back(std::move(k), nullptr);
+    return true;
+  }
+
+  bool parse_error(std::size_t position, const std::string &, const nlohmann::detail::exception &e) {
+    errorPosition_ = position;
+    error_ = e.what();
+    return false;
+  }
+
+  std::size_t errorPosition() const { return errorPosition_; }
+  const std::string &error() const { return error_; }
+
+private:
+  static constexpr size_t kScanLimit = 16;
+  struct Open {
+    Json *value;
+    std::unordered_set<std::string> keys; // large objects only
+  };
+
+  /// Where the next value goes: the root, the open array's end, or the
+  /// member the last key made.
+  Json *slot() {
+    if (open_.empty())
+      return &root_;
+    Json &top = *open_.back().value;
+    if (top.is_array()) {
+      top.get_ref<Json::array_t &>().emplace_back();
+      return &top.get_ref<Json::array_t &>().back();
+    }
+    return &top.get_ref<Json::object_t &>().back().second;
+  }
+  template <class T> bool value(T &&v) {
+    *slot() = Json(std::forward<T>(v));
+    return true;
+  }
+  bool open(Json empty) {
+    if (open_.size() >= static_cast<size_t>(kMaxJsonDepth))
+      throw Refusal{Refusal::Kind::TooDeep, brackets_, {}};
+    ++brackets_;
+    Json *at = slot();
+    *at = std::move(empty);
+    open_.push_back({at, {}});
+    return true;
+  }
+  bool close() {
+    open_.pop_back();
+    return true;
+  }
+
+  Json &root_;
+  std::vector<Open> open_;
+  size_t keys_ = 0, brackets_ = 0;
+  std::size_t errorPosition_ = 0;
+  std::string error_;
+};
+
 } // namespace
 
 Json parseJson(std::string_view text, std::string_view sourceName) {
   std::string prefix = sourceName.empty() ? "" : std::string(sourceName) + ": ";
-  // Per open bracket: the keys seen so far (arrays keep an empty set).
-  std::vector<std::set<std::string>> open;
-  size_t keys = 0, brackets = 0;
-  auto check = [&](int, Json::parse_event_t event, Json &parsed) {
-    switch (event) {
-    case Json::parse_event_t::object_start:
-    case Json::parse_event_t::array_start:
-      if (open.size() >= static_cast<size_t>(kMaxJsonDepth))
-        throw Refusal{Refusal::Kind::TooDeep, brackets, {}};
-      open.emplace_back();
-      ++brackets;
-      break;
-    case Json::parse_event_t::object_end:
-    case Json::parse_event_t::array_end:
-      open.pop_back();
-      break;
-    case Json::parse_event_t::key: {
-      const std::string &key = parsed.get_ref<const std::string &>();
-      if (!open.back().insert(key).second)
-        throw Refusal{Refusal::Kind::DuplicateKey, keys, key};
-      ++keys;
-      break;
-    }
-    case Json::parse_event_t::value:
-      break;
-    }
-    return true;
-  };
+  Json root;
+  StrictBuilder builder(root);
+  bool ok = false;
   try {
-    return Json::parse(text.begin(), text.end(), check,
-                       /*allow_exceptions=*/true, /*ignore_comments=*/false);
+    ok = Json::sax_parse(text.begin(), text.end(), &builder, Json::input_format_t::json,
+                         /*strict=*/true, /*ignore_comments=*/false);
   } catch (const Refusal &r) {
     std::string where = lineColumn(text, r.find(text));
     if (r.kind == Refusal::Kind::TooDeep)
@@ -111,21 +189,21 @@ Json parseJson(std::string_view text, std::string_view sourceName) {
                          std::to_string(kMaxJsonDepth) + " levels");
     Json key = r.key;
     throw RuntimeError(prefix + where + ": duplicate key " + dumpJson(key));
-  } catch (const Json::parse_error &e) {
+  }
+  if (!ok) {
     // "[json.exception.parse_error.101] parse error at line 1, column 5:
     // syntax error ..." keeps its text after the position; the position is
     // recomputed from the byte offset (the library counts a newline inside
     // a string as a line of its own, column 0).
-    std::string what = e.what();
+    std::string what = builder.error();
     size_t colon = what.find(": ", what.find("parse error"));
-    what = colon == std::string::npos ? what : what.substr(colon + 2);
-    size_t offset = e.byte > 0 ? e.byte - 1 : 0;
+    if (what.find("parse error") == std::string::npos || colon == std::string::npos)
+      colon = what.find("] ") + 1; // "number overflow parsing '1e999'"
+    what = what.substr(colon + 1 + (what[colon + 1] == ' '));
+    size_t offset = builder.errorPosition() > 0 ? builder.errorPosition() - 1 : 0;
     throw RuntimeError(prefix + lineColumn(text, offset) + ": " + what);
-  } catch (const Json::exception &e) {
-    // A number out of a double's range ("number overflow parsing '1e999'").
-    std::string what = e.what();
-    throw RuntimeError(prefix + what.substr(what.find(']') + 2));
   }
+  return root;
 }
 
 Json loadJsonFile(const std::string &path) {

@@ -193,6 +193,27 @@ TEST(JsonTest, RefusesDuplicateKeysAndSaysWhere) {
             "spec.json: line 1, column 12: duplicate key \"q\\\"\"");
 }
 
+TEST(JsonTest, RefusesDuplicatesInLargeObjectsToo) {
+  // Past a few members the keys go into a set: the same answers.
+  std::string text = "{";
+  for (int i = 0; i < 40; ++i)
+    text += "\"k" + std::to_string(i) + "\": " + std::to_string(i) + ", ";
+  EXPECT_EQ(parseError(text + "\"k39x\": 0}"), "");
+  size_t column = text.size() + 1;
+  EXPECT_EQ(parseError(text + "\"k3\": 0}"),
+            "line 1, column " + std::to_string(column) + ": duplicate key \"k3\"");
+  EXPECT_EQ(parseError(text + "\"k39\": 0}"),
+            "line 1, column " + std::to_string(column) + ": duplicate key \"k39\"");
+  for (int k = 14; k < 19; ++k) // around the switch to the set
+    EXPECT_EQ(parseError(text + "\"k" + std::to_string(k) + "\": 0}"),
+              "line 1, column " + std::to_string(column) + ": duplicate key \"k" +
+                  std::to_string(k) + "\"");
+  Json v = parseJson(text + "\"last\": true}");
+  EXPECT_EQ(asObject(v).size(), 41u);
+  EXPECT_EQ(asInt(jsonAt(v, "k17")), 17);
+  EXPECT_TRUE(asBool(jsonAt(v, "last")));
+}
+
 TEST(JsonTest, ErrorsNameTheSource) {
   EXPECT_TRUE(startsWith(parseError("[", "manifest.json"),
                          "manifest.json: line 1, column 2: "))
