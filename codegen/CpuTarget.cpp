@@ -2,6 +2,8 @@
 
 #include "codegen/CpuTarget.h"
 
+#include "codegen/KernelConfig.h"
+
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVMPass.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
@@ -35,6 +37,10 @@
 #include "llvm/TargetParser/Host.h"
 
 using namespace mlir;
+using mlir::fbt::configFromAttr;
+using mlir::fbt::KernelConfig;
+using mlir::fbt::Knob;
+using mlir::fbt::kConfigAttr;
 
 std::string fbt::resolvedCpu(const CpuTargetOptions &options) {
   // A portable default (AVX2 + FMA) runs on any recent x86 server; "native"
@@ -108,6 +114,32 @@ struct HoistScratch : PassWrapper<HoistScratch, OperationPass<ModuleOp>> {
         frame = frame->getParentOp();
       a->moveBefore(&frame->getRegion(0).front().front());
     }
+  }
+};
+
+/// A kernel built with a grain (Knob::Grain, `fbt.config`) hands its
+/// OpenMP loops to the threads in chunks of that many iterations, round
+/// robin (schedule(static, grain)), instead of one even split per thread:
+/// uneven work (causal attention's rows) then spreads across the threads.
+struct ScheduleParallelLoops
+    : PassWrapper<ScheduleParallelLoops, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(ScheduleParallelLoops)
+  StringRef getArgument() const override { return "fbt-schedule-parallel-loops"; }
+  void runOnOperation() override {
+    getOperation().walk([&](omp::WsloopOp loop) {
+      auto fn = loop->getParentOfType<func::FuncOp>();
+      KernelConfig config =
+          configFromAttr(fn->getAttrOfType<DictionaryAttr>(kConfigAttr));
+      auto grain = config.find(Knob::Grain);
+      if (grain == config.end() || grain->second <= 0)
+        return;
+      OpBuilder b(loop);
+      Value chunk = arith::ConstantOp::create(b, loop.getLoc(),
+                                              b.getI64IntegerAttr(grain->second));
+      loop.setScheduleKindAttr(omp::ClauseScheduleKindAttr::get(
+          &getContext(), omp::ClauseScheduleKind::Static));
+      loop.getScheduleChunkMutable().assign(chunk);
+    });
   }
 };
 
@@ -186,6 +218,7 @@ LogicalResult lowerToLLVMDialect(ModuleOp kernels,
   if (options.parallel) {
     serializeSmallParallelLoops(kernels, options.parallelMinElements);
     pm.addPass(createConvertSCFToOpenMPPass());
+    pm.addPass(std::make_unique<ScheduleParallelLoops>());
   }
   pm.addPass(std::make_unique<HoistScratch>());
   if (options.parallel)

@@ -11,6 +11,8 @@
 #ifndef FBT_CODEGEN_CPUTARGET_H
 #define FBT_CODEGEN_CPUTARGET_H
 
+#include "codegen/KernelConfig.h"
+
 #include "mlir/IR/BuiltinOps.h"
 
 #include <string>
@@ -29,7 +31,7 @@ struct CpuTargetOptions {
   /// threads (runtime/CpuGemm.h). Never for the SIMT emulator, whose
   /// launches are threads of their own.
   bool parallel = true;
-  int64_t parallelMinElements = 1 << 15;
+  int64_t parallelMinElements = kCpuParallelMinElements;
   /// Where to keep the LLVM IR (empty: don't).
   std::string dumpLLVMIR;
 };

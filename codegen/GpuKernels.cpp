@@ -2,6 +2,8 @@
 
 #include "codegen/GpuKernels.h"
 
+#include "codegen/KernelConfig.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -17,14 +19,16 @@ using namespace mlir;
 using namespace mlir::fbt;
 
 namespace {
-/// Threads per block for one-thread-per-iteration grids.
+/// Threads per block for one-thread-per-iteration grids, unless the kernel's
+/// `fbt.config` says otherwise (Knob::BlockThreads).
 constexpr int64_t kBlock = 256;
 /// Grids larger than this loop (grid-stride): enough blocks to fill any
 /// current GPU several times over.
 constexpr int64_t kMaxGrid = 1 << 16;
 /// Elementwise grids run this many consecutive iterations per thread, so
 /// that the NVPTX backend can merge their loads and stores into 16-byte
-/// vector accesses (buffers are 16-byte aligned: see `emit`).
+/// vector accesses (buffers are 16-byte aligned: see `emit`). A knob too
+/// (Knob::PerThread).
 constexpr int64_t kVector = 4;
 
 bool isWorkgroupAlloca(Operation *op) {
@@ -100,14 +104,18 @@ private:
     bool rows = map && map.getValue() == "rows";
     // A thread's iterations: `per` consecutive ones (elementwise grids
     // large enough to fill the GPU anyway).
-    int64_t per = !rows && *n % kVector == 0 && *n >= 1024 ? kVector : 1;
+    KernelConfig config =
+        configFromAttr(kernel->getAttrOfType<DictionaryAttr>(kConfigAttr));
+    int64_t vector = config.count(Knob::PerThread) ? config[Knob::PerThread] : kVector;
+    int64_t most = config.count(Knob::BlockThreads) ? config[Knob::BlockThreads] : kBlock;
+    int64_t per = !rows && *n % vector == 0 && *n >= 1024 ? vector : 1;
     int64_t units = *n / per; // what the threads or blocks stride over
     int64_t block, blocks;
     if (rows) {
       block = grid->getAttrOfType<IntegerAttr>("fbt.threads").getInt();
       blocks = std::min(*n, kMaxGrid);
     } else {
-      block = std::min(kBlock, std::max<int64_t>(32, (units + 31) / 32 * 32));
+      block = std::min(most, std::max<int64_t>(32, (units + 31) / 32 * 32));
       blocks = std::min((units + block - 1) / block, kMaxGrid);
     }
     launches.push_back(emit(grid, blocks, block, [&](IRMapping &m) {

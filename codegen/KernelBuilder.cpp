@@ -21,8 +21,10 @@ KernelBuilder::KernelBuilder(OpBuilder &builder, Location loc, StringRef name,
                              ArrayRef<int64_t> sizes, KernelTarget target)
     : b(builder), loc(loc), target(target) {
   SmallVector<Type> args;
-  for (auto [t, n] : llvm::zip(elementTypes, sizes))
+  for (auto [t, n] : llvm::zip(elementTypes, sizes)) {
     args.push_back(MemRefType::get({n}, t));
+    largest = std::max(largest, n);
+  }
   fn = func::FuncOp::create(b, loc, name, b.getFunctionType(args, {}));
   fn->setAttr("fbt.kernel", b.getUnitAttr());
   if (!gpu())
@@ -31,8 +33,17 @@ KernelBuilder::KernelBuilder(OpBuilder &builder, Location loc, StringRef name,
   b.setInsertionPointToStart(entry);
 }
 
+int64_t KernelBuilder::knob(Knob k, int64_t fallback) {
+  auto it = config.find(k);
+  int64_t v = it == config.end() ? fallback : it->second;
+  used.emplace(k, v); // the first ask fixes it for the whole kernel
+  return used[k];
+}
+
 func::FuncOp KernelBuilder::finish() {
   func::ReturnOp::create(b, loc);
+  if (!used.empty())
+    fn->setAttr(kConfigAttr, toAttr(b.getContext(), used));
   b.setInsertionPointAfter(fn);
   return fn;
 }
@@ -62,6 +73,17 @@ void KernelBuilder::store(Value v, Value mem, Value idx) {
 }
 
 void KernelBuilder::parallel(int64_t n, function_ref<void(Value)> body) {
+  // The knobs of the lowerings (CpuTarget's OpenMP schedule, GpuKernels'
+  // blocks): asked for here so that only kernels they affect vary them.
+  if (gridDepth == 0 && !rowBody) {
+    if (!gpu() && largest >= kCpuParallelMinElements)
+      knob(Knob::Grain, 0);
+    if (gpu()) {
+      knob(Knob::BlockThreads, 256);
+      knob(Knob::PerThread, 4);
+    }
+  }
+  ++gridDepth;
   scf::ParallelOp::create(b, loc, ValueRange{index(0)}, ValueRange{index(n)},
                           ValueRange{index(1)},
                           [&](OpBuilder &nested, Location, ValueRange ivs) {
@@ -70,6 +92,7 @@ void KernelBuilder::parallel(int64_t n, function_ref<void(Value)> body) {
                                                 nested.getInsertionPoint());
                             body(ivs[0]);
                           });
+  --gridDepth;
 }
 
 void KernelBuilder::loop(int64_t n, function_ref<void(Value)> body) {

@@ -26,6 +26,8 @@
 #ifndef FBT_CODEGEN_KERNELBUILDER_H
 #define FBT_CODEGEN_KERNELBUILDER_H
 
+#include "codegen/KernelConfig.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -46,6 +48,15 @@ public:
                 KernelTarget target = KernelTarget::Cpu);
 
   bool gpu() const { return target == KernelTarget::Gpu; }
+
+  /// The knob values to build with instead of the generators' own.
+  void configure(const KernelConfig &c) { config = c; }
+  /// A knob's value: the configured one, else `fallback` (the generator's
+  /// choice). Recorded: finish() writes every knob asked for, with its
+  /// value, as the kernel's `fbt.config`.
+  int64_t knob(Knob k, int64_t fallback);
+  /// The knobs asked for so far, with their values.
+  const KernelConfig &knobs() const { return used; }
 
   func::FuncOp finish();
   Value arg(unsigned i) { return fn.getArgument(i); }
@@ -72,7 +83,7 @@ public:
                 function_ref<void(Value, Value)> body);
 
   // Row-cooperative grids (see the file comment). `threads` is a multiple of
-  // 32, at most 1024. Inside rows(), every thread of the block must reach
+  // 32, at most 1024 (a Knob::RowThreads the generator may expose). Inside rows(), every thread of the block must reach
   // each rowSum/rowMax/rowSync: keep them out of conditionals.
   void rows(int64_t n, int64_t threads, function_ref<void(Value)> body);
   void rowLoop(int64_t n, function_ref<void(Value)> body);
@@ -177,6 +188,9 @@ private:
   Location loc;
   func::FuncOp fn;
   KernelTarget target;
+  KernelConfig config, used;
+  int64_t largest = 0;    ///< elements of the largest buffer
+  int gridDepth = 0;      ///< parallel() grids open around the point
   int64_t threads = 1;    ///< block size of the enclosing rows() (GPU)
   Value rowScratch;       ///< its shared-memory scratch, made on first use
   Block *rowBody = nullptr;

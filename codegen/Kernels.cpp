@@ -55,7 +55,8 @@ SmallVector<Attribute> mlir::fbt::dataOperands(Operation *op) {
 FailureOr<func::FuncOp> mlir::fbt::buildKernel(OpBuilder &b, Operation *op,
                                                StringRef name,
                                                KernelTarget target,
-                                               ArrayRef<Type> resultTypes) {
+                                               ArrayRef<Type> resultTypes,
+                                               const KernelConfig &config) {
   SmallVector<Type> types;
   SmallVector<int64_t> sizes;
   for (Value v : op->getOperands()) {
@@ -74,6 +75,7 @@ FailureOr<func::FuncOp> mlir::fbt::buildKernel(OpBuilder &b, Operation *op,
     sizes.push_back(n);
   }
   KernelBuilder kb(b, op->getLoc(), name, types, sizes, target);
+  kb.configure(config);
   for (auto gen : {buildElementwiseKernel, buildNormKernel,
                    buildAttentionKernel, buildTokenKernel}) {
     FailureOr<func::FuncOp> fn = gen(kb, op);

@@ -10,6 +10,8 @@
 #ifndef FBT_CODEGEN_KERNELS_H
 #define FBT_CODEGEN_KERNELS_H
 
+#include "codegen/KernelConfig.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 
@@ -47,9 +49,11 @@ bool isDataAttribute(Operation *op, StringAttr name);
 /// for `target`; an op no generator knows is an error on the op. Operand
 /// buffers take their element types from the operands; `resultTypes`, if
 /// given, overrides the results' (bf16 storage).
+/// `config` overrides the generator's knobs (KernelConfig.h).
 FailureOr<func::FuncOp> buildKernel(OpBuilder &b, Operation *op,
                                     StringRef name, KernelTarget target,
-                                    ArrayRef<Type> resultTypes = {});
+                                    ArrayRef<Type> resultTypes = {},
+                                    const KernelConfig &config = {});
 
 /// A kernel copying n elements of one float type into another (f32 to bf16
 /// for the GEMMs' operands).

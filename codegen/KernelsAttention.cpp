@@ -26,7 +26,7 @@ ArrayRef<int64_t> shape(Value v) {
   return cast<RankedTensorType>(v.getType()).getShape();
 }
 
-/// Queries per block of the CPU's attention backward.
+/// Queries per block of the CPU's attention backward (Knob::QueryBlock).
 constexpr int64_t kQueryBlock = 4;
 
 /// q . k over one head's channels.
@@ -165,6 +165,7 @@ FailureOr<func::FuncOp> mlir::fbt::buildAttentionKernel(KernelBuilder &kb,
     if (kb.gpu())
       return buildAttentionGradGpu(kb, bsz, t, d, h);
     Value ninf = kb.f32(-std::numeric_limits<float>::infinity());
+    int64_t queryBlock = std::min(kb.knob(Knob::QueryBlock, kQueryBlock), t);
     kb.parallel(bsz * h, [&](Value bh) {
       Value head = kb.irem(bh, h), b = kb.idiv(bh, h);
       Value base = kb.iadd(kb.imul(kb.imul(b, t), d), kb.imul(head, dh));
@@ -177,14 +178,14 @@ FailureOr<func::FuncOp> mlir::fbt::buildAttentionKernel(KernelBuilder &kb,
           kb.store(kb.f32(0), dv, i);
         });
       });
-      // Queries in blocks of kQueryBlock: per query its probabilities in a
+      // Queries in blocks of queryBlock: per query its probabilities in a
       // scratch row (as in attendRow), zero past its last key up to the
       // block's, then one pass over the block's keys: per query
       // dS_j = P_j (dP_j - D) and dq += dS k_j; dk_j += sum dS q and
       // dv_j += sum P_j dout for the whole block, so each key's dk and dv
       // are loaded and stored once per block, not once per query. The terms
       // are added in query order, as one query at a time would.
-      Value prob = kb.scratch(kQueryBlock * t);
+      Value prob = kb.scratch(queryBlock * t);
       auto block = [&](Value t0, int64_t rows) {
         Value blockEnd = kb.iadd(t0, rows);
         SmallVector<Value> qb, inv, delta;
@@ -224,9 +225,9 @@ FailureOr<func::FuncOp> mlir::fbt::buildAttentionKernel(KernelBuilder &kb,
           kb.axpy(p, dout, qb, dv, kbj, dh);
         });
       };
-      int64_t full = t / kQueryBlock * kQueryBlock;
-      kb.loop(kb.index(0), kb.index(full), kb.index(kQueryBlock),
-              [&](Value t0) { block(t0, kQueryBlock); });
+      int64_t full = t / queryBlock * queryBlock;
+      kb.loop(kb.index(0), kb.index(full), kb.index(queryBlock),
+              [&](Value t0) { block(t0, queryBlock); });
       if (full < t) // the last queries one at a time
         kb.loop(kb.index(full), kb.index(t), [&](Value tq) { block(tq, 1); });
     });

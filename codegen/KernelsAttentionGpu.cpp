@@ -99,26 +99,29 @@ struct HeadRows {
 /// key) of one head, and the rows they walk stream through shared memory a
 /// tile at a time, loaded once for the block (coalesced) instead of once per
 /// warp. Every warp walks every row of a tile (a mask zeroes the ones it
-/// must not see), so the warps stay in step between the barriers.
+/// must not see), so the warps stay in step between the barriers. Both
+/// numbers are knobs (QueryBlock, KeyTile); these are the defaults.
 constexpr int64_t kWarps = 4;
 
 /// Rows per tile: a tile of a few [rows, Dh] matrices stays well inside the
 /// 48 KiB of static shared memory.
 int64_t tileRows(int64_t dh) { return dh > 64 ? 16 : 32; }
 
-/// The row of a block's warp: block `id` of ceil(T / kWarps) per head takes
-/// rows first .. first + kWarps - 1. A warp past T works on row T - 1 and
+/// The row of a block's warp: block `id` of ceil(T / warps) per head takes
+/// rows first .. first + warps - 1. A warp past T works on row T - 1 and
 /// stores nothing (it still meets the barriers).
 struct WarpRow {
   HeadRows rows;
   LaneChannels lanes;
   Value first, row, valid, base;
+  int64_t warps;
 
-  WarpRow(KernelBuilder &kb, Value id, int64_t t, int64_t d, int64_t h)
-      : rows(kb, t, d, h, kb.idiv(id, (t + kWarps - 1) / kWarps)),
-        lanes(kb, d / h, kb.irem(kb.rowThread(), 32)) {
-    int64_t groups = (t + kWarps - 1) / kWarps;
-    first = kb.imul(kb.irem(id, groups), kWarps);
+  WarpRow(KernelBuilder &kb, Value id, int64_t t, int64_t d, int64_t h,
+          int64_t warps)
+      : rows(kb, t, d, h, kb.idiv(id, (t + warps - 1) / warps)),
+        lanes(kb, d / h, kb.irem(kb.rowThread(), 32)), warps(warps) {
+    int64_t groups = (t + warps - 1) / warps;
+    first = kb.imul(kb.irem(id, groups), warps);
     Value mine = kb.iadd(first, kb.idiv(kb.rowThread(), 32));
     valid = kb.icmp(arith::CmpIPredicate::ult, mine, kb.index(t));
     row = kb.select(valid, mine, kb.index(t - 1));
@@ -126,7 +129,7 @@ struct WarpRow {
   }
   /// The block's last row, clamped to T - 1.
   Value last(KernelBuilder &kb, int64_t t) {
-    Value l = kb.iadd(first, kWarps - 1);
+    Value l = kb.iadd(first, warps - 1);
     return kb.select(kb.icmp(arith::CmpIPredicate::ult, l, kb.index(t)), l,
                      kb.index(t - 1));
   }
@@ -189,10 +192,11 @@ streamTiles(KernelBuilder &kb, HeadRows &rows, int64_t t, int64_t dh,
 FailureOr<func::FuncOp> buildAttentionTiled(KernelBuilder &kb, int64_t bsz,
                                             int64_t t, int64_t d, int64_t h,
                                             unsigned outArg) {
-  int64_t dh = d / h, tile = tileRows(dh);
+  int64_t dh = d / h, tile = kb.knob(Knob::KeyTile, tileRows(dh));
+  int64_t warps = kb.knob(Knob::QueryBlock, kWarps);
   double scale = 1.0 / std::sqrt((double)dh);
-  kb.rows(bsz * h * ((t + kWarps - 1) / kWarps), 32 * kWarps, [&](Value id) {
-    WarpRow w(kb, id, t, d, h);
+  kb.rows(bsz * h * ((t + warps - 1) / warps), 32 * warps, [&](Value id) {
+    WarpRow w(kb, id, t, d, h, warps);
     LaneChannels &lanes = w.lanes;
     SmallVector<Value> q = lanes.loadAll(kb.arg(0), w.base);
     Value kTile = kb.sharedBuffer(tile * dh), vTile = kb.sharedBuffer(tile * dh);
@@ -266,8 +270,9 @@ FailureOr<func::FuncOp> mlir::fbt::buildAttentionGpu(
 FailureOr<func::FuncOp> mlir::fbt::buildAttentionGradGpu(KernelBuilder &kb,
                                                          int64_t bsz, int64_t t,
                                                          int64_t d, int64_t h) {
-  int64_t dh = d / h, tile = tileRows(dh);
-  int64_t blocks = bsz * h * ((t + kWarps - 1) / kWarps), threads = 32 * kWarps;
+  int64_t dh = d / h, tile = kb.knob(Knob::KeyTile, tileRows(dh));
+  int64_t warps = kb.knob(Knob::QueryBlock, kWarps);
+  int64_t blocks = bsz * h * ((t + warps - 1) / warps), threads = 32 * warps;
   double scale = 1.0 / std::sqrt((double)dh);
   Value dout = kb.arg(0), qm = kb.arg(1), km = kb.arg(2), vm = kb.arg(3);
   Value om = kb.arg(4), dq = kb.arg(5), dk = kb.arg(6), dv = kb.arg(7);
@@ -286,7 +291,7 @@ FailureOr<func::FuncOp> mlir::fbt::buildAttentionGradGpu(KernelBuilder &kb,
 
   // 1. Per query: lse and D, parked in dq's first two channels of the head.
   kb.rows(blocks, threads, [&](Value id) {
-    WarpRow w(kb, id, t, d, h);
+    WarpRow w(kb, id, t, d, h, warps);
     LaneChannels &lanes = w.lanes;
     SmallVector<Value> q = lanes.loadAll(qm, w.base);
     Value kTile = kb.sharedBuffer(tile * dh);
@@ -311,7 +316,7 @@ FailureOr<func::FuncOp> mlir::fbt::buildAttentionGradGpu(KernelBuilder &kb,
   // 2. Per key j: dk_j and dv_j over the queries i >= j, whose q, dout and
   //    statistics stream through shared memory.
   kb.rows(blocks, threads, [&](Value id) {
-    WarpRow w(kb, id, t, d, h);
+    WarpRow w(kb, id, t, d, h, warps);
     LaneChannels &lanes = w.lanes;
     SmallVector<Value> k = lanes.loadAll(km, w.base), v = lanes.loadAll(vm, w.base);
     Value qTile = kb.sharedBuffer(tile * dh), dTile = kb.sharedBuffer(tile * dh);
@@ -340,7 +345,7 @@ FailureOr<func::FuncOp> mlir::fbt::buildAttentionGradGpu(KernelBuilder &kb,
 
   // 3. Per query i: dq_i over the keys j <= i, replacing the parked stats.
   kb.rows(blocks, threads, [&](Value id) {
-    WarpRow w(kb, id, t, d, h);
+    WarpRow w(kb, id, t, d, h, warps);
     LaneChannels &lanes = w.lanes;
     Value lse = kb.load(dq, w.base), delta = kb.load(dq, kb.iadd(w.base, 1));
     kb.rowSync(); // every warp has read its stats before any writes dq

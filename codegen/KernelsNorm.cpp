@@ -23,7 +23,11 @@ int64_t lastDim(Value v) {
 int64_t numel(Value v) { return flatBuffer(v).second; }
 
 /// Threads per row on the GPU: a warp per 32 channels, at most 256.
-int64_t rowBlock(int64_t d) { return std::min<int64_t>(256, (d + 31) / 32 * 32); }
+int64_t rowBlock(KernelBuilder &kb, int64_t d) {
+  if (!kb.gpu())
+    return 1; // a plain loop per row
+  return kb.knob(Knob::RowThreads, std::min<int64_t>(256, (d + 31) / 32 * 32));
+}
 
 /// 1 / sqrt(mean(x[row]^2) + eps), x read through `read(i)`.
 Value invRms(KernelBuilder &kb, Value base, int64_t d, double eps,
@@ -110,7 +114,7 @@ FailureOr<func::FuncOp> mlir::fbt::buildNormKernel(KernelBuilder &kb,
     int64_t d = lastDim(x), rows = numel(x) / d;
     double eps = op->getAttrOfType<FloatAttr>("epsilon").getValueAsDouble();
     bool scaled = isa<RMSNormOp>(op);
-    kb.rows(rows, rowBlock(d), [&](Value r) {
+    kb.rows(rows, rowBlock(kb, d), [&](Value r) {
       Value base = kb.imul(r, d);
       Value inv = invRms(kb, base, d, eps, in(0));
       writeNormalized(kb, base, d, inv, kb.arg(0), scaled ? kb.arg(1) : Value(),
@@ -122,7 +126,7 @@ FailureOr<func::FuncOp> mlir::fbt::buildNormKernel(KernelBuilder &kb,
   if (auto n = dyn_cast<NormalizeGradOp>(op)) { // dy, x -> dx
     int64_t d = lastDim(n.getInput()), rows = numel(n.getInput()) / d;
     double eps = n.getEpsilon().convertToDouble();
-    kb.rows(rows, rowBlock(d), [&](Value r) {
+    kb.rows(rows, rowBlock(kb, d), [&](Value r) {
       Value base = kb.imul(r, d);
       Value inv = invRms(kb, base, d, eps, in(1));
       rmsRowGrad(kb, base, d, inv, in(1), in(0), Value(), Value(),
@@ -135,7 +139,7 @@ FailureOr<func::FuncOp> mlir::fbt::buildNormKernel(KernelBuilder &kb,
     int64_t d = lastDim(n.getInput()), rows = numel(n.getInput()) / d;
     double eps = n.getEpsilon().convertToDouble();
     zeroScaleGrad(kb, d, kb.arg(4));
-    kb.rows(rows, rowBlock(d), [&](Value r) {
+    kb.rows(rows, rowBlock(kb, d), [&](Value r) {
       Value base = kb.imul(r, d);
       Value inv = invRms(kb, base, d, eps, in(1));
       rmsRowGrad(kb, base, d, inv, in(1), in(0), kb.arg(2), kb.arg(4),
@@ -159,7 +163,7 @@ FailureOr<func::FuncOp> mlir::fbt::buildNormKernel(KernelBuilder &kb,
   if (auto g = dyn_cast<GatedInputNormOp>(op)) {
     int64_t d = lastDim(g.getValue()), rows = numel(g.getValue()) / d;
     double eps = g.getEpsilon().convertToDouble();
-    kb.rows(rows, rowBlock(d), [&](Value r) {
+    kb.rows(rows, rowBlock(kb, d), [&](Value r) {
       Value base = kb.imul(r, d), on = maskOn(3, r);
       // Write u first, then normalize from it: one read of v, g and e. (On
       // the GPU each thread reads back only the channels it wrote: rowLoop
@@ -186,7 +190,7 @@ FailureOr<func::FuncOp> mlir::fbt::buildNormKernel(KernelBuilder &kb,
       return kb.select(on, gated, kb.load(kb.arg(4), i));
     };
     zeroScaleGrad(kb, d, kb.arg(10));
-    kb.rows(rows, rowBlock(d), [&](Value r) {
+    kb.rows(rows, rowBlock(kb, d), [&](Value r) {
       Value base = kb.imul(r, d), on = maskOn(5, r);
       Value inv = invRms(kb, base, d, eps, u);
       rmsRowGrad(kb, base, d, inv, u, in(1), kb.arg(6), kb.arg(10),

@@ -21,7 +21,9 @@ ArrayRef<int64_t> shape(Value v) {
 int64_t numel(Value v) { return flatBuffer(v).second; }
 
 /// Threads per row of logits on the GPU.
-constexpr int64_t kLossThreads = 512;
+int64_t lossThreads(KernelBuilder &kb) {
+  return kb.gpu() ? kb.knob(Knob::RowThreads, 512) : 1;
+}
 
 /// max_v logits[row, v] and log(sum exp(logits - max)) for one row (block
 /// reductions on the GPU).
@@ -97,7 +99,7 @@ FailureOr<func::FuncOp> mlir::fbt::buildTokenKernel(KernelBuilder &kb,
     if (kb.gpu()) {
       // A block per row adds its cross-entropy / count into the zeroed loss.
       kb.parallel(1, [&](Value i) { kb.store(kb.f32(0), kb.arg(2), i); });
-      kb.rows(rows, kLossThreads, [&](Value r) {
+      kb.rows(rows, lossThreads(kb), [&](Value r) {
         Value n = countTargets(kb, kb.arg(1), rows, ignore);
         Value target = kb.load(kb.arg(1), r);
         Value on = counted(kb, target, ignore);
@@ -136,7 +138,7 @@ FailureOr<func::FuncOp> mlir::fbt::buildTokenKernel(KernelBuilder &kb,
     // The CPU counts once; on the GPU each row's block counts for itself
     // (a block reduction over the targets) rather than one thread for all.
     Value n = kb.gpu() ? Value() : countTargets(kb, kb.arg(2), rows, ignore);
-    kb.rows(rows, kLossThreads, [&](Value r) {
+    kb.rows(rows, lossThreads(kb), [&](Value r) {
       Value count = n ? n : countTargets(kb, kb.arg(2), rows, ignore);
       Value scale = kb.div(kb.load(kb.arg(0), kb.index(0)), kb.max(count, kb.f32(1)));
       Value target = kb.load(kb.arg(2), r);

@@ -28,6 +28,10 @@ void FbtDialect::initialize() {
 //   fbt.differentiated, fbt.kernels    (unit) fbt-autodiff, fbt-to-kernels ran
 //   fbt.optimizer = "adamw"            fbt-optimizer appended its update
 //   fbt.kernel                         (unit) a generated kernel
+//   fbt.config = {knob = n, ..}        the knobs it was built with
+//                                      (codegen/KernelConfig.h)
+//   fbt.variant_of = @kernel           another build of @kernel, which
+//                                      may serve its calls (--tune-space)
 // On the module: fbt.model = {..}      the model's resolved config
 // On a kernel's grid (scf.parallel):
 //   fbt.map = "rows", fbt.threads = T  one GPU block of T threads per row
@@ -96,6 +100,21 @@ LogicalResult FbtDialect::verifyOperationAttribute(Operation *op,
         t.getInt() % 32 || !op->hasAttr("fbt.map"))
       return badAttr(op, attr, "a multiple of 32 from 32 to 1024 on an "
                                "scf.parallel with fbt.map");
+    return success();
+  }
+  if (name == "fbt.config") {
+    auto d = dyn_cast<DictionaryAttr>(value);
+    bool counts = d && llvm::all_of(d, [](NamedAttribute a) {
+      auto i = dyn_cast<IntegerAttr>(a.getValue());
+      return i && i.getInt() >= 0;
+    });
+    if (!isFunc || !op->hasAttr("fbt.kernel") || !counts)
+      return badAttr(op, attr, "a dictionary of counts on a kernel (fbt.kernel)");
+    return success();
+  }
+  if (name == "fbt.variant_of") {
+    if (!isFunc || !op->hasAttr("fbt.kernel") || !isa<FlatSymbolRefAttr>(value))
+      return badAttr(op, attr, "a symbol (the kernel) on a kernel (fbt.kernel)");
     return success();
   }
   return op->emitOpError() << "unknown attribute '" << name << "'";

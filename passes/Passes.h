@@ -64,8 +64,10 @@ struct KernelPipelineOptions
 
 /// From the training graph to library GEMMs and kernel calls:
 /// gemms-to-library, split-reductions, to-kernels.
+/// `space` and `configs` are fbt-to-kernels' tune-space and configs.
 void buildKernelPipeline(OpPassManager &pm, KernelTarget target,
-                         Storage storage);
+                         Storage storage, TuneSpace space = TuneSpace::None,
+                         ArrayRef<std::string> configs = {});
 
 /// Registers every fbt pass and the named pipelines.
 void registerFbtPassesAndPipelines();

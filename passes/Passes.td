@@ -123,6 +123,14 @@ def FbtToKernels : Pass<"fbt-to-kernels", "::mlir::ModuleOp"> {
     round on store, GEMMs take bf16 operands (weights through one bf16 copy
     per step) and accumulate in f32. What a step takes or returns, scalars,
     parameter gradients and what sums into them stay f32.
+
+    `tune-space=default|wide` builds every op kernel once more per other
+    configuration of the knobs its generator asked for (threads per row
+    block, elements per thread, attention tiles, the CPU's loop grain),
+    each a kernel `<kernel>__v<i>` marked `fbt.variant_of`, with the same
+    arguments: the runtime may call any of them in its place (`fbt tune`).
+    A GPU variant declaring more static shared memory than a block may is
+    not built.
   }];
   let options = [
     Option<"target", "target", "::mlir::fbt::KernelTarget",
@@ -137,7 +145,20 @@ def FbtToKernels : Pass<"fbt-to-kernels", "::mlir::ModuleOp"> {
            "accumulation stay f32)", [{::llvm::cl::values(
              clEnumValN(::mlir::fbt::Storage::F32, "f32", "f32"),
              clEnumValN(::mlir::fbt::Storage::BF16, "bf16",
-                        "bf16 in training steps (target=gpu only)"))}]>
+                        "bf16 in training steps (target=gpu only)"))}]>,
+    Option<"tuneSpace", "tune-space", "::mlir::fbt::TuneSpace",
+           /*default=*/"::mlir::fbt::TuneSpace::None",
+           "Also build each kernel in the other configurations of its knobs "
+           "(codegen/KernelConfig.h), as variants `<kernel>__v<i>`",
+           [{::llvm::cl::values(
+             clEnumValN(::mlir::fbt::TuneSpace::None, "none", "the default only"),
+             clEnumValN(::mlir::fbt::TuneSpace::Default, "default",
+                        "a few values per knob"),
+             clEnumValN(::mlir::fbt::TuneSpace::Wide, "wide",
+                        "more values per knob"))}]>,
+    ListOption<"configs", "configs", "std::string",
+               "Kernels to build in a given configuration instead of the "
+               "default, each `<kernel>:<knob>=<value>:...` (fbtc --tuned)">
   ];
   let dependentDialects = [
     "::mlir::fbt::FbtDialect", "::mlir::arith::ArithDialect",

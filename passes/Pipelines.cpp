@@ -35,12 +35,15 @@ void fbt::buildTrainPipeline(OpPassManager &pm,
 }
 
 void fbt::buildKernelPipeline(OpPassManager &pm, KernelTarget target,
-                              Storage storage) {
+                              Storage storage, TuneSpace space,
+                              ArrayRef<std::string> configs) {
   pm.addPass(createFbtGemmsToLibrary());
   pm.addPass(createFbtSplitReductions());
   FbtToKernelsOptions lower;
   lower.target = target;
   lower.storage = storage;
+  lower.tuneSpace = space;
+  lower.configs = llvm::to_vector(configs);
   pm.addPass(createFbtToKernels(lower));
 }
 

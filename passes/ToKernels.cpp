@@ -6,6 +6,7 @@
 #include "passes/Passes.h"
 
 #include <map>
+#include <set>
 
 namespace mlir::fbt {
 #define GEN_PASS_DEF_FBTTOKERNELS
@@ -27,6 +28,20 @@ struct ToKernels : fbt::impl::FbtToKernelsBase<ToKernels> {
       return signalPassFailure();
     }
     narrow = storage == Storage::BF16;
+    if (!configs.empty() && tuneSpace != TuneSpace::None) {
+      module.emitError() << "fbt-to-kernels: configs and tune-space exclude "
+                            "each other (a tuned build has one variant)";
+      return signalPassFailure();
+    }
+    for (const std::string &entry : configs) {
+      std::string kernel, error;
+      KernelConfig config;
+      if (!parseConfigOption(entry, kernel, config, error)) {
+        module.emitError() << "fbt-to-kernels: configs: " << error;
+        return signalPassFailure();
+      }
+      given[kernel] = config;
+    }
     SmallVector<func::FuncOp> steps;
     for (auto fn : module.getOps<func::FuncOp>())
       if (fn->hasAttr("fbt.step"))
@@ -89,7 +104,11 @@ struct ToKernels : fbt::impl::FbtToKernelsBase<ToKernels> {
     auto it = byKey.find(kernelKey(op, resultTypes));
     if (it == byKey.end()) {
       std::string name = "k" + std::to_string(byKey.size()) + "_" + kernelStem(op);
-      if (failed(buildKernel(kernels, op, name, kernelTarget, resultElements)))
+      auto config = given.find(name);
+      FailureOr<func::FuncOp> fn =
+          buildKernel(kernels, op, name, kernelTarget, resultElements,
+                      config == given.end() ? KernelConfig() : config->second);
+      if (failed(fn) || failed(buildVariants(*fn, op, resultElements, kernels)))
         return failure();
       it = byKey.insert({kernelKey(op, resultTypes), name}).first;
     }
@@ -112,6 +131,54 @@ struct ToKernels : fbt::impl::FbtToKernelsBase<ToKernels> {
     op->replaceAllUsesWith(call);
     op->erase();
     return success();
+  }
+
+  /// The kernel `fn` (built for `op` in its default configuration) once
+  /// more per other configuration of the tuning space, each as a variant
+  /// `<kernel>__v<i>`. A variant whose knobs resolved to an earlier one's
+  /// (a generator clamps a value) or that a GPU block could not hold is
+  /// dropped.
+  LogicalResult buildVariants(func::FuncOp fn, Operation *op,
+                              ArrayRef<Type> resultElements, OpBuilder &kernels) {
+    KernelConfig used =
+        configFromAttr(fn->getAttrOfType<DictionaryAttr>(kConfigAttr));
+    std::vector<KernelConfig> space = mlir::fbt::tuneSpace(tuneSpace, used);
+    std::set<KernelConfig> seen{used};
+    int64_t count = 0;
+    for (const KernelConfig &config : llvm::drop_begin(space)) {
+      std::string name = (fn.getSymName() + "__v" + Twine(count + 1)).str();
+      FailureOr<func::FuncOp> variant =
+          buildKernel(kernels, op, name, kernelTarget, resultElements, config);
+      if (failed(variant))
+        return failure();
+      KernelConfig built =
+          configFromAttr((*variant)->getAttrOfType<DictionaryAttr>(kConfigAttr));
+      if (!seen.insert(built).second ||
+          (kernelTarget == KernelTarget::Gpu &&
+           sharedBytesPerBlock(*variant) > kGpuStaticSharedBytes)) {
+        variant->erase();
+        continue;
+      }
+      (*variant)->setAttr(kVariantOfAttr,
+                          FlatSymbolRefAttr::get(fn.getSymNameAttr()));
+      ++count;
+    }
+    return success();
+  }
+
+  /// The most static shared memory one grid of `fn` declares.
+  static int64_t sharedBytesPerBlock(func::FuncOp fn) {
+    int64_t most = 0;
+    for (auto grid : fn.getBody().getOps<scf::ParallelOp>()) {
+      int64_t bytes = 0;
+      grid.walk([&](memref::AllocaOp a) {
+        MemRefType t = a.getType();
+        if (isa_and_nonnull<gpu::AddressSpaceAttr>(t.getMemorySpace()))
+          bytes += t.getNumElements() * ((t.getElementTypeBitWidth() + 7) / 8);
+      });
+      most = std::max(most, bytes);
+    }
+    return most;
   }
 
   /// The type `v` is stored with: bf16 for the activations of a training
@@ -192,6 +259,7 @@ struct ToKernels : fbt::impl::FbtToKernelsBase<ToKernels> {
   }
 
   std::map<KernelKey, std::string> byKey;
+  std::map<std::string, KernelConfig> given; ///< the `configs` option's
   KernelTarget kernelTarget = KernelTarget::Cpu;
   bool narrow = false;     ///< storage=bf16
   bool narrowStep = false; ///< ... and the step being lowered is a training step

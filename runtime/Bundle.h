@@ -49,6 +49,8 @@ public:
   /// The GPU (or emulated GPU) target's launches of `kernel`, in order (at
   /// least one).
   const std::vector<KernelLaunch> &launches(const std::string &kernel) const;
+  /// Kernels built in several configurations (fbtc --tune-space).
+  const VariantTable &variants() const { return contents_.variants; }
   bool hasStep(const std::string &name) const { return contents_.steps.count(name) != 0; }
   const StepPlan &step(const std::string &name) const;
   const std::map<std::string, StepPlan> &steps() const { return contents_.steps; }

@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <set>
 
 namespace fbt {
 
@@ -301,6 +302,13 @@ StepPlan stepPlanFromJson(const std::string &name, const Json &j,
   return p;
 }
 
+std::string gemmShapeKey(const PlanOp &op) {
+  return std::to_string(op.m) + "," + std::to_string(op.n) + "," + std::to_string(op.k) +
+         "," + (op.transposeLhs ? "t" : "n") + "," + (op.transposeRhs ? "t" : "n") + "," +
+         planTypeName(op.lhsType) + "," + planTypeName(op.rhsType) + "," +
+         planTypeName(op.resultType);
+}
+
 Json toJson(const EarlyWrites &earlyWrites) {
   Json j = Json::object();
   for (const auto &[kernel, args] : earlyWrites)
@@ -319,6 +327,70 @@ EarlyWrites earlyWritesFromJson(const Json &j) {
 //===----------------------------------------------------------------------===//
 // The rest of the manifest
 //===----------------------------------------------------------------------===//
+
+Json toJson(const VariantTable &variants) {
+  Json j = Json::object();
+  for (const auto &[kernel, table] : variants) {
+    Json args = Json::array(), builds = Json::array();
+    for (DType t : table.args)
+      args.push_back(planTypeName(t));
+    for (const KernelVariant &v : table.builds) {
+      Json config = Json::object();
+      for (const auto &[knob, value] : v.config)
+        config[knob] = value;
+      builds.push_back(Json::object({{"symbol", v.symbol}, {"config", std::move(config)}}));
+    }
+    j[kernel] = Json::object({{"args", std::move(args)}, {"builds", std::move(builds)}});
+  }
+  return j;
+}
+
+VariantTable variantTableFromJson(const Json &j, const std::vector<std::string> &kernels,
+                                  const EarlyWrites &earlyWrites) {
+  std::set<std::string> known(kernels.begin(), kernels.end()), listed;
+  auto writes = [&](const std::string &k) {
+    auto it = earlyWrites.find(k);
+    return it == earlyWrites.end() ? std::vector<int64_t>() : it->second;
+  };
+  VariantTable table;
+  for (const auto &[kernel, entry] : asObject(j)) {
+    std::string where = "variants of kernel '" + kernel + "'";
+    if (!known.count(kernel))
+      throw RuntimeError(where + ": no such kernel");
+    const Json &list = jsonAt(entry, "builds");
+    if (asArray(list).empty())
+      throw RuntimeError(where + ": none listed");
+    KernelVariants &variants = table[kernel];
+    for (const Json &a : asArray(jsonAt(entry, "args"))) {
+      std::optional<DType> t = parsePlanType(asString(a));
+      if (!t)
+        throw RuntimeError(where + ": unknown argument type '" + asString(a) + "'");
+      variants.args.push_back(*t);
+    }
+    std::vector<KernelVariant> &out = variants.builds;
+    for (const Json &v : asArray(list)) {
+      KernelVariant variant{asString(jsonAt(v, "symbol")), {}};
+      for (const auto &[knob, value] : asObject(jsonAt(v, "config"))) {
+        int64_t n = asInt(value);
+        if (n < 0)
+          throw RuntimeError(where + ": knob '" + knob + "' is negative");
+        variant.config[knob] = n;
+      }
+      if (out.empty() && variant.symbol != kernel)
+        throw RuntimeError(where + ": the first must be the kernel itself, not '" +
+                           variant.symbol + "'");
+      if (!known.count(variant.symbol))
+        throw RuntimeError(where + ": '" + variant.symbol + "' is not a kernel of the bundle");
+      if (!listed.insert(variant.symbol).second)
+        throw RuntimeError(where + ": '" + variant.symbol + "' is listed twice");
+      if (writes(variant.symbol) != writes(kernel))
+        throw RuntimeError(where + ": '" + variant.symbol +
+                           "' has other early writes than the kernel");
+      out.push_back(std::move(variant));
+    }
+  }
+  return table;
+}
 
 Json toJson(const KernelLaunch &l) {
   return Json::object({{"entry", l.entry},
@@ -437,6 +509,8 @@ Json toJson(const BundleManifest &m) {
                          {"steps", std::move(steps)}});
   if (!m.earlyWrites.empty())
     j["early_writes"] = toJson(m.earlyWrites);
+  if (!m.variants.empty())
+    j["variants"] = toJson(m.variants);
   if (m.target.gpu() || m.target.emulated()) {
     Json launches = Json::object();
     for (const auto &[kernel, list] : m.launches) {
@@ -467,6 +541,8 @@ BundleManifest bundleManifestFromJson(const Json &j) {
     m.earlyWrites = earlyWritesFromJson(*e);
   for (const auto &[name, step] : asObject(jsonAt(j, "steps")))
     m.steps[name] = stepPlanFromJson(name, step, m.kernels, m.earlyWrites);
+  if (const Json *v = jsonFind(j, "variants"))
+    m.variants = variantTableFromJson(*v, m.kernels, m.earlyWrites);
   if (m.target.gpu() || m.target.emulated()) {
     const Json &launches = jsonAt(j, "launches");
     for (const std::string &k : m.kernels) {

@@ -70,6 +70,10 @@ struct PlanOp {
   std::vector<BufferRef> args; ///< operands then results
 };
 
+/// A GEMM's shape as the tune cache keys it: "m,n,k,ta,tb,lhs,rhs,result"
+/// ("64,256,768,n,t,bf16,bf16,f32").
+std::string gemmShapeKey(const PlanOp &op);
+
 /// An output copied out of the arena once the ops have run.
 struct OutputCopy {
   int64_t output = 0;
@@ -159,6 +163,39 @@ struct ParamSpec {
 Json toJson(const ParamSpec &param);
 ParamSpec paramSpecFromJson(const Json &json);
 
+/// One build of a kernel (fbtc --tune-space): its symbol and the knob
+/// values it was built with (codegen/KernelConfig.h), e.g. {"grain": 8}.
+/// Every variant of a kernel takes the same arguments as the kernel and
+/// computes the same results (up to rounding), so the runtime may call any
+/// of them where a plan calls the kernel.
+struct KernelVariant {
+  std::string symbol;
+  std::map<std::string, int64_t> config;
+  bool operator==(const KernelVariant &o) const {
+    return symbol == o.symbol && config == o.config;
+  }
+};
+/// A kernel built in several configurations: the element type of each of
+/// its arguments (the tuner compares variants' results with a tolerance per
+/// type) and its builds, the kernel itself (the default) first.
+struct KernelVariants {
+  std::vector<DType> args;
+  std::vector<KernelVariant> builds;
+  bool operator==(const KernelVariants &o) const {
+    return args == o.args && builds == o.builds;
+  }
+};
+/// kernel -> its variants. Only kernels built in more than one
+/// configuration are listed.
+using VariantTable = std::map<std::string, KernelVariants>;
+
+Json toJson(const VariantTable &variants);
+/// Checks every symbol is one of `kernels`, listed once, the kernel's own
+/// first, and that a variant has the early writes of its kernel.
+VariantTable variantTableFromJson(const Json &json,
+                                  const std::vector<std::string> &kernels,
+                                  const EarlyWrites &earlyWrites);
+
 /// The manifest, whole: what fbtc fills and the loader reads.
 struct BundleManifest {
   BundleTarget target;
@@ -169,10 +206,11 @@ struct BundleManifest {
   std::map<std::string, StepPlan> steps;
   EarlyWrites earlyWrites;
   LaunchTable launches; ///< GPU and emulated targets: every kernel's
+  VariantTable variants; ///< optional: kernels built in several configurations
 };
 
 /// "format": "fbt-bundle" and every part above; launches only for GPU and
-/// emulated targets, early_writes only when there are any. The container
+/// emulated targets, early_writes and variants only when there are any. The container
 /// adds "blobs".
 Json toJson(const BundleManifest &manifest);
 /// Reads and checks every part (the container has checked "blobs").

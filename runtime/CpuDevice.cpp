@@ -3,6 +3,7 @@
 #include "runtime/CpuDevice.h"
 
 #include "runtime/CpuExecutor.h"
+#include "runtime/CpuThreads.h"
 #include "runtime/Error.h"
 #include "runtime/KernelLibrary.h"
 
@@ -49,7 +50,15 @@ public:
 
   std::unique_ptr<StepRunner> makeRunner(const StepPlan &plan) override {
     return std::make_unique<CpuStepRunner>(
-        plan, kernels_, bundle_.target().emulated() ? &bundle_ : nullptr);
+        plan, kernels_, bundle_.target().emulated() ? &bundle_ : nullptr,
+        kernelChoice());
+  }
+
+  Json tuneKey() const override {
+    Json key = cpuDeviceKey(cpuThreads());
+    if (bundle_.target().emulated())
+      key["kind"] = "simt"; // emulated GPU kernels time nothing like a CPU's
+    return key;
   }
 
 private:

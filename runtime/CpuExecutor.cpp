@@ -16,20 +16,18 @@
 namespace fbt {
 
 CpuStepRunner::CpuStepRunner(const StepPlan &plan, const KernelLibrary &kernels,
-                             const Bundle *emulated)
-    : StepRunner(plan), arena_(plan.arenaBytes) {
+                             const Bundle *emulated, const KernelChoice &choice)
+    : StepRunner(plan), library_(kernels), emulated_(emulated), arena_(plan.arenaBytes) {
   for (const PlanOp &op : plan.ops) {
     if (!emulated && op.kernel.empty() &&
         (op.lhsType != DType::F32 || op.resultType != DType::F32))
       throw RuntimeError("step '" + plan.name + "': a " + planTypeName(op.lhsType) +
                          " GEMM; the CPU backend runs f32 plans only");
-    std::vector<Launch> launches;
-    if (emulated && !op.kernel.empty())
-      for (const KernelLaunch &l : emulated->launches(op.kernel))
-        launches.push_back({kernels.lookup(l.entry), &l});
-    launches_.push_back(std::move(launches));
-    kernels_.push_back(op.kernel.empty() || emulated ? nullptr
-                                                     : kernels.lookup(op.kernel));
+    auto chosen = choice.find(op.kernel);
+    const std::string &symbol = chosen == choice.end() ? op.kernel : chosen->second;
+    launches_.push_back(emulated && !op.kernel.empty() ? launchesOf(symbol)
+                                                       : std::vector<Launch>());
+    kernels_.push_back(op.kernel.empty() || emulated ? nullptr : kernels.lookup(symbol));
   }
   // Constants are splats, filled once.
   for (const ConstantSpec &c : plan.constants) {
@@ -59,31 +57,75 @@ void CpuStepRunner::run(const std::vector<void *> &inputs,
   };
 
   using Clock = std::chrono::steady_clock;
-  void *args[16];
+  void **args = args_;
   for (size_t i = 0; i < plan_.ops.size(); ++i) {
     const PlanOp &op = plan_.ops[i];
     auto start = profile_ ? Clock::now() : Clock::time_point();
     if (tracing())
       std::fprintf(stderr, "fbt: %s #%zu %s\n", plan_.name.c_str(), i,
                    op.kernel.empty() ? "gemm" : op.kernel.c_str());
-    if (op.kernel.empty()) {
-      gemm(op, at(op.args[0]), at(op.args[1]), at(op.args[2]));
-    } else {
-      if (op.args.size() > 16)
-        throw RuntimeError("kernel '" + op.kernel + "' takes too many buffers");
-      for (size_t a = 0; a < op.args.size(); ++a)
-        args[a] = at(op.args[a]);
-      if (kernels_[i])
-        KernelLibrary::call(kernels_[i], args, op.args.size());
-      for (const Launch &l : launches_[i])
-        simt::launch(l.fn, args, op.args.size(), l.shape->grid[0],
-                     l.shape->block[0], l.shape->cooperative);
+    if (op.args.size() > 16)
+      throw RuntimeError("kernel '" + op.kernel + "' takes too many buffers");
+    for (size_t a = 0; a < op.args.size(); ++a)
+      args[a] = at(op.args[a]);
+    if (probe_) {
+      probedOp_ = i;
+      probe_->beforeCall(*this, i);
+      probedOp_ = ~size_t(0);
     }
+    if (op.kernel.empty())
+      gemm(op, args[0], args[1], args[2]);
+    else
+      call(kernels_[i], launches_[i], op.args.size());
     if (profile_)
       record(i, std::chrono::duration<double>(Clock::now() - start).count());
   }
   for (const OutputCopy &c : plan_.copies)
     std::memcpy(outputs[c.output], at(c.source), c.source.bytes);
+}
+
+void CpuStepRunner::call(KernelLibrary::Kernel fn, const std::vector<Launch> &launches,
+                         size_t count) {
+  if (fn)
+    KernelLibrary::call(fn, args_, count);
+  for (const Launch &l : launches)
+    simt::launch(l.fn, args_, count, l.shape->grid[0], l.shape->block[0],
+                 l.shape->cooperative);
+}
+
+std::vector<CpuStepRunner::Launch>
+CpuStepRunner::launchesOf(const std::string &symbol) const {
+  std::vector<Launch> launches;
+  for (const KernelLaunch &l : emulated_->launches(symbol))
+    launches.push_back({library_.lookup(l.entry), &l});
+  return launches;
+}
+
+char *CpuStepRunner::argument(size_t op, size_t arg) const {
+  if (op != probedOp_ || arg >= plan_.ops[op].args.size())
+    throw RuntimeError("step '" + plan_.name + "': argument " + std::to_string(arg) +
+                       " of call " + std::to_string(op) + " read outside its probe");
+  return static_cast<char *>(args_[arg]);
+}
+
+void CpuStepRunner::readArgument(size_t op, size_t arg, void *host) {
+  std::memcpy(host, argument(op, arg), plan_.ops[op].args[arg].bytes);
+}
+
+void CpuStepRunner::writeArgument(size_t op, size_t arg, const void *host) {
+  std::memcpy(argument(op, arg), host, plan_.ops[op].args[arg].bytes);
+}
+
+void CpuStepRunner::callVariant(size_t op, const std::string &symbol) {
+  argument(op, 0);
+  const PlanOp &call = plan_.ops[op];
+  if (call.kernel.empty())
+    throw RuntimeError("call " + std::to_string(op) + " of step '" + plan_.name +
+                       "' is a GEMM, not a kernel");
+  if (emulated_)
+    this->call(nullptr, launchesOf(symbol), call.args.size());
+  else
+    this->call(library_.lookup(symbol), {}, call.args.size());
 }
 
 double CpuStepRunner::gemmAloneGflops(int repeats) {

@@ -17,6 +17,7 @@
 #include "runtime/AlignedBuffer.h"
 #include "runtime/KernelLibrary.h"
 #include "runtime/StepRunner.h"
+#include "runtime/TuneCache.h"
 
 #include <vector>
 
@@ -26,12 +27,17 @@ class CpuStepRunner : public StepRunner {
 public:
   /// `emulated`: the bundle of an emulated GPU, whose launches `kernels`
   /// holds (by entry name); null for a CPU bundle.
+  /// `choice`: the variant that runs each kernel's calls (Device.h).
   CpuStepRunner(const StepPlan &plan, const KernelLibrary &kernels,
-                const Bundle *emulated = nullptr);
+                const Bundle *emulated = nullptr, const KernelChoice &choice = {});
 
   void run(const std::vector<void *> &inputs,
            const std::vector<void *> &outputs) override;
   double gemmAloneGflops(int repeats) override;
+
+  void readArgument(size_t op, size_t arg, void *host) override;
+  void writeArgument(size_t op, size_t arg, const void *host) override;
+  void callVariant(size_t op, const std::string &symbol) override;
 
 private:
   struct Launch {
@@ -39,6 +45,17 @@ private:
     const KernelLaunch *shape;
   };
   void gemm(const PlanOp &op, void *a, void *b, void *c);
+  /// Runs a kernel call: `fn` on the CPU, else the emulated launches.
+  void call(KernelLibrary::Kernel fn, const std::vector<Launch> &launches,
+            size_t count);
+  std::vector<Launch> launchesOf(const std::string &symbol) const;
+  /// The probed op's argument `arg`, checked.
+  char *argument(size_t op, size_t arg) const;
+
+  const KernelLibrary &library_;
+  const Bundle *emulated_;
+  void *args_[16];       // the current call's arguments
+  size_t probedOp_ = ~size_t(0);
 
   std::vector<KernelLibrary::Kernel> kernels_; // per op (null for GEMMs)
   std::vector<std::vector<Launch>> launches_;  // per op, emulated GPU only

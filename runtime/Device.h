@@ -18,6 +18,7 @@
 
 #include "runtime/Bundle.h"
 #include "runtime/StepRunner.h"
+#include "runtime/TuneCache.h"
 
 #include <cstddef>
 #include <memory>
@@ -48,6 +49,22 @@ public:
 
   /// A runner for `plan`, which must outlive it.
   virtual std::unique_ptr<StepRunner> makeRunner(const StepPlan &plan) = 0;
+
+  /// What identifies this device to the tune cache (TuneCache.h).
+  virtual Json tuneKey() const = 0;
+  /// Which variant runs each kernel (and, on a GPU, which algorithm each
+  /// GEMM shape) in the runners made from now on.
+  void selectKernels(KernelChoice choice) { choice_ = std::move(choice); }
+  virtual void selectGemms(const std::vector<TunedGemm> &gemms) { (void)gemms; }
+  const KernelChoice &kernelChoice() const { return choice_; }
+  /// The symbol that runs `kernel`'s calls.
+  const std::string &chosen(const std::string &kernel) const {
+    auto it = choice_.find(kernel);
+    return it == choice_.end() ? kernel : it->second;
+  }
+
+private:
+  KernelChoice choice_;
 };
 
 /// The device that runs `bundle`: RuntimeError saying why when this machine

@@ -7,6 +7,7 @@
 #include "runtime/Safetensors.h"
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <map>
 
@@ -54,6 +55,20 @@ std::vector<float> Session::parameter(size_t index) const {
   std::vector<float> values(b.size() / sizeof(float));
   device_->download(values.data(), b.data(), b.size());
   return values;
+}
+
+bool Session::useTuning(const TuneOptions &options) {
+  if (!runners_.empty())
+    throw RuntimeError("the tune cache must be applied before any step runs");
+  std::string note;
+  std::vector<TunedGemm> gemms;
+  KernelChoice choice = loadKernelChoice(bundle_, device_->tuneKey(), options, note, &gemms);
+  tuned_ = !note.empty();
+  device_->selectKernels(tuned_ ? choice : KernelChoice());
+  device_->selectGemms(tuned_ ? gemms : std::vector<TunedGemm>());
+  if (tuned_)
+    std::fprintf(stderr, "fbt: %s\n", note.c_str());
+  return tuned_;
 }
 
 StepRunner &Session::runner(const std::string &step) {

@@ -21,6 +21,7 @@
 #include "runtime/ModelConfig.h"
 #include "runtime/StepBinding.h"
 #include "runtime/Tokenizer.h"
+#include "runtime/Tuner.h"
 
 #include <map>
 #include <memory>
@@ -62,6 +63,13 @@ public:
 
   StepRunner &runner(const std::string &step);
 
+  /// Runs the kernels (and GEMM algorithms) the tune cache chose for this
+  /// bundle on this device, saying so on stderr; call before any step runs.
+  /// A missing, stale, foreign or corrupt cache leaves the defaults (with a
+  /// warning, Tuner.h). Returns whether a choice applies.
+  bool useTuning(const TuneOptions &options);
+  bool tuned() const { return tuned_; }
+
   /// Fresh parameters from `seed` (normal(0, 0.02), norms at 1), zero moments.
   void initialize(uint64_t seed);
   void saveCheckpoint(const std::string &path) const;
@@ -92,6 +100,7 @@ public:
 private:
   StepBinding &trainBinding(const std::string &step, bool update);
   std::string tokenizerName_ = "bytes";
+  bool tuned_ = false;
   std::unique_ptr<Tokenizer> tokenizer_;
 
   // Declared in the order they depend on each other: runners, bindings and

@@ -22,6 +22,17 @@
 
 namespace fbt {
 
+class StepRunner;
+
+/// The tuner's window into a run (runtime/Tuner.h): called before each call
+/// of the plan runs, with the call's arguments in place, so that it can
+/// time the call's alternatives on the real data.
+class CallProbe {
+public:
+  virtual ~CallProbe() = default;
+  virtual void beforeCall(StepRunner &runner, size_t op) = 0;
+};
+
 class StepRunner {
 public:
   explicit StepRunner(const StepPlan &plan);
@@ -47,6 +58,23 @@ public:
   const std::map<std::string, double> &profile() const { return byName_; }
   void setProfiling(bool on) { profile_ = on; }
 
+  /// Runs with `probe` called before every call (null: none). Probed runs
+  /// wait for each call and never replay a CUDA graph.
+  void setProbe(CallProbe *probe) { probe_ = probe; }
+  // Inside CallProbe::beforeCall(runner, op), on that op only:
+  /// Copies argument `arg` of the call to or from host memory
+  /// (plan().ops[op].args[arg].bytes of them).
+  virtual void readArgument(size_t op, size_t arg, void *host) = 0;
+  virtual void writeArgument(size_t op, size_t arg, const void *host) = 0;
+  /// Runs the call as kernel `symbol` (the op's kernel or one of its
+  /// variants) and waits for it; a RuntimeError saying why if it cannot be
+  /// launched.
+  virtual void callVariant(size_t op, const std::string &symbol) = 0;
+  /// A GEMM call's alternative algorithms (GPU: cuBLASLt's heuristic
+  /// candidates; 0 or 1 where there is no choice), and a run with one.
+  virtual int gemmAlgorithms(size_t op) { (void)op; return 0; }
+  virtual void callGemm(size_t op, int algorithm) { (void)op; (void)algorithm; }
+
 protected:
   /// Throws unless the binding has one buffer per input and output.
   void checkBinding(const std::vector<void *> &inputs,
@@ -62,6 +90,7 @@ protected:
 
   const StepPlan &plan_;
   bool profile_ = false;
+  CallProbe *probe_ = nullptr;
 
 private:
   double gemmSeconds_ = 0, kernelSeconds_ = 0;

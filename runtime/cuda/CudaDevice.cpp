@@ -158,6 +158,21 @@ std::unique_ptr<StepRunner> CudaDevice::makeRunner(const StepPlan &plan) {
   return std::make_unique<CudaStepRunner>(plan, *this);
 }
 
+Json CudaDevice::tuneKey() const {
+  return Json::object({{"kind", "cuda"},
+                       {"name", name_},
+                       {"sm", capability_},
+                       {"driver", driverVersion_},
+                       {"cublaslt", (int64_t)blasLt().cublasLtGetVersion()}});
+}
+
+void CudaDevice::selectGemms(const std::vector<TunedGemm> &gemms) {
+  std::map<std::string, int> choice;
+  for (const TunedGemm &g : gemms)
+    choice[g.shape] = (int)g.algorithm;
+  gemm_->select(std::move(choice));
+}
+
 std::unique_ptr<Device> openCudaDevice(const Bundle &bundle) {
   try {
     driver();

@@ -34,6 +34,8 @@ public:
   void copy(void *to, const void *from, size_t bytes) override;
   void zero(void *device, size_t bytes) override;
   std::unique_ptr<StepRunner> makeRunner(const StepPlan &plan) override;
+  Json tuneKey() const override;
+  void selectGemms(const std::vector<TunedGemm> &gemms) override;
 
   CUstream stream() const { return stream_; }
   const CudaKernels &kernels() const { return *kernels_; }

@@ -20,8 +20,9 @@ CudaStepRunner::CudaStepRunner(const StepPlan &plan, CudaDevice &device)
     : StepRunner(plan), device_(device),
       arena_(device, plan.arenaBytes, "the arena of step '" + plan.name + "'") {
   for (const PlanOp &op : plan.ops)
-    launches_.push_back(op.kernel.empty() ? nullptr
-                                          : &device.kernels().launches(op.kernel));
+    launches_.push_back(op.kernel.empty()
+                            ? nullptr
+                            : &device.kernels().launches(device.chosen(op.kernel)));
 
   // Constants are splats, filled once, side by side in one buffer.
   size_t total = 0;
@@ -83,7 +84,7 @@ void CudaStepRunner::run(const std::vector<void *> &inputs,
   checkBinding(inputs, outputs);
   // The first run is plain: it picks the GEMM algorithms and loads the
   // kernels (lazily, on first launch), neither of which a capture may do.
-  if (graphs_ && !profile_ && runs_++ > 0) {
+  if (graphs_ && !profile_ && !probe_ && runs_++ > 0) {
     // A graph holds the buffers it was captured with.
     if (!graph_ || inputs != graphInputs_ || outputs != graphOutputs_) {
       dropGraph();
@@ -146,8 +147,6 @@ void CudaStepRunner::enqueue(const std::vector<void *> &inputs,
       check(d.cuEventCreate(&e, CU_EVENT_DEFAULT), "cuEventCreate");
   }
 
-  std::vector<CUdeviceptr> pointers;
-  std::vector<void *> params;
   for (size_t i = 0; i < plan_.ops.size(); ++i) {
     const PlanOp &op = plan_.ops[i];
     const char *name = op.kernel.empty() ? "gemm" : op.kernel.c_str();
@@ -155,30 +154,24 @@ void CudaStepRunner::enqueue(const std::vector<void *> &inputs,
       std::fprintf(stderr, "fbt: %s #%zu %s\n", plan_.name.c_str(), i, name);
     if (profile_)
       check(d.cuEventRecord(events_[i], stream), "cuEventRecord");
-    if (!launches_[i]) {
-      device_.gemm().run(op, at(op.args[0]), at(op.args[1]), at(op.args[2]));
-    } else {
-      // Every launch takes the kernel's whole argument list, one device
-      // pointer per buffer; kernelParams[j] points at pointer j.
-      pointers.resize(op.args.size());
-      params.resize(op.args.size());
-      for (size_t a = 0; a < op.args.size(); ++a) {
-        pointers[a] = devicePtr(at(op.args[a]));
-        params[a] = &pointers[a];
-      }
-      const std::vector<Launch> &launches = *launches_[i];
-      for (size_t l = 0; l < launches.size(); ++l) {
-        const KernelLaunch &s = launches[l].shape;
-        CUresult r = d.cuLaunchKernel(launches[l].function, s.grid[0], s.grid[1],
-                                      s.grid[2], s.block[0], s.block[1], s.block[2],
-                                      /*sharedMemBytes=*/0, stream, params.data(),
-                                      nullptr);
-        if (r != CUDA_SUCCESS)
-          throw RuntimeError("step '" + plan_.name + "': kernel '" + op.kernel +
-                             "' (launch " + std::to_string(l) + ", " + s.entry +
-                             "): cuLaunchKernel: " + errorText(r));
-      }
+    // Every launch takes the kernel's whole argument list, one device
+    // pointer per buffer; kernelParams[j] points at pointer j.
+    pointers_.resize(op.args.size());
+    params_.resize(op.args.size());
+    for (size_t a = 0; a < op.args.size(); ++a) {
+      pointers_[a] = devicePtr(at(op.args[a]));
+      params_[a] = &pointers_[a];
     }
+    if (probe_) {
+      check(d.cuStreamSynchronize(stream), "cuStreamSynchronize");
+      probedOp_ = i;
+      probe_->beforeCall(*this, i);
+      probedOp_ = ~size_t(0);
+    }
+    if (!launches_[i])
+      device_.gemm().run(op, at(op.args[0]), at(op.args[1]), at(op.args[2]));
+    else
+      launch(i, *launches_[i]);
     if (tracing()) {
       CUresult r = d.cuStreamSynchronize(stream);
       if (r != CUDA_SUCCESS)
@@ -190,6 +183,67 @@ void CudaStepRunner::enqueue(const std::vector<void *> &inputs,
     check(d.cuEventRecord(events_.back(), stream), "cuEventRecord");
   for (const OutputCopy &c : plan_.copies)
     device_.copy(outputs[c.output], at(c.source), c.source.bytes);
+}
+
+void CudaStepRunner::launch(size_t i, const std::vector<Launch> &launches) {
+  const Driver &d = driver();
+  for (size_t l = 0; l < launches.size(); ++l) {
+    const KernelLaunch &s = launches[l].shape;
+    CUresult r = d.cuLaunchKernel(launches[l].function, s.grid[0], s.grid[1], s.grid[2],
+                                  s.block[0], s.block[1], s.block[2],
+                                  /*sharedMemBytes=*/0, device_.stream(), params_.data(),
+                                  nullptr);
+    if (r != CUDA_SUCCESS)
+      throw RuntimeError("step '" + plan_.name + "': kernel '" + plan_.ops[i].kernel +
+                         "' (launch " + std::to_string(l) + ", " + s.entry +
+                         "): cuLaunchKernel: " + errorText(r));
+  }
+}
+
+CUdeviceptr CudaStepRunner::argument(size_t op, size_t arg) const {
+  if (op != probedOp_ || arg >= pointers_.size())
+    throw RuntimeError("step '" + plan_.name + "': argument " + std::to_string(arg) +
+                       " of call " + std::to_string(op) + " read outside its probe");
+  return pointers_[arg];
+}
+
+void CudaStepRunner::readArgument(size_t op, size_t arg, void *host) {
+  check(driver().cuMemcpyDtoH_v2(host, argument(op, arg), plan_.ops[op].args[arg].bytes),
+        "cuMemcpyDtoH_v2");
+}
+
+void CudaStepRunner::writeArgument(size_t op, size_t arg, const void *host) {
+  check(driver().cuMemcpyHtoD_v2(argument(op, arg), host, plan_.ops[op].args[arg].bytes),
+        "cuMemcpyHtoD_v2");
+}
+
+void CudaStepRunner::callVariant(size_t op, const std::string &symbol) {
+  argument(op, 0);
+  if (plan_.ops[op].kernel.empty())
+    throw RuntimeError("call " + std::to_string(op) + " of step '" + plan_.name +
+                       "' is a GEMM, not a kernel");
+  launch(op, device_.kernels().launches(symbol));
+  CUresult r = driver().cuStreamSynchronize(device_.stream());
+  if (r != CUDA_SUCCESS)
+    throw RuntimeError("kernel '" + symbol + "' failed: " + errorText(r));
+}
+
+int CudaStepRunner::gemmAlgorithms(size_t op) {
+  const PlanOp &call = plan_.ops[op];
+  if (!call.kernel.empty())
+    return 0;
+  auto p = [&](size_t a) { return reinterpret_cast<void *>(argument(op, a)); };
+  return device_.gemm().algorithms(call, p(0), p(1), p(2));
+}
+
+void CudaStepRunner::callGemm(size_t op, int algorithm) {
+  const PlanOp &call = plan_.ops[op];
+  auto p = [&](size_t a) { return reinterpret_cast<void *>(argument(op, a)); };
+  device_.gemm().run(call, p(0), p(1), p(2), algorithm);
+  CUresult r = driver().cuStreamSynchronize(device_.stream());
+  if (r != CUDA_SUCCESS)
+    throw RuntimeError("GEMM " + gemmShapeKey(call) + " (algorithm " +
+                       std::to_string(algorithm) + ") failed: " + errorText(r));
 }
 
 void CudaStepRunner::collectProfile() {

@@ -30,7 +30,18 @@ public:
   void run(const std::vector<void *> &inputs,
            const std::vector<void *> &outputs) override;
 
+  void readArgument(size_t op, size_t arg, void *host) override;
+  void writeArgument(size_t op, size_t arg, const void *host) override;
+  void callVariant(size_t op, const std::string &symbol) override;
+  int gemmAlgorithms(size_t op) override;
+  void callGemm(size_t op, int algorithm) override;
+
 private:
+  /// Queues `launches` of op `i`'s kernel on the current pointers.
+  void launch(size_t i, const std::vector<Launch> &launches);
+  /// The probed op's argument `arg`, checked.
+  CUdeviceptr argument(size_t op, size_t arg) const;
+
   /// Queues every call of the plan and the output copies.
   void enqueue(const std::vector<void *> &inputs, const std::vector<void *> &outputs);
   /// Records enqueue() into graph_; false if the driver would not.
@@ -48,6 +59,9 @@ private:
   CUgraphExec graph_ = nullptr;
   std::vector<void *> graphInputs_, graphOutputs_;
   std::vector<CUevent> events_; // profiling: one before each op, one after all
+  std::vector<CUdeviceptr> pointers_; // the current call's arguments
+  std::vector<void *> params_;        // kernelParams: &pointers_[j]
+  size_t probedOp_ = ~size_t(0);
 };
 
 } // namespace fbt::cuda

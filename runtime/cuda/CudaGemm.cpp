@@ -131,11 +131,10 @@ const CudaGemm::Shape &CudaGemm::shape(const PlanOp &op, int alignA, int alignB,
     st = lt.cublasLtMatmulAlgoGetHeuristic(handle_, s.desc, s.a, s.b, s.c, s.c, pref,
                                            8, results, &count);
   lt.cublasLtMatmulPreferenceDestroy(pref);
-  int chosen = -1;
-  for (int i = 0; i < count && chosen < 0; ++i)
+  for (int i = 0; st == CUBLAS_STATUS_SUCCESS && i < count; ++i)
     if (results[i].state == CUBLAS_STATUS_SUCCESS)
-      chosen = i;
-  if (st != CUBLAS_STATUS_SUCCESS || chosen < 0) {
+      s.algos.push_back(results[i].algo);
+  if (st != CUBLAS_STATUS_SUCCESS || s.algos.empty()) {
     std::string why = st != CUBLAS_STATUS_SUCCESS
                           ? std::string(lt.cublasLtGetStatusName(st))
                           : "no algorithm fits";
@@ -146,16 +145,24 @@ const CudaGemm::Shape &CudaGemm::shape(const PlanOp &op, int alignA, int alignB,
     throw RuntimeError("cuBLASLt has no algorithm for the " + gemmName(op) +
                        " (compute " + (bf16 ? "fp32" : computeName_) + "): " + why);
   }
-  s.algo = results[chosen].algo;
+  auto tuned = choice_.find(gemmShapeKey(op));
+  if (tuned != choice_.end() && tuned->second >= 0 &&
+      tuned->second < (int)s.algos.size())
+    s.selected = tuned->second;
   return shapes_.emplace(key, s).first->second;
 }
 
-void CudaGemm::run(const PlanOp &op, const void *a, const void *b, void *c) {
+int CudaGemm::algorithms(const PlanOp &op, const void *a, const void *b, const void *c) {
+  return (int)shape(op, alignment(a), alignment(b), alignment(c)).algos.size();
+}
+
+void CudaGemm::run(const PlanOp &op, const void *a, const void *b, void *c, int algorithm) {
   const Shape &s = shape(op, alignment(a), alignment(b), alignment(c));
+  int pick = algorithm >= 0 && algorithm < (int)s.algos.size() ? algorithm : s.selected;
   const float one = 1.0f, zero = 0.0f;
   // cuBLASLt's A is our B and its B our A; beta = 0, so C only names D.
   cublasStatus_t st = blasLt().cublasLtMatmul(
-      handle_, s.desc, &one, b, s.a, a, s.b, &zero, c, s.c, c, s.c, &s.algo,
+      handle_, s.desc, &one, b, s.a, a, s.b, &zero, c, s.c, c, s.c, &s.algos[pick],
       workspace_, workspaceBytes_, reinterpret_cast<cudaStream_t>(stream_));
   if (st != CUBLAS_STATUS_SUCCESS)
     throw RuntimeError("cublasLtMatmul (" + gemmName(op) + "): " +

@@ -28,6 +28,7 @@
 #include <map>
 #include <string>
 #include <tuple>
+#include <vector>
 
 namespace fbt::cuda {
 
@@ -51,8 +52,15 @@ public:
   CudaGemm(const CudaGemm &) = delete;
   CudaGemm &operator=(const CudaGemm &) = delete;
 
-  /// Queues C = op(A) op(B) for `op` (m, n, k, transposes) on the stream.
-  void run(const PlanOp &op, const void *a, const void *b, void *c);
+  /// Queues C = op(A) op(B) for `op` (m, n, k, transposes) on the stream,
+  /// with candidate `algorithm` of the heuristic's list (-1: the selected
+  /// one, the heuristic's first unless select() says otherwise).
+  void run(const PlanOp &op, const void *a, const void *b, void *c, int algorithm = -1);
+  /// How many candidates the heuristic offers for the call (at most 8).
+  int algorithms(const PlanOp &op, const void *a, const void *b, const void *c);
+  /// gemmShapeKey() -> candidate index, from the tune cache; an index past
+  /// a shape's list falls back to the first.
+  void select(std::map<std::string, int> choice) { choice_ = std::move(choice); }
 
   /// "bf16", "tf32" or "fp32": what FBT_GEMM_COMPUTE chose.
   const std::string &computeName() const { return computeName_; }
@@ -61,7 +69,8 @@ private:
   struct Shape {
     cublasLtMatmulDesc_t desc = nullptr;
     cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
-    cublasLtMatmulAlgo_t algo;
+    std::vector<cublasLtMatmulAlgo_t> algos; ///< the heuristic's, in its order
+    int selected = 0;
   };
   // m, n, k, transposeLhs, transposeRhs, the alignment of A, B, C, and the
   // operand and result types.
@@ -76,6 +85,7 @@ private:
   cublasComputeType_t compute_ = CUBLAS_COMPUTE_32F_FAST_16BF;
   std::string computeName_ = "bf16";
   std::map<Key, Shape> shapes_;
+  std::map<std::string, int> choice_;
 };
 
 } // namespace fbt::cuda

@@ -41,6 +41,7 @@ int runBench(int argc, char **argv) {
   CommandLine args("fbt bench",
                    "Times compiled steps on synthetic tokens; prints one JSON line.");
   args.positional("BUNDLE", "the compiled bundle")
+      .tunable()
       .integer("train", "K",
                "time optimizer steps of train_k<K> (give --train or --decode)")
       .text("decode", "MODE",
@@ -57,6 +58,7 @@ int runBench(int argc, char **argv) {
     return 2;
   }
   Session s(args.require("BUNDLE"));
+  s.useTuning(args.tuning());
   s.initialize(1);
   const ModelConfig &c = s.model();
   int64_t vocab = c.vocabSize;
@@ -92,12 +94,14 @@ int runBench(int argc, char **argv) {
     prof += "}";
     double rss = peakRssMiB(); // the step's, before the GEMMs' own buffers
     double gemmGflops = runner.gemmAloneGflops(5);
-    std::printf("{\"bench\": \"train\", \"device\": \"%s\", \"passes\": %lld, "
+    std::printf("{\"bench\": \"train\", \"device\": \"%s\", \"tuned\": %s, "
+                "\"passes\": %lld, "
                 "\"tokens_per_step\": %lld, "
                 "\"step_ms\": %.3f, \"tokens_per_s\": %.1f, \"gemm_share\": %.3f, "
                 "\"kernel_share\": %.3f, \"gemm_alone_gflops\": %.1f, "
                 "\"arena_bytes\": %lld, \"peak_rss_mib\": %.1f, \"top\": %s}\n",
-                s.device().describe().c_str(), (long long)k, (long long)(b * t),
+                s.device().describe().c_str(), s.tuned() ? "true" : "false",
+                (long long)k, (long long)(b * t),
                 1e3 * secs / steps, b * t * steps / secs,
                 runner.gemmSeconds() / secs, runner.kernelSeconds() / secs,
                 gemmGflops, (long long)runner.plan().arenaBytes, rss, prof.c_str());
@@ -128,12 +132,14 @@ int runBench(int argc, char **argv) {
     return true;
   });
   double prefillSecs = first - start, decodeSecs = last - first;
-  std::printf("{\"bench\": \"decode\", \"device\": \"%s\", \"mode\": \"%s\", "
+  std::printf("{\"bench\": \"decode\", \"device\": \"%s\", \"tuned\": %s, "
+              "\"mode\": \"%s\", "
               "\"batch\": %lld, "
               "\"prompt_tokens\": %lld, \"new_tokens\": %lld, "
               "\"prefill_tokens_per_s\": %.1f, \"ms_per_token\": %.4f, "
               "\"peak_rss_mib\": %.1f}\n",
-              s.device().describe().c_str(), regime.name().c_str(),
+              s.device().describe().c_str(), s.tuned() ? "true" : "false",
+              regime.name().c_str(),
               (long long)d.batchSize(), (long long)prompt,
               (long long)newTokens, d.batchSize() * prompt / prefillSecs,
               1e3 * decodeSecs / newTokens, peakRssMiB());

@@ -67,6 +67,7 @@ int runEval(int argc, char **argv) {
       "on the held-out part of the data (the last --val-fraction, 0.1 by\n"
       "default: the part fbt train validates on).");
   args.positional("BUNDLE", "the compiled bundle")
+      .tunable()
       .text("ckpt", "CKPT", "a checkpoint from fbt train (required)")
       .text("data", "FILE", "the data (default: the embedded corpus)")
       .number("val-fraction", "F",
@@ -107,6 +108,7 @@ int runEval(int argc, char **argv) {
   if (args.has("task") && args.has("contraction"))
     throw RuntimeError("give at most one of --task and --contraction");
   Session session(args.require("BUNDLE"));
+  session.useTuning(args.tuning());
   session.loadCheckpoint(args.get("ckpt"));
   const ModelConfig &config = session.model();
   int64_t vocab = config.vocabSize;

@@ -49,6 +49,7 @@ int runGenerate(int argc, char **argv) {
                                    "together in batches of the bundle's inference batch), through the\n"
                                    "tokenizer the checkpoint's run used (or --tokenizer T).");
   args.positional("BUNDLE", "the compiled bundle (fbtc SPEC --target=... -o M.fbtb)")
+      .tunable()
       .text("ckpt", "CKPT", "a checkpoint from fbt train (required)")
       .text("prompt", "TEXT", "one prompt")
       .text("prompts", "FILE", "prompts, one per line")
@@ -69,6 +70,7 @@ int runGenerate(int argc, char **argv) {
   if (!args.has("ckpt"))
     throw RuntimeError("--ckpt is required (a checkpoint from fbt train)");
   Session session(args.require("BUNDLE"));
+  session.useTuning(args.tuning());
   session.loadCheckpoint(args.get("ckpt"));
   if (args.has("tokenizer"))
     session.setTokenizer(args.get("tokenizer"));

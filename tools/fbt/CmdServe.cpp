@@ -406,6 +406,7 @@ void sendError(httplib::Response &res, const ApiError &e) {
 int runServe(int argc, char **argv) {
   CommandLine args("fbt serve", "Serves the model over HTTP, OpenAI-compatible.");
   args.positional("BUNDLE", "the compiled bundle")
+      .tunable()
       .text("ckpt", "CKPT", "a checkpoint from fbt train (required)")
       .text("host", "HOST", "the address to listen on (default 127.0.0.1)")
       .integer("port", "PORT", "the port to listen on; 0: any free port (default 8000)")
@@ -432,6 +433,7 @@ int runServe(int argc, char **argv) {
   if (!args.has("ckpt"))
     throw RuntimeError("--ckpt is required (a checkpoint from fbt train)");
   Session session(args.require("BUNDLE"));
+  session.useTuning(args.tuning());
   session.loadCheckpoint(args.get("ckpt"));
   if (args.has("tokenizer"))
     session.setTokenizer(args.get("tokenizer"));

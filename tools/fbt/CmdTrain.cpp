@@ -189,6 +189,7 @@ int runTrain(int argc, char **argv) {
       "data, the seed and the number of steps, so --resume continues it bit for\n"
       "bit.");
   args.positional("BUNDLE", "the compiled bundle")
+      .tunable()
       .text("data", "FILE",
             "UTF-8 text (byte-level tokens), .bin (uint16 ids) or .u32.bin "
             "(uint32 ids); default: the embedded corpus")
@@ -254,6 +255,7 @@ int runTrain(int argc, char **argv) {
                        std::to_string(o.stopAfter));
 
   Session session(bundle);
+  session.useTuning(args.tuning());
   Trainer trainer(session, o);
   ConsoleReport report(session, args.has("quiet"));
   TrainSummary summary = trainer.run(&report);

@@ -135,6 +135,21 @@ CommandLine &CommandLine::footer(const std::string &text) {
   return *this;
 }
 
+CommandLine &CommandLine::tunable() {
+  text("tune-cache", "FILE",
+       "use the kernel choices `fbt tune` stored in FILE (default: this "
+       "device's file under $XDG_CACHE_HOME/fbt/tune, when it has an entry "
+       "for the bundle)");
+  return flag("no-tune", "run the bundle's default kernels, ignoring any tune cache");
+}
+
+TuneOptions CommandLine::tuning() const {
+  TuneOptions o;
+  o.enabled = !has("no-tune");
+  o.path = get("tune-cache");
+  return o;
+}
+
 bool CommandLine::parse(int argc, char **argv) {
   // argv[1] is the command: CLI11 takes it as the program's name.
   try {

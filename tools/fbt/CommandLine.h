@@ -18,6 +18,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "runtime/Tuner.h"
+
 #include <cstdint>
 #include <map>
 #include <string>
@@ -46,6 +48,10 @@ public:
   CommandLine &positionals(const std::string &name, const std::string &help);
   /// Prose after the options in --help.
   CommandLine &footer(const std::string &text);
+  /// --tune-cache FILE and --no-tune, for commands that run steps
+  /// (runtime/Tuner.h); read back by tuning().
+  CommandLine &tunable();
+  TuneOptions tuning() const;
 
   /// Parses argv[2..] (after "fbt <command>") and applies --threads. Returns
   /// false when --help was asked for (and printed: exit 0); bad options

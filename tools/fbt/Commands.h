@@ -11,6 +11,7 @@ int runGenerate(int argc, char **argv);
 int runScore(int argc, char **argv);
 int runEval(int argc, char **argv);
 int runBench(int argc, char **argv);
+int runTune(int argc, char **argv);
 int runDevices(int argc, char **argv);
 int runTokenize(int argc, char **argv);
 int runServe(int argc, char **argv);

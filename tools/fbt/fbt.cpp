@@ -9,6 +9,7 @@
 //                                   task accuracy, contraction
 //   fbt score BUNDLE ...            teacher-forced logits (numerics checks)
 //   fbt inspect BUNDLE              what a bundle holds
+//   fbt tune BUNDLE                 choose kernel variants for this device
 //   fbt devices                     the GPUs this fbt can use
 //   fbt tokenize FILE... -o OUT.bin text to a token file
 //   fbt serve BUNDLE --ckpt C       an OpenAI-compatible HTTP server
@@ -45,6 +46,8 @@ static void usage(std::FILE *out) {
       "  step BUNDLE      run training steps on tensors from safetensors files\n"
       "  inspect BUNDLE   show the model, steps, kernels and arena sizes\n"
       "  bench BUNDLE     time the compiled training or decoding steps\n"
+      "  tune BUNDLE      choose the fastest kernel variants for this device\n"
+      "                   (bundles compiled with fbtc --tune-space)\n"
       "  devices          list the GPUs this fbt can use\n"
       "  tokenize FILE..  text (or JSONL) to a token file: bytes, GPT-2 BPE,\n"
       "                   SentencePiece\n"
@@ -53,7 +56,8 @@ static void usage(std::FILE *out) {
       "\n"
       "`fbt <command> --help` describes each command's options; every\n"
       "command takes --threads N, the CPU steps' threads (default:\n"
-      "OMP_NUM_THREADS, else every core).\n",
+      "OMP_NUM_THREADS, else every core). Commands that run steps use the\n"
+      "choices `fbt tune` stored for the device (--tune-cache FILE, --no-tune).\n",
       out);
 }
 
@@ -74,6 +78,8 @@ int main(int argc, char **argv) {
       return fbt::runGenerate(argc, argv);
     if (cmd == "bench")
       return fbt::runBench(argc, argv);
+    if (cmd == "tune")
+      return fbt::runTune(argc, argv);
     if (cmd == "score")
       return fbt::runScore(argc, argv);
     if (cmd == "eval")

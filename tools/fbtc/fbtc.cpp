@@ -27,6 +27,7 @@
 #include "passes/Passes.h"
 #include "runtime/BundleFormat.h"
 #include "runtime/Error.h"
+#include "runtime/TuneCache.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -111,6 +112,24 @@ cl::opt<std::string> gpuStorage(
              "in 'bf16' (default) or 'f32'; arithmetic and accumulation are "
              "f32 either way"),
     cl::init("bf16"), cl::cat(category));
+cl::opt<mlir::fbt::TuneSpace> tuneSpace(
+    "tune-space",
+    cl::desc("Also compile each kernel in other configurations of its knobs "
+             "(threads per block, elements per thread, attention tiles, the "
+             "CPU's loop grain), for `fbt tune` to choose from"),
+    cl::init(mlir::fbt::TuneSpace::None),
+    cl::values(clEnumValN(mlir::fbt::TuneSpace::None, "none",
+                          "one configuration per kernel (default)"),
+               clEnumValN(mlir::fbt::TuneSpace::Default, "default",
+                          "a few values per knob"),
+               clEnumValN(mlir::fbt::TuneSpace::Wide, "wide",
+                          "more values per knob (slower to compile)")),
+    cl::cat(category));
+cl::opt<std::string> tunedCache(
+    "tuned",
+    cl::desc("Compile each kernel only in the configuration `fbt tune` chose "
+             "for this spec and target, read from this tune cache"),
+    cl::value_desc("cache"), cl::cat(category));
 cl::opt<bool> describe("describe",
                        cl::desc("Print parameter counts, FLOPs, memory and "
                                 "KV-cache figures instead of compiling"),
@@ -177,6 +196,89 @@ mlir::fbt::NvptxTargetOptions nvptxOptions() {
   return o;
 }
 
+/// Lists `fn` in the variant table if the module holds other builds of
+/// its kernel (--tune-space): under its own name if it is a variant, under
+/// the kernel (the default, listed first) once a variant names it.
+void recordVariant(mlir::func::FuncOp fn, ::fbt::VariantTable &variants) {
+  auto config = [](mlir::func::FuncOp f) {
+    std::map<std::string, int64_t> c;
+    for (auto [knob, value] : mlir::fbt::configFromAttr(
+             f->getAttrOfType<mlir::DictionaryAttr>(mlir::fbt::kConfigAttr)))
+      c[mlir::fbt::knobName(knob).str()] = value;
+    return c;
+  };
+  auto of = fn->getAttrOfType<mlir::FlatSymbolRefAttr>(mlir::fbt::kVariantOfAttr);
+  if (!of)
+    return;
+  ::fbt::KernelVariants &table = variants[of.getValue().str()];
+  if (table.builds.empty()) {
+    auto base = mlir::SymbolTable::lookupNearestSymbolFrom<mlir::func::FuncOp>(fn, of);
+    table.builds.push_back({of.getValue().str(), config(base)});
+    for (mlir::Type t : base.getArgumentTypes()) {
+      mlir::Type e = mlir::cast<mlir::MemRefType>(t).getElementType();
+      table.args.push_back(e.isBF16()       ? ::fbt::DType::BF16
+                           : e.isInteger(64) ? ::fbt::DType::I64
+                           : e.isInteger(32) ? ::fbt::DType::I32
+                                             : ::fbt::DType::F32);
+    }
+  }
+  table.builds.push_back({fn.getSymName().str(), config(fn)});
+}
+
+/// What the bundle's manifest will call the target ("cpu:x86-64-v3",
+/// "nvptx:sm_90", "simt"), as the tune cache records it.
+std::string bundleTargetName() {
+  if (isNvidia(target))
+    return "nvptx:" + nvptxOptions().chip;
+  if (target == Target::Simt)
+    return "simt";
+  mlir::fbt::CpuTargetOptions cpu;
+  cpu.cpu = cpuName;
+  return "cpu:" + mlir::fbt::resolvedCpu(cpu);
+}
+
+/// The resolved spec as the bundle records it (its "model").
+::fbt::Json resolvedModel(const fbt::ModelSpec &spec) {
+  std::string model; // through its text: the frontend speaks llvm::json
+  raw_string_ostream os(model);
+  os << fbt::specToJson(spec);
+  os.flush();
+  return ::fbt::parseJson(model);
+}
+
+/// --tuned: the configurations `fbt tune` chose for this spec on this
+/// target (the newest such entry of the cache), as fbt-to-kernels' configs.
+int readTunedConfigs(const fbt::ModelSpec &spec, std::vector<std::string> &configs) {
+  ::fbt::TuneCache cache;
+  try {
+    cache = ::fbt::readTuneCache(tunedCache);
+  } catch (const ::fbt::RuntimeError &e) {
+    return fail(kBadInput, e.what());
+  }
+  std::string model = ::fbt::modelHash(resolvedModel(spec)), where = bundleTargetName();
+  const ::fbt::TuneEntry *newest = nullptr;
+  for (const auto &[key, entry] : cache.entries)
+    if (entry.model == model && entry.target == where &&
+        (!newest || entry.tunedAt > newest->tunedAt))
+      newest = &entry;
+  if (!newest)
+    return fail(kBadInput, "tune cache " + tunedCache + " has no entry for this spec on " +
+                               where + " (run `fbt tune` on a bundle of it compiled "
+                               "with --tune-space)");
+  for (const auto &[kernel, tuned] : newest->kernels) {
+    mlir::fbt::KernelConfig config;
+    for (const auto &[knob, value] : tuned.config) {
+      std::optional<mlir::fbt::Knob> k = mlir::fbt::knobNamed(knob);
+      if (!k)
+        return fail(kBadInput, "tune cache " + tunedCache + ": kernel '" + kernel +
+                                   "' has an unknown knob '" + knob + "'");
+      config[*k] = value;
+    }
+    configs.push_back(mlir::fbt::configOption(kernel, config));
+  }
+  return 0;
+}
+
 /// Compiles the kernels for the target and writes the bundle: the manifest
 /// (target, resolved spec, parameters, kernels, plans) and the binaries.
 int writeBundle(const fbt::ModelSpec &spec, mlir::ModuleOp module,
@@ -234,17 +336,12 @@ int writeBundle(const fbt::ModelSpec &spec, mlir::ModuleOp module,
     if (!fn->hasAttr("fbt.kernel"))
       continue;
     manifest.kernels.push_back(fn.getSymName().str());
+    recordVariant(fn, manifest.variants);
     for (unsigned i = 0; i < fn.getNumArguments(); ++i)
       if (fn.getArgAttr(i, mlir::fbt::kEarlyWriteAttr))
         manifest.earlyWrites[fn.getSymName().str()].push_back(i);
   }
-  // The resolved spec, through its text: the frontend speaks llvm::json.
-  std::string model;
-  {
-    raw_string_ostream os(model);
-    os << fbt::specToJson(spec);
-  }
-  manifest.model = ::fbt::parseJson(model);
+  manifest.model = resolvedModel(spec);
   manifest.largestArenaBytes = largestArena;
   manifest.steps = std::move(steps);
   std::string out = outputPath == "-" ? spec.name + ".fbtb" : outputPath;
@@ -299,6 +396,16 @@ int main(int argc, char **argv) {
                                gpuStorage + "'");
   if (stage == Stage::Ptx && !isNvidia(target))
     return fail(kBadInput, "--emit=ptx needs an NVIDIA --target (sm_90, sm_80)");
+  std::vector<std::string> tunedConfigs;
+  if (!tunedCache.empty()) {
+    if (tuneSpace != mlir::fbt::TuneSpace::None)
+      return fail(kBadInput, "--tuned and --tune-space exclude each other: a "
+                             "tuned bundle holds the chosen configurations only");
+    if (stage != Stage::Bundle)
+      return fail(kBadInput, "--tuned needs a --target to compile a bundle for");
+    if (int status = readTunedConfigs(*spec, tunedConfigs))
+      return status;
+  }
   if (stage >= Stage::Train) {
     mlir::PassManager pm(&ctx);
     mlir::fbt::TrainPipelineOptions options;
@@ -310,7 +417,8 @@ int main(int argc, char **argv) {
           mapsToGpu(target) ? mlir::fbt::KernelTarget::Gpu
                             : mlir::fbt::KernelTarget::Cpu,
           mapsToGpu(target) && gpuStorage == "bf16" ? mlir::fbt::Storage::BF16
-                                                    : mlir::fbt::Storage::F32);
+                                                    : mlir::fbt::Storage::F32,
+          tuneSpace, tunedConfigs);
     if (failed(pm.run(*module)))
       return fail(kInternalError, "the compiler passes failed");
   }

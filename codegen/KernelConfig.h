@@ -1,0 +1,77 @@
+//===- KernelConfig.h - the tunable knobs of a generated kernel -*- C++ -*-===//
+//
+// A kernel's generator fixes a few numbers by reasoning: threads per row
+// block, elements per GPU thread, attention's query and key tiles, the chunk
+// of a CPU parallel loop. Each is a knob: the generator asks the builder for
+// it (KernelBuilder::knob) with its own choice as the fallback, and a
+// KernelConfig may override it. The builder records which knobs a kernel
+// asked for, so fbtc's tuning space (--tune-space) only varies those, and
+// the chosen values are written on the kernel (`fbt.config`) for the targets'
+// lowerings and for the bundle's variant table.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FBT_CODEGEN_KERNELCONFIG_H
+#define FBT_CODEGEN_KERNELCONFIG_H
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mlir::fbt {
+
+enum class Knob {
+  RowThreads,  ///< GPU: threads per row block of norms and the loss
+  BlockThreads,///< GPU: threads per block of one-thread-per-element grids
+  PerThread,   ///< GPU: consecutive elements per thread of those grids
+  QueryBlock,  ///< attention: queries per block (GPU warps, CPU backward)
+  KeyTile,     ///< GPU attention: rows per shared-memory tile
+  Grain,       ///< CPU: iterations per OpenMP chunk (0: one even split)
+};
+
+/// Its name in `fbt.config`, the bundle's variant table and the tune cache.
+llvm::StringRef knobName(Knob k);
+std::optional<Knob> knobNamed(llvm::StringRef name);
+
+/// The kernel attribute holding the knobs' values it was built with.
+constexpr llvm::StringLiteral kConfigAttr = "fbt.config";
+/// On a variant: the kernel (the default variant) whose calls it may serve.
+constexpr llvm::StringLiteral kVariantOfAttr = "fbt.variant_of";
+
+/// Knob values; a knob absent here takes the generator's own choice.
+using KernelConfig = std::map<Knob, int64_t>;
+
+DictionaryAttr toAttr(MLIRContext *ctx, const KernelConfig &config);
+KernelConfig configFromAttr(DictionaryAttr attr);
+/// "row_threads=512,per_thread=4" (empty for the default).
+std::string describe(const KernelConfig &config);
+
+/// fbt-to-kernels' `configs` entries: "k3_rmsnorm:row_threads=512:grain=8".
+std::string configOption(llvm::StringRef kernel, const KernelConfig &config);
+/// The kernel and its configuration, or an error naming what is wrong.
+bool parseConfigOption(llvm::StringRef entry, std::string &kernel,
+                       KernelConfig &config, std::string &error);
+
+enum class TuneSpace { None, Default, Wide };
+
+/// The configurations worth trying for a kernel whose default build asked
+/// for `used` (the values it chose), the default first and every other
+/// different from it. `None` gives only the default.
+std::vector<KernelConfig> tuneSpace(TuneSpace space, const KernelConfig &used);
+
+/// A CPU kernel whose largest buffer has fewer elements runs its parallel
+/// loops serially (CpuTargetOptions::parallelMinElements' default): its
+/// grain is no knob.
+constexpr int64_t kCpuParallelMinElements = 1 << 15;
+
+/// Static shared memory a GPU block may declare without opting in.
+constexpr int64_t kGpuStaticSharedBytes = 48 * 1024;
+
+} // namespace mlir::fbt
+
+#endif // FBT_CODEGEN_KERNELCONFIG_H
