@@ -143,7 +143,9 @@ std::string modelHash(const Json &model) {
 
 std::string targetName(const Json &target) {
   std::string kind = asString(jsonAt(target, "kind"));
-  const Json *chip = jsonFind(target, "chip");
+  const Json *chip = jsonFind(target, "chip"); // nvptx; a CPU's is "cpu"
+  if (!chip)
+    chip = jsonFind(target, "cpu");
   return chip && chip->is_string() && !chip->get<std::string>().empty()
              ? kind + ":" + chip->get<std::string>()
              : kind;

@@ -13,7 +13,9 @@
 //   |gpu - cpu| <= atol + rtol * max |cpu|   for each output.
 // The CPU kernels are the ones the end-to-end tests check against PyTorch,
 // so this checks the GPU mapping itself: grids, block reductions, atomics,
-// the attention launches. Exit status 1 if any kernel differs.
+// the attention launches. Kernel variants (fbtc --tune-space) are checked
+// too: a GPU one against its kernel's CPU twin, a CPU one against the CPU
+// kernel it stands in for. Exit status 1 if any kernel differs.
 //
 //===----------------------------------------------------------------------===//
 
@@ -222,6 +224,20 @@ int main(int argc, char **argv) {
   auto lookup = [](ModuleOp m, StringRef name) {
     return m.lookupSymbol<func::FuncOp>(name);
   };
+  // Variants (fbtc --tune-space) have no call sites: each is checked as its
+  // kernel is, against the same CPU twin.
+  auto variantsOf = [](ModuleOp m) {
+    std::vector<std::pair<std::string, std::string>> list; // variant, kernel
+    for (auto fn : m.getOps<func::FuncOp>())
+      if (auto of = fn->getAttrOfType<FlatSymbolRefAttr>("fbt.variant_of"))
+        list.push_back({fn.getSymName().str(), of.getValue().str()});
+    return list;
+  };
+  for (auto &[variant, kernel] : variantsOf(*gpu))
+    if (twin.count(kernel) && twin.emplace(variant, twin[kernel]).second) {
+      order.push_back(variant);
+      numResults[variant] = numResults.lookup(kernel);
+    }
 
   int kernels = 0, failures = 0;
   auto compare = [&](const std::string &name, size_t numLaunches,
@@ -303,6 +319,27 @@ int main(int argc, char **argv) {
     compare(name + (twin[name] != name ? " (cpu " + twin[name] + ")" : ""),
             gpuBin->launches.at(name).size(), onCpu, onGpu, outputs,
             narrow ? bf16Tol : relTol);
+  }
+  // The CPU's own variants, against its default build of the kernel.
+  for (auto &[variant, kernel] : variantsOf(*cpu)) {
+    func::FuncOp c = lookup(*cpu, kernel);
+    unsigned outputs = 0;
+    for (auto &[step, list] : cpuCalls)
+      for (mlir::fbt::CallKernelOp call : list)
+        if (call.getKernel() == kernel)
+          outputs = call->getNumResults();
+    std::mt19937_64 rng(std::hash<std::string>()(kernel));
+    std::vector<Buffer> want, got;
+    for (Type t : c.getArgumentTypes()) {
+      auto m = cast<MemRefType>(t);
+      want.push_back({m.getElementType(), m.getNumElements(), {}});
+      fill(want.back(), rng, false);
+    }
+    got = want;
+    std::vector<void *> wantArgs = pointers(want), gotArgs = pointers(got);
+    ::fbt::KernelLibrary::call(symbol(cpuSo, kernel), wantArgs.data(), wantArgs.size());
+    ::fbt::KernelLibrary::call(symbol(cpuSo, variant), gotArgs.data(), gotArgs.size());
+    compare(variant + " (cpu " + kernel + ")", 0, want, got, outputs, relTol);
   }
   outs() << kernels << " kernels, " << failures << " differ\n";
   return failures ? 1 : 0;
