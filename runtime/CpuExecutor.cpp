@@ -25,6 +25,7 @@ CpuStepRunner::CpuStepRunner(const StepPlan &plan, const KernelLibrary &kernels,
                          " GEMM; the CPU backend runs f32 plans only");
     auto chosen = choice.find(op.kernel);
     const std::string &symbol = chosen == choice.end() ? op.kernel : chosen->second;
+    symbols_.push_back(op.kernel.empty() ? "gemm" : symbol);
     launches_.push_back(emulated && !op.kernel.empty() ? launchesOf(symbol)
                                                        : std::vector<Launch>());
     kernels_.push_back(op.kernel.empty() || emulated ? nullptr : kernels.lookup(symbol));
@@ -63,7 +64,7 @@ void CpuStepRunner::run(const std::vector<void *> &inputs,
     auto start = profile_ ? Clock::now() : Clock::time_point();
     if (tracing())
       std::fprintf(stderr, "fbt: %s #%zu %s\n", plan_.name.c_str(), i,
-                   op.kernel.empty() ? "gemm" : op.kernel.c_str());
+                   symbols_[i].c_str());
     if (op.args.size() > 16)
       throw RuntimeError("kernel '" + op.kernel + "' takes too many buffers");
     for (size_t a = 0; a < op.args.size(); ++a)

@@ -58,6 +58,7 @@ private:
   size_t probedOp_ = ~size_t(0);
 
   std::vector<KernelLibrary::Kernel> kernels_; // per op (null for GEMMs)
+  std::vector<std::string> symbols_;           // per op: what runs it
   std::vector<std::vector<Launch>> launches_;  // per op, emulated GPU only
   std::vector<float> lhs_, rhs_, result_;      // bf16 GEMMs widened to f32
   AlignedBuffer arena_;

@@ -401,8 +401,9 @@ int main(int argc, char **argv) {
     if (tuneSpace != mlir::fbt::TuneSpace::None)
       return fail(kBadInput, "--tuned and --tune-space exclude each other: a "
                              "tuned bundle holds the chosen configurations only");
-    if (stage != Stage::Bundle)
-      return fail(kBadInput, "--tuned needs a --target to compile a bundle for");
+    if (target == Target::None || stage < Stage::Kernels)
+      return fail(kBadInput, "--tuned needs a --target (the one `fbt tune` ran "
+                             "a bundle of) and kernels to build");
     if (int status = readTunedConfigs(*spec, tunedConfigs))
       return status;
   }

@@ -1,0 +1,45 @@
+"""Checks `fbt tune --json` output: every tunable kernel measured, no
+variant rejected (each computes what its default does on the real steps),
+each choice one of its kernel's variants, and every step timed both ways.
+
+usage: check_tune.py TUNE.json [--steps NAME,...]
+"""
+import json
+import sys
+
+
+def main():
+    report = json.load(open(sys.argv[1]))
+    steps = sys.argv[3].split(",") if len(sys.argv) > 3 else []
+    problems = []
+    if not report["kernels"]:
+        problems.append("no tunable kernels")
+    for k in report["kernels"]:
+        symbols = [v["symbol"] for v in k["variants"]]
+        if not k["measured"]:
+            problems.append(f"{k['name']}: not measured")
+        if symbols[0] != k["name"] or len(symbols) < 2:
+            problems.append(f"{k['name']}: variants {symbols}")
+        if k["chosen"] not in symbols:
+            problems.append(f"{k['name']}: chose {k['chosen']}, not a variant")
+        for v in k["variants"]:
+            if "rejected" in v:
+                problems.append(f"{v['symbol']}: rejected: {v['rejected']}")
+            elif not v.get("seconds", 0) > 0:
+                problems.append(f"{v['symbol']}: no time")
+        if k["speedup"] < 1:
+            problems.append(f"{k['name']}: chose a slower variant ({k['speedup']})")
+    for s in steps:
+        t = report["steps"].get(s)
+        if not t or not (t["default_ms"] > 0 and t["tuned_ms"] > 0):
+            problems.append(f"step {s}: not timed ({t})")
+    if problems:
+        print("\n".join(problems))
+        sys.exit(1)
+    print(f"ok: {len(report['kernels'])} kernels, "
+          f"{sum(len(k['variants']) for k in report['kernels'])} variants, "
+          f"{len(report['steps'])} steps")
+
+
+if __name__ == "__main__":
+    main()
