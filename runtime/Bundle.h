@@ -51,6 +51,8 @@ public:
   const std::vector<KernelLaunch> &launches(const std::string &kernel) const;
   /// Kernels built in several configurations (fbtc --tune-space).
   const VariantTable &variants() const { return contents_.variants; }
+  /// What fbtc --tuned specialized it from, if it did.
+  const std::optional<TunedBuild> &tuned() const { return contents_.tuned; }
   bool hasStep(const std::string &name) const { return contents_.steps.count(name) != 0; }
   const StepPlan &step(const std::string &name) const;
   const std::map<std::string, StepPlan> &steps() const { return contents_.steps; }

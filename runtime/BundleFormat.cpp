@@ -345,6 +345,28 @@ Json toJson(const VariantTable &variants) {
   return j;
 }
 
+Json toJson(const TunedBuild &t) {
+  Json gemms = Json::object();
+  for (const auto &[shape, algorithm] : t.gemmAlgorithms)
+    gemms[shape] = algorithm;
+  return Json::object(
+      {{"device", t.device}, {"tuned_at", t.tunedAt}, {"gemm_algorithms", std::move(gemms)}});
+}
+
+TunedBuild tunedBuildFromJson(const Json &j) {
+  TunedBuild t;
+  t.device = jsonAt(j, "device");
+  asObject(t.device);
+  t.tunedAt = asString(jsonAt(j, "tuned_at"));
+  for (const auto &[shape, algorithm] : asObject(jsonAt(j, "gemm_algorithms"))) {
+    int64_t a = asInt(algorithm);
+    if (a < 0)
+      throw RuntimeError("tuned: GEMM '" + shape + "' has a negative algorithm");
+    t.gemmAlgorithms[shape] = a;
+  }
+  return t;
+}
+
 VariantTable variantTableFromJson(const Json &j, const std::vector<std::string> &kernels,
                                   const EarlyWrites &earlyWrites) {
   std::set<std::string> known(kernels.begin(), kernels.end()), listed;
@@ -511,6 +533,8 @@ Json toJson(const BundleManifest &m) {
     j["early_writes"] = toJson(m.earlyWrites);
   if (!m.variants.empty())
     j["variants"] = toJson(m.variants);
+  if (m.tuned)
+    j["tuned"] = toJson(*m.tuned);
   if (m.target.gpu() || m.target.emulated()) {
     Json launches = Json::object();
     for (const auto &[kernel, list] : m.launches) {
@@ -543,6 +567,8 @@ BundleManifest bundleManifestFromJson(const Json &j) {
     m.steps[name] = stepPlanFromJson(name, step, m.kernels, m.earlyWrites);
   if (const Json *v = jsonFind(j, "variants"))
     m.variants = variantTableFromJson(*v, m.kernels, m.earlyWrites);
+  if (const Json *t = jsonFind(j, "tuned"))
+    m.tuned = tunedBuildFromJson(*t);
   if (m.target.gpu() || m.target.emulated()) {
     const Json &launches = jsonAt(j, "launches");
     for (const std::string &k : m.kernels) {

@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -196,6 +197,18 @@ VariantTable variantTableFromJson(const Json &json,
                                   const std::vector<std::string> &kernels,
                                   const EarlyWrites &earlyWrites);
 
+/// What a bundle compiled with fbtc --tuned was specialized from: the tune
+/// cache entry's device and time, and the GEMM algorithms chosen there
+/// (gemmShapeKey -> index into cuBLASLt's heuristic list).
+struct TunedBuild {
+  Json device;
+  std::string tunedAt;
+  std::map<std::string, int64_t> gemmAlgorithms;
+};
+
+Json toJson(const TunedBuild &tuned);
+TunedBuild tunedBuildFromJson(const Json &json);
+
 /// The manifest, whole: what fbtc fills and the loader reads.
 struct BundleManifest {
   BundleTarget target;
@@ -207,10 +220,12 @@ struct BundleManifest {
   EarlyWrites earlyWrites;
   LaunchTable launches; ///< GPU and emulated targets: every kernel's
   VariantTable variants; ///< optional: kernels built in several configurations
+  std::optional<TunedBuild> tuned; ///< optional: fbtc --tuned
 };
 
 /// "format": "fbt-bundle" and every part above; launches only for GPU and
-/// emulated targets, early_writes and variants only when there are any. The container
+/// emulated targets, early_writes, variants and tuned only when there are
+/// any. The container
 /// adds "blobs".
 Json toJson(const BundleManifest &manifest);
 /// Reads and checks every part (the container has checked "blobs").

@@ -62,8 +62,24 @@ bool Session::useTuning(const TuneOptions &options) {
     throw RuntimeError("the tune cache must be applied before any step runs");
   std::string note;
   std::vector<TunedGemm> gemms;
-  KernelChoice choice = loadKernelChoice(bundle_, device_->tuneKey(), options, note, &gemms);
+  Json key = device_->tuneKey();
+  KernelChoice choice = loadKernelChoice(bundle_, key, options, note, &gemms);
   tuned_ = !note.empty();
+  // A bundle specialized by fbtc --tuned carries its choices: its kernels
+  // are the chosen builds, and its GEMM algorithms hold on that device only.
+  if (!tuned_ && options.enabled && bundle_.tuned()) {
+    const TunedBuild &t = *bundle_.tuned();
+    tuned_ = true;
+    if (t.device == key) {
+      for (const auto &[shape, algorithm] : t.gemmAlgorithms)
+        gemms.push_back({shape, algorithm, 1});
+      note = "using the kernels and GEMM algorithms tuned on " + t.tunedAt +
+             " that this bundle was compiled with";
+    } else {
+      note = "using the kernels this bundle was tuned with, on another device (" +
+             dumpJson(t.device) + "); its GEMM algorithms are not used here";
+    }
+  }
   device_->selectKernels(tuned_ ? choice : KernelChoice());
   device_->selectGemms(tuned_ ? gemms : std::vector<TunedGemm>());
   if (tuned_)

@@ -146,6 +146,42 @@ TEST(BundleFormatTest, LaunchesTargetsAndParamsReadBack) {
   EXPECT_TRUE(q.decay);
 }
 
+TEST(BundleFormatTest, VariantsAndTunedBuildsReadBack) {
+  VariantTable v;
+  v["k0_norm"] = {{DType::F32, DType::BF16},
+                  {{"k0_norm", {{"row_threads", 256}}}, {"k0_norm__v1", {{"row_threads", 512}}}}};
+  std::vector<std::string> kernels = {"k0_norm", "k0_norm__v1", "k1_loss"};
+  EXPECT_EQ(variantTableFromJson(toJson(v), kernels, {}), v);
+
+  auto refused = [&](VariantTable bad, const EarlyWrites &e, const std::string &why) {
+    try {
+      variantTableFromJson(toJson(bad), kernels, e);
+      ADD_FAILURE() << "accepted: " << why;
+    } catch (const RuntimeError &err) {
+      EXPECT_NE(std::string(err.what()).find(why), std::string::npos) << err.what();
+    }
+  };
+  VariantTable bad = v;
+  std::swap(bad["k0_norm"].builds[0], bad["k0_norm"].builds[1]);
+  refused(bad, {}, "the first must be the kernel itself");
+  bad = v;
+  bad["k0_norm"].builds[1].symbol = "k0_norm__v9";
+  refused(bad, {}, "'k0_norm__v9' is not a kernel of the bundle");
+  bad = v;
+  bad["k0_norm"].builds.push_back(bad["k0_norm"].builds[1]);
+  refused(bad, {}, "listed twice");
+  refused(v, {{"k0_norm", {1}}}, "other early writes than the kernel");
+  EXPECT_NO_THROW(variantTableFromJson(toJson(v), kernels,
+                                       {{"k0_norm", {1}}, {"k0_norm__v1", {1}}}));
+
+  TunedBuild t{Json::object({{"kind", "cuda"}, {"sm", 90}}), "2026-12-02T00:00:00Z",
+               {{"64,256,768,n,t,bf16,bf16,f32", 3}}};
+  TunedBuild u = tunedBuildFromJson(toJson(t));
+  EXPECT_EQ(u.device, t.device);
+  EXPECT_EQ(u.tunedAt, t.tunedAt);
+  EXPECT_EQ(u.gemmAlgorithms, t.gemmAlgorithms);
+}
+
 TEST(BundleFormatTest, TheContainerReturnsWhatItWasGiven) {
   Json manifest = Json::object({{"format", "fbt-bundle"}, {"n", 3}});
   std::string so(100, 'x'), ptx = "ptx";

@@ -248,7 +248,8 @@ std::string bundleTargetName() {
 
 /// --tuned: the configurations `fbt tune` chose for this spec on this
 /// target (the newest such entry of the cache), as fbt-to-kernels' configs.
-int readTunedConfigs(const fbt::ModelSpec &spec, std::vector<std::string> &configs) {
+int readTunedConfigs(const fbt::ModelSpec &spec, std::vector<std::string> &configs,
+                     ::fbt::TunedBuild &build) {
   ::fbt::TuneCache cache;
   try {
     cache = ::fbt::readTuneCache(tunedCache);
@@ -265,6 +266,10 @@ int readTunedConfigs(const fbt::ModelSpec &spec, std::vector<std::string> &confi
     return fail(kBadInput, "tune cache " + tunedCache + " has no entry for this spec on " +
                                where + " (run `fbt tune` on a bundle of it compiled "
                                "with --tune-space)");
+  build.device = cache.device;
+  build.tunedAt = newest->tunedAt;
+  for (const ::fbt::TunedGemm &g : newest->gemms)
+    build.gemmAlgorithms[g.shape] = g.algorithm;
   for (const auto &[kernel, tuned] : newest->kernels) {
     mlir::fbt::KernelConfig config;
     for (const auto &[knob, value] : tuned.config) {
@@ -282,8 +287,10 @@ int readTunedConfigs(const fbt::ModelSpec &spec, std::vector<std::string> &confi
 /// Compiles the kernels for the target and writes the bundle: the manifest
 /// (target, resolved spec, parameters, kernels, plans) and the binaries.
 int writeBundle(const fbt::ModelSpec &spec, mlir::ModuleOp module,
-                std::map<std::string, ::fbt::StepPlan> steps, int64_t largestArena) {
+                std::map<std::string, ::fbt::StepPlan> steps, int64_t largestArena,
+                const std::optional<::fbt::TunedBuild> &tuned) {
   ::fbt::BundleManifest manifest;
+  manifest.tuned = tuned;
   ::fbt::BundleTarget &bundleTarget = manifest.target;
   ::fbt::BundleBlobs blobs;
   ::fbt::LaunchTable &launches = manifest.launches;
@@ -397,6 +404,7 @@ int main(int argc, char **argv) {
   if (stage == Stage::Ptx && !isNvidia(target))
     return fail(kBadInput, "--emit=ptx needs an NVIDIA --target (sm_90, sm_80)");
   std::vector<std::string> tunedConfigs;
+  std::optional<::fbt::TunedBuild> tunedBuild;
   if (!tunedCache.empty()) {
     if (tuneSpace != mlir::fbt::TuneSpace::None)
       return fail(kBadInput, "--tuned and --tune-space exclude each other: a "
@@ -404,7 +412,7 @@ int main(int argc, char **argv) {
     if (target == Target::None || stage < Stage::Kernels)
       return fail(kBadInput, "--tuned needs a --target (the one `fbt tune` ran "
                              "a bundle of) and kernels to build");
-    if (int status = readTunedConfigs(*spec, tunedConfigs))
+    if (int status = readTunedConfigs(*spec, tunedConfigs, tunedBuild.emplace()))
       return status;
   }
   if (stage >= Stage::Train) {
@@ -444,6 +452,6 @@ int main(int argc, char **argv) {
       return fail(kInternalError, "compiling the kernels failed");
     return writeOutput([&](raw_ostream &os) { os << bin->ptx; });
   }
-  return writeBundle(*spec, *module, std::move(steps), largestArena);
+  return writeBundle(*spec, *module, std::move(steps), largestArena, tunedBuild);
 }
 
