@@ -8,6 +8,9 @@
                 eager mode and under torch.compile: tokens/s, MFU, ratios
   3. decoding   `fbt bench --decode standard|soft` at each prepared batch against the
                 HBM floor (weights + KV cache read once per step) and the PyTorch peer
+  4. tuning     `fbt tune` on the model with kernel variants (train_k2 and the
+                first batch's standard decode), then `fbt bench` tuned against
+                default, alternating: K = 2 training and that batch's decode
 Every command runs under its own timeout, clamped to GPU_CHECK_DEADLINE (epoch
 seconds); a stage that fails says why and the next one runs. The report goes to
 stdout and, when $OUT is set, to $OUT/gpu_report.txt and $OUT/gpu_report.json
@@ -36,7 +39,7 @@ PEAK_FLOPS = 989e12  # H200 dense bf16 tensor-core peak, FLOP/s
 HBM_BYTES_PER_S = 4.8e12  # H200 HBM3e bandwidth
 TRAIN_STEPS, DECODE_PROMPT, DECODE_TOKENS = 8, 512, 64
 TIMEOUT = {"numerics": 60, "fbt_train": 60, "peer_eager": 75, "peer_compile": 120,
-           "fbt_decode": 40, "peer_decode": 60}
+           "fbt_decode": 40, "peer_decode": 60, "tune": 150}
 
 
 class Report:
@@ -256,6 +259,80 @@ def decoding(rep, prep, describe, spec):
     return rows
 
 
+def tuning(rep, prep):
+    rep.say("")
+    if "tune_bundle" not in prep:
+        rep.fail("tuning", "no bundle with variants prepared (rerun bench/gpu_prepare.py)")
+        return []
+    bundle = os.path.join(DIR, prep["tune_bundle"])
+    cache = os.path.join(tempfile.mkdtemp(prefix="fbt-tune-"), "cache.json")
+    # Half of what is left for measuring and comparing, the rest for the benches.
+    budget = int(max(15, min(60, (DEADLINE - time.time() - 60) / 3)))
+    rep.say("== 4. tuning: fbt tune %s --steps train_k2,prefill,decode_step_plain "
+            "--budget %d, then fbt bench tuned against default (alternating)" % (
+                prep["tune_bundle"], budget))
+    ok, out, why = run([FBT, "tune", bundle, "--cache", cache, "--steps",
+                        "train_k2,prefill,decode_step_plain", "--budget", str(budget),
+                        "--repeats", "3", "--json"], TIMEOUT["tune"])
+    try:
+        report = json.loads(out)
+    except ValueError:
+        rep.fail("fbt tune", why or "no JSON")
+        return []
+    changed = [k for k in report["kernels"] if k["measured"] and k["chosen"] != k["name"]]
+    rejected = [(v["symbol"], v["rejected"]) for k in report["kernels"] for v in k["variants"]
+                if "rejected" in v]
+    gemms = [g for g in report["gemms"] if g["chosen"] != 0]
+    rep.say("  %d kernels with variants, %d measured, %d changed; %d variants rejected; "
+            "%d GEMM shapes, %d changed%s" % (
+                len(report["kernels"]), sum(k["measured"] for k in report["kernels"]),
+                len(changed), len(rejected), len(report["gemms"]), len(gemms),
+                " (budget ran out)" if report["out_of_budget"] else ""))
+    for k in sorted(changed, key=lambda k: -k["speedup"])[:8]:
+        cfg = next(v["config"] for v in k["variants"] if v["symbol"] == k["chosen"])
+        rep.say("    %-26s %-30s %.2fx" % (k["name"], ",".join(
+            "%s=%d" % kv for kv in sorted(cfg.items())), k["speedup"]))
+    for g in sorted(gemms, key=lambda g: -g["speedup"])[:5]:
+        rep.say("    GEMM %-34s algorithm %d of %d  %.2fx" % (g["shape"], g["chosen"],
+                                                               g["algorithms"], g["speedup"]))
+    for sym, reason in rejected[:5]:
+        rep.say("    rejected %s: %s" % (sym, reason[:100]))
+    for name, t in sorted(report["steps"].items()):
+        rep.say("    fbt tune's own timing: %-16s default %.3f ms, tuned %.3f ms (%.3fx)" % (
+            name, t["default_ms"], t["tuned_ms"], t["speedup"]))
+    batch = prep.get("tune_batch", 1)
+    work = [("train K=2", ["--train", "2", "--warmup", "2", "--steps", str(TRAIN_STEPS)],
+             "tokens_per_s", TIMEOUT["fbt_train"]),
+            ("decode batch %s standard" % batch,
+             ["--decode", "standard", "--steps", str(DECODE_TOKENS), "--warmup", "1"],
+             "ms_per_token", TIMEOUT["fbt_decode"])]
+    rows = []
+    rep.say("  %-24s %14s %14s %9s" % ("", "default", "tuned", "speedup"))
+    for label, args, key, limit in work:
+        best = {}
+        for _ in range(2):
+            for which, flag in (("default", ["--no-tune"]), ("tuned", ["--tune-cache", cache])):
+                ok, out, why = run([FBT, "bench", bundle] + args + flag, limit)
+                r = json_lines(out)
+                if not ok or not r:
+                    rep.fail("fbt bench %s (%s)" % (label, which), why or "no JSON line")
+                    continue
+                v = r[0][key]
+                keep = max if key == "tokens_per_s" else min
+                best[which] = keep(best[which], v) if which in best else v
+        if "default" in best and "tuned" in best:
+            speedup = (best["tuned"] / best["default"] if key == "tokens_per_s"
+                       else best["default"] / best["tuned"])
+            rows.append(dict(work=label, unit=key, speedup=speedup, **best))
+            rep.say("  %-24s %14.3f %14.3f %8.3fx  (%s, best of 2)" % (
+                label, best["default"], best["tuned"], speedup, key))
+    rep.data["tuning"] = dict(rows=rows, changed=[(k["name"], k["chosen"], k["speedup"])
+                                                  for k in changed],
+                              rejected=rejected, gemms_changed=len(gemms),
+                              steps=report["steps"])
+    return rows
+
+
 def fmt(x, f):
     return f % x if x is not None else "-"
 
@@ -264,7 +341,7 @@ def ratio(d, a, b):
     return "%.3f" % (d[a] / d[b]) if d.get(a) and d.get(b) else "-"
 
 
-def summary(rep, train_rows, decode_rows):
+def summary(rep, train_rows, decode_rows, tune_rows=()):
     rep.say("")
     rep.say("== summary")
     first = len(rep.lines)
@@ -284,6 +361,8 @@ def summary(rep, train_rows, decode_rows):
         if r["fbt_ms"]:
             rep.say("  decode batch %d %s: %.4f ms/step, %.0f%% of the HBM floor's speed" % (
                 r["batch"], r["mode"], r["fbt_ms"], 100 * r["floor_over_fbt"]))
+    for r in tune_rows:
+        rep.say("  tuned against default, %s: %.3fx" % (r["work"], r["speedup"]))
     rep.say("  %s; %.0f s" % ("%d failures: %s" % (len(rep.failures), "; ".join(rep.failures))
                               if rep.failures else "no failures", time.time() - START))
     rep.data["summary"] = [l.strip() for l in rep.lines[first:]]
@@ -323,7 +402,7 @@ def main():
     if not os.access(FBT, os.X_OK):
         rep.fail("runtime", "no fbt binary at %s" % FBT)
     stages = [lambda: numerics(rep, prep), lambda: training(rep, prep, describe, spec),
-              lambda: decoding(rep, prep, describe, spec)]
+              lambda: decoding(rep, prep, describe, spec), lambda: tuning(rep, prep)]
     results = []
     for stage in stages:
         try:
@@ -332,7 +411,7 @@ def main():
             rep.fail("stage", "%s: %s" % (type(e).__name__, e))
             results.append([])
         rep.save()
-    summary(rep, results[1] or [], results[2] or [])
+    summary(rep, results[1] or [], results[2] or [], results[3] or [])
     rep.save()
     return 1 if rep.failures else 0
 

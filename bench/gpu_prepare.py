@@ -13,6 +13,8 @@ by git; carried to the GPU machine with the repository, well under 64 MiB):
   model.json, model-b<B>.json     the model spec, and one per decode batch B
   model-b<B>.fbtb                 the model for the target, inference batch B (the
                                   first also serves the training benchmarks)
+  model-b<B>-tune.fbtb            the first of them with kernel variants
+                                  (--tune-space=default), for the tuning stage
   describe.json                   fbtc --describe --json of the model: FLOPs per
                                   token per K, parameters, KV-cache bytes
   prepared.json                   what is where, for gpu_check.py
@@ -89,6 +91,9 @@ def main():
         spec = derive(model, j("model-b%d.json" % b), batch_size=b)
         compile_spec(spec, args.target, j("model-b%d.fbtb" % b))
         decode[str(b)] = "model-b%d.fbtb" % b
+    b0 = args.decode_batches[0]
+    compile_spec(j("model-b%d.json" % b0), args.target, j("model-b%d-tune.fbtb" % b0),
+                 "--tune-space=default")
     describe = subprocess.run([FBTC, args.model, "--describe", "--json"], check=True,
                               stdout=subprocess.PIPE, universal_newlines=True).stdout
     with open(j("describe.json"), "w") as f:
@@ -102,6 +107,8 @@ def main():
                  "bundle_f32": "tiny-f32.fbtb" if gpu else "tiny.fbtb"},
         "train_bundle": first,
         "decode_bundles": decode,
+        "tune_bundle": "model-b%d-tune.fbtb" % b0,
+        "tune_batch": b0,
         "describe": "describe.json",
     }
     with open(j("prepared.json"), "w") as f:

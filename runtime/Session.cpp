@@ -89,9 +89,22 @@ bool Session::useTuning(const TuneOptions &options) {
 
 StepRunner &Session::runner(const std::string &step) {
   auto &r = runners_[step];
-  if (!r)
+  if (!r) {
     r = device_->makeRunner(bundle_.step(step));
+    r->setProbe(probe_);
+  }
   return *r;
+}
+
+void Session::setProbe(CallProbe *probe) {
+  probe_ = probe;
+  for (auto &[name, r] : runners_)
+    r->setProbe(probe);
+}
+
+void Session::releaseSteps() {
+  bindings_.clear();
+  runners_.clear();
 }
 
 void Session::initialize(uint64_t seed) {

@@ -62,6 +62,11 @@ public:
   const ModelConfig &model() const { return model_; }
 
   StepRunner &runner(const std::string &step);
+  /// The probe of every runner, made now or later (the tuner's; null: none).
+  void setProbe(CallProbe *probe);
+  /// Frees every step's runner and binding (their arenas); the next run of
+  /// a step makes them again. No Decoder may be alive.
+  void releaseSteps();
 
   /// Runs the kernels (and GEMM algorithms) the tune cache chose for this
   /// bundle on this device, saying so on stderr; call before any step runs.
@@ -101,6 +106,7 @@ private:
   StepBinding &trainBinding(const std::string &step, bool update);
   std::string tokenizerName_ = "bytes";
   bool tuned_ = false;
+  CallProbe *probe_ = nullptr;
   std::unique_ptr<Tokenizer> tokenizer_;
 
   // Declared in the order they depend on each other: runners, bindings and

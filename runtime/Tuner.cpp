@@ -382,11 +382,15 @@ std::vector<double> totals(const Measurer::Tally &t) {
 //===----------------------------------------------------------------------===//
 
 /// One way of running steps: a training step, an evaluation, generation in
-/// a regime. run(session, i) runs it once, with inputs varied by i.
+/// a regime. run(session, i) runs it once, with inputs varied by i;
+/// runs(step) says whether it runs that step.
 struct Workload {
   std::string name;
   std::function<void(Session &, int64_t)> run;
+  std::function<bool(const std::string &)> runs;
 };
+
+bool startsWith(const std::string &s, const char *prefix) { return s.rfind(prefix, 0) == 0; }
 
 std::vector<Workload> workloads(const Bundle &bundle, const ModelConfig &c) {
   std::vector<Workload> list;
@@ -402,34 +406,60 @@ std::vector<Workload> workloads(const Bundle &bundle, const ModelConfig &c) {
     if (std::sscanf(name.c_str(), "train_k%lld", (long long *)&k) != 1 &&
         std::sscanf(name.c_str(), "eval_k%lld", (long long *)&k) != 1)
       continue;
+    auto itself = [name = name](const std::string &step) { return step == name; };
     if (plan.kind == "train")
-      list.push_back({name, [=](Session &s, int64_t i) {
+      list.push_back({name,
+                      [=](Session &s, int64_t i) {
                         s.trainStep(k, tokens(bt, 5, i).data(), tokens(bt, 6, i).data(), i,
                                     1e-4f);
-                      }});
+                      },
+                      itself});
     else if (plan.kind == "grads")
-      list.push_back({name, [=](Session &s, int64_t i) {
+      list.push_back({name,
+                      [=](Session &s, int64_t i) {
                         s.evalStep(k, tokens(bt, 5, i).data(), tokens(bt, 6, i).data(), i);
-                      }});
+                      },
+                      itself});
     else if (plan.kind == "eval")
-      list.push_back({name, [=](Session &s, int64_t i) {
+      list.push_back({name,
+                      [=](Session &s, int64_t i) {
                         s.inferenceStep(k, tokens(bt, 5, i).data(), tokens(bt, 6, i).data());
-                      }});
+                      },
+                      itself});
   }
+  // The most used first: the timing phase may run out of budget.
+  std::stable_sort(list.begin(), list.end(), [](const Workload &a, const Workload &b) {
+    auto rank = [](const std::string &n) {
+      return n == "train_k1" || n == "train_k2" ? 0 : startsWith(n, "eval") ? 2 : 3;
+    };
+    return rank(a.name) < rank(b.name);
+  });
   if (bundle.hasStep("prefill") && bundle.hasStep("decode_step")) {
     std::vector<std::string> regimes = {"standard", "soft"};
     if (bundle.hasStep("prefill_fused"))
       regimes.push_back("fused");
+    std::vector<Workload> decoding;
     for (const std::string &r : regimes)
-      list.push_back({"decode:" + r, [=](Session &s, int64_t i) {
-                        Decoder d(s);
-                        std::vector<std::vector<int32_t>> prompts;
-                        for (int64_t row = 0; row < d.batchSize(); ++row)
-                          prompts.push_back(tokens(d.maxPrompt(), 7 + row, i));
-                        SamplingOptions greedy;
-                        d.generate(prompts, Regime::parse(r), greedy, 8,
-                                   [](int64_t, int32_t) { return true; });
-                      }});
+      decoding.push_back(
+          {"decode:" + r,
+           [=](Session &s, int64_t i) {
+             Decoder d(s);
+             std::vector<std::vector<int32_t>> prompts;
+             for (int64_t row = 0; row < d.batchSize(); ++row)
+               prompts.push_back(tokens(d.maxPrompt(), 7 + row, i));
+             SamplingOptions greedy;
+             d.generate(prompts, Regime::parse(r), greedy, 8,
+                        [](int64_t, int32_t) { return true; });
+           },
+           [=](const std::string &step) {
+             if (startsWith(step, "prefill_fused"))
+               return r == "fused";
+             if (startsWith(step, "decode_step_plain"))
+               return r == "standard";
+             return startsWith(step, "prefill") || startsWith(step, "decode_step");
+           }});
+    list.insert(list.begin() + std::min<size_t>(2, list.size()), decoding.begin(),
+                decoding.end());
   }
   return list;
 }
@@ -487,28 +517,30 @@ TuneReport tuneBundle(const std::string &bundlePath, const TuneSettings &given) 
   report.device = probe.device().describe();
   report.bundleKey = bundleKey(bundle);
   probe.initialize(1);
-  std::vector<Workload> work = workloads(bundle, probe.model());
-
-  // 1. Measure, every step probed, one run of each workload.
-  Measurer measurer(bundle, settings, settings.clock() + settings.budgetSeconds);
-  for (const auto &[name, plan] : bundle.steps())
+  // The workloads that run a step probed (--steps; all without).
+  std::vector<Workload> work;
+  for (Workload &w : workloads(bundle, probe.model()))
     if (settings.steps.empty() ||
-        std::count(settings.steps.begin(), settings.steps.end(), name))
-      probe.runner(name).setProbe(&measurer);
+        std::any_of(settings.steps.begin(), settings.steps.end(), w.runs))
+      work.push_back(std::move(w));
+
+  // 1. Measure: one run of each workload, its steps probed. Each step's
+  // runner goes when its workload is done: the arenas of every K at once
+  // may not fit.
+  Measurer measurer(bundle, settings, settings.clock() + settings.budgetSeconds);
+  probe.setProbe(&measurer);
   {
     std::unique_ptr<ProgressBar> bar = progress(settings, work.size(), "measuring");
     for (size_t i = 0; i < work.size(); ++i) {
       if (bar)
         bar->setField("run", work[i].name);
       work[i].run(probe, 0);
+      probe.releaseSteps();
       if (bar)
         bar->update(i + 1);
     }
   }
-  for (const auto &[name, plan] : bundle.steps())
-    if (settings.steps.empty() ||
-        std::count(settings.steps.begin(), settings.steps.end(), name))
-      probe.runner(name).setProbe(nullptr);
+  probe.setProbe(nullptr);
   report.outOfBudget = measurer.outOfBudget;
 
   // 2. Choose.
@@ -558,19 +590,23 @@ TuneReport tuneBundle(const std::string &bundlePath, const TuneSettings &given) 
     after.device().selectKernels(choice);
     after.device().selectGemms(gemmChoice);
     std::unique_ptr<ProgressBar> bar = progress(settings, work.size(), "timing");
+    double deadline = settings.clock() + settings.budgetSeconds;
     int64_t done = 0;
     for (const Workload &w : work) {
       if (bar)
         bar->update(done++);
-      if (!settings.steps.empty() && w.name.rfind("decode:", 0) != 0 &&
-          !std::count(settings.steps.begin(), settings.steps.end(), w.name))
+      if (settings.clock() > deadline) {
+        report.untimed.push_back(w.name);
         continue;
+      }
       StepTiming &t = report.steps[w.name];
       std::vector<double> a, b;
       for (int r = 0; r < 2; ++r) {
         a.push_back(timeWorkload(before, w, settings.stepRepeats, settings.clock));
         b.push_back(timeWorkload(after, w, settings.stepRepeats, settings.clock));
       }
+      before.releaseSteps();
+      after.releaseSteps();
       t.defaultSeconds = *std::min_element(a.begin(), a.end());
       t.tunedSeconds = *std::min_element(b.begin(), b.end());
     }
@@ -633,6 +669,7 @@ Json TuneReport::toJson() const {
                        {"cache", cachePath},
                        {"bundle_key", bundleKey},
                        {"out_of_budget", outOfBudget},
+                       {"untimed", untimed},
                        {"kernels", std::move(ks)},
                        {"gemms", std::move(gs)},
                        {"steps", std::move(ss)}});

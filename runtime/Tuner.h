@@ -86,10 +86,12 @@ std::vector<double> timeAlternatives(size_t count, const std::function<void(size
 
 struct TuneSettings {
   std::vector<std::string> steps; ///< plan steps to probe; empty: all
-  double budgetSeconds = 120;     ///< for measuring; the rest stay default
+  /// For measuring (kernels not reached keep their defaults), and again
+  /// for timing the steps before and after (the rest are left untimed).
+  double budgetSeconds = 120;
   int warmup = 1, repeats = 5;    ///< per variant and sampled call
   int callsPerStep = 2;           ///< sampled calls of a kernel per step
-  int stepRepeats = 5;            ///< timed runs of each step, before and after
+  int stepRepeats = 3;            ///< timed runs of each step, twice before and after
   std::function<double()> clock;  ///< seconds; steady_clock when empty
   bool progress = true;           ///< a progress line on stderr
   std::string cachePath;          ///< empty: the device's default file
@@ -118,8 +120,9 @@ struct TuneReport {
   std::string device, cachePath, bundleKey;
   std::vector<KernelTuning> kernels;
   std::vector<GemmTuning> gemms;
-  std::map<std::string, StepTiming> steps; ///< per workload ("train_k2", "decode")
-  bool outOfBudget = false;
+  std::map<std::string, StepTiming> steps; ///< per workload ("train_k2", "decode:soft")
+  std::vector<std::string> untimed;        ///< workloads the budget left out
+  bool outOfBudget = false;                ///< some kernels were not measured
   /// The cache entry: every measured kernel's choice and every GEMM's.
   TuneEntry entry(const Bundle &bundle) const;
   Json toJson() const;

@@ -69,6 +69,12 @@ void printTable(const TuneReport &r) {
                 1e3 * t.tunedSeconds, t.defaultSeconds / std::max(1e-12, t.tunedSeconds));
   if (r.outOfBudget)
     std::printf("\nthe budget ran out: kernels not measured keep their defaults\n");
+  if (!r.untimed.empty()) {
+    std::string names;
+    for (const std::string &n : r.untimed)
+      names += (names.empty() ? "" : ", ") + n;
+    std::printf("not timed (budget): %s\n", names.c_str());
+  }
   std::printf("\nstored in %s\n", r.cachePath.c_str());
 }
 } // namespace
@@ -83,8 +89,9 @@ int runTune(int argc, char **argv) {
       .text("cache", "FILE",
             "the tune cache to update (default: this device's file under "
             "$XDG_CACHE_HOME/fbt/tune, else ~/.cache/fbt/tune)")
-      .number("budget", "SECONDS", "time for measuring (default 120); kernels not "
-                                   "reached keep their defaults")
+      .number("budget", "SECONDS",
+              "time for measuring, and again for timing the steps (default 120); "
+              "kernels not reached keep their defaults")
       .integer("repeats", "N", "timed calls per variant and sampled call (default 5)")
       .flag("json", "print one JSON object instead of tables")
       .footer("A variant is kept only if every argument it writes matches the "
