@@ -45,9 +45,9 @@ def main():
     ap.add_argument("--specs", nargs="+",
                     default=[os.path.join(ROOT, "specs", s) for s in ("tiny.json", "small.json")])
     ap.add_argument("--passes", type=int, nargs="+", default=[1, 2])
-    ap.add_argument("--steps", type=int, default=5)
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--budget", type=float, default=60)
+    ap.add_argument("--steps", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--budget", type=float, default=45)
     args = ap.parse_args()
 
     rows = []

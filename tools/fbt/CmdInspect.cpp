@@ -50,6 +50,16 @@ int runInspect(int argc, char **argv) {
     std::printf("kernels  %zu generated, %zu bytes of code\n", b.kernels().size(),
                 b.kernelLibrary().size());
   }
+  if (!b.variants().empty()) {
+    size_t builds = 0;
+    for (const auto &[kernel, v] : b.variants())
+      builds += v.builds.size() - 1;
+    std::printf("variants %zu kernels tunable, %zu other builds (fbt tune chooses)\n",
+                b.variants().size(), builds);
+  }
+  if (b.tuned())
+    std::printf("tuned    the builds fbt tune chose on %s, %s\n",
+                dumpJson(b.tuned()->device).c_str(), b.tuned()->tunedAt.c_str());
   std::printf("steps\n");
   for (const auto &[name, plan] : b.steps()) {
     int64_t gemms = 0;
