@@ -47,7 +47,7 @@ def main():
     ap.add_argument("--passes", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--steps", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("--budget", type=float, default=45)
+    ap.add_argument("--budget", type=float, default=30)
     args = ap.parse_args()
 
     rows = []
@@ -92,7 +92,7 @@ def main():
                 ratio = (best["tuned"] / best["default"] if key == "tokens_per_s"
                          else best["default"] / best["tuned"])
                 rows.append(dict(spec=name, work=label, unit=key, **best, speedup=ratio))
-                print("  %-11s default %10.3f  tuned %10.3f  %s  speedup %.3fx" % (
+                print("  %-11s default %10.4g  tuned %10.4g  %s  speedup %.3fx" % (
                     label, best["default"], best["tuned"], key, ratio))
     print(json.dumps(rows))
     return 0
