@@ -67,6 +67,13 @@ struct ToKernels : fbt::impl::FbtToKernelsBase<ToKernels> {
           return signalPassFailure();
       fn->setAttr("fbt.kernels", UnitAttr::get(&getContext()));
     }
+    // Every configuration given must have found its kernel, as it was tuned.
+    for (const auto &[kernel, config] : given)
+      if (!built.count(kernel)) {
+        module.emitError() << "fbt-to-kernels: configs: this module has no kernel '"
+                           << kernel << "' (tuned for another build of the model?)";
+        return signalPassFailure();
+      }
   }
 
   LogicalResult lower(Operation *op, OpBuilder &kernels) {
@@ -108,8 +115,11 @@ struct ToKernels : fbt::impl::FbtToKernelsBase<ToKernels> {
       FailureOr<func::FuncOp> fn =
           buildKernel(kernels, op, name, kernelTarget, resultElements,
                       config == given.end() ? KernelConfig() : config->second);
-      if (failed(fn) || failed(buildVariants(*fn, op, resultElements, kernels)))
+      if (failed(fn) || failed(checkGiven(*fn, config == given.end() ? nullptr
+                                                                      : &config->second)) ||
+          failed(buildVariants(*fn, op, resultElements, kernels)))
         return failure();
+      built.insert(name);
       it = byKey.insert({kernelKey(op, resultTypes), name}).first;
     }
     SmallVector<Value> operands(op->getOperands());
@@ -163,6 +173,26 @@ struct ToKernels : fbt::impl::FbtToKernelsBase<ToKernels> {
                           FlatSymbolRefAttr::get(fn.getSymNameAttr()));
       ++count;
     }
+    return success();
+  }
+
+  /// A kernel built in a given configuration (configs) must have been built
+  /// with exactly those knobs, and fit a GPU block: otherwise the
+  /// configuration was tuned for another kernel of that name.
+  LogicalResult checkGiven(func::FuncOp fn, const KernelConfig *config) {
+    if (!config)
+      return success();
+    KernelConfig built = configFromAttr(fn->getAttrOfType<DictionaryAttr>(kConfigAttr));
+    if (built != *config)
+      return fn.emitError() << "fbt-to-kernels: configs: kernel '" << fn.getSymName()
+                            << "' builds as {" << describe(built) << "}, not {"
+                            << describe(*config) << "} (tuned for another build of "
+                            << "the model?)";
+    if (kernelTarget == KernelTarget::Gpu && sharedBytesPerBlock(fn) > kGpuStaticSharedBytes)
+      return fn.emitError() << "fbt-to-kernels: configs: kernel '" << fn.getSymName()
+                            << "' with {" << describe(*config) << "} needs "
+                            << sharedBytesPerBlock(fn)
+                            << " bytes of shared memory per block, more than a block has";
     return success();
   }
 
@@ -260,6 +290,7 @@ struct ToKernels : fbt::impl::FbtToKernelsBase<ToKernels> {
 
   std::map<KernelKey, std::string> byKey;
   std::map<std::string, KernelConfig> given; ///< the `configs` option's
+  std::set<std::string> built;               ///< kernels built so far
   KernelTarget kernelTarget = KernelTarget::Cpu;
   bool narrow = false;     ///< storage=bf16
   bool narrowStep = false; ///< ... and the step being lowered is a training step

@@ -146,9 +146,14 @@ std::string targetName(const Json &target) {
   const Json *chip = jsonFind(target, "chip"); // nvptx; a CPU's is "cpu"
   if (!chip)
     chip = jsonFind(target, "cpu");
-  return chip && chip->is_string() && !chip->get<std::string>().empty()
-             ? kind + ":" + chip->get<std::string>()
-             : kind;
+  std::string name = chip && chip->is_string() && !chip->get<std::string>().empty()
+                         ? kind + ":" + chip->get<std::string>()
+                         : kind;
+  // GPU bundles differ in their kernels with the activations' storage.
+  if (const Json *storage = jsonFind(target, "storage"))
+    if (storage->is_string() && !storage->get<std::string>().empty())
+      name += ":" + storage->get<std::string>();
+  return name;
 }
 
 Json toJson(const TuneCache &cache) {

@@ -52,7 +52,7 @@ struct TunedGemm {
 
 struct TuneEntry {
   std::string model;  ///< modelHash(): the spec it was compiled from
-  std::string target; ///< targetName(): "cpu:x86-64-v3", "nvptx:sm_90"
+  std::string target; ///< targetName(): "cpu:x86-64-v3", "nvptx:sm_90:bf16"
   std::string tunedAt;
   std::map<std::string, TunedKernel> kernels;
   std::vector<TunedGemm> gemms;

@@ -1,8 +1,5 @@
 // RUN: fbt-opt %s -split-input-file --fbt-to-kernels="target=gpu tune-space=default" | FileCheck %s
 // RUN: fbt-opt %s -split-input-file --fbt-to-kernels="target=cpu tune-space=default" | FileCheck %s --check-prefix=CPU
-// RUN: fbt-opt %s -split-input-file --fbt-to-kernels="target=gpu configs=k1_rmsnorm:row_threads=512" | FileCheck %s --check-prefix=GIVEN
-// RUN: not fbt-opt %s -split-input-file --fbt-to-kernels="target=gpu tune-space=default configs=k1_rmsnorm:row_threads=512" 2>&1 | FileCheck %s --check-prefix=BOTH
-// RUN: not fbt-opt %s -split-input-file --fbt-to-kernels="target=gpu configs=k1_rmsnorm:threads=512" 2>&1 | FileCheck %s --check-prefix=KNOB
 
 // tune-space: every kernel once more per other value of the knobs its
 // generator asked for, as variants the steps never call; the knobs' values
@@ -30,14 +27,7 @@
 // CPU: func.func @k1_rmsnorm__v1({{.*}}) attributes {fbt.config = {grain = 1 : i64}, fbt.kernel, fbt.variant_of = @k1_rmsnorm}
 // CPU: func.func @k1_rmsnorm__v2({{.*}}) attributes {fbt.config = {grain = 8 : i64}, fbt.kernel, fbt.variant_of = @k1_rmsnorm}
 
-// configs (fbtc --tuned): the named kernel built as given, and nothing else.
-// GIVEN: func.func @k0_rmsnorm({{.*}}) attributes {fbt.config = {row_threads = 32 : i64}, fbt.kernel}
-// GIVEN: func.func @k1_rmsnorm({{.*}}) attributes {fbt.config = {row_threads = 512 : i64}, fbt.kernel}
-// GIVEN: fbt.threads = 512
-// GIVEN-NOT: __v
 
-// BOTH: configs and tune-space exclude each other
-// KNOB: configs: 'k1_rmsnorm:threads=512': unknown knob 'threads'
 func.func @step(%x: tensor<2x4x16xf32>, %s: tensor<16xf32>, %big: tensor<64x4x128xf32>, %t: tensor<128xf32>)
     -> (tensor<2x4x16xf32>, tensor<64x4x128xf32>) attributes {fbt.step = "eval"} {
   %n = fbt.rmsnorm %x, %s {epsilon = 1.0e-5 : f64} : (tensor<2x4x16xf32>, tensor<16xf32>) -> tensor<2x4x16xf32>

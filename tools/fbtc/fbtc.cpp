@@ -226,12 +226,13 @@ void recordVariant(mlir::func::FuncOp fn, ::fbt::VariantTable &variants) {
 }
 
 /// What the bundle's manifest will call the target ("cpu:x86-64-v3",
-/// "nvptx:sm_90", "simt"), as the tune cache records it.
+/// "nvptx:sm_90:bf16", "simt:f32"), as the tune cache records it
+/// (targetName).
 std::string bundleTargetName() {
   if (isNvidia(target))
-    return "nvptx:" + nvptxOptions().chip;
+    return "nvptx:" + nvptxOptions().chip + ":" + gpuStorage;
   if (target == Target::Simt)
-    return "simt";
+    return "simt:" + gpuStorage;
   mlir::fbt::CpuTargetOptions cpu;
   cpu.cpu = cpuName;
   return "cpu:" + mlir::fbt::resolvedCpu(cpu);
