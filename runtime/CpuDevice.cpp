@@ -51,7 +51,13 @@ public:
   std::unique_ptr<StepRunner> makeRunner(const StepPlan &plan) override {
     return std::make_unique<CpuStepRunner>(
         plan, kernels_, bundle_.target().emulated() ? &bundle_ : nullptr,
-        kernelChoice());
+        kernelChoice(), gemms_);
+  }
+
+  void selectGemms(const std::vector<TunedGemm> &gemms) override {
+    gemms_.clear();
+    for (const TunedGemm &g : gemms)
+      gemms_[g.shape] = (int)g.algorithm;
   }
 
   Json tuneKey() const override {
@@ -76,6 +82,7 @@ private:
   const Bundle &bundle_;
   std::string cpu_;
   KernelLibrary kernels_;
+  std::map<std::string, int> gemms_; // shape -> GemmSplit (tune cache)
 };
 } // namespace
 

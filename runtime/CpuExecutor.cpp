@@ -16,7 +16,8 @@
 namespace fbt {
 
 CpuStepRunner::CpuStepRunner(const StepPlan &plan, const KernelLibrary &kernels,
-                             const Bundle *emulated, const KernelChoice &choice)
+                             const Bundle *emulated, const KernelChoice &choice,
+                             const std::map<std::string, int> &gemms)
     : StepRunner(plan), library_(kernels), emulated_(emulated), arena_(plan.arenaBytes) {
   for (const PlanOp &op : plan.ops) {
     if (!emulated && op.kernel.empty() &&
@@ -26,6 +27,11 @@ CpuStepRunner::CpuStepRunner(const StepPlan &plan, const KernelLibrary &kernels,
     auto chosen = choice.find(op.kernel);
     const std::string &symbol = chosen == choice.end() ? op.kernel : chosen->second;
     symbols_.push_back(op.kernel.empty() ? "gemm" : symbol);
+    auto split = op.kernel.empty() ? gemms.find(gemmShapeKey(op)) : gemms.end();
+    splits_.push_back(split != gemms.end() && split->second >= 0 &&
+                              split->second < kGemmSplits
+                          ? static_cast<GemmSplit>(split->second)
+                          : GemmSplit::Auto);
     launches_.push_back(emulated && !op.kernel.empty() ? launchesOf(symbol)
                                                        : std::vector<Launch>());
     kernels_.push_back(op.kernel.empty() || emulated ? nullptr : kernels.lookup(symbol));
@@ -75,7 +81,7 @@ void CpuStepRunner::run(const std::vector<void *> &inputs,
       probedOp_ = ~size_t(0);
     }
     if (op.kernel.empty())
-      gemm(op, args[0], args[1], args[2]);
+      gemm(op, args[0], args[1], args[2], splits_[i]);
     else
       call(kernels_[i], launches_[i], op.args.size());
     if (profile_)
@@ -129,6 +135,20 @@ void CpuStepRunner::callVariant(size_t op, const std::string &symbol) {
     this->call(library_.lookup(symbol), {}, call.args.size());
 }
 
+int CpuStepRunner::gemmAlgorithms(size_t op) {
+  argument(op, 0);
+  const PlanOp &call = plan_.ops[op];
+  return call.kernel.empty() && gemmIsSplit(call.m, call.n, call.k) ? kGemmSplits : 0;
+}
+
+void CpuStepRunner::callGemm(size_t op, int algorithm) {
+  argument(op, 0);
+  if (algorithm < 0 || algorithm >= kGemmSplits || !plan_.ops[op].kernel.empty())
+    throw RuntimeError("call " + std::to_string(op) + " of step '" + plan_.name +
+                       "': no GEMM algorithm " + std::to_string(algorithm));
+  gemm(plan_.ops[op], args_[0], args_[1], args_[2], static_cast<GemmSplit>(algorithm));
+}
+
 double CpuStepRunner::gemmAloneGflops(int repeats) {
   // One set of buffers, as large as the largest GEMM's, serves them all.
   auto bytes = [](int64_t n, DType type) { return n * (int64_t)dtypeSize(type); };
@@ -152,7 +172,7 @@ double CpuStepRunner::gemmAloneGflops(int repeats) {
     auto start = std::chrono::steady_clock::now();
     for (const PlanOp &op : plan_.ops)
       if (op.kernel.empty())
-        gemm(op, a.data(), b.data(), c.data());
+        gemm(op, a.data(), b.data(), c.data(), GemmSplit::Auto);
     if (r >= 0)
       times.push_back(std::chrono::duration<double>(
                           std::chrono::steady_clock::now() - start).count());
@@ -161,7 +181,7 @@ double CpuStepRunner::gemmAloneGflops(int repeats) {
   return flops / times[times.size() / 2] / 1e9;
 }
 
-void CpuStepRunner::gemm(const PlanOp &op, void *a, void *b, void *c) {
+void CpuStepRunner::gemm(const PlanOp &op, void *a, void *b, void *c, GemmSplit split) {
   auto operand = [](void *p, DType type, int64_t n,
                     std::vector<float> &wide) -> float * {
     if (type != DType::BF16)
@@ -178,7 +198,7 @@ void CpuStepRunner::gemm(const PlanOp &op, void *a, void *b, void *c) {
   if (round)
     result_.resize(op.m * op.n);
   float *z = round ? result_.data() : static_cast<float *>(c);
-  parallelSgemm(op.transposeLhs, op.transposeRhs, op.m, op.n, op.k, x, y, z);
+  parallelSgemm(op.transposeLhs, op.transposeRhs, op.m, op.n, op.k, x, y, z, split);
   if (round) {
     uint16_t *h = static_cast<uint16_t *>(c);
     for (int64_t i = 0; i < op.m * op.n; ++i)

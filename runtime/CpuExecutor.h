@@ -15,10 +15,12 @@
 #define FBT_RUNTIME_CPUEXECUTOR_H
 
 #include "runtime/AlignedBuffer.h"
+#include "runtime/CpuGemm.h"
 #include "runtime/KernelLibrary.h"
 #include "runtime/StepRunner.h"
 #include "runtime/TuneCache.h"
 
+#include <map>
 #include <vector>
 
 namespace fbt {
@@ -28,8 +30,10 @@ public:
   /// `emulated`: the bundle of an emulated GPU, whose launches `kernels`
   /// holds (by entry name); null for a CPU bundle.
   /// `choice`: the variant that runs each kernel's calls (Device.h).
+  /// `gemms`: gemmShapeKey -> GemmSplit, the GEMMs' splits (CpuGemm.h).
   CpuStepRunner(const StepPlan &plan, const KernelLibrary &kernels,
-                const Bundle *emulated = nullptr, const KernelChoice &choice = {});
+                const Bundle *emulated = nullptr, const KernelChoice &choice = {},
+                const std::map<std::string, int> &gemms = {});
 
   void run(const std::vector<void *> &inputs,
            const std::vector<void *> &outputs) override;
@@ -38,13 +42,15 @@ public:
   void readArgument(size_t op, size_t arg, void *host) override;
   void writeArgument(size_t op, size_t arg, const void *host) override;
   void callVariant(size_t op, const std::string &symbol) override;
+  int gemmAlgorithms(size_t op) override;
+  void callGemm(size_t op, int algorithm) override;
 
 private:
   struct Launch {
     KernelLibrary::Kernel fn;
     const KernelLaunch *shape;
   };
-  void gemm(const PlanOp &op, void *a, void *b, void *c);
+  void gemm(const PlanOp &op, void *a, void *b, void *c, GemmSplit split);
   /// Runs a kernel call: `fn` on the CPU, else the emulated launches.
   void call(KernelLibrary::Kernel fn, const std::vector<Launch> &launches,
             size_t count);
@@ -59,6 +65,7 @@ private:
 
   std::vector<KernelLibrary::Kernel> kernels_; // per op (null for GEMMs)
   std::vector<std::string> symbols_;           // per op: what runs it
+  std::vector<GemmSplit> splits_;              // per op: a GEMM's split
   std::vector<std::vector<Launch>> launches_;  // per op, emulated GPU only
   std::vector<float> lhs_, rhs_, result_;      // bf16 GEMMs widened to f32
   AlignedBuffer arena_;

@@ -33,18 +33,30 @@ void sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a,
 constexpr int64_t kSplitWork = 1 << 18;
 } // namespace
 
+bool gemmIsSplit(int64_t m, int64_t n, int64_t k) {
+#ifdef FBT_HAVE_OPENMP
+  return cpuThreads() > 1 && m * n * k >= kSplitWork;
+#else
+  (void)m, (void)n, (void)k;
+  return false;
+#endif
+}
+
 void parallelSgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
-                   const float *a, const float *b, float *c) {
+                   const float *a, const float *b, float *c, GemmSplit split) {
   int64_t lda = ta ? m : k, ldb = tb ? k : n;
 #ifdef FBT_HAVE_OPENMP
   singleThreadedBlas();
   int threads = cpuThreads();
-  if (threads > 1 && m * n * k >= kSplitWork) {
-    // Panels of the output's longer side, in multiples of 16 (BLAS's
-    // register blocks), so that every thread's panel is a whole GEMM.
-    bool byRows = m > n;
+  if (gemmIsSplit(m, n, k) && split != GemmSplit::Serial) {
+    // Panels of the output's longer side (by default), in multiples of 16
+    // (BLAS's register blocks), so that every thread's panel is a whole GEMM.
+    bool other = split == GemmSplit::Other || split == GemmSplit::OtherFine;
+    bool fine = split == GemmSplit::AutoFine || split == GemmSplit::OtherFine;
+    bool byRows = (m > n) != other;
     int64_t extent = byRows ? m : n;
-    int64_t panel = (extent + threads - 1) / threads;
+    int64_t pieces = fine ? 2 * threads : threads;
+    int64_t panel = (extent + pieces - 1) / pieces;
     panel = std::max<int64_t>(16, (panel + 15) / 16 * 16);
     int64_t panels = (extent + panel - 1) / panel;
 #pragma omp parallel for num_threads(threads) schedule(static, 1)

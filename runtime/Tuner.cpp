@@ -512,9 +512,9 @@ TuneReport tuneBundle(const std::string &bundlePath, const TuneSettings &given) 
   for (const std::string &s : settings.steps)
     if (!bundle.hasStep(s))
       throw RuntimeError(bundlePath + " has no step '" + s + "' (--steps)");
-  if (bundle.variants().empty() && !bundle.target().gpu())
-    throw RuntimeError(bundlePath + " has no kernel variants to choose from: compile it "
-                                    "with fbtc --tune-space=default (or wide)");
+  if (bundle.variants().empty())
+    tuneWarning(bundlePath + " has no kernel variants (fbtc --tune-space=default "
+                             "builds them): tuning its GEMMs only");
   report.device = probe.device().describe();
   report.bundleKey = bundleKey(bundle);
   probe.initialize(1);
@@ -576,7 +576,10 @@ TuneReport tuneBundle(const std::string &bundlePath, const TuneSettings &given) 
     for (size_t i = 0; i < seconds.size(); ++i)
       v.push_back({std::to_string(i), {}, t.rejected[i].empty() ? seconds[i] : -1,
                    t.rejected[i]});
-    GemmTuning g{measurer.gemmShapes[key], (int)v.size(), 0, 1};
+    GemmTuning g{measurer.gemmShapes[key], (int)v.size(), 0, 1, {}};
+    for (size_t i = 0; i < v.size(); ++i)
+      if (!v[i].rejected.empty())
+        g.rejected.push_back("algorithm " + std::to_string(i) + ": " + v[i].rejected);
     g.chosen = (int)chooseVariant(v);
     g.speedup = v[0].seconds / std::max(1e-12, v[g.chosen].seconds);
     gemmChoice.push_back({g.shape, g.chosen, g.speedup});
@@ -661,7 +664,8 @@ Json TuneReport::toJson() const {
     gs.push_back(Json::object({{"shape", g.shape},
                                {"algorithms", g.algorithms},
                                {"chosen", g.chosen},
-                               {"speedup", g.speedup}}));
+                               {"speedup", g.speedup},
+                               {"rejected", g.rejected}}));
   for (const auto &[name, t] : steps)
     ss[name] = Json::object({{"default_ms", 1e3 * t.defaultSeconds},
                              {"tuned_ms", 1e3 * t.tunedSeconds},

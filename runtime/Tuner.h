@@ -110,6 +110,7 @@ struct GemmTuning {
   int algorithms = 0; ///< candidates tried
   int chosen = 0;
   double speedup = 1;
+  std::vector<std::string> rejected; ///< "algorithm 3: why"
 };
 
 struct StepTiming {

@@ -38,6 +38,11 @@ def main():
                 problems.append(f"{v['symbol']}: no time")
         if k["speedup"] < 1:
             problems.append(f"{k['name']}: chose a slower variant ({k['speedup']})")
+    for g in report["gemms"]:
+        for why in g["rejected"]:
+            problems.append(f"GEMM {g['shape']}: {why}")
+        if not 0 <= g["chosen"] < g["algorithms"] or g["speedup"] < 1:
+            problems.append(f"GEMM {g['shape']}: chose {g['chosen']} ({g['speedup']}x)")
     for s in steps:
         t = report["steps"].get(s)
         if not t or not (t["default_ms"] > 0 and t["tuned_ms"] > 0):
@@ -48,6 +53,7 @@ def main():
     print(f"ok: {len(report['kernels'])} kernels, "
           f"{sum(len(k['variants']) for k in report['kernels'])} variants, "
           f"{sum(k['measured'] for k in report['kernels'])} measured, "
+          f"{len(report['gemms'])} GEMM shapes, "
           f"{len(report['steps'])} steps")
 
 

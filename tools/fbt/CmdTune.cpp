@@ -1,7 +1,8 @@
 //===- CmdTune.cpp - fbt tune: kernel variants for the device at hand -----===//
 //
 // Times every variant of every kernel of a bundle compiled with
-// --tune-space (and, on a GPU, cuBLASLt's candidates for every GEMM shape)
+// --tune-space, and every GEMM shape's algorithms (on a GPU cuBLASLt's
+// heuristic candidates, on the CPU how the GEMM is split across threads)
 // inside the bundle's real steps, keeps the fastest that computes what the
 // default does, and stores the choice in this device's tune cache, which
 // train, generate, eval, bench and serve then use (runtime/Tuner.h).
@@ -59,9 +60,12 @@ void printTable(const TuneReport &r) {
   if (!r.gemms.empty()) {
     std::printf("\n%-40s %10s %7s %8s\n", "GEMM (m,n,k,ta,tb,types)", "algorithms",
                 "chosen", "speedup");
-    for (const GemmTuning &g : r.gemms)
+    for (const GemmTuning &g : r.gemms) {
       std::printf("%-40s %10d %7d %7.2fx\n", g.shape.c_str(), g.algorithms, g.chosen,
                   g.speedup);
+      for (const std::string &why : g.rejected)
+        std::printf("    rejected %s\n", why.c_str());
+    }
   }
   std::printf("\n%-20s %12s %12s %8s\n", "steps", "default ms", "tuned ms", "speedup");
   for (const auto &[name, t] : r.steps)
