@@ -428,13 +428,17 @@ std::vector<Workload> workloads(const Bundle &bundle, const ModelConfig &c) {
                       },
                       itself});
   }
-  // The most used first: the timing phase may run out of budget.
-  std::stable_sort(list.begin(), list.end(), [](const Workload &a, const Workload &b) {
-    auto rank = [](const std::string &n) {
-      return n == "train_k1" || n == "train_k2" ? 0 : startsWith(n, "eval") ? 2 : 3;
-    };
-    return rank(a.name) < rank(b.name);
-  });
+  // The most used first (K = 1, 2, then decoding below, evaluation, the
+  // other K): the timing phase may run out of budget.
+  auto rank = [](const std::string &n) {
+    return n == "train_k1" || n == "train_k2" ? 0 : startsWith(n, "eval") ? 1 : 2;
+  };
+  std::vector<Workload> ordered;
+  for (int r = 0; r < 3; ++r)
+    for (const Workload &w : list)
+      if (rank(w.name) == r)
+        ordered.push_back(w);
+  list = std::move(ordered);
   if (bundle.hasStep("prefill") && bundle.hasStep("decode_step")) {
     std::vector<std::string> regimes = {"standard", "soft"};
     if (bundle.hasStep("prefill_fused"))
@@ -576,7 +580,7 @@ TuneReport tuneBundle(const std::string &bundlePath, const TuneSettings &given) 
     for (size_t i = 0; i < seconds.size(); ++i)
       v.push_back({std::to_string(i), {}, t.rejected[i].empty() ? seconds[i] : -1,
                    t.rejected[i]});
-    GemmTuning g{measurer.gemmShapes[key], (int)v.size(), 0, 1, {}};
+    GemmTuning g{measurer.gemmShapes[key], (int)v.size(), 0, 1, {}, {}};
     for (size_t i = 0; i < v.size(); ++i)
       if (!v[i].rejected.empty())
         g.rejected.push_back("algorithm " + std::to_string(i) + ": " + v[i].rejected);
@@ -586,36 +590,93 @@ TuneReport tuneBundle(const std::string &bundlePath, const TuneSettings &given) 
     report.gemms.push_back(g);
   }
 
-  // 3. Each workload before and after, alternating sessions.
+  // 3. Each workload before and after, alternating sessions. What holds of
+  // one call timed alone need not hold in the step (what is in the caches,
+  // how the threads hand work on): a workload the choice makes slower gets
+  // the defaults back for every kernel and GEMM shape its steps call, and
+  // what those reach is timed again.
   {
     Session before(bundlePath), after(bundlePath);
     before.initialize(1);
     after.initialize(1);
-    after.device().selectKernels(choice);
-    after.device().selectGemms(gemmChoice);
-    std::unique_ptr<ProgressBar> bar = progress(settings, work.size(), "timing");
-    double deadline = settings.clock() + settings.budgetSeconds;
-    int64_t done = 0;
-    for (const Workload &w : work) {
+    auto calls = [&](const Workload &w) {
+      std::set<std::string> keys;
+      for (const auto &[name, plan] : bundle.steps())
+        if (w.runs(name))
+          for (const PlanOp &op : plan.ops)
+            keys.insert(op.kernel.empty() ? "gemm:" + gemmShapeKey(op) : op.kernel);
+      return keys;
+    };
+    auto timeAll = [&](const std::vector<const Workload *> &which, const char *phase) {
+      after.device().selectKernels(choice);
+      after.device().selectGemms(gemmChoice);
+      std::unique_ptr<ProgressBar> bar = progress(settings, which.size(), phase);
+      double deadline = settings.clock() + settings.budgetSeconds;
+      int64_t done = 0;
+      for (const Workload *w : which) {
+        if (bar)
+          bar->update(done++);
+        if (settings.clock() > deadline) {
+          report.untimed.push_back(w->name);
+          report.steps.erase(w->name);
+          continue;
+        }
+        std::vector<double> a, b;
+        for (int r = 0; r < 2; ++r) {
+          a.push_back(timeWorkload(before, *w, settings.stepRepeats, settings.clock));
+          b.push_back(timeWorkload(after, *w, settings.stepRepeats, settings.clock));
+        }
+        before.releaseSteps();
+        after.releaseSteps();
+        report.steps[w->name] = {*std::min_element(a.begin(), a.end()),
+                                 *std::min_element(b.begin(), b.end())};
+      }
       if (bar)
-        bar->update(done++);
-      if (settings.clock() > deadline) {
-        report.untimed.push_back(w.name);
+        bar->update(done);
+    };
+    std::vector<const Workload *> all;
+    for (const Workload &w : work)
+      all.push_back(&w);
+    timeAll(all, "timing");
+
+    std::map<std::string, std::string> reverted; // kernel or "gemm:shape" -> why
+    for (const Workload &w : work) {
+      auto t = report.steps.find(w.name);
+      if (t == report.steps.end() || t->second.tunedSeconds <= kMinGain * t->second.defaultSeconds)
         continue;
+      for (const std::string &key : calls(w)) {
+        bool dropped = choice.erase(key) > 0;
+        for (TunedGemm &g : gemmChoice)
+          if (g.algorithm != 0 && "gemm:" + g.shape == key) {
+            g.algorithm = 0;
+            dropped = true;
+          }
+        if (dropped)
+          reverted.emplace(key, "made " + w.name + " slower in the step");
       }
-      StepTiming &t = report.steps[w.name];
-      std::vector<double> a, b;
-      for (int r = 0; r < 2; ++r) {
-        a.push_back(timeWorkload(before, w, settings.stepRepeats, settings.clock));
-        b.push_back(timeWorkload(after, w, settings.stepRepeats, settings.clock));
-      }
-      before.releaseSteps();
-      after.releaseSteps();
-      t.defaultSeconds = *std::min_element(a.begin(), a.end());
-      t.tunedSeconds = *std::min_element(b.begin(), b.end());
     }
-    if (bar)
-      bar->update(done);
+    if (!reverted.empty()) {
+      std::vector<const Workload *> again;
+      for (const Workload &w : work) {
+        std::set<std::string> keys = calls(w);
+        if (std::any_of(reverted.begin(), reverted.end(),
+                        [&](const auto &r) { return keys.count(r.first); }))
+          again.push_back(&w);
+      }
+      timeAll(again, "timing again");
+      for (KernelTuning &k : report.kernels)
+        if (auto r = reverted.find(k.kernel); r != reverted.end()) {
+          k.reverted = r->second;
+          k.chosen = 0;
+          k.speedup = 1;
+        }
+      for (GemmTuning &g : report.gemms)
+        if (auto r = reverted.find("gemm:" + g.shape); r != reverted.end()) {
+          g.reverted = r->second;
+          g.chosen = 0;
+          g.speedup = 1;
+        }
+    }
   }
 
   // 4. Store.
@@ -654,18 +715,24 @@ Json TuneReport::toJson() const {
         j["seconds"] = v.seconds;
       variants.push_back(std::move(j));
     }
-    ks.push_back(Json::object({{"name", k.kernel},
-                               {"variants", std::move(variants)},
-                               {"measured", k.measured},
-                               {"chosen", k.variants[k.chosen].symbol},
-                               {"speedup", k.speedup}}));
+    Json kj = Json::object({{"name", k.kernel},
+                            {"variants", std::move(variants)},
+                            {"measured", k.measured},
+                            {"chosen", k.variants[k.chosen].symbol},
+                            {"speedup", k.speedup}});
+    if (!k.reverted.empty())
+      kj["reverted"] = k.reverted;
+    ks.push_back(std::move(kj));
   }
-  for (const GemmTuning &g : gemms)
+  for (const GemmTuning &g : gemms) {
     gs.push_back(Json::object({{"shape", g.shape},
                                {"algorithms", g.algorithms},
                                {"chosen", g.chosen},
                                {"speedup", g.speedup},
                                {"rejected", g.rejected}}));
+    if (!g.reverted.empty())
+      gs.back()["reverted"] = g.reverted;
+  }
   for (const auto &[name, t] : steps)
     ss[name] = Json::object({{"default_ms", 1e3 * t.defaultSeconds},
                              {"tuned_ms", 1e3 * t.tunedSeconds},

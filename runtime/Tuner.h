@@ -11,9 +11,10 @@
 // same for each GEMM shape over cuBLASLt's heuristic candidates. A kernel's
 // time is its sampled calls' medians, weighted by how often each step calls
 // it; the fastest variant wins if it beats the default by kMinGain, ties
-// going to the earlier variant. Then it times each step with the defaults
-// and with the choice, alternating, and stores the choice in the device's
-// tune cache.
+// going to the earlier variant. Then it times each workload with the
+// defaults and with the choice, alternating; one the choice slows down gets
+// the defaults back for what its steps call. The choice goes into the
+// device's tune cache.
 //
 //===----------------------------------------------------------------------===//
 
@@ -103,6 +104,7 @@ struct KernelTuning {
   size_t chosen = 0;
   double speedup = 1; ///< default's seconds over the chosen one's
   bool measured = false; ///< false: never called, or out of budget
+  std::string reverted;  ///< why the default was put back, if it was
 };
 
 struct GemmTuning {
@@ -111,6 +113,7 @@ struct GemmTuning {
   int chosen = 0;
   double speedup = 1;
   std::vector<std::string> rejected; ///< "algorithm 3: why"
+  std::string reverted;              ///< why algorithm 0 was put back, if it was
 };
 
 struct StepTiming {

@@ -56,6 +56,8 @@ void printTable(const TuneReport &r) {
     for (const VariantTiming &v : k.variants)
       if (!v.rejected.empty())
         std::printf("    %s rejected: %s\n", v.symbol.c_str(), v.rejected.c_str());
+    if (!k.reverted.empty())
+      std::printf("    default put back: the choice %s\n", k.reverted.c_str());
   }
   if (!r.gemms.empty()) {
     std::printf("\n%-40s %10s %7s %8s\n", "GEMM (m,n,k,ta,tb,types)", "algorithms",
@@ -65,6 +67,8 @@ void printTable(const TuneReport &r) {
                   g.speedup);
       for (const std::string &why : g.rejected)
         std::printf("    rejected %s\n", why.c_str());
+      if (!g.reverted.empty())
+        std::printf("    algorithm 0 put back: the choice %s\n", g.reverted.c_str());
     }
   }
   std::printf("\n%-20s %12s %12s %8s\n", "steps", "default ms", "tuned ms", "speedup");
