@@ -70,10 +70,17 @@ def main():
             changed = [k for k in report["kernels"]
                        if k["measured"] and k["chosen"] != k["name"]]
             rejected = sum("rejected" in v for k in report["kernels"] for v in k["variants"])
-            print("  fbt tune: %.0f s, %d kernels with variants, %d changed (%s), %d rejected%s" % (
-                time.time() - start, len(report["kernels"]), len(changed),
-                ", ".join("%s %.2fx" % (k["chosen"], k["speedup"]) for k in changed) or "-",
-                rejected, ", out of budget" if report["out_of_budget"] else ""))
+            gemms = [g for g in report["gemms"] if g["chosen"] != 0]
+            put_back = sum("reverted" in k for k in report["kernels"]) + \
+                sum("reverted" in g for g in report["gemms"])
+            print("  fbt tune: %.0f s, %d kernels with variants, %d changed (%s), %d rejected; "
+                  "%d GEMM shapes, %d changed (%s); %d choices put back%s" % (
+                      time.time() - start, len(report["kernels"]), len(changed),
+                      ", ".join("%s %.2fx" % (k["chosen"], k["speedup"]) for k in changed) or "-",
+                      rejected, len(report["gemms"]), len(gemms),
+                      ", ".join("%s split %d %.2fx" % (g["shape"], g["chosen"], g["speedup"])
+                                for g in gemms) or "-",
+                      put_back, ", out of budget" if report["out_of_budget"] else ""))
             work_items = [("train K=%d" % k, ["--train", str(k), "--steps", str(args.steps),
                                               "--warmup", "1"], "tokens_per_s")
                           for k in args.passes]
