@@ -52,8 +52,9 @@ public:
 
   /// What identifies this device to the tune cache (TuneCache.h).
   virtual Json tuneKey() const = 0;
-  /// Which variant runs each kernel (and, on a GPU, which algorithm each
-  /// GEMM shape) in the runners made from now on.
+  /// Which variant runs each kernel, and which algorithm each GEMM shape
+  /// (cuBLASLt's candidate on a GPU, the split across threads on the CPU),
+  /// in the runners made from now on.
   void selectKernels(KernelChoice choice) { choice_ = std::move(choice); }
   virtual void selectGemms(const std::vector<TunedGemm> &gemms) { (void)gemms; }
   const KernelChoice &kernelChoice() const { return choice_; }
