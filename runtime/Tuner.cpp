@@ -469,8 +469,7 @@ std::vector<Workload> workloads(const Bundle &bundle, const ModelConfig &c) {
   return list;
 }
 
-/// Runs `w` on a fresh session of `path` with `choice`, `repeats` times
-/// after one warm-up; the median seconds.
+/// Runs `w` on `s` `repeats` times after one warm-up; the median seconds.
 double timeWorkload(Session &s, const Workload &w, int repeats,
                     const std::function<double()> &clock) {
   w.run(s, 0);
