@@ -167,6 +167,22 @@ std::vector<double> timeAlternatives(size_t count, const std::function<void(size
   return medians;
 }
 
+std::map<std::string, std::string>
+choicesToPutBack(const std::map<std::string, StepTiming> &steps,
+                 const std::map<std::string, std::set<std::string>> &calls,
+                 const std::set<std::string> &chosen) {
+  std::map<std::string, std::string> back;
+  for (const auto &[workload, t] : steps) {
+    auto keys = calls.find(workload);
+    if (t.tunedSeconds <= kMinGain * t.defaultSeconds || keys == calls.end())
+      continue;
+    for (const std::string &key : keys->second)
+      if (chosen.count(key))
+        back.emplace(key, "made " + workload + " slower in the step");
+  }
+  return back;
+}
+
 namespace {
 double steadySeconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
@@ -638,21 +654,22 @@ TuneReport tuneBundle(const std::string &bundlePath, const TuneSettings &given) 
       all.push_back(&w);
     timeAll(all, "timing");
 
-    std::map<std::string, std::string> reverted; // kernel or "gemm:shape" -> why
-    for (const Workload &w : work) {
-      auto t = report.steps.find(w.name);
-      if (t == report.steps.end() || t->second.tunedSeconds <= kMinGain * t->second.defaultSeconds)
-        continue;
-      for (const std::string &key : calls(w)) {
-        bool dropped = choice.erase(key) > 0;
-        for (TunedGemm &g : gemmChoice)
-          if (g.algorithm != 0 && "gemm:" + g.shape == key) {
-            g.algorithm = 0;
-            dropped = true;
-          }
-        if (dropped)
-          reverted.emplace(key, "made " + w.name + " slower in the step");
-      }
+    std::map<std::string, std::set<std::string>> callsOf;
+    for (const Workload &w : work)
+      callsOf[w.name] = calls(w);
+    std::set<std::string> chosen;
+    for (const auto &[kernel, symbol] : choice)
+      chosen.insert(kernel);
+    for (const TunedGemm &g : gemmChoice)
+      if (g.algorithm != 0)
+        chosen.insert("gemm:" + g.shape);
+    std::map<std::string, std::string> reverted =
+        choicesToPutBack(report.steps, callsOf, chosen);
+    for (const auto &[key, why] : reverted) {
+      choice.erase(key);
+      for (TunedGemm &g : gemmChoice)
+        if ("gemm:" + g.shape == key)
+          g.algorithm = 0;
     }
     if (!reverted.empty()) {
       std::vector<const Workload *> again;

@@ -26,6 +26,7 @@
 
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -119,6 +120,14 @@ struct GemmTuning {
 struct StepTiming {
   double defaultSeconds = 0, tunedSeconds = 0;
 };
+
+/// What to put back to the default after the step-level comparison: for
+/// each workload the choice made slower by more than kMinGain, every key of
+/// `calls[workload]` (kernels, "gemm:<shape>") that is in `chosen`, with why.
+std::map<std::string, std::string>
+choicesToPutBack(const std::map<std::string, StepTiming> &steps,
+                 const std::map<std::string, std::set<std::string>> &calls,
+                 const std::set<std::string> &chosen);
 
 struct TuneReport {
   std::string device, cachePath, bundleKey;

@@ -103,6 +103,28 @@ TEST(TunerTest, TimesAlternativesInterleavedOnTheInjectedClock) {
   EXPECT_EQ(order[3], 0u);
 }
 
+TEST(TunerTest, PutsBackWhatASlowerWorkloadCalls) {
+  std::map<std::string, StepTiming> steps = {
+      {"train_k1", {1.0, 1.05}},     // slower with the choice
+      {"decode:soft", {1.0, 0.9}},   // faster
+      {"train_k2", {1.0, 1.019}},    // within the minimum gain: kept
+  };
+  std::map<std::string, std::set<std::string>> calls = {
+      {"train_k1", {"k1_norm", "k2_add", "gemm:8,8,8,n,n,f32,f32,f32"}},
+      {"decode:soft", {"k2_add", "k3_loss"}},
+      {"train_k2", {"k4_rope"}},
+      {"eval_k8", {"k3_loss"}}, // not timed: no verdict
+  };
+  std::set<std::string> chosen = {"k1_norm", "k3_loss", "k4_rope",
+                                  "gemm:8,8,8,n,n,f32,f32,f32"};
+  std::map<std::string, std::string> back = choicesToPutBack(steps, calls, chosen);
+  ASSERT_EQ(back.size(), 2u);
+  EXPECT_EQ(back.at("k1_norm"), "made train_k1 slower in the step");
+  EXPECT_TRUE(back.count("gemm:8,8,8,n,n,f32,f32,f32"));
+  EXPECT_FALSE(back.count("k2_add")); // called, but the default already
+  EXPECT_TRUE(choicesToPutBack(steps, calls, {}).empty());
+}
+
 //===----------------------------------------------------------------------===//
 // The cache
 //===----------------------------------------------------------------------===//
