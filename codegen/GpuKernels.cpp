@@ -19,17 +19,9 @@ using namespace mlir;
 using namespace mlir::fbt;
 
 namespace {
-/// Threads per block for one-thread-per-iteration grids, unless the kernel's
-/// `fbt.config` says otherwise (Knob::BlockThreads).
-constexpr int64_t kBlock = 256;
 /// Grids larger than this loop (grid-stride): enough blocks to fill any
 /// current GPU several times over.
 constexpr int64_t kMaxGrid = 1 << 16;
-/// Elementwise grids run this many consecutive iterations per thread, so
-/// that the NVPTX backend can merge their loads and stores into 16-byte
-/// vector accesses (buffers are 16-byte aligned: see `emit`). A knob too
-/// (Knob::PerThread).
-constexpr int64_t kVector = 4;
 
 bool isWorkgroupAlloca(Operation *op) {
   auto alloca = dyn_cast<memref::AllocaOp>(op);
@@ -103,11 +95,14 @@ private:
     auto map = grid->getAttrOfType<StringAttr>("fbt.map");
     bool rows = map && map.getValue() == "rows";
     // A thread's iterations: `per` consecutive ones (elementwise grids
-    // large enough to fill the GPU anyway).
+    // large enough to fill the GPU anyway; buffers are 16-byte aligned, see
+    // `emit`), and at most `most` threads per block: the kernel's knobs, or
+    // their defaults (KernelConfig.h).
     KernelConfig config =
         configFromAttr(kernel->getAttrOfType<DictionaryAttr>(kConfigAttr));
-    int64_t vector = config.count(Knob::PerThread) ? config[Knob::PerThread] : kVector;
-    int64_t most = config.count(Knob::BlockThreads) ? config[Knob::BlockThreads] : kBlock;
+    int64_t vector = config.count(Knob::PerThread) ? config[Knob::PerThread] : kGpuPerThread;
+    int64_t most =
+        config.count(Knob::BlockThreads) ? config[Knob::BlockThreads] : kGpuBlockThreads;
     int64_t per = !rows && *n % vector == 0 && *n >= 1024 ? vector : 1;
     int64_t units = *n / per; // what the threads or blocks stride over
     int64_t block, blocks;

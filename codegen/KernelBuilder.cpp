@@ -79,8 +79,8 @@ void KernelBuilder::parallel(int64_t n, function_ref<void(Value)> body) {
     if (!gpu() && largest >= kCpuParallelMinElements)
       knob(Knob::Grain, 0);
     if (gpu()) {
-      knob(Knob::BlockThreads, 256);
-      knob(Knob::PerThread, 4);
+      knob(Knob::BlockThreads, kGpuBlockThreads);
+      knob(Knob::PerThread, kGpuPerThread);
     }
   }
   ++gridDepth;

@@ -72,6 +72,13 @@ constexpr int64_t kCpuParallelMinElements = 1 << 15;
 /// Static shared memory a GPU block may declare without opting in.
 constexpr int64_t kGpuStaticSharedBytes = 48 * 1024;
 
+/// The GPU's elementwise grids by default (Knob::BlockThreads,
+/// Knob::PerThread): 256 threads per block, and 4 consecutive elements per
+/// thread where a grid is large enough, so that the NVPTX backend can merge
+/// their loads and stores into 16-byte accesses (codegen/GpuKernels.cpp).
+constexpr int64_t kGpuBlockThreads = 256;
+constexpr int64_t kGpuPerThread = 4;
+
 } // namespace mlir::fbt
 
 #endif // FBT_CODEGEN_KERNELCONFIG_H

@@ -69,7 +69,7 @@ struct ToKernels : fbt::impl::FbtToKernelsBase<ToKernels> {
     }
     // Every configuration given must have found its kernel, as it was tuned.
     for (const auto &[kernel, config] : given)
-      if (!built.count(kernel)) {
+      if (!builtKernels.count(kernel)) {
         module.emitError() << "fbt-to-kernels: configs: this module has no kernel '"
                            << kernel << "' (tuned for another build of the model?)";
         return signalPassFailure();
@@ -119,7 +119,7 @@ struct ToKernels : fbt::impl::FbtToKernelsBase<ToKernels> {
                                                                       : &config->second)) ||
           failed(buildVariants(*fn, op, resultElements, kernels)))
         return failure();
-      built.insert(name);
+      builtKernels.insert(name);
       it = byKey.insert({kernelKey(op, resultTypes), name}).first;
     }
     SmallVector<Value> operands(op->getOperands());
@@ -163,9 +163,7 @@ struct ToKernels : fbt::impl::FbtToKernelsBase<ToKernels> {
         return failure();
       KernelConfig built =
           configFromAttr((*variant)->getAttrOfType<DictionaryAttr>(kConfigAttr));
-      if (!seen.insert(built).second ||
-          (kernelTarget == KernelTarget::Gpu &&
-           sharedBytesPerBlock(*variant) > kGpuStaticSharedBytes)) {
+      if (!seen.insert(built).second || !fitsBlock(*variant)) {
         variant->erase();
         continue;
       }
@@ -188,12 +186,19 @@ struct ToKernels : fbt::impl::FbtToKernelsBase<ToKernels> {
                             << "' builds as {" << describe(built) << "}, not {"
                             << describe(*config) << "} (tuned for another build of "
                             << "the model?)";
-    if (kernelTarget == KernelTarget::Gpu && sharedBytesPerBlock(fn) > kGpuStaticSharedBytes)
+    if (!fitsBlock(fn))
       return fn.emitError() << "fbt-to-kernels: configs: kernel '" << fn.getSymName()
                             << "' with {" << describe(*config) << "} needs "
                             << sharedBytesPerBlock(fn)
                             << " bytes of shared memory per block, more than a block has";
     return success();
+  }
+
+  /// Whether every grid of `fn` fits a GPU block's static shared memory
+  /// (always, on the CPU).
+  bool fitsBlock(func::FuncOp fn) const {
+    return kernelTarget != KernelTarget::Gpu ||
+           sharedBytesPerBlock(fn) <= kGpuStaticSharedBytes;
   }
 
   /// The most static shared memory one grid of `fn` declares.
@@ -290,7 +295,7 @@ struct ToKernels : fbt::impl::FbtToKernelsBase<ToKernels> {
 
   std::map<KernelKey, std::string> byKey;
   std::map<std::string, KernelConfig> given; ///< the `configs` option's
-  std::set<std::string> built;               ///< kernels built so far
+  std::set<std::string> builtKernels;        ///< kernels built so far
   KernelTarget kernelTarget = KernelTarget::Cpu;
   bool narrow = false;     ///< storage=bf16
   bool narrowStep = false; ///< ... and the step being lowered is a training step

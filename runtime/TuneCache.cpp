@@ -131,9 +131,9 @@ std::string tuneCachePath(const Json &deviceKey, const std::string &dir) {
   if (const Json *n = jsonFind(deviceKey, "name"))
     if (n->is_string())
       name += "-" + slug(n->get<std::string>());
+  std::string key = dumpJson(deviceKey);
   return (dir.empty() ? defaultTuneDir() : dir) + "/" + name + "-" +
-         hexDigits(fnv1a64(dumpJson(deviceKey).data(), dumpJson(deviceKey).size())).substr(0, 8) +
-         ".json";
+         hexDigits(fnv1a64(key.data(), key.size())).substr(0, 8) + ".json";
 }
 
 std::string modelHash(const Json &model) {

@@ -226,8 +226,7 @@ public:
   /// rejected, and per step the sum over the sampled calls of its median
   /// times the step's calls of the kernel, with the number of samples.
   struct Tally {
-    size_t count = 0;
-    std::vector<std::string> rejected;
+    std::vector<std::string> rejected; ///< one per variant ("" if kept)
     std::map<std::string, std::pair<std::vector<double>, int>> perStep;
   };
   std::map<std::string, Tally> kernels, gemms;
@@ -263,7 +262,6 @@ private:
     const PlanOp &call = plan.ops[op];
     size_t count = variants.builds.size();
     Tally &t = kernels[call.kernel];
-    t.count = count;
     t.rejected.resize(count);
     std::vector<size_t> all(call.args.size());
     for (size_t a = 0; a < all.size(); ++a)
@@ -321,7 +319,6 @@ private:
     const PlanOp &call = plan.ops[op];
     gemmShapes[key] = gemmShapeKey(call);
     Tally &t = gemms[key];
-    t.count = count;
     t.rejected.resize(count);
     // beta = 0: the result is all a GEMM writes, and it reads nothing of it.
     std::vector<std::string> before = save(runner, op);
@@ -387,7 +384,7 @@ private:
 /// Per-variant seconds of a tally: each step's sum over its samples,
 /// averaged, then summed over steps.
 std::vector<double> totals(const Measurer::Tally &t) {
-  std::vector<double> total(t.count, 0);
+  std::vector<double> total(t.rejected.size(), 0);
   for (const auto &[step, entry] : t.perStep)
     for (size_t i = 0; i < entry.first.size() && i < total.size(); ++i)
       total[i] += entry.first[i] / std::max(1, entry.second);
