@@ -28,7 +28,7 @@ struct CpuTargetOptions {
   /// kernel touches at least `parallelMinElements` elements; smaller kernels
   /// stay serial (a fork costs more than they do). The results are the
   /// serial ones bit for bit. The runtime runs GEMMs on the same OpenMP
-  /// threads (runtime/CpuGemm.h). Never for the SIMT emulator, whose
+  /// threads (runtime/hal/cpu/CpuGemm.h). Never for the SIMT emulator, whose
   /// launches are threads of their own.
   bool parallel = true;
   int64_t parallelMinElements = kCpuParallelMinElements;

@@ -17,7 +17,7 @@
 #ifndef FBT_CODEGEN_GPUKERNELS_H
 #define FBT_CODEGEN_GPUKERNELS_H
 
-#include "runtime/BundleFormat.h"
+#include "runtime/format/BundleFormat.h"
 
 #include "mlir/IR/BuiltinOps.h"
 
@@ -27,7 +27,7 @@
 
 namespace mlir::fbt {
 
-/// A kernel's launches are the bundle format's (runtime/BundleFormat.h):
+/// A kernel's launches are the bundle format's (runtime/format/BundleFormat.h):
 /// here each is a gpu.func with a 1-D grid and block, its static shared
 /// memory the gpu.func's workgroup attributions.
 using ::fbt::KernelLaunch;

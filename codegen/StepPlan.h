@@ -15,7 +15,7 @@
 #ifndef FBT_CODEGEN_STEPPLAN_H
 #define FBT_CODEGEN_STEPPLAN_H
 
-#include "runtime/BundleFormat.h"
+#include "runtime/format/BundleFormat.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
@@ -24,7 +24,7 @@
 
 namespace mlir::fbt {
 
-// The plan's structs are the bundle format's (runtime/BundleFormat.h): what
+// The plan's structs are the bundle format's (runtime/format/BundleFormat.h): what
 // this file fills is what the runtime reads.
 using ::fbt::BufferRef;
 using ::fbt::ConstantSpec;

@@ -9,6 +9,7 @@
 #include "frontend/ModelBuilder.h"
 
 #include "dialect/FbtOps.h"
+#include "runtime/format/StepNames.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -336,7 +337,7 @@ private:
     if (!eval)
       inputs.push_back({"seed", b.getI64Type()});
     auto [fn, args] = startFunction(
-        ((eval ? "eval_k" : "train_k") + Twine(k)).str(), inputs,
+        eval ? step::eval(k) : step::train(k), inputs,
         {{"loss", f32({})}, {"pass_losses", f32({k})}}, eval ? "eval" : "train");
     fn->setAttr("fbt.passes", b.getI64IntegerAttr(k));
     Params p = Params::bind(ValueRange(args).take_front(params.size()),
@@ -429,11 +430,7 @@ private:
         {"states", x}};
     addCaches(inputs, results, bs);
 
-    std::string name = fused ? "prefill_fused" : "prefill";
-    if (bs != spec.inference.batchSize || length)
-      name += "_row";
-    if (length)
-      name += "_t" + std::to_string(length);
+    std::string name = step::prefill(fused, bs != spec.inference.batchSize, length);
     auto [fn, args] = startFunction(name, inputs, results, "prefill");
     Params p = Params::bind(ValueRange(args).take_front(params.size()),
                             spec.numHiddenLayers);
@@ -486,7 +483,7 @@ private:
         {"logits", f32({bs, 1, spec.vocabSize})}, {"state", x}};
     addCaches(inputs, results, bs);
 
-    auto [fn, args] = startFunction(feedback ? "decode_step" : "decode_step_plain",
+    auto [fn, args] = startFunction(feedback ? step::kDecode : step::kDecodePlain,
                                     inputs, results, "decode");
     Params p = Params::bind(ValueRange(args).take_front(params.size()),
                             spec.numHiddenLayers);

@@ -10,6 +10,7 @@
 
 #include "dialect/FbtOps.h"
 #include "passes/Passes.h"
+#include "runtime/format/StepNames.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
@@ -22,7 +23,7 @@ using namespace mlir;
 using namespace mlir::fbt;
 
 namespace {
-struct Optimizer : fbt::impl::FbtOptimizerBase<Optimizer> {
+struct Optimizer : mlir::fbt::impl::FbtOptimizerBase<Optimizer> {
   using Base::Base;
 
   void runOnOperation() override {
@@ -39,7 +40,7 @@ struct Optimizer : fbt::impl::FbtOptimizerBase<Optimizer> {
         OpBuilder b(fn);
         b.setInsertionPointAfter(fn);
         auto copy = cast<func::FuncOp>(b.clone(*fn));
-        copy.setSymName((fn.getSymName() + "_grads").str());
+        copy.setSymName((fn.getSymName() + ::fbt::step::kGradsSuffix).str());
         copy->setAttr("fbt.step", b.getStringAttr("grads"));
       }
       if (failed(addOptimizer(fn)))

@@ -78,6 +78,7 @@ if subprocess.run(["/usr/bin/python3", "-c", "import torch"], capture_output=Tru
 if subprocess.run(["/usr/bin/python3", "-c", "import matplotlib"], capture_output=True).returncode == 0:
     config.available_features.add("matplotlib")
 config.substitutions.append(("%scripts", os.path.join(config.fbt_src_root, "scripts")))
+config.substitutions.append(("%src_root", config.fbt_src_root))
 config.substitutions.append(("%build", config.fbt_obj_root))
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 

@@ -3,7 +3,7 @@ kills `fbt train` with SIGKILL and checks what it leaves.
 
 --at POINT: for each point of a checkpoint's replacement (write: half
 written; fsync; rename; directory: renamed, before the directory's fsync),
-trains with FBT_TEST_STOP_SAVE=POINT (runtime/FileIO.cpp), so the trainer
+trains with FBT_TEST_STOP_SAVE=POINT (runtime/base/FileIO.cpp), so the trainer
 stops itself there on its second save, and kills it while it is stopped: the
 kill lands mid-save every time.
 --random N: N kills at random moments of one run that is resumed after each

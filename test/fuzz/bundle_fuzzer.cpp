@@ -16,8 +16,9 @@
 
 #include "FuzzFile.h"
 
-#include "runtime/Bundle.h"
-#include "runtime/Error.h"
+#include "runtime/format/Bundle.h"
+#include "runtime/base/Error.h"
+#include "runtime/base/Hash.h"
 
 #include <cinttypes>
 

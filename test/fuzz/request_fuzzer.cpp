@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/Json.h"
-#include "runtime/Serving.h"
+#include "runtime/base/Json.h"
+#include "runtime/serve/Protocol.h"
 
 #include <cstdint>
 #include <cstdlib>

@@ -10,8 +10,8 @@
 
 #include "FuzzFile.h"
 
-#include "runtime/Error.h"
-#include "runtime/Safetensors.h"
+#include "runtime/base/Error.h"
+#include "runtime/format/Safetensors.h"
 
 using namespace fbt;
 

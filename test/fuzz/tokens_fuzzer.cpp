@@ -9,8 +9,8 @@
 
 #include "FuzzFile.h"
 
-#include "runtime/Data.h"
-#include "runtime/Error.h"
+#include "runtime/text/TokenStream.h"
+#include "runtime/base/Error.h"
 
 using namespace fbt;
 

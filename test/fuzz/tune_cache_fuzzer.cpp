@@ -10,8 +10,8 @@
 
 #include "FuzzFile.h"
 
-#include "runtime/Error.h"
-#include "runtime/TuneCache.h"
+#include "runtime/base/Error.h"
+#include "runtime/format/TuneCache.h"
 
 using namespace fbt;
 

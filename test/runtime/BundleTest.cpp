@@ -8,8 +8,8 @@
 #include "TestManifests.h"
 #include "TempDir.h"
 
-#include "runtime/Bundle.h"
-#include "runtime/Error.h"
+#include "runtime/format/Bundle.h"
+#include "runtime/base/Error.h"
 
 #include <gtest/gtest.h>
 

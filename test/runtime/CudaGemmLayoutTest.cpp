@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/cuda/CudaGemm.h"
+#include "runtime/hal/cuda/CudaGemm.h"
 
 #include <gtest/gtest.h>
 

@@ -11,11 +11,11 @@
 #include "TestManifests.h"
 #include "TempDir.h"
 
-#include "runtime/Device.h"
-#include "runtime/Error.h"
-#include "runtime/cuda/CudaDevice.h"
-#include "runtime/cuda/CudaGemm.h"
-#include "runtime/cuda/CudaKernels.h"
+#include "runtime/hal/Device.h"
+#include "runtime/base/Error.h"
+#include "runtime/hal/cuda/CudaDevice.h"
+#include "runtime/hal/cuda/CudaGemm.h"
+#include "runtime/hal/cuda/CudaKernels.h"
 
 #include <gtest/gtest.h>
 

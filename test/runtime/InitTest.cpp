@@ -1,8 +1,8 @@
 //===- InitTest.cpp - Deterministic parameter init ------------------------===//
 
-#include "runtime/Init.h"
-#include "runtime/Error.h"
-#include "runtime/Random.h"
+#include "runtime/session/ParamInit.h"
+#include "runtime/base/Error.h"
+#include "runtime/base/Random.h"
 
 #include <gtest/gtest.h>
 

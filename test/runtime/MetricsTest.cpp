@@ -1,8 +1,8 @@
 //===- MetricsTest.cpp - JSONL metrics ------------------------------------===//
 
-#include "runtime/Metrics.h"
-#include "runtime/Error.h"
-#include "runtime/FileIO.h"
+#include "runtime/train/MetricsLog.h"
+#include "runtime/base/Error.h"
+#include "runtime/base/FileIO.h"
 
 #include "TempDir.h"
 

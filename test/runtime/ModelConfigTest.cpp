@@ -6,9 +6,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/ModelConfig.h"
+#include "runtime/format/ModelConfig.h"
 
-#include "runtime/Error.h"
+#include "runtime/base/Error.h"
 
 #include <gtest/gtest.h>
 

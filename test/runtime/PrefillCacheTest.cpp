@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/Decoder.h"
+#include "runtime/decode/Decoder.h"
 
 #include <gtest/gtest.h>
 

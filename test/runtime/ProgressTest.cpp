@@ -1,6 +1,6 @@
 //===- ProgressTest.cpp - The terminal progress bar -----------------------===//
 
-#include "runtime/Progress.h"
+#include "runtime/base/Progress.h"
 
 #include <gtest/gtest.h>
 

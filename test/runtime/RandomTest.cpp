@@ -5,7 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/Random.h"
+#include "runtime/base/Random.h"
 
 #include <gtest/gtest.h>
 

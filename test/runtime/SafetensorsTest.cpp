@@ -1,10 +1,10 @@
 //===- SafetensorsTest.cpp - Checkpoint files: round trips, corruption ----===//
 
-#include "runtime/Bf16.h"
-#include "runtime/Safetensors.h"
-#include "runtime/Error.h"
-#include "runtime/FileIO.h"
-#include "runtime/Json.h"
+#include "runtime/base/Bf16.h"
+#include "runtime/format/Safetensors.h"
+#include "runtime/base/Error.h"
+#include "runtime/base/FileIO.h"
+#include "runtime/base/Json.h"
 
 #include "TempDir.h"
 

@@ -1,6 +1,6 @@
 //===- ServingTest.cpp - the OpenAI API's requests and replies ------------===//
 
-#include "runtime/Serving.h"
+#include "runtime/serve/Protocol.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 //===- TasksTest.cpp - held-out problems for fbt eval --task --------------===//
 
-#include "runtime/Error.h"
-#include "runtime/Tasks.h"
+#include "runtime/base/Error.h"
+#include "runtime/eval/Tasks.h"
 
 #include <gtest/gtest.h>
 

@@ -1,15 +1,15 @@
 //===- TestManifests.h - Small manifests built by the tests -------*- C++ -*-===//
 //
 // Manifests built in the test, for the loader and backend tests to write
-// with writeBundleFile (runtime/BundleFormat.h) and load: no compiler needed.
+// with writeBundleFile (runtime/format/BundleFormat.h) and load: no compiler needed.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef FBT_TEST_RUNTIME_TESTMANIFESTS_H
 #define FBT_TEST_RUNTIME_TESTMANIFESTS_H
 
-#include "runtime/Bundle.h"
-#include "runtime/Json.h"
+#include "runtime/format/Bundle.h"
+#include "runtime/base/Json.h"
 
 #include <string>
 #include <utility>

@@ -9,10 +9,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/Bf16.h"
-#include "runtime/Error.h"
-#include "runtime/FileIO.h"
-#include "runtime/Tuner.h"
+#include "runtime/base/Bf16.h"
+#include "runtime/base/Error.h"
+#include "runtime/base/FileIO.h"
+#include "runtime/tune/Tuner.h"
 
 #include "TempDir.h"
 #include "TestManifests.h"

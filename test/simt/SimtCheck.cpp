@@ -19,8 +19,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/Bf16.h"
-#include "runtime/simt/Emulator.h"
+#include "runtime/base/Bf16.h"
+#include "runtime/hal/simt/Emulator.h"
 
 #include "codegen/CpuTarget.h"
 #include "codegen/SimtTarget.h"
@@ -157,8 +157,8 @@ double value(const Buffer &b, int64_t i) {
   return (double)v;
 }
 
-::fbt::KernelLibrary::Kernel symbol(void *lib, const std::string &name) {
-  return reinterpret_cast<::fbt::KernelLibrary::Kernel>(dlsym(lib, name.c_str()));
+::fbt::KernelFn symbol(void *lib, const std::string &name) {
+  return reinterpret_cast<::fbt::KernelFn>(dlsym(lib, name.c_str()));
 }
 
 std::vector<void *> pointers(std::vector<Buffer> &buffers) {
@@ -311,7 +311,7 @@ int main(int argc, char **argv) {
       convert(onCpu.back(), onGpu.back());
     }
     std::vector<void *> cpuArgs = pointers(onCpu);
-    ::fbt::KernelLibrary::call(symbol(cpuSo, twin[name]), cpuArgs.data(),
+    ::fbt::callKernel(symbol(cpuSo, twin[name]), cpuArgs.data(),
                                cpuArgs.size());
     run(name, onGpu);
     // bf16 storage rounds each stored value by up to 2^-9 relative; sums
@@ -337,8 +337,8 @@ int main(int argc, char **argv) {
     }
     got = want;
     std::vector<void *> wantArgs = pointers(want), gotArgs = pointers(got);
-    ::fbt::KernelLibrary::call(symbol(cpuSo, kernel), wantArgs.data(), wantArgs.size());
-    ::fbt::KernelLibrary::call(symbol(cpuSo, variant), gotArgs.data(), gotArgs.size());
+    ::fbt::callKernel(symbol(cpuSo, kernel), wantArgs.data(), wantArgs.size());
+    ::fbt::callKernel(symbol(cpuSo, variant), gotArgs.data(), gotArgs.size());
     compare(variant + " (cpu " + kernel + ")", 0, want, got, outputs, relTol);
   }
   outs() << kernels << " kernels, " << failures << " differ\n";

@@ -12,9 +12,10 @@
 #include "CommandLine.h"
 #include "Commands.h"
 
-#include "runtime/Decoder.h"
-#include "runtime/Error.h"
-#include "runtime/Random.h"
+#include "runtime/format/StepNames.h"
+#include "runtime/decode/Decoder.h"
+#include "runtime/base/Error.h"
+#include "runtime/base/Random.h"
 
 #include <algorithm>
 #include <chrono>
@@ -58,7 +59,7 @@ int runBench(int argc, char **argv) {
     return 2;
   }
   Session s(args.require("BUNDLE"));
-  s.useTuning(args.tuning());
+  useTuning(s, args.tuning());
   s.initialize(1);
   const ModelConfig &c = s.model();
   int64_t vocab = c.vocabSize;
@@ -74,7 +75,7 @@ int runBench(int argc, char **argv) {
       ids[i] = 1 + (int32_t)rng::uniformInt(3, 1, i, vocab - 1);
       targets[i] = 1 + (int32_t)rng::uniformInt(3, 2, i, vocab - 1);
     }
-    StepRunner &runner = s.runner("train_k" + std::to_string(k));
+    StepRunner &runner = s.runner(step::train(k));
     for (int64_t i = 0; i < warmup; ++i)
       s.trainStep(k, ids.data(), targets.data(), i, 1e-4f);
     runner.setProfiling(true);

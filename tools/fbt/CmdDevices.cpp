@@ -9,7 +9,7 @@
 #include "CommandLine.h"
 #include "Commands.h"
 
-#include "runtime/Device.h"
+#include "runtime/hal/Device.h"
 
 #include <cstdio>
 

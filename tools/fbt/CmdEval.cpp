@@ -1,19 +1,20 @@
 //===- CmdEval.cpp - fbt eval ---------------------------------------------===//
 //
 // Held-out losses per pass and per decoding regime, task accuracy and the
-// feedback map's contraction, all in inference mode (runtime/Evaluation.h).
+// feedback map's contraction, all in inference mode (runtime/eval/Evaluation.h).
 //
 //===----------------------------------------------------------------------===//
 
 #include "CommandLine.h"
 #include "Commands.h"
 
-#include "runtime/Data.h"
-#include "runtime/corpus/DefaultCorpus.h"
-#include "runtime/Error.h"
-#include "runtime/Evaluation.h"
-#include "runtime/Progress.h"
-#include "runtime/Tasks.h"
+#include "runtime/format/StepNames.h"
+#include "runtime/text/TokenStream.h"
+#include "runtime/text/DefaultCorpus.h"
+#include "runtime/base/Error.h"
+#include "runtime/eval/Evaluation.h"
+#include "runtime/base/Progress.h"
+#include "runtime/eval/Tasks.h"
 
 #include <cstdio>
 #include <memory>
@@ -108,7 +109,7 @@ int runEval(int argc, char **argv) {
   if (args.has("task") && args.has("contraction"))
     throw RuntimeError("give at most one of --task and --contraction");
   Session session(args.require("BUNDLE"));
-  session.useTuning(args.tuning());
+  useTuning(session, args.tuning());
   session.loadCheckpoint(args.get("ckpt"));
   const ModelConfig &config = session.model();
   int64_t vocab = config.vocabSize;
@@ -116,11 +117,19 @@ int runEval(int argc, char **argv) {
   bool json = args.has("json");
   bool quiet = args.has("quiet") || json;
 
+  // The data is read as fbt train read it: text through the run's tokenizer
+  // (recorded in the checkpoint), .bin files as token ids.
   std::string dataPath = args.get("data");
-  TokenStream tokens = dataPath.empty() ? loadDefaultCorpus()
-                                        : loadTokenFile(dataPath, vocab);
-  bool byteLevel = dataPath.empty() ||
-                   (dataPath.size() < 4 || dataPath.substr(dataPath.size() - 4) != ".bin");
+  const std::string &tokenizer = session.tokenizerName();
+  if (dataPath.empty() && tokenizer != "bytes")
+    throw RuntimeError("the embedded corpus is byte-level text, but this run's "
+                       "tokenizer is " + tokenizer + "; pass --data");
+  TokenStream tokens =
+      dataPath.empty() ? loadDefaultCorpus()
+                       : loadTokenFile(dataPath, vocab, TokenFileFormat::Auto, {},
+                                       &session.tokenizer());
+  bool ids = !dataPath.empty() && tokenFileFormat(dataPath) != TokenFileFormat::Text;
+  bool byteLevel = !ids && tokenizer == "bytes";
   double valFraction = args.getDouble("val-fraction", 0.1);
   if (!(valFraction > 0 && valFraction < 1))
     throw RuntimeError("--val-fraction must be in (0, 1)");
@@ -131,11 +140,14 @@ int runEval(int argc, char **argv) {
     regimes = parseRegimes(args.get("regimes"));
 
   if (args.has("task")) {
-    if (!byteLevel)
+    if (tokenizer != "bytes")
+      throw RuntimeError("--task asks byte-level text questions and needs a run "
+                         "trained on bytes; this run's tokenizer is " + tokenizer);
+    if (ids)
       throw RuntimeError("--task asks byte-level text questions; the data is "
                          "token ids (.bin)");
     if (regimes.empty())
-      regimes = parseRegimes(session.bundle().hasStep("prefill_fused")
+      regimes = parseRegimes(session.bundle().hasStep(step::prefill(true))
                                  ? "standard,soft,fused:2,fused:3"
                                  : "standard");
     int64_t count = args.getInt("problems", 200);

@@ -3,12 +3,12 @@
 #include "CommandLine.h"
 #include "Commands.h"
 
-#include "runtime/Data.h"
-#include "runtime/Decoder.h"
-#include "runtime/Error.h"
-#include "runtime/Tokenizer.h"
-#include "runtime/FileIO.h"
-#include "runtime/Safetensors.h"
+#include "runtime/text/TokenStream.h"
+#include "runtime/decode/Decoder.h"
+#include "runtime/base/Error.h"
+#include "runtime/text/Tokenizer.h"
+#include "runtime/base/FileIO.h"
+#include "runtime/format/Safetensors.h"
 
 #include <cstdio>
 #include <fstream>
@@ -70,7 +70,7 @@ int runGenerate(int argc, char **argv) {
   if (!args.has("ckpt"))
     throw RuntimeError("--ckpt is required (a checkpoint from fbt train)");
   Session session(args.require("BUNDLE"));
-  session.useTuning(args.tuning());
+  useTuning(session, args.tuning());
   session.loadCheckpoint(args.get("ckpt"));
   if (args.has("tokenizer"))
     session.setTokenizer(args.get("tokenizer"));

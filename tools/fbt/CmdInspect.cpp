@@ -3,9 +3,9 @@
 #include "CommandLine.h"
 #include "Commands.h"
 
-#include "runtime/Bundle.h"
-#include "runtime/Device.h"
-#include "runtime/ModelConfig.h"
+#include "runtime/format/Bundle.h"
+#include "runtime/hal/Device.h"
+#include "runtime/format/ModelConfig.h"
 
 #include <cstdio>
 

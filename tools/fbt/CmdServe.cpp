@@ -2,7 +2,7 @@
 //
 //   fbt serve BUNDLE --ckpt C [--host 127.0.0.1] [--port 8000] [--mode soft]
 //
-// POST /v1/completions and /v1/chat/completions (runtime/Serving.h: fields,
+// POST /v1/completions and /v1/chat/completions (runtime/serve/Protocol.h: fields,
 // chat template, errors; "stream": true as server-sent events), GET
 // /v1/models, /health, and /metrics (Prometheus text).
 //
@@ -19,10 +19,10 @@
 #include "CommandLine.h"
 #include "Commands.h"
 
-#include "runtime/Decoder.h"
-#include "runtime/Error.h"
-#include "runtime/Serving.h"
-#include "runtime/Tokenizer.h"
+#include "runtime/decode/Decoder.h"
+#include "runtime/base/Error.h"
+#include "runtime/serve/Protocol.h"
+#include "runtime/text/Tokenizer.h"
 
 #include <httplib.h>
 
@@ -433,7 +433,7 @@ int runServe(int argc, char **argv) {
   if (!args.has("ckpt"))
     throw RuntimeError("--ckpt is required (a checkpoint from fbt train)");
   Session session(args.require("BUNDLE"));
-  session.useTuning(args.tuning());
+  useTuning(session, args.tuning());
   session.loadCheckpoint(args.get("ckpt"));
   if (args.has("tokenizer"))
     session.setTokenizer(args.get("tokenizer"));

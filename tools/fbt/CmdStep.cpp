@@ -10,9 +10,10 @@
 #include "CommandLine.h"
 #include "Commands.h"
 
-#include "runtime/Error.h"
-#include "runtime/Safetensors.h"
-#include "runtime/Session.h"
+#include "runtime/format/StepNames.h"
+#include "runtime/base/Error.h"
+#include "runtime/format/Safetensors.h"
+#include "runtime/session/Session.h"
 
 #include <cstdio>
 #include <cstring>
@@ -35,7 +36,7 @@ int runStep(int argc, char **argv) {
     return 0;
   Session s(args.require("BUNDLE"));
   int64_t k = args.getInt("passes", 1), n = args.getInt("steps", 1);
-  if (!s.bundle().hasStep("train_k" + std::to_string(k)))
+  if (!s.bundle().hasStep(step::train(k)))
     throw RuntimeError("the bundle has no training step for K=" + std::to_string(k));
   if (n < 1)
     throw RuntimeError("--steps must be >= 1");
@@ -46,7 +47,7 @@ int runStep(int argc, char **argv) {
 
   std::string batchPath = args.get("batch");
   SafetensorsFile batch = readSafetensors(batchPath);
-  const StepPlan &plan = s.bundle().step("train_k" + std::to_string(k));
+  const StepPlan &plan = s.bundle().step(step::train(k));
   auto tensor = [&](const char *name, DType dtype, std::vector<int64_t> shape) {
     const Tensor &t = batch.at(name);
     if (t.dtype != dtype || t.shape != shape)

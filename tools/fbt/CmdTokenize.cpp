@@ -5,7 +5,7 @@
 // Each text file is one document; each line of a .jsonl file is one (its
 // --field, "text" by default). Documents are encoded on every thread
 // (--threads), in order, each preceded by the tokenizer's separator, and
-// written with llm.c's header (runtime/Data.h). Prints documents, tokens and
+// written with llm.c's header (runtime/text/TokenStream.h). Prints documents, tokens and
 // MB/s; --json prints them as one object.
 //
 //===----------------------------------------------------------------------===//
@@ -13,13 +13,13 @@
 #include "CommandLine.h"
 #include "Commands.h"
 
-#include "runtime/CpuThreads.h"
-#include "runtime/Data.h"
-#include "runtime/Error.h"
-#include "runtime/FileIO.h"
-#include "runtime/Json.h"
-#include "runtime/Progress.h"
-#include "runtime/Tokenizer.h"
+#include "runtime/hal/cpu/CpuThreads.h"
+#include "runtime/text/TokenStream.h"
+#include "runtime/base/Error.h"
+#include "runtime/base/FileIO.h"
+#include "runtime/base/Json.h"
+#include "runtime/base/Progress.h"
+#include "runtime/text/Tokenizer.h"
 
 #include <algorithm>
 #include <atomic>

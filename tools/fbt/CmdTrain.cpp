@@ -1,6 +1,6 @@
 //===- CmdTrain.cpp - fbt train: train a bundle's model -------------------===//
 //
-// Option parsing and the console around runtime/Trainer.h, which holds the
+// Option parsing and the console around runtime/train/Trainer.h, which holds the
 // loop itself: a progress bar on stderr (steps, loss, per-pass losses,
 // tokens/s, ETA), a line per validation, and a summary on stdout at the end.
 //
@@ -9,10 +9,10 @@
 #include "CommandLine.h"
 #include "Commands.h"
 
-#include "runtime/Error.h"
-#include "runtime/Progress.h"
-#include "runtime/Session.h"
-#include "runtime/Trainer.h"
+#include "runtime/base/Error.h"
+#include "runtime/base/Progress.h"
+#include "runtime/session/Session.h"
+#include "runtime/train/Trainer.h"
 
 #include <cmath>
 #include <cstdio>
@@ -255,7 +255,7 @@ int runTrain(int argc, char **argv) {
                        std::to_string(o.stopAfter));
 
   Session session(bundle);
-  session.useTuning(args.tuning());
+  useTuning(session, args.tuning());
   Trainer trainer(session, o);
   ConsoleReport report(session, args.has("quiet"));
   TrainSummary summary = trainer.run(&report);

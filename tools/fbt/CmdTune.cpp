@@ -5,15 +5,15 @@
 // heuristic candidates, on the CPU how the GEMM is split across threads)
 // inside the bundle's real steps, keeps the fastest that computes what the
 // default does, and stores the choice in this device's tune cache, which
-// train, generate, eval, bench and serve then use (runtime/Tuner.h).
+// train, generate, eval, bench and serve then use (runtime/tune/Tuner.h).
 //
 //===----------------------------------------------------------------------===//
 
 #include "CommandLine.h"
 #include "Commands.h"
 
-#include "runtime/Error.h"
-#include "runtime/Tuner.h"
+#include "runtime/base/Error.h"
+#include "runtime/tune/Tuner.h"
 
 #include <cstdio>
 #include <sstream>

@@ -2,8 +2,8 @@
 
 #include "CommandLine.h"
 
-#include "runtime/CpuThreads.h"
-#include "runtime/Error.h"
+#include "runtime/hal/cpu/CpuThreads.h"
+#include "runtime/base/Error.h"
 
 #include <cstdio>
 

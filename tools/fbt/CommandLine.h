@@ -18,7 +18,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "runtime/Tuner.h"
+#include "runtime/tune/Tuner.h"
 
 #include <cstdint>
 #include <map>
@@ -49,7 +49,7 @@ public:
   /// Prose after the options in --help.
   CommandLine &footer(const std::string &text);
   /// --tune-cache FILE and --no-tune, for commands that run steps
-  /// (runtime/Tuner.h); read back by tuning().
+  /// (runtime/tune/Tuner.h); read back by tuning().
   CommandLine &tunable();
   TuneOptions tuning() const;
 

@@ -24,7 +24,7 @@
 
 #include "Commands.h"
 
-#include "runtime/Error.h"
+#include "runtime/base/Error.h"
 
 #include <cstdio>
 #include <cstdlib>

@@ -25,9 +25,9 @@
 #include "codegen/SimtTarget.h"
 #include "codegen/StepPlan.h"
 #include "passes/Passes.h"
-#include "runtime/BundleFormat.h"
-#include "runtime/Error.h"
-#include "runtime/TuneCache.h"
+#include "runtime/format/BundleFormat.h"
+#include "runtime/base/Error.h"
+#include "runtime/format/TuneCache.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"

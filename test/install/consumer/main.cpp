@@ -1,10 +1,10 @@
 // consumer BUNDLE CKPT PROMPT: prints PROMPT and what soft decoding generates
 // after it, greedy, 16 tokens at most: what
 // `fbt generate BUNDLE --ckpt CKPT --prompt PROMPT --max-new-tokens 16` prints.
-#include "runtime/Decoder.h"
-#include "runtime/Error.h"
-#include "runtime/Json.h"
-#include "runtime/Session.h"
+#include "runtime/decode/Decoder.h"
+#include "runtime/base/Error.h"
+#include "runtime/base/Json.h"
+#include "runtime/session/Session.h"
 
 #include <cstdio>
 

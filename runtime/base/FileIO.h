@@ -1,0 +1,39 @@
+//===- FileIO.h - Whole-file reads and crash-safe writes --------*- C++ -*-===//
+//
+// Two primitives the rest of the runtime builds on:
+//  - readFile: a whole file into memory, with errors that name the file.
+//  - writeFileAtomic: replace a file so that a crash at any moment leaves
+//    either the old contents or the new, never a mix. It writes
+//    "<path>.tmp.<pid>", fsyncs it, renames it over <path> (atomic on POSIX)
+//    and fsyncs the directory so the rename itself survives a power cut.
+//    Checkpoints, manifests and tuning caches all go through it.
+// Errors throw fbt::RuntimeError.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FBT_RUNTIME_BASE_FILEIO_H
+#define FBT_RUNTIME_BASE_FILEIO_H
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace fbt {
+
+/// The whole file; throws "<path>: cannot open: <reason>" and the like.
+std::string readFile(const std::string &path);
+
+/// Atomically replaces `path` with the concatenation of `pieces` (written in
+/// order, never copied into one buffer). On failure the temporary file is
+/// removed and `path` is untouched. FBT_TEST_STOP_SAVE=write|fsync|rename|
+/// directory stops the process at that point of a replacement, for the
+/// crash-consistency tests (FileIO.cpp).
+void writeFileAtomic(const std::string &path,
+                     const std::vector<std::string_view> &pieces);
+
+/// The temporary name writeFileAtomic uses in this process.
+std::string atomicTempPath(const std::string &path);
+
+} // namespace fbt
+
+#endif // FBT_RUNTIME_BASE_FILEIO_H

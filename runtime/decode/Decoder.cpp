@@ -1,0 +1,378 @@
+//===- Decoder.cpp - prefill, decode and the three regimes ----------------===//
+
+#include "runtime/decode/Decoder.h"
+
+#include "runtime/format/StepNames.h"
+#include "runtime/base/Error.h"
+#include "runtime/base/Random.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <numeric>
+
+namespace fbt {
+
+
+Decoder::Decoder(Session &s) : session_(s) {
+  const ModelConfig &c = s.model();
+  batch_ = c.inference.batchSize;
+  maxPrompt_ = c.inference.maxPromptLength;
+  maxSequence_ = c.inference.maxSequenceLength;
+  vocab_ = c.vocabSize;
+  width_ = c.hiddenSize;
+  layers_ = c.numHiddenLayers;
+  for (int64_t i = 0; i < 2 * layers_; ++i)
+    caches_.emplace_back(s.device(), batch_ * maxSequence_ * width_ * sizeof(float),
+                         "the KV cache");
+  lastLogits_ = AlignedBuffer(batch_ * vocab_ * sizeof(float));
+  // prefill_row_t<T>: one row's prefill over T positions.
+  for (const auto &[name, plan] : s.bundle().steps())
+    if (int64_t t = step::rowPrefillLength(name))
+      rowPrefills_.push_back(t);
+  state_ = AlignedBuffer(batch_ * width_ * sizeof(float));
+}
+
+StepBinding &Decoder::binding(const std::string &step,
+                              const std::set<std::string> &inputs, int64_t row) {
+  auto &b = bindings_[row == 0 ? step : step + "@" + std::to_string(row)];
+  if (b)
+    return *b;
+  // A step over fewer rows than the batch (prefill_row) sees the caches from
+  // row `row` on: rows are contiguous, [B, maxSequence, D].
+  size_t offset = row * maxSequence_ * width_ * sizeof(float);
+  auto owned = [&](const std::string &name) -> void * {
+    if (void *p = session_.stateBuffer(name))
+      return p;
+    for (auto [prefix, first] : {std::pair{"k_cache.", 0}, {"v_cache.", 1}})
+      if (name.rfind(prefix, 0) == 0) {
+        int64_t layer = std::stoll(name.substr(8));
+        if (layer < 0 || layer >= layers_)
+          throw RuntimeError("step '" + step + "' takes a cache for layer " +
+                             std::to_string(layer) + ", but the model has " +
+                             std::to_string(layers_));
+        return static_cast<char *>(caches_[first * layers_ + layer].data()) + offset;
+      }
+    return nullptr;
+  };
+  b = std::make_unique<StepBinding>(session_.device(), session_.bundle().step(step),
+                                    owned, inputs, "the decoder");
+  return *b;
+}
+
+void Decoder::prefill(const std::vector<std::vector<int32_t>> &prompts,
+                      const Regime &regime,
+                      const std::function<void(StepBinding &)> &afterPass) {
+  if ((int64_t)prompts.size() > batch_)
+    throw RuntimeError(std::to_string(prompts.size()) + " prompts, but the bundle "
+                       "decodes " + std::to_string(batch_) + " at a time");
+  runPrefill(prompts, regime, 0, batch_, afterPass);
+}
+
+void Decoder::runPrefill(const std::vector<std::vector<int32_t>> &prompts,
+                         const Regime &regime, int64_t row, int64_t rows,
+                         const std::function<void(StepBinding &)> &afterPass) {
+  // The whole batch's steps, or one row's (a batch of one is its own row),
+  // over the fewest positions that hold the longest prompt.
+  size_t longest = 0;
+  for (const auto &p : prompts)
+    longest = std::max(longest, p.size());
+  bool oneRow = rows != batch_;
+  int64_t length = maxPrompt_, shorter = 0; // shorter: a prefill_row_t<T>
+  if (rows == 1)
+    for (int64_t t : rowPrefills_)
+      if ((size_t)t >= longest && t < length)
+        length = shorter = t;
+  std::vector<int32_t> ids(rows * length, 0), last(rows, 0);
+  for (size_t b = 0; b < prompts.size(); ++b) {
+    const auto &p = prompts[b];
+    int64_t which = row + (int64_t)b;
+    if (p.empty())
+      throw RuntimeError("prompt " + std::to_string(which) + " is empty");
+    if ((int64_t)p.size() > maxPrompt_)
+      throw RuntimeError("prompt " + std::to_string(which) + " has " +
+                         std::to_string(p.size()) + " tokens; the bundle's "
+                         "prefill takes at most " + std::to_string(maxPrompt_) +
+                         " (inference.max_prompt_length)");
+    for (int32_t id : p)
+      if (id < 0 || id >= vocab_)
+        throw RuntimeError("prompt " + std::to_string(which) + " holds token " +
+                           std::to_string(id) + ", outside the vocabulary");
+    std::copy(p.begin(), p.end(), ids.begin() + b * length);
+    last[b] = (int32_t)p.size() - 1;
+  }
+  float *logits = lastLogits_.as<float>() + row * vocab_;
+  float *state = state_.as<float>() + row * width_;
+  size_t logitBytes = rows * vocab_ * sizeof(float), stateBytes = rows * width_ * sizeof(float);
+
+  std::string plainName = step::prefill(false, oneRow, shorter);
+  if (!session_.bundle().hasStep(plainName))
+    throw RuntimeError("the bundle has no step '" + plainName + "' (compiled by an "
+                       "older fbtc): compile it again");
+  StepRunner &plain = session_.runner(plainName);
+  StepBinding &b = binding(plainName, {"input_ids", "last_positions"}, row);
+  b.set("input_ids", ids.data(), ids.size() * sizeof(int32_t));
+  b.set("last_positions", last.data(), last.size() * sizeof(int32_t));
+  b.run(plain);
+  b.read("logits", logits, logitBytes);
+  b.read("state", state, stateBytes);
+  if (afterPass)
+    afterPass(b);
+
+  if (regime.kind != Regime::Kind::Fused)
+    return;
+  std::string fusedName = step::prefill(true, oneRow, shorter);
+  if (!session_.bundle().hasStep(fusedName))
+    throw RuntimeError("this model has no feedback path (fusion none): fused "
+                       "decoding needs one");
+  StepRunner &fused = session_.runner(fusedName);
+  StepBinding &f =
+      binding(fusedName, {"input_ids", "last_positions", "prev_states"}, row);
+  f.set("input_ids", ids.data(), ids.size() * sizeof(int32_t));
+  f.set("last_positions", last.data(), last.size() * sizeof(int32_t));
+  const StepPlan &plan = fused.plan();
+  int64_t bytes = plan.inputs[plan.inputIndex("prev_states")].bytes;
+  const void *states = b.output("states");
+  for (int64_t pass = 2; pass <= regime.passes; ++pass) {
+    // Each pass reads the states of the one before it.
+    session_.device().copy(f.input("prev_states"), states, bytes);
+    f.run(fused);
+    states = f.output("states");
+    f.read("logits", logits, logitBytes);
+    f.read("state", state, stateBytes);
+    if (afterPass)
+      afterPass(f);
+  }
+}
+
+std::vector<std::vector<float>>
+Decoder::passStates(const std::vector<int32_t> &prompt, int64_t passes) {
+  std::vector<std::vector<float>> out;
+  // Row 0 of each pass's states: [maxPrompt, D] of which the prompt's part.
+  auto keep = [&](StepBinding &b) {
+    std::vector<float> all = b.readFloats("states");
+    out.emplace_back(all.begin(), all.begin() + prompt.size() * width_);
+  };
+  Regime r;
+  if (passes > 1) {
+    r.kind = Regime::Kind::Fused;
+    r.passes = passes;
+  }
+  prefill({prompt}, r, keep);
+  return out;
+}
+
+void Decoder::decode(const std::vector<int32_t> &tokens,
+                     const std::vector<int32_t> &positions, bool feedback) {
+  step(tokens, positions, std::vector<bool>(batch_, feedback));
+}
+
+void Decoder::step(const std::vector<int32_t> &tokens,
+                   const std::vector<int32_t> &positions,
+                   const std::vector<bool> &feedback) {
+  if ((int64_t)tokens.size() != batch_ || (int64_t)positions.size() != batch_ ||
+      (int64_t)feedback.size() != batch_)
+    throw RuntimeError("a decode step takes one token, position and feedback "
+                       "flag per row (" + std::to_string(batch_) + ")");
+  for (int64_t b = 0; b < batch_; ++b)
+    if (positions[b] >= maxSequence_)
+      throw RuntimeError("sequence " + std::to_string(b) + " reached the "
+                         "context length " + std::to_string(maxSequence_));
+  std::vector<float> on(batch_);
+  bool any = false;
+  for (int64_t b = 0; b < batch_; ++b)
+    on[b] = feedback[b] ? 1.0f : 0.0f, any |= feedback[b];
+  // Standard decoding takes the step without the feedback path when the
+  // bundle has one (it has whenever the model has a feedback path at all).
+  bool plain = !any && session_.bundle().hasStep(step::kDecodePlain);
+  std::string name = plain ? step::kDecodePlain : step::kDecode;
+  StepRunner &runner = session_.runner(name);
+  StepBinding &b = binding(name, {"input_ids", "positions", "state", "feedback_on"});
+  b.set("input_ids", tokens.data(), tokens.size() * sizeof(int32_t));
+  b.set("positions", positions.data(), positions.size() * sizeof(int32_t));
+  b.set("state", state_.data(), state_.size());
+  b.set("feedback_on", on.data(), on.size() * sizeof(float));
+  b.run(runner);
+  b.read("logits", lastLogits_.data(), lastLogits_.size());
+  b.read("state", state_.data(), state_.size());
+}
+
+std::vector<std::vector<std::vector<float>>>
+Decoder::score(const std::vector<std::vector<int32_t>> &seqs,
+               const std::vector<int64_t> &promptLengths, const Regime &regime) {
+  std::vector<std::vector<int32_t>> prompts;
+  size_t longest = 0;
+  for (size_t b = 0; b < seqs.size(); ++b) {
+    if (promptLengths[b] < 1 || promptLengths[b] > (int64_t)seqs[b].size())
+      throw RuntimeError("sequence " + std::to_string(b) +
+                         ": the prompt length must be in [1, its length]");
+    prompts.emplace_back(seqs[b].begin(), seqs[b].begin() + promptLengths[b]);
+    longest = std::max(longest, seqs[b].size());
+  }
+  prefill(prompts, regime);
+  std::vector<std::vector<std::vector<float>>> logits(seqs.size());
+  for (size_t b = 0; b < seqs.size(); ++b) {
+    logits[b].assign(seqs[b].size(), std::vector<float>(vocab_, 0.0f));
+    const float *row = lastLogits_.as<float>() + b * vocab_;
+    logits[b][promptLengths[b] - 1].assign(row, row + vocab_);
+  }
+  // Rows advance together; a row past its end feeds its last token again
+  // and is ignored.
+  bool feedback = regime.kind != Regime::Kind::Standard;
+  std::vector<int64_t> next(promptLengths.begin(), promptLengths.end());
+  next.resize(batch_, 1);
+  for (size_t round = 0; round < longest; ++round) {
+    bool any = false;
+    std::vector<int32_t> tokens(batch_, 0), positions(batch_, 0);
+    for (int64_t b = 0; b < batch_; ++b) {
+      bool live = b < (int64_t)seqs.size() && next[b] < (int64_t)seqs[b].size();
+      any |= live;
+      int64_t t = live ? next[b] : 0;
+      tokens[b] = live ? seqs[b][t] : 0;
+      positions[b] = (int32_t)t;
+    }
+    if (!any)
+      break;
+    decode(tokens, positions, feedback);
+    for (size_t b = 0; b < seqs.size(); ++b)
+      if (next[b] < (int64_t)seqs[b].size()) {
+        const float *row = lastLogits_.as<float>() + b * vocab_;
+        logits[b][next[b]].assign(row, row + vocab_);
+        ++next[b];
+      }
+  }
+  return logits;
+}
+
+int32_t Decoder::sample(const float *logits, const SamplingOptions &s,
+                        uint64_t counter) const {
+  if (s.temperature <= 0)
+    return (int32_t)(std::max_element(logits, logits + vocab_) - logits);
+  std::vector<int32_t> order(vocab_);
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(),
+            [&](int32_t a, int32_t b) { return logits[a] > logits[b]; });
+  int64_t keep = s.topK > 0 ? std::min<int64_t>(s.topK, vocab_) : vocab_;
+  std::vector<double> p(keep);
+  double total = 0;
+  for (int64_t i = 0; i < keep; ++i) {
+    p[i] = std::exp((logits[order[i]] - logits[order[0]]) / s.temperature);
+    total += p[i];
+  }
+  // Nucleus: the smallest prefix holding top_p of the mass.
+  double mass = 0;
+  int64_t cut = keep;
+  for (int64_t i = 0; i < keep; ++i) {
+    mass += p[i] / total;
+    if (mass >= s.topP) {
+      cut = i + 1;
+      break;
+    }
+  }
+  double sum = std::accumulate(p.begin(), p.begin() + cut, 0.0);
+  double u = rng::uniform(s.seed, 0x5A3D, counter) * sum;
+  for (int64_t i = 0; i < cut; ++i) {
+    if (u < p[i])
+      return order[i];
+    u -= p[i];
+  }
+  return order[cut - 1];
+}
+
+std::vector<std::vector<int32_t>>
+Decoder::generate(const std::vector<std::vector<int32_t>> &prompts,
+                  const Regime &regime, const SamplingOptions &sampling,
+                  int64_t maxNew,
+                  const std::function<bool(int64_t, int32_t)> &onToken) {
+  if (prompts.size() == 1 && cacheEntries_ > 0)
+    prefillCached(prompts[0], regime);
+  else
+    prefill(prompts, regime);
+  int64_t n = prompts.size();
+  std::vector<std::vector<int32_t>> out(n);
+  std::vector<int32_t> positions(batch_, 0), tokens(batch_, 0);
+  std::vector<bool> live(batch_, false);
+  for (int64_t b = 0; b < n; ++b) {
+    positions[b] = (int32_t)prompts[b].size();
+    live[b] = true;
+  }
+  bool feedback = regime.kind != Regime::Kind::Standard;
+  for (int64_t step = 0; step < maxNew; ++step) {
+    bool any = false;
+    for (int64_t b = 0; b < n; ++b) {
+      if (!live[b])
+        continue;
+      const float *row = lastLogits_.as<float>() + b * vocab_;
+      int32_t id = sample(row, sampling, (uint64_t)(step * batch_ + b));
+      out[b].push_back(id);
+      tokens[b] = id;
+      if (!onToken(b, id) || positions[b] + 1 >= maxSequence_)
+        live[b] = false;
+      any |= live[b];
+    }
+    if (!any || step + 1 == maxNew)
+      break;
+    decode(tokens, positions, feedback);
+    for (int64_t b = 0; b < n; ++b)
+      positions[b] += live[b];
+  }
+  return out;
+}
+
+void Decoder::setPrefillCache(size_t entries) {
+  cacheEntries_ = entries;
+  if (cache_.size() > entries)
+    cache_.clear();
+}
+
+void Decoder::prefillCached(const std::vector<int32_t> &prompt,
+                            const Regime &regime, int64_t row) {
+  int64_t kind = regime.kind == Regime::Kind::Fused ? regime.passes : 1;
+  size_t rowBytes = prompt.size() * width_ * sizeof(float);
+  // Row `row` of each cache starts at position 0 of that row.
+  size_t rowStart = row * maxSequence_ * width_ * sizeof(float);
+  for (Prefilled &p : cache_)
+    if (p.kind == kind && p.prompt == prompt) {
+      for (size_t i = 0; i < caches_.size(); ++i)
+        session_.device().upload(static_cast<char *>(caches_[i].data()) + rowStart,
+                                 p.kv[i].data(), rowBytes);
+      std::copy(p.state.begin(), p.state.end(), state_.as<float>() + row * width_);
+      std::copy(p.logits.begin(), p.logits.end(), lastLogits_.as<float>() + row * vocab_);
+      p.used = ++cacheClock_;
+      ++cacheHits_;
+      return;
+    }
+  ++cacheMisses_;
+  runPrefill({prompt}, regime, row, 1, {});
+  if (cacheEntries_ == 0)
+    return;
+  Prefilled p{prompt, kind, {}, {}, {}, ++cacheClock_};
+  for (const DeviceBuffer &c : caches_) {
+    p.kv.emplace_back(prompt.size() * width_);
+    session_.device().download(p.kv.back().data(),
+                               static_cast<const char *>(c.data()) + rowStart, rowBytes);
+  }
+  const float *state = state_.as<float>() + row * width_;
+  const float *logits = lastLogits_.as<float>() + row * vocab_;
+  p.state.assign(state, state + width_);
+  p.logits.assign(logits, logits + vocab_);
+  if (cache_.size() >= cacheEntries_) // the least recently used goes
+    cache_.erase(std::min_element(cache_.begin(), cache_.end(),
+                                  [](const Prefilled &a, const Prefilled &b) {
+                                    return a.used < b.used;
+                                  }));
+  cache_.push_back(std::move(p));
+}
+
+void Decoder::admit(int64_t row, const std::vector<int32_t> &prompt,
+                    const Regime &regime) {
+  if (row < 0 || row >= batch_)
+    throw RuntimeError("row " + std::to_string(row) + " is not in the batch of " +
+                       std::to_string(batch_));
+  // The row's prefill writes its slice of the caches, its state and logits
+  // alone: the other rows decode on as they were.
+  prefillCached(prompt, regime, row);
+}
+
+} // namespace fbt

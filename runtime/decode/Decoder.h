@@ -1,0 +1,144 @@
+//===- Decoder.h - prefill, decode and the three regimes ---------*- C++ -*-===//
+//
+// Runs a bundle's compiled prefill, prefill_fused and decode_step over a
+// batch of B sequences (B fixed at compile time; shorter batches are padded
+// with idle rows) sharing one KV cache per layer:
+//   standard   u_t = e_t                   (feedback_on = 0)
+//   soft       prefill plain, then u_t = fuse(e_t, h_{t-1}) for every
+//              generated token             (feedback_on = 1)
+//   fused[n]   prefill plain, then n-1 fused prefill passes over the prompt
+//              into the same cache, then soft decoding
+// Prompts of different lengths decode together: each row has its own
+// position, and padding never reaches a real position (causal attention).
+// A sequence can also join a running batch (admit): prefill_row and
+// prefill_fused_row prefill its row alone, into that row's slice of the
+// caches.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FBT_RUNTIME_DECODE_DECODER_H
+#define FBT_RUNTIME_DECODE_DECODER_H
+
+#include "runtime/decode/Regime.h"
+#include "runtime/session/Session.h"
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace fbt {
+
+class Decoder {
+public:
+  explicit Decoder(Session &session);
+
+  int64_t batchSize() const { return batch_; }
+  int64_t maxPrompt() const { return maxPrompt_; }
+  int64_t maxSequence() const { return maxSequence_; }
+  int64_t vocab() const { return vocab_; }
+
+  /// Teacher forcing: for each sequence, prefill its first `promptLengths[b]`
+  /// tokens under `regime`, then feed the rest one by one. Returns the
+  /// logits predicting positions promptLength-1 .. n-1 of every sequence as
+  /// [b][position][V], zero before promptLength-1.
+  std::vector<std::vector<std::vector<float>>>
+  score(const std::vector<std::vector<int32_t>> &sequences,
+        const std::vector<int64_t> &promptLengths, const Regime &regime);
+
+  /// The carried states of passes 1..passes over one prompt (plain prefill,
+  /// then fused prefill passes, as fused[passes] runs them):
+  /// [pass][position * D + channel] for the prompt's positions.
+  std::vector<std::vector<float>> passStates(const std::vector<int32_t> &prompt,
+                                             int64_t passes);
+  /// Row `row`'s carried state after the last prefill or decode step ([D]).
+  const float *state(int64_t row) const { return state_.as<float>() + row * width_; }
+  int64_t width() const { return width_; }
+
+  /// Generates up to `maxNew` tokens after each prompt. `onToken(row, id)`
+  /// is called as tokens are chosen; it returns false to stop that row.
+  std::vector<std::vector<int32_t>>
+  generate(const std::vector<std::vector<int32_t>> &prompts, const Regime &regime,
+           const SamplingOptions &sampling, int64_t maxNew,
+           const std::function<bool(int64_t, int32_t)> &onToken);
+
+  // Continuous batching: sequences join and leave rows between decode steps.
+  /// Prefills `prompt` into row `row` alone, from the prefill cache when it
+  /// holds it; every other row's KV cache, state and logits are kept.
+  void admit(int64_t row, const std::vector<int32_t> &prompt, const Regime &regime);
+  /// One decode step for every row: its token, its position, and whether its
+  /// state is fed back (soft and fused rows) or not (standard rows, idle
+  /// ones). Rows without feedback anywhere take the plain step.
+  void step(const std::vector<int32_t> &tokens, const std::vector<int32_t> &positions,
+            const std::vector<bool> &feedback);
+  /// Row `row`'s logits after its admission or the last step ([V]).
+  const float *logits(int64_t row) const { return lastLogits_.as<float>() + row * vocab_; }
+  /// The token `sampling` chooses from `logits`; `counter` numbers the draw
+  /// (a sequence's token index, so that batching never changes a result).
+  int32_t sample(const float *logits, const SamplingOptions &sampling,
+                 uint64_t counter) const;
+
+  /// Keeps the prefills of up to `entries` prompts (least recently used go
+  /// first): generate() with one prompt it has prefilled before, in the same
+  /// kind of prefill (plain for standard and soft, fused:N its own), restores
+  /// the prompt's KV rows, carried state and last logits instead of running
+  /// the prefill again: bit for bit what the prefill wrote, so the tokens
+  /// are the same. 0 (the default) keeps none.
+  void setPrefillCache(size_t entries);
+  int64_t prefillCacheHits() const { return cacheHits_; }
+  int64_t prefillCacheMisses() const { return cacheMisses_; }
+
+private:
+  /// Prefill (and fused passes) for up to B prompts; leaves the caches
+  /// filled, each row's last logits and state in lastLogits_/state_.
+  /// `afterPass` sees each pass's step binding (its outputs) in turn.
+  void prefill(const std::vector<std::vector<int32_t>> &prompts, const Regime &regime,
+               const std::function<void(StepBinding &)> &afterPass = {});
+  /// One decode step: token and position per row; updates logits and state.
+  void decode(const std::vector<int32_t> &tokens, const std::vector<int32_t> &positions,
+              bool feedback);
+  /// The step's runner and its binding (made once, then reused: the same
+  /// buffers every token).
+  /// `row`: the first row of the decode batch the step sees (steps over
+  /// one row bind that row's slice of the caches; one binding per row).
+  StepBinding &binding(const std::string &step, const std::set<std::string> &inputs,
+                       int64_t row = 0);
+  /// Prefills `prompts` into rows [row, row + rows): the whole batch's steps
+  /// when `rows` is the batch, else one row's (prefill_row, prefill_fused_row).
+  void runPrefill(const std::vector<std::vector<int32_t>> &prompts, const Regime &regime,
+                  int64_t row, int64_t rows,
+                  const std::function<void(StepBinding &)> &afterPass);
+
+  Session &session_;
+  int64_t batch_, maxPrompt_, maxSequence_, vocab_, width_, layers_;
+  std::vector<DeviceBuffer> caches_;    ///< k_cache.0.., v_cache.0.. (device)
+  AlignedBuffer lastLogits_, state_;    ///< [B, 1, V], [B, 1, D] (host)
+  std::map<std::string, std::unique_ptr<StepBinding>> bindings_;
+  /// The positions of the bundle's shorter one-row prefills
+  /// (prefill_row_t<T>, prefill_fused_row_t<T>).
+  std::vector<int64_t> rowPrefills_;
+
+  /// Row 0's prefill of one prompt: per cache buffer the prompt's rows, the
+  /// carried state and the last logits.
+  struct Prefilled {
+    std::vector<int32_t> prompt;
+    int64_t kind; ///< 1: plain; N: fused:N
+    std::vector<std::vector<float>> kv;
+    std::vector<float> state, logits;
+    uint64_t used = 0;
+  };
+  /// Prefills `prompt` in row `row` alone (the other rows keep their caches,
+  /// state and logits), or restores it from the cache.
+  void prefillCached(const std::vector<int32_t> &prompt, const Regime &regime,
+                     int64_t row = 0);
+  std::vector<Prefilled> cache_;
+  size_t cacheEntries_ = 0;
+  uint64_t cacheClock_ = 0;
+  int64_t cacheHits_ = 0, cacheMisses_ = 0;
+};
+
+} // namespace fbt
+
+#endif // FBT_RUNTIME_DECODE_DECODER_H

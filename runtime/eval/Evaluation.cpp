@@ -1,0 +1,187 @@
+//===- Evaluation.cpp - held-out losses, tasks and contraction ------------===//
+
+#include "runtime/eval/Evaluation.h"
+
+#include "runtime/format/StepNames.h"
+#include "runtime/base/Error.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace fbt {
+
+namespace {
+/// Cross-entropy of `target` under `logits` (natural log), in double.
+double crossEntropy(const std::vector<float> &logits, int32_t target) {
+  float top = *std::max_element(logits.begin(), logits.end());
+  double sum = 0;
+  for (float l : logits)
+    sum += std::exp(double(l) - double(top));
+  return std::log(sum) + double(top) - double(logits[target]);
+}
+
+double rms(const float *v, int64_t n) {
+  double s = 0;
+  for (int64_t i = 0; i < n; ++i)
+    s += double(v[i]) * double(v[i]);
+  return std::sqrt(s / double(std::max<int64_t>(n, 1)));
+}
+} // namespace
+
+std::string regimeLabel(const Regime &r) {
+  return r.kind == Regime::Kind::Fused ? "fused:" + std::to_string(r.passes)
+                                       : r.name();
+}
+
+LossReport evaluateLosses(Session &session, const TokenStream &heldOut,
+                          const LossOptions &o,
+                          const std::function<void(int64_t, int64_t)> &progress) {
+  const ModelConfig::Training &training = session.model().training;
+  const int64_t batch = training.batchSize;
+  const int64_t seqLen = training.sequenceLength;
+  const int64_t evalK = session.inferencePasses();
+  if (evalK == 0)
+    throw RuntimeError("the bundle has no eval_k<K> step (recompile it with "
+                       "this fbtc)");
+  if (o.passes < 1 || o.passes > evalK)
+    throw RuntimeError("--passes " + std::to_string(o.passes) +
+                       ": the bundle's eval step runs 1.." +
+                       std::to_string(evalK) + " passes");
+  if (o.promptFraction <= 0 || o.promptFraction >= 1) {
+    char got[32];
+    std::snprintf(got, sizeof got, "%g", o.promptFraction);
+    throw RuntimeError(std::string("--prompt-fraction must be in (0, 1), got ") + got);
+  }
+  if (o.windows < 1)
+    throw RuntimeError("--windows must be >= 1");
+
+  int64_t batches = (o.windows + batch - 1) / batch;
+  ValBatches val = [&] {
+    try {
+      return ValBatches(heldOut, batch, seqLen, batches);
+    } catch (const RuntimeError &e) {
+      throw RuntimeError(std::string(e.what()) +
+                         " (the held-out data is too short for one batch of "
+                         "windows; give more data or a larger held-out part)");
+    }
+  }();
+  batches = val.size();
+
+  Decoder decoder(session);
+  LossReport r;
+  r.windows = batches * batch;
+  r.windowLength = seqLen;
+  r.promptLength = std::clamp<int64_t>(
+      std::llround(o.promptFraction * double(seqLen)), 1,
+      std::min(seqLen - 1, decoder.maxPrompt()));
+  if (seqLen > decoder.maxSequence())
+    throw RuntimeError("windows of " + std::to_string(seqLen) +
+                       " tokens do not fit the decoder's context of " +
+                       std::to_string(decoder.maxSequence()));
+
+  std::vector<Regime> regimes = o.regimes;
+  if (regimes.empty()) {
+    regimes.push_back(Regime::parse("standard"));
+    if (session.bundle().hasStep(step::prefill(true)))
+      for (const char *name : {"soft", "fused:2", "fused:3"})
+        regimes.push_back(Regime::parse(name));
+  }
+
+  r.passes.assign(o.passes, 0.0);
+  std::vector<double> nats(regimes.size(), 0.0);
+  int64_t total = batches * (1 + int64_t(regimes.size()));
+  int64_t done = 0;
+  for (int64_t i = 0; i < batches; ++i) {
+    Batch b = val[i];
+    StepResult s = session.inferenceStep(evalK, b.inputs.data(), b.targets.data());
+    for (int64_t k = 0; k < o.passes; ++k)
+      r.passes[k] += double(s.passLosses[k]) / double(batches);
+    if (progress)
+      progress(++done, total);
+
+    // The continuation: positions P-1 .. T-1 predict tokens P .. T.
+    std::vector<std::vector<int32_t>> rows;
+    for (int64_t w = 0; w < batch; ++w)
+      rows.emplace_back(b.inputs.begin() + w * seqLen,
+                        b.inputs.begin() + (w + 1) * seqLen);
+    for (size_t g = 0; g < regimes.size(); ++g) {
+      for (int64_t first = 0; first < batch; first += decoder.batchSize()) {
+        int64_t count = std::min(decoder.batchSize(), batch - first);
+        std::vector<std::vector<int32_t>> seqs(rows.begin() + first,
+                                               rows.begin() + first + count);
+        std::vector<int64_t> prompts(count, r.promptLength);
+        auto logits = decoder.score(seqs, prompts, regimes[g]);
+        for (int64_t w = 0; w < count; ++w)
+          for (int64_t t = r.promptLength - 1; t < seqLen; ++t)
+            nats[g] += crossEntropy(logits[w][t],
+                                    b.targets[(first + w) * seqLen + t]);
+      }
+      if (progress)
+        progress(++done, total);
+    }
+  }
+  r.tokens = r.windows * (seqLen - r.promptLength + 1);
+  for (size_t g = 0; g < regimes.size(); ++g) {
+    RegimeLoss l;
+    l.name = regimeLabel(regimes[g]);
+    l.loss = nats[g] / double(r.tokens);
+    if (o.byteLevel)
+      l.bpb = l.loss / std::log(2.0);
+    r.regimes.push_back(l);
+  }
+  return r;
+}
+
+ContractionReport evaluateContraction(Session &session,
+                                      const std::vector<int32_t> &prompt,
+                                      int64_t passes, int64_t generate) {
+  Decoder decoder(session);
+  ContractionReport r;
+  r.promptLength = int64_t(prompt.size());
+  std::vector<std::vector<float>> states = decoder.passStates(prompt, passes);
+  for (size_t k = 0; k + 1 < states.size(); ++k) {
+    double diff = 0, base = 0;
+    for (size_t i = 0; i < states[k].size(); ++i) {
+      double d = double(states[k + 1][i]) - double(states[k][i]);
+      diff += d * d;
+      base += double(states[k][i]) * double(states[k][i]);
+    }
+    r.ratios.push_back(std::sqrt(diff) / std::max(std::sqrt(base), 1e-30));
+  }
+  int64_t room = decoder.maxSequence() - int64_t(prompt.size());
+  int64_t n = std::min(generate, room);
+  if (n > 0) {
+    SamplingOptions greedy;
+    decoder.generate({prompt}, Regime::parse("soft"), greedy, n,
+                     [&](int64_t, int32_t) {
+                       r.stateRms.push_back(rms(decoder.state(0), decoder.width()));
+                       return true;
+                     });
+  }
+  return r;
+}
+
+Json toJson(const LossReport &r) {
+  Json regimes = Json::object();
+  for (const RegimeLoss &l : r.regimes)
+    regimes[l.name] =
+        Json::object({{"loss", l.loss},
+                      {"bpb", l.bpb >= 0 ? Json(l.bpb) : Json()}});
+  return Json::object(
+      {{"passes", Json::array_t(r.passes.begin(), r.passes.end())},
+       {"regimes", std::move(regimes)},
+       {"tokens", r.tokens},
+       {"windows", r.windows},
+       {"window_length", r.windowLength},
+       {"prompt_length", r.promptLength}});
+}
+
+Json toJson(const ContractionReport &r) {
+  return Json::object(
+      {{"contraction", Json::array_t(r.ratios.begin(), r.ratios.end())},
+       {"prompt_length", r.promptLength},
+       {"soft_state_rms", Json::array_t(r.stateRms.begin(), r.stateRms.end())}});
+}
+
+} // namespace fbt

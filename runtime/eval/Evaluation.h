@@ -1,0 +1,79 @@
+//===- Evaluation.h - held-out losses, tasks and contraction ----*- C++ -*-===//
+//
+// What `fbt eval` measures, always in inference mode (no jitter, no prefix
+// mix-in), on windows of held-out tokens:
+//  - per pass: the compiled eval_k<K> step's loss of passes 1..K over whole
+//    windows, the state fed back from t = 1 (passes k > 1 see the states of
+//    pass k - 1, as training's passes do);
+//  - per regime: each window's first part is a plain prompt, the rest a
+//    continuation teacher-forced through the compiled decoder (standard,
+//    soft = the exact recurrence, fused:N); the loss of the continuation's
+//    tokens, and bits per byte for byte-level data;
+//  - tasks: exact-match accuracy of greedy answers per regime on problems
+//    the training text does not hold (runtime/eval/Tasks.h);
+//  - contraction: how fast the feedback map's passes converge over a prompt,
+//    ||s_{k+1} - s_k|| / ||s_k||, and the state's RMS along a soft generation.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FBT_RUNTIME_EVAL_EVALUATION_H
+#define FBT_RUNTIME_EVAL_EVALUATION_H
+
+#include "runtime/text/TokenStream.h"
+#include "runtime/decode/Decoder.h"
+#include "runtime/base/Json.h"
+#include "runtime/session/Session.h"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace fbt {
+
+struct LossOptions {
+  int64_t windows = 64;        ///< held-out windows (rounded to whole batches)
+  double promptFraction = 0.25; ///< of each window, the plain prompt
+  int64_t passes = 8;          ///< passes reported (at most the eval step's K)
+  std::vector<Regime> regimes; ///< empty: standard, soft, fused:2, fused:3
+  bool byteLevel = true;       ///< one token per byte: report bits per byte
+};
+
+struct RegimeLoss {
+  std::string name; ///< "standard", "soft", "fused:2", ...
+  double loss = 0;  ///< mean nats per continuation token
+  double bpb = -1;  ///< bits per byte; < 0 when unknown (not byte-level)
+};
+
+struct LossReport {
+  std::vector<double> passes;     ///< loss of pass 1..N over whole windows
+  std::vector<RegimeLoss> regimes;
+  int64_t windows = 0, windowLength = 0, promptLength = 0;
+  int64_t tokens = 0;             ///< continuation tokens scored per regime
+};
+
+/// `progress(done, total)` is called as windows are scored.
+LossReport evaluateLosses(Session &session, const TokenStream &heldOut,
+                          const LossOptions &options,
+                          const std::function<void(int64_t, int64_t)> &progress = {});
+
+/// "fused:3" for fused[3]: the spelling `fbt eval` prints and takes.
+std::string regimeLabel(const Regime &r);
+
+struct ContractionReport {
+  /// ratios[k-1] = ||s_{k+1} - s_k|| / ||s_k|| over the prompt's positions.
+  std::vector<double> ratios;
+  int64_t promptLength = 0;
+  /// The carried state's RMS after each token of a greedy soft generation.
+  std::vector<double> stateRms;
+};
+
+ContractionReport evaluateContraction(Session &session,
+                                      const std::vector<int32_t> &prompt,
+                                      int64_t passes, int64_t generate);
+
+Json toJson(const LossReport &r);
+Json toJson(const ContractionReport &r);
+
+} // namespace fbt
+
+#endif // FBT_RUNTIME_EVAL_EVALUATION_H

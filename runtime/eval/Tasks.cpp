@@ -1,0 +1,169 @@
+//===- Tasks.cpp - held-out problems answered by greedy decoding ----------===//
+
+#include "runtime/eval/Tasks.h"
+
+#include "runtime/base/Error.h"
+#include "runtime/eval/Evaluation.h"
+#include "runtime/base/Random.h"
+
+#include <algorithm>
+#include <set>
+
+namespace fbt {
+
+namespace {
+/// Draws for one problem: uniform integers under (seed, kTask).
+class Draws {
+public:
+  Draws(uint64_t seed, uint64_t problem) : seed_(seed), base_(problem << 16) {}
+  int64_t range(int64_t lo, int64_t hi) {
+    return lo + int64_t(rng::uniformInt(seed_, rng::streams::kTask, base_ + n_++,
+                                        uint64_t(hi - lo + 1)));
+  }
+
+private:
+  uint64_t seed_, base_, n_ = 0;
+};
+
+/// One fact of the corpus's arithmetic kinds: "a+b=" and its answer.
+std::pair<std::string, std::string> arithmeticFact(Draws &d) {
+  auto s = [](int64_t v) { return std::to_string(v); };
+  int64_t a, b;
+  switch (d.range(0, 5)) {
+  case 0:
+  case 1:
+    a = d.range(0, 9), b = d.range(0, 9);
+    return {s(a) + "+" + s(b) + "=", s(a + b)};
+  case 2:
+    a = d.range(10, 99), b = d.range(1, 99);
+    return {s(a) + "+" + s(b) + "=", s(a + b)};
+  case 3:
+    a = d.range(0, 99), b = d.range(0, a);
+    return {s(a) + "-" + s(b) + "=", s(a - b)};
+  case 4:
+    a = d.range(1, 12), b = d.range(1, 12);
+    return {s(a) + "*" + s(b) + "=", s(a * b)};
+  default:
+    a = d.range(100, 999), b = d.range(10, 999);
+    if (d.range(0, 1) == 0)
+      return {s(a) + "+" + s(b) + "=", s(a + b)};
+    if (b > a)
+      std::swap(a, b);
+    return {s(a) + "-" + s(b) + "=", s(a - b)};
+  }
+}
+
+/// A whole fact line ("\n12+7=19\n") is in the text.
+bool seen(std::string_view text, const std::string &q, const std::string &a) {
+  std::string line = q + a;
+  for (size_t at = text.find(line); at != std::string_view::npos;
+       at = text.find(line, at + 1)) {
+    bool startOk = at == 0 || text[at - 1] == '\n' || text[at - 1] == '\0';
+    size_t end = at + line.size();
+    bool endOk = end == text.size() || text[end] == '\n' || text[end] == '\0';
+    if (startOk && endOk)
+      return true;
+  }
+  return false;
+}
+} // namespace
+
+const std::vector<std::string> &taskNames() {
+  static const std::vector<std::string> names = {"arithmetic", "counting"};
+  return names;
+}
+
+std::vector<TaskProblem> makeTask(const std::string &name, int64_t count,
+                                  uint64_t seed, std::string_view trainingText) {
+  std::vector<TaskProblem> out;
+  if (name == "arithmetic") {
+    std::set<std::string> asked;
+    // Held-out facts: not in the training text, each asked once.
+    auto fresh = [&](uint64_t &problem) {
+      for (int tries = 0; tries < 1000; ++tries) {
+        Draws d(seed, problem++);
+        auto [q, a] = arithmeticFact(d);
+        if (!seen(trainingText, q, a) && asked.insert(q).second)
+          return std::pair{q, a};
+      }
+      throw RuntimeError("arithmetic: no held-out facts left to ask (the "
+                         "training text holds nearly all of them)");
+    };
+    uint64_t problem = 0;
+    for (int64_t i = 0; i < count; ++i) {
+      auto [q1, a1] = fresh(problem);
+      auto [q2, a2] = fresh(problem);
+      auto [q, a] = fresh(problem);
+      out.push_back({q1 + a1 + "\n" + q2 + a2 + "\n" + q, a, "\n"});
+    }
+    return out;
+  }
+  if (name == "counting") {
+    for (int64_t i = 0; i < count; ++i) {
+      Draws d(seed, uint64_t(i));
+      int64_t s = d.range(100, 989);
+      auto n = [&](int64_t k) { return std::to_string(s + k); };
+      out.push_back({"Count from " + n(0) + ": " + n(0) + ", " + n(1) + ", " + n(2) + ",",
+                     " " + n(3) + ", " + n(4) + ", " + n(5), ""});
+    }
+    return out;
+  }
+  std::string all;
+  for (const std::string &t : taskNames())
+    all += (all.empty() ? "" : ", ") + t;
+  throw RuntimeError("unknown task '" + name + "' (expected one of " + all + ")");
+}
+
+std::vector<TaskResult> evaluateTask(Session &session,
+                                     const std::vector<TaskProblem> &problems,
+                                     const std::vector<Regime> &regimes,
+                                     int64_t bosToken) {
+  Decoder decoder(session);
+  std::vector<TaskResult> results;
+  for (const Regime &regime : regimes) {
+    TaskResult r;
+    r.regime = regimeLabel(regime);
+    for (size_t first = 0; first < problems.size(); first += decoder.batchSize()) {
+      size_t count = std::min<size_t>(decoder.batchSize(), problems.size() - first);
+      std::vector<std::vector<int32_t>> prompts;
+      std::vector<std::string> written(count);
+      size_t longest = 0;
+      for (size_t i = 0; i < count; ++i) {
+        const TaskProblem &p = problems[first + i];
+        std::vector<int32_t> ids = {(int32_t)bosToken};
+        for (unsigned char c : p.prompt)
+          ids.push_back(c);
+        prompts.push_back(std::move(ids));
+        longest = std::max(longest, p.answer.size() + p.terminator.size());
+      }
+      decoder.generate(prompts, regime, SamplingOptions{}, int64_t(longest),
+                       [&](int64_t row, int32_t id) {
+                         const TaskProblem &p = problems[first + row];
+                         if (id == bosToken)
+                           return false;
+                         written[row] += char(id);
+                         return written[row].size() < p.answer.size() + p.terminator.size();
+                       });
+      for (size_t i = 0; i < count; ++i) {
+        const TaskProblem &p = problems[first + i];
+        r.correct += written[i] == p.answer + p.terminator;
+        ++r.total;
+      }
+    }
+    results.push_back(r);
+  }
+  return results;
+}
+
+Json toJson(const std::string &task, const std::vector<TaskResult> &results) {
+  Json regimes = Json::object();
+  for (const TaskResult &r : results)
+    regimes[r.regime] = Json::object({{"accuracy", r.accuracy()},
+                                      {"correct", r.correct},
+                                      {"total", r.total}});
+  int64_t problems = results.empty() ? 0 : results.front().total;
+  return Json::object({{"task", task}, {"problems", problems},
+                       {"regimes", std::move(regimes)}});
+}
+
+} // namespace fbt

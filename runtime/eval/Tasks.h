@@ -1,0 +1,64 @@
+//===- Tasks.h - held-out problems answered by greedy decoding --*- C++ -*-===//
+//
+// `fbt eval --task NAME` asks the model problems whose exact answers are
+// known and counts the greedy answers that match, per decoding regime:
+//   arithmetic  "a+b=", "a-b=", "a*b=" of the default corpus's kinds (the
+//               same ranges), drawn under their own seed; a problem whose
+//               fact line is in the training text is never asked. Two
+//               solved held-out facts precede each question, as the corpus's
+//               arithmetic documents list facts one per line.
+//   counting    "Count from S: S, S+1, S+2," with S in 100..989, beyond the
+//               corpus's counts (which start below 81): the answer is the
+//               next three numbers, " S+3, S+4, S+5", a value carried
+//               through a list of updates.
+// Prompts are byte-level and start with BOS, like every training document.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FBT_RUNTIME_EVAL_TASKS_H
+#define FBT_RUNTIME_EVAL_TASKS_H
+
+#include "runtime/decode/Decoder.h"
+#include "runtime/base/Json.h"
+#include "runtime/session/Session.h"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace fbt {
+
+struct TaskProblem {
+  std::string prompt; ///< the text after BOS
+  std::string answer; ///< what the model must write next
+  /// The answer ends where the model writes this (e.g. a newline); empty:
+  /// the answer is a prefix of what is written.
+  std::string terminator;
+};
+
+/// The task names `fbt eval --task` takes.
+const std::vector<std::string> &taskNames();
+
+/// `count` problems of task `name` under `seed`, none of whose facts appear
+/// in `trainingText` (arithmetic). Throws for an unknown name.
+std::vector<TaskProblem> makeTask(const std::string &name, int64_t count,
+                                  uint64_t seed, std::string_view trainingText);
+
+struct TaskResult {
+  std::string regime;
+  int64_t correct = 0, total = 0;
+  double accuracy() const { return total ? double(correct) / double(total) : 0; }
+};
+
+/// The greedy answers' exact-match counts, per regime.
+std::vector<TaskResult> evaluateTask(Session &session,
+                                     const std::vector<TaskProblem> &problems,
+                                     const std::vector<Regime> &regimes,
+                                     int64_t bosToken);
+
+Json toJson(const std::string &task, const std::vector<TaskResult> &results);
+
+} // namespace fbt
+
+#endif // FBT_RUNTIME_EVAL_TASKS_H

@@ -1,0 +1,57 @@
+//===- StepRunner.cpp - running one compiled step on a device -------------===//
+
+#include "runtime/hal/StepRunner.h"
+
+#include "runtime/base/Error.h"
+
+#include <cstdlib>
+
+namespace fbt {
+
+StepRunner::StepRunner(const StepPlan &plan) : plan_(plan) {
+  for (const PlanOp &op : plan.ops) {
+    size_t cut = op.kernel.find('_');
+    stems_.push_back(op.kernel.empty() ? "gemm" : op.kernel.substr(cut + 1));
+  }
+}
+
+void StepRunner::checkBinding(const std::vector<void *> &inputs,
+                              const std::vector<void *> &outputs) const {
+  if (inputs.size() != plan_.inputs.size() || outputs.size() != plan_.outputs.size())
+    throw RuntimeError("step '" + plan_.name + "' bound with the wrong number of buffers");
+}
+
+char *StepRunner::address(const BufferRef &r, const std::vector<void *> &inputs,
+                          const std::vector<void *> &outputs,
+                          const std::vector<char *> &constants, char *arena) const {
+  char *base = nullptr;
+  switch (r.kind) {
+  case BufferRef::Kind::Input:
+    base = static_cast<char *>(inputs[r.index]);
+    break;
+  case BufferRef::Kind::Output:
+    base = static_cast<char *>(outputs[r.index]);
+    break;
+  case BufferRef::Kind::Const:
+    base = constants[r.index];
+    break;
+  case BufferRef::Kind::Arena:
+    base = arena;
+    break;
+  }
+  if (!base)
+    throw RuntimeError("step '" + plan_.name + "': a buffer it uses is not bound");
+  return base + r.offset;
+}
+
+void StepRunner::record(size_t index, double seconds) {
+  (plan_.ops[index].kernel.empty() ? gemmSeconds_ : kernelSeconds_) += seconds;
+  byName_[stems_[index]] += seconds;
+}
+
+bool StepRunner::tracing() {
+  static const bool trace = std::getenv("FBT_TRACE") != nullptr;
+  return trace;
+}
+
+} // namespace fbt

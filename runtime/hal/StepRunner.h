@@ -1,0 +1,103 @@
+//===- StepRunner.h - running one compiled step on a device -------*- C++ -*-===//
+//
+// One StepRunner per compiled step and device: it owns the step's arena and
+// constant buffers and runs the plan's calls in order, GEMMs on the
+// device's BLAS and everything else through the generated kernels. The
+// caller binds inputs and outputs by index (StepPlan::inputIndex /
+// outputIndex) to buffers in the device's memory (Device.h); outputs
+// updated in place need no buffer of their own. The CPU and CUDA backends
+// implement run(); the bookkeeping they share (binding checks, addresses,
+// the per-kernel profile) lives here.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FBT_RUNTIME_HAL_STEPRUNNER_H
+#define FBT_RUNTIME_HAL_STEPRUNNER_H
+
+#include "runtime/format/Bundle.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace fbt {
+
+class StepRunner;
+
+/// The tuner's window into a run (runtime/tune/Tuner.h): called before each call
+/// of the plan runs, with the call's arguments in place, so that it can
+/// time the call's alternatives on the real data.
+class CallProbe {
+public:
+  virtual ~CallProbe() = default;
+  virtual void beforeCall(StepRunner &runner, size_t op) = 0;
+};
+
+class StepRunner {
+public:
+  explicit StepRunner(const StepPlan &plan);
+  virtual ~StepRunner() = default;
+  StepRunner(const StepRunner &) = delete;
+  StepRunner &operator=(const StepRunner &) = delete;
+
+  /// Runs the step. `inputs[i]` must hold plan.inputs[i].bytes; `outputs[j]`
+  /// plan.outputs[j].bytes, or null for an output updated in place. On a
+  /// GPU the work is queued: reading an output back waits for it.
+  virtual void run(const std::vector<void *> &inputs,
+                   const std::vector<void *> &outputs) = 0;
+
+  const StepPlan &plan() const { return plan_; }
+  /// The rate of this step's GEMMs run alone (each on buffers of its own,
+  /// warm, the median of `repeats` timings of all of them), in GFLOP/s: the
+  /// ceiling a step made only of its GEMMs would reach. 0 where unmeasured.
+  virtual double gemmAloneGflops(int repeats) { (void)repeats; return 0; }
+  /// Seconds spent in GEMMs and in kernels over all profiled runs.
+  double gemmSeconds() const { return gemmSeconds_; }
+  double kernelSeconds() const { return kernelSeconds_; }
+  /// Seconds per kernel name (its stem after the kN_ prefix), and "gemm".
+  const std::map<std::string, double> &profile() const { return byName_; }
+  void setProfiling(bool on) { profile_ = on; }
+
+  /// Runs with `probe` called before every call (null: none). Probed runs
+  /// wait for each call and never replay a CUDA graph.
+  void setProbe(CallProbe *probe) { probe_ = probe; }
+  // Inside CallProbe::beforeCall(runner, op), on that op only:
+  /// Copies argument `arg` of the call to or from host memory
+  /// (plan().ops[op].args[arg].bytes of them).
+  virtual void readArgument(size_t op, size_t arg, void *host) = 0;
+  virtual void writeArgument(size_t op, size_t arg, const void *host) = 0;
+  /// Runs the call as kernel `symbol` (the op's kernel or one of its
+  /// variants) and waits for it; a RuntimeError saying why if it cannot be
+  /// launched.
+  virtual void callVariant(size_t op, const std::string &symbol) = 0;
+  /// A GEMM call's alternative algorithms (GPU: cuBLASLt's heuristic
+  /// candidates; 0 or 1 where there is no choice), and a run with one.
+  virtual int gemmAlgorithms(size_t op) { (void)op; return 0; }
+  virtual void callGemm(size_t op, int algorithm) { (void)op; (void)algorithm; }
+
+protected:
+  /// Throws unless the binding has one buffer per input and output.
+  void checkBinding(const std::vector<void *> &inputs,
+                    const std::vector<void *> &outputs) const;
+  /// The address `r` names, given the bases of the step's buffers.
+  char *address(const BufferRef &r, const std::vector<void *> &inputs,
+                const std::vector<void *> &outputs,
+                const std::vector<char *> &constants, char *arena) const;
+  /// Adds `seconds` of op `index` to the profile.
+  void record(size_t index, double seconds);
+  /// FBT_TRACE=1: name each call before it runs (for debugging a bundle).
+  static bool tracing();
+
+  const StepPlan &plan_;
+  bool profile_ = false;
+  CallProbe *probe_ = nullptr;
+
+private:
+  double gemmSeconds_ = 0, kernelSeconds_ = 0;
+  std::map<std::string, double> byName_;
+  std::vector<std::string> stems_; // per op
+};
+
+} // namespace fbt
+
+#endif // FBT_RUNTIME_HAL_STEPRUNNER_H

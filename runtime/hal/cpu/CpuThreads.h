@@ -1,0 +1,16 @@
+//===- CpuThreads.h - how many threads a CPU step runs on -----*- C++ -*-===//
+
+#ifndef FBT_RUNTIME_HAL_CPU_CPUTHREADS_H
+#define FBT_RUNTIME_HAL_CPU_CPUTHREADS_H
+
+namespace fbt {
+
+/// Threads for CPU steps: `n` > 0 sets the count (fbt --threads), 0 keeps
+/// the default (OMP_NUM_THREADS, else every core). Call before a step runs.
+void setCpuThreads(int n);
+/// The threads a CPU step runs on (1 in a build without OpenMP).
+int cpuThreads();
+
+} // namespace fbt
+
+#endif // FBT_RUNTIME_HAL_CPU_CPUTHREADS_H

@@ -1,0 +1,293 @@
+//===- Protocol.cpp - the OpenAI-compatible API's requests and replies -----===//
+
+#include "runtime/serve/Protocol.h"
+
+#include "runtime/base/Error.h"
+
+#include <cmath>
+#include <cstdio>
+#include <set>
+
+namespace fbt {
+
+std::string ApiError::body() const {
+  return dumpJson(Json::object(
+      {{"error", Json::object({{"message", message},
+                               {"type", type},
+                               {"param", param.empty() ? Json() : Json(param)},
+                               {"code", Json()}})}}));
+}
+
+namespace {
+/// `s` on one line: the request's own text (a field's name, a role, a
+/// regime) may hold control characters, which are written as escapes.
+std::string oneLine(const std::string &s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (c >= 0x20 && c != 0x7f) {
+      out += (char)c;
+      continue;
+    }
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else {
+      char esc[8];
+      std::snprintf(esc, sizeof esc, "\\x%02X", c);
+      out += esc;
+    }
+  }
+  return out;
+}
+
+[[noreturn]] void bad(const std::string &param, const std::string &message) {
+  throw ApiError{400, oneLine(message), param};
+}
+
+const char *kindOf(const Json &v) { return jsonKindName(v); }
+
+std::string shortest(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", x);
+  return buf;
+}
+
+double number(const Json &v, const std::string &name, double lo, double hi) {
+  if (!v.is_number())
+    bad(name, "'" + name + "' must be a number, not " + kindOf(v));
+  double x = asDouble(v);
+  if (!(x >= lo && x <= hi))
+    bad(name, "'" + name + "' must be from " + shortest(lo) + " to " +
+                  shortest(hi) + ", got " + dumpJson(v));
+  return x;
+}
+
+int64_t integer(const Json &v, const std::string &name, int64_t lo, int64_t hi) {
+  if (!isInteger(v))
+    bad(name, "'" + name + "' must be an integer, not " + dumpJson(v));
+  int64_t x = asInt(v);
+  if (x < lo || x > hi)
+    bad(name, "'" + name + "' must be from " + std::to_string(lo) + " to " +
+                  std::to_string(hi) + ", got " + std::to_string(x));
+  return x;
+}
+
+const std::string &text(const Json &v, const std::string &name) {
+  if (!v.is_string())
+    bad(name, "'" + name + "' must be a string, not " + kindOf(v));
+  return asString(v);
+}
+} // namespace
+
+std::string chatPrompt(const Json &messages) {
+  if (!messages.is_array() || messages.empty())
+    bad("messages", "'messages' must be a non-empty array of {role, content}");
+  std::string prompt;
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const Json &m = jsonAt(messages, i);
+    std::string where = "messages[" + std::to_string(i) + "]";
+    if (!m.is_object())
+      bad(where, "'" + where + "' must be an object with role and content");
+    const Json *role = jsonFind(m, "role"), *content = jsonFind(m, "content");
+    if (!role || !content)
+      bad(where, "'" + where + "' needs a role and a content");
+    const std::string &r = text(*role, where + ".role");
+    if (r != "system" && r != "user" && r != "assistant")
+      bad(where + ".role", "'" + where + ".role' must be system, user or "
+                           "assistant, got '" + r + "'");
+    for (const auto &[key, value] : asObject(m))
+      if (key != "role" && key != "content" && key != "name")
+        bad(where + "." + key, "unknown field '" + where + "." + key + "'");
+    prompt += "<|" + r + "|>\n" + text(*content, where + ".content") + "\n";
+  }
+  return prompt + "<|assistant|>\n";
+}
+
+GenerationRequest parseGenerationRequest(const std::string &body, bool chat,
+                                         const Regime &defaultRegime) {
+  Json root;
+  try {
+    root = parseJson(body, "request body");
+  } catch (const RuntimeError &e) {
+    bad("", std::string("the request body is not JSON: ") + e.what());
+  }
+  if (!root.is_object())
+    bad("", "the request body must be a JSON object");
+  GenerationRequest r;
+  r.chat = chat;
+  r.regime = defaultRegime;
+  r.sampling.temperature = 1.0;
+  bool havePrompt = false;
+  // Accepted for compatibility; they do not change what we generate.
+  static const std::set<std::string> ignored = {
+      "user", "logit_bias", "presence_penalty", "frequency_penalty", "logprobs",
+      "top_logprobs", "echo", "best_of", "stream_options", "response_format",
+      "suffix"};
+  for (const auto &[key, v] : asObject(root)) {
+    if (key == "model") {
+      r.model = text(v, key);
+    } else if (key == "prompt" && !chat) {
+      if (v.is_array() && v.size() == 1)
+        r.prompt = text(jsonAt(v, 0), "prompt[0]");
+      else if (v.is_array())
+        bad(key, "'prompt' as an array must hold one string (send one "
+                 "request per prompt)");
+      else
+        r.prompt = text(v, key);
+      havePrompt = true;
+    } else if (key == "messages" && chat) {
+      r.prompt = chatPrompt(v);
+      havePrompt = true;
+    } else if (key == "max_tokens" || (chat && key == "max_completion_tokens")) {
+      if (!v.is_null())
+        r.maxTokens = integer(v, key, 1, 1 << 20);
+    } else if (key == "temperature") {
+      if (!v.is_null())
+        r.sampling.temperature = number(v, key, 0, 2);
+    } else if (key == "top_p") {
+      if (!v.is_null())
+        r.sampling.topP = number(v, key, 1e-9, 1);
+      if (r.sampling.topP <= 0)
+        bad(key, "'top_p' must be above 0");
+    } else if (key == "seed") {
+      if (!v.is_null())
+        r.sampling.seed = (uint64_t)integer(v, key, INT64_MIN, INT64_MAX);
+    } else if (key == "n") {
+      if (!v.is_null())
+        r.n = integer(v, key, 1, 8);
+    } else if (key == "stream") {
+      if (!v.is_boolean() && !v.is_null())
+        bad(key, "'stream' must be true or false");
+      r.stream = v.is_boolean() && asBool(v);
+    } else if (key == "stop") {
+      if (v.is_string()) {
+        r.stop = {asString(v)};
+      } else if (v.is_array() && v.size() <= 4) {
+        for (size_t i = 0; i < v.size(); ++i)
+          r.stop.push_back(
+              text(jsonAt(v, i), "stop[" + std::to_string(i) + "]"));
+      } else if (!v.is_null()) {
+        bad(key, "'stop' must be a string or an array of up to 4 strings");
+      }
+      for (const std::string &s : r.stop)
+        if (s.empty())
+          bad(key, "a 'stop' string must not be empty");
+    } else if (key == "regime") {
+      try {
+        r.regime = Regime::parse(text(v, key));
+      } catch (const RuntimeError &e) {
+        bad(key, std::string("'regime': ") + e.what());
+      }
+      // Each fused pass is a prefill of the whole prompt.
+      if (r.regime.kind == Regime::Kind::Fused && r.regime.passes > kMaxFusedPasses)
+        bad(key, "'regime': at most fused:" + std::to_string(kMaxFusedPasses));
+    } else if (!ignored.count(key)) {
+      bad(key, "unknown field '" + key + "'");
+    }
+  }
+  if (!havePrompt)
+    bad(chat ? "messages" : "prompt",
+        chat ? "'messages' is required" : "'prompt' is required");
+  return r;
+}
+
+std::string utf8Text(const std::string &bytes, bool final) {
+  static const char kReplacement[] = "\xEF\xBF\xBD";
+  std::string out;
+  size_t i = 0, n = bytes.size();
+  while (i < n) {
+    unsigned char c = bytes[i];
+    int len = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3
+            : (c & 0xF8) == 0xF0 ? 4 : 0;
+    if (len == 0 || (len == 2 && c < 0xC2) || (len == 4 && c > 0xF4)) {
+      out += kReplacement, ++i;
+      continue;
+    }
+    size_t have = 1;
+    while (have < (size_t)len && i + have < n &&
+           ((unsigned char)bytes[i + have] & 0xC0) == 0x80)
+      ++have;
+    if (have < (size_t)len && i + have == n && !final)
+      break; // incomplete at the end: wait for the next token
+    if (have < (size_t)len) {
+      out += kReplacement, i += have;
+      continue;
+    }
+    uint32_t cp = len == 1 ? c : c & (0x7F >> len);
+    for (int k = 1; k < len; ++k)
+      cp = (cp << 6) | ((unsigned char)bytes[i + k] & 0x3F);
+    bool overlong = (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000);
+    if (overlong || (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF)
+      out += kReplacement;
+    else
+      out.append(bytes, i, len);
+    i += len;
+  }
+  return out;
+}
+
+size_t stopAt(const std::string &generated, const GenerationRequest &r) {
+  size_t at = std::string::npos;
+  for (const std::string &s : r.stop)
+    at = std::min(at, generated.find(s));
+  if (r.chat)
+    at = std::min(at, generated.find("\n<|"));
+  return at;
+}
+
+std::string replyJson(const GenerationRequest &r, const std::string &id,
+                      int64_t created, const std::vector<Choice> &choices,
+                      int64_t promptTokens, int64_t completionTokens) {
+  Json out = Json::array();
+  for (size_t i = 0; i < choices.size(); ++i) {
+    Json c = Json::object({{"index", (int64_t)i}});
+    if (r.chat) {
+      c["message"] = Json::object(
+          {{"role", "assistant"}, {"content", choices[i].text}});
+    } else {
+      c["text"] = choices[i].text;
+      c["logprobs"] = Json();
+    }
+    c["finish_reason"] = choices[i].finishReason;
+    out.push_back(std::move(c));
+  }
+  return dumpJson(Json::object(
+      {{"id", id},
+       {"object", r.chat ? "chat.completion" : "text_completion"},
+       {"created", created},
+       {"model", r.model},
+       {"choices", std::move(out)},
+       {"usage",
+        Json::object({{"prompt_tokens", promptTokens},
+                      {"completion_tokens", completionTokens},
+                      {"total_tokens", promptTokens + completionTokens}})}}));
+}
+
+std::string chunkJson(const GenerationRequest &r, const std::string &id,
+                      int64_t created, int64_t index, const std::string &delta,
+                      const std::string &finishReason, bool first) {
+  Json c = Json::object({{"index", index}});
+  if (r.chat) {
+    Json d = Json::object();
+    if (first)
+      d["role"] = "assistant";
+    if (!delta.empty() || !first)
+      d["content"] = delta;
+    c["delta"] = std::move(d);
+  } else {
+    c["text"] = delta;
+    c["logprobs"] = Json();
+  }
+  c["finish_reason"] = finishReason.empty() ? Json() : Json(finishReason);
+  Json chunks = Json::array();
+  chunks.push_back(std::move(c));
+  return dumpJson(Json::object(
+      {{"id", id},
+       {"object", r.chat ? "chat.completion.chunk" : "text_completion"},
+       {"created", created},
+       {"model", r.model},
+       {"choices", std::move(chunks)}}));
+}
+
+} // namespace fbt

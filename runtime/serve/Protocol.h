@@ -1,0 +1,96 @@
+//===- Protocol.h - the OpenAI-compatible API's requests and replies -*- C++ -*-===//
+//
+// What `fbt serve` speaks, without the HTTP: parsing and checking a request
+// body of POST /v1/completions or /v1/chat/completions into a
+// GenerationRequest (a bad one is an ApiError: the HTTP status and an
+// OpenAI-style message naming the field), the chat template, and the JSON
+// of replies and of server-sent-event chunks.
+//
+// Fields: model, prompt (completions: a string, or an array of one),
+// messages (chat: [{role: system|user|assistant, content: string}]),
+// max_tokens (default 16; max_completion_tokens for chat too), temperature
+// (0..2, default 1), top_p (0..1], stop (a string or up to 4), seed, n
+// (1..8), stream, and fbt's own: regime ("standard" | "soft" | "fused:N";
+// default the server's). Fields OpenAI defines that do not change our
+// output (user, logit_bias, presence_penalty, frequency_penalty, logprobs,
+// echo, best_of, stream_options, response_format) are accepted if their
+// type is right; any other field is an error, so a typo is not ignored.
+//
+// The chat template, plain text a byte-level or BPE model can learn:
+//   "<|system|>\n{content}\n" ... "<|user|>\n{content}\n" ...
+//   "<|assistant|>\n{content}\n" ... then "<|assistant|>\n" to answer;
+// the answer stops at the next "\n<|" (the start of another turn).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FBT_RUNTIME_SERVE_PROTOCOL_H
+#define FBT_RUNTIME_SERVE_PROTOCOL_H
+
+#include "runtime/decode/Regime.h"
+#include "runtime/base/Json.h"
+
+#include <string>
+#include <vector>
+
+namespace fbt {
+
+/// The most passes a request's fused:N regime may ask for.
+constexpr int64_t kMaxFusedPasses = 8;
+
+struct ApiError {
+  int status = 400;
+  std::string message, param;
+  std::string type = "invalid_request_error";
+  /// {"error": {"message", "type", "param", "code"}}.
+  std::string body() const;
+};
+
+struct GenerationRequest {
+  bool chat = false;
+  std::string model;
+  std::string prompt; ///< the text the model continues (chat: templated)
+  int64_t maxTokens = 16;
+  SamplingOptions sampling;
+  std::vector<std::string> stop;
+  int64_t n = 1;
+  bool stream = false;
+  Regime regime;
+};
+
+/// Parses and checks a request body; throws ApiError. `defaultRegime` is the
+/// server's (--mode).
+GenerationRequest parseGenerationRequest(const std::string &body, bool chat,
+                                         const Regime &defaultRegime);
+
+/// The chat template (see the file comment) for `messages`, ending with the
+/// assistant's turn to speak.
+std::string chatPrompt(const Json &messages);
+
+/// Where generated `text` should end: the first stop string (the request's,
+/// and for chat the next turn's "\n<|"), or npos.
+size_t stopAt(const std::string &text, const GenerationRequest &r);
+
+/// `bytes` as UTF-8 text for a reply: an invalid sequence becomes U+FFFD;
+/// an incomplete one at the end is held back (it may complete with the
+/// next token) unless `final`, when it becomes U+FFFD too.
+std::string utf8Text(const std::string &bytes, bool final);
+
+struct Choice {
+  std::string text;
+  std::string finishReason; ///< "stop" or "length"
+};
+
+/// The whole reply (stream: false).
+std::string replyJson(const GenerationRequest &r, const std::string &id,
+                      int64_t created, const std::vector<Choice> &choices,
+                      int64_t promptTokens, int64_t completionTokens);
+/// One server-sent event's JSON: choice `index` adds `delta` (and, with a
+/// finish reason, ends). For chat the first chunk of a choice also names the
+/// assistant's role.
+std::string chunkJson(const GenerationRequest &r, const std::string &id,
+                      int64_t created, int64_t index, const std::string &delta,
+                      const std::string &finishReason, bool first);
+
+} // namespace fbt
+
+#endif // FBT_RUNTIME_SERVE_PROTOCOL_H

@@ -1,0 +1,293 @@
+//===- Session.cpp - a loaded bundle ready to run ---------------------------===//
+
+#include "runtime/session/Session.h"
+
+#include "runtime/format/StepNames.h"
+#include "runtime/base/Error.h"
+#include "runtime/session/ParamInit.h"
+#include "runtime/format/Safetensors.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <map>
+
+namespace fbt {
+
+namespace {
+int64_t elements(const std::vector<int64_t> &shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+} // namespace
+
+Session::Session(const std::string &path)
+    : bundle_(Bundle::load(path)), model_(parseModelConfig(bundle_.model())),
+      device_(openDevice(bundle_)) {
+  for (const ParamSpec &p : bundle_.params()) {
+    size_t bytes = elements(p.shape) * sizeof(float);
+    state_.params.emplace_back(*device_, bytes, "parameter '" + p.name + "'");
+    state_.m.emplace_back(*device_, bytes, "AdamW moment of '" + p.name + "'");
+    state_.v.emplace_back(*device_, bytes, "AdamW moment of '" + p.name + "'");
+  }
+}
+
+int64_t Session::paramIndex(const std::string &name) const {
+  for (size_t i = 0; i < bundle_.params().size(); ++i)
+    if (bundle_.params()[i].name == name)
+      return i;
+  return -1;
+}
+
+void *Session::stateBuffer(const std::string &name) {
+  int64_t p = paramIndex(name);
+  if (p >= 0)
+    return state_.params[p].data();
+  for (auto [prefix, moments] : {std::pair{"adam_m.", &state_.m}, {"adam_v.", &state_.v}})
+    if (name.rfind(prefix, 0) == 0 && (p = paramIndex(name.substr(7))) >= 0)
+      return (*moments)[p].data();
+  return nullptr;
+}
+
+std::vector<float> Session::parameter(size_t index) const {
+  const DeviceBuffer &b = state_.params.at(index);
+  std::vector<float> values(b.size() / sizeof(float));
+  device_->download(values.data(), b.data(), b.size());
+  return values;
+}
+
+void Session::selectBuilds(KernelChoice kernels, GemmChoice gemms) {
+  if (!runners_.empty())
+    throw RuntimeError("the tune cache must be applied before any step runs");
+  device_->selectKernels(std::move(kernels));
+  device_->selectGemms(gemms);
+  tuned_ = true;
+}
+
+StepRunner &Session::runner(const std::string &step) {
+  auto &r = runners_[step];
+  if (!r) {
+    r = device_->makeRunner(bundle_.step(step));
+    r->setProbe(probe_);
+  }
+  return *r;
+}
+
+void Session::setProbe(CallProbe *probe) {
+  probe_ = probe;
+  for (auto &[name, r] : runners_)
+    r->setProbe(probe);
+}
+
+void Session::releaseSteps() {
+  bindings_.clear();
+  runners_.clear();
+}
+
+void Session::initialize(uint64_t seed) {
+  // The feedback weights start as the spec's recipe says (feedback.init,
+  // feedback.init_std); the shared weights as GPT-2's.
+  InitKind feedbackKind = InitKind::Normal;
+  float feedbackStd = kDefaultInitStddev;
+  const ModelConfig::Feedback &fb = model_.feedback;
+  if (fb.init)
+    feedbackKind = *fb.init == "uniform" ? InitKind::Uniform : InitKind::Normal;
+  if (fb.initStd)
+    feedbackStd = static_cast<float>(*fb.initStd);
+  for (size_t i = 0; i < bundle_.params().size(); ++i) {
+    const ParamSpec &p = bundle_.params()[i];
+    std::vector<float> values(state_.params[i].size() / sizeof(float));
+    if (p.feedback)
+      initParameter(values.data(), p.shape, seed, i, feedbackStd, feedbackKind);
+    else
+      initParameter(values.data(), p.shape, seed, i);
+    device_->upload(state_.params[i].data(), values.data(), state_.params[i].size());
+    device_->zero(state_.m[i].data(), state_.m[i].size());
+    device_->zero(state_.v[i].data(), state_.v[i].size());
+  }
+  state_.step = 0;
+  state_.seed = seed;
+}
+
+void Session::saveCheckpoint(const std::string &path) const {
+  std::vector<Tensor> tensors;
+  auto add = [&](const std::string &name, const ParamSpec &p, const DeviceBuffer &b) {
+    Tensor t(name, DType::F32, p.shape);
+    device_->download(t.bytes.data(), b.data(), t.bytes.size());
+    tensors.push_back(std::move(t));
+  };
+  for (size_t i = 0; i < bundle_.params().size(); ++i) {
+    const ParamSpec &p = bundle_.params()[i];
+    add(p.name, p, state_.params[i]);
+    add("optimizer.adam_m." + p.name, p, state_.m[i]);
+    add("optimizer.adam_v." + p.name, p, state_.v[i]);
+  }
+  std::map<std::string, std::string> meta = {
+      {"format", "pt"},
+      {"fbt.model", model_.name},
+      {"fbt.step", std::to_string(state_.step)},
+      {"fbt.seed", std::to_string(state_.seed)},
+      {"fbt.tokenizer", tokenizerName_}};
+  writeSafetensorsAtomic(path, tensors, meta);
+}
+
+void Session::setTokenizer(const std::string &name) {
+  std::string canonical = canonicalTokenizerName(name);
+  if (canonical != tokenizerName_)
+    tokenizer_.reset();
+  tokenizerName_ = canonical;
+}
+
+const Tokenizer &Session::tokenizer() {
+  if (!tokenizer_) {
+    std::unique_ptr<Tokenizer> t = loadTokenizer(tokenizerName_);
+    int64_t vocab = model_.vocabSize;
+    if (t->vocabSize() > vocab)
+      throw RuntimeError("tokenizer '" + tokenizerName_ + "' has " +
+                         std::to_string(t->vocabSize()) +
+                         " tokens; the model's vocabulary holds " +
+                         std::to_string(vocab));
+    tokenizer_ = std::move(t);
+  }
+  return *tokenizer_;
+}
+
+void Session::loadCheckpoint(const std::string &path) {
+  SafetensorsFile file = readSafetensors(path);
+  auto fill = [&](const std::string &name, const ParamSpec &p, DeviceBuffer &b,
+                  bool required) {
+    const Tensor *t = file.find(name);
+    if (!t) {
+      if (required)
+        throw RuntimeError(path + ": missing tensor '" + name +
+                           "' (does this checkpoint belong to this bundle?)");
+      device_->zero(b.data(), b.size());
+      return;
+    }
+    if (t->shape != p.shape)
+      throw RuntimeError(path + ": tensor '" + name + "' has shape " +
+                         shapeString(t->shape) + ", the bundle expects " +
+                         shapeString(p.shape));
+    std::vector<float> values = t->toF32();
+    for (float x : values)
+      if (!std::isfinite(x))
+        throw RuntimeError(path + ": tensor '" + name + "' holds NaN or Inf");
+    device_->upload(b.data(), values.data(), b.size());
+  };
+  for (size_t i = 0; i < bundle_.params().size(); ++i) {
+    const ParamSpec &p = bundle_.params()[i];
+    fill(p.name, p, state_.params[i], true);
+    fill("optimizer.adam_m." + p.name, p, state_.m[i], false);
+    fill("optimizer.adam_v." + p.name, p, state_.v[i], false);
+  }
+  auto meta = [&](const char *key, int64_t fallback) -> int64_t {
+    auto it = file.metadata.find(key);
+    return it == file.metadata.end() ? fallback : std::stoll(it->second);
+  };
+  state_.step = meta("fbt.step", 0);
+  state_.seed = (uint64_t)meta("fbt.seed", 0);
+  if (auto t = file.metadata.find("fbt.tokenizer"); t != file.metadata.end())
+    setTokenizer(t->second);
+}
+
+StepBinding &Session::trainBinding(const std::string &step, bool update) {
+  auto &b = bindings_[step];
+  if (!b) {
+    std::set<std::string> batch = {"input_ids", "targets", "seed"};
+    if (update)
+      batch.insert({"lr", "step"});
+    b = std::make_unique<StepBinding>(
+        *device_, bundle_.step(step),
+        [&](const std::string &name) { return stateBuffer(name); }, batch,
+        "this runtime");
+  }
+  return *b;
+}
+
+namespace {
+/// Binds the batch: [B, T] ids and targets, and the kernel seed.
+void setBatch(StepBinding &b, const StepPlan &plan, const int32_t *ids,
+              const int32_t *targets, const int64_t *seed) {
+  for (const char *name : {"input_ids", "targets"}) {
+    int64_t i = plan.inputIndex(name);
+    if (i >= 0)
+      b.set(name, name[0] == 'i' ? ids : targets, plan.inputs[i].bytes);
+  }
+  b.set("seed", seed, sizeof(*seed));
+}
+
+StepResult readLosses(const StepPlan &plan, const StepBinding &b) {
+  StepResult r;
+  b.read("loss", &r.loss, sizeof(float));
+  r.passLosses.resize(std::max<int64_t>(plan.passes, 1));
+  b.read("pass_losses", r.passLosses.data(), r.passLosses.size() * sizeof(float));
+  if (b.hasOutput("grad_norm"))
+    b.read("grad_norm", &r.gradNorm, sizeof(float));
+  return r;
+}
+} // namespace
+
+StepResult Session::trainStep(int64_t passes, const int32_t *ids,
+                              const int32_t *targets, uint64_t seed, float lr) {
+  std::string name = step::train(passes);
+  StepRunner &run = runner(name);
+  StepBinding &b = trainBinding(name, true);
+  int64_t seedValue = (int64_t)seed;
+  float stepCount = (float)(state_.step + 1); // AdamW counts from 1
+  setBatch(b, run.plan(), ids, targets, &seedValue);
+  b.set("lr", &lr, sizeof(lr));
+  b.set("step", &stepCount, sizeof(stepCount));
+  b.run(run);
+  ++state_.step;
+  StepResult r = readLosses(run.plan(), b);
+  if (!std::isfinite(r.loss) || !std::isfinite(r.gradNorm))
+    throw RuntimeError("the loss or the gradient norm is not finite at step " +
+                       std::to_string(state_.step) +
+                       " (try a lower learning rate); nothing was saved");
+  return r;
+}
+
+StepResult Session::inferenceStep(int64_t passes, const int32_t *ids,
+                                  const int32_t *targets) {
+  std::string name = step::eval(passes);
+  StepRunner &run = runner(name);
+  StepBinding &b = trainBinding(name, false);
+  int64_t unusedSeed = 0;
+  setBatch(b, run.plan(), ids, targets, &unusedSeed);
+  b.run(run);
+  return readLosses(run.plan(), b);
+}
+
+int64_t Session::inferencePasses() const {
+  for (const auto &[name, plan] : bundle_.steps())
+    if (plan.kind == "eval")
+      return plan.passes;
+  return 0;
+}
+
+StepResult Session::evalStep(int64_t passes, const int32_t *ids,
+                             const int32_t *targets, uint64_t seed,
+                             std::vector<AlignedBuffer> *grads) {
+  std::string name = step::trainGrads(passes);
+  StepRunner &run = runner(name);
+  StepBinding &b = trainBinding(name, false);
+  int64_t seedValue = (int64_t)seed;
+  setBatch(b, run.plan(), ids, targets, &seedValue);
+  b.run(run);
+  StepResult r = readLosses(run.plan(), b);
+  if (grads) {
+    grads->clear();
+    for (const ParamSpec &p : bundle_.params()) {
+      int64_t i = run.plan().outputIndex("grad." + p.name);
+      if (i < 0)
+        throw RuntimeError("step '" + name + "' has no gradient for " + p.name);
+      grads->emplace_back(run.plan().outputs[i].bytes);
+      b.read("grad." + p.name, grads->back().data(), grads->back().size());
+    }
+  }
+  return r;
+}
+
+} // namespace fbt

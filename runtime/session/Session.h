@@ -1,0 +1,123 @@
+//===- Session.h - a loaded bundle ready to run ---------------------*- C++ -*-===//
+//
+// A Session holds a bundle, the device that runs it (Device.h: the CPU or a
+// GPU, as the bundle's target says), one StepRunner per step used (each with
+// its arena), and the model's state on that device: parameters, AdamW
+// moments and the optimizer's step count. Batches go in and losses come out
+// through host memory; checkpoints are read and written on the host, so
+// they are the same files whichever device trained them. Checkpoints are safetensors with
+// HF Llama names for the shared weights (so standard tools load the K=1
+// model), `feedback.*` for the feedback path, and `optimizer.adam_m.*`,
+// `optimizer.adam_v.*` beside them; the step count and seed are metadata.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FBT_RUNTIME_SESSION_SESSION_H
+#define FBT_RUNTIME_SESSION_SESSION_H
+
+#include "runtime/base/AlignedBuffer.h"
+#include "runtime/format/Bundle.h"
+#include "runtime/hal/Device.h"
+#include "runtime/format/ModelConfig.h"
+#include "runtime/session/StepBinding.h"
+#include "runtime/text/Tokenizer.h"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace fbt {
+
+struct ModelState {
+  std::vector<DeviceBuffer> params, m, v; ///< in Bundle::params() order
+  int64_t step = 0;                        ///< optimizer steps taken
+  uint64_t seed = 0;
+};
+
+struct StepResult {
+  float loss = 0;
+  std::vector<float> passLosses;
+  float gradNorm = 0;
+};
+
+class Session {
+public:
+  explicit Session(const std::string &bundlePath);
+
+  const Bundle &bundle() const { return bundle_; }
+  Device &device() { return *device_; }
+  ModelState &state() { return state_; }
+  int64_t paramIndex(const std::string &name) const;
+  /// The state buffer (device memory) a step input names: a parameter,
+  /// `adam_m.<param>` or `adam_v.<param>`; null for any other name.
+  void *stateBuffer(const std::string &name);
+  /// Parameter `index`'s values, copied to the host.
+  std::vector<float> parameter(size_t index) const;
+  /// The bundle's model config (the resolved spec), as JSON: for what
+  /// writes it out whole.
+  const Json &config() const { return bundle_.model(); }
+  /// The same, read once when the session opened the bundle.
+  const ModelConfig &model() const { return model_; }
+
+  StepRunner &runner(const std::string &step);
+  /// The probe of every runner, made now or later (the tuner's; null: none).
+  void setProbe(CallProbe *probe);
+  /// Frees every step's runner and binding (their arenas); the next run of
+  /// a step makes them again. No Decoder may be alive.
+  void releaseSteps();
+
+  /// Runs `kernels`' chosen builds and `gemms`' algorithms in every step
+  /// (the tune cache's choice: useTuning(), tune/Tuner.h); call before any
+  /// step runs. The session is then tuned().
+  void selectBuilds(KernelChoice kernels, GemmChoice gemms);
+  bool tuned() const { return tuned_; }
+
+  /// Fresh parameters from `seed` (normal(0, 0.02), norms at 1), zero moments.
+  void initialize(uint64_t seed);
+  void saveCheckpoint(const std::string &path) const;
+  /// The tokenizer of this run (runtime/text/Tokenizer.h): "bytes" unless set,
+  /// or recorded in a loaded checkpoint (metadata fbt.tokenizer). Its
+  /// vocabulary must fit the model's.
+  void setTokenizer(const std::string &name);
+  const std::string &tokenizerName() const { return tokenizerName_; }
+  const Tokenizer &tokenizer();
+  /// Loads parameters (and moments, if present; else zero). Every parameter
+  /// must be there with the bundle's shape.
+  void loadCheckpoint(const std::string &path);
+
+  /// One optimizer step of train_k<K>: (ids, targets) are [B, T] int32.
+  StepResult trainStep(int64_t passes, const int32_t *ids, const int32_t *targets,
+                       uint64_t seed, float lr);
+  /// Loss and per-pass losses without an update (train_k<K>_grads), and the
+  /// gradients when `grads` is non-null (one buffer per parameter).
+  StepResult evalStep(int64_t passes, const int32_t *ids, const int32_t *targets,
+                      uint64_t seed, std::vector<AlignedBuffer> *grads = nullptr);
+  /// The per-pass losses in inference mode (eval_k<K>: no jitter, no prefix
+  /// mix-in, no gradients): what validation and `fbt eval` report.
+  StepResult inferenceStep(int64_t passes, const int32_t *ids,
+                           const int32_t *targets);
+  /// The K of the bundle's eval_k<K> step; 0 if it has none.
+  int64_t inferencePasses() const;
+
+private:
+  StepBinding &trainBinding(const std::string &step, bool update);
+  std::string tokenizerName_ = "bytes";
+  bool tuned_ = false;
+  CallProbe *probe_ = nullptr;
+  std::unique_ptr<Tokenizer> tokenizer_;
+
+  // Declared in the order they depend on each other: runners, bindings and
+  // state hold device memory and go before the device, the device before
+  // the bundle whose plans and kernels it holds.
+  Bundle bundle_;
+  ModelConfig model_; ///< parsed from bundle_.model(), before the device opens
+  std::unique_ptr<Device> device_;
+  std::map<std::string, std::unique_ptr<StepRunner>> runners_;
+  std::map<std::string, std::unique_ptr<StepBinding>> bindings_;
+  ModelState state_;
+};
+
+} // namespace fbt
+
+#endif // FBT_RUNTIME_SESSION_SESSION_H

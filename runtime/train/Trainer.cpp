@@ -1,0 +1,638 @@
+//===- Trainer.cpp - The training loop behind `fbt train` -----------------===//
+
+#include "runtime/train/Trainer.h"
+
+#include "runtime/format/StepNames.h"
+#include "runtime/base/Error.h"
+#include "runtime/base/FileIO.h"
+#include "runtime/base/Random.h"
+#include "runtime/text/DefaultCorpus.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include <signal.h>
+
+namespace fbt {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double secondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+/// Timings to `digits` decimals for the metrics file: more is noise.
+double rounded(double value, int digits) {
+  double scale = std::pow(10.0, digits);
+  return std::round(value * scale) / scale;
+}
+
+std::string joinPath(const std::string &dir, const std::string &name) {
+  return (fs::path(dir) / name).string();
+}
+
+std::string trainStepName(int64_t passes) {
+  return step::train(passes);
+}
+
+//===----------------------------------------------------------------------===//
+// Files of a run directory
+//===----------------------------------------------------------------------===//
+
+/// `--resume PATH`: the checkpoint itself, or a run directory's latest.
+std::string checkpointToResume(const std::string &path) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {
+    std::string latest = joinPath(path, "latest.safetensors");
+    if (!fs::exists(latest, ec))
+      throw RuntimeError(path + ": no latest.safetensors to resume from");
+    return latest;
+  }
+  if (!fs::exists(path, ec))
+    throw RuntimeError(path + ": no such checkpoint or run directory");
+  return path;
+}
+
+std::string directoryOf(const std::string &file) {
+  fs::path parent = fs::path(file).parent_path();
+  return parent.empty() ? "." : parent.string();
+}
+
+/// The __metadata__ of a safetensors file, read from its header alone (a
+/// checkpoint can be gigabytes). Anything unreadable gives an empty map:
+/// Session::loadCheckpoint then reports the problem properly.
+std::map<std::string, std::string> peekMetadata(const std::string &path) {
+  std::map<std::string, std::string> meta;
+  std::ifstream in(path, std::ios::binary);
+  unsigned char lenBytes[8];
+  if (!in.read(reinterpret_cast<char *>(lenBytes), 8))
+    return meta;
+  uint64_t len = 0;
+  for (int i = 7; i >= 0; --i)
+    len = len << 8 | lenBytes[i];
+  if (len > (uint64_t(1) << 26))
+    return meta;
+  std::string header(len, '\0');
+  if (!in.read(header.data(), static_cast<std::streamsize>(len)))
+    return meta;
+  try {
+    Json parsed = parseJson(header);
+    const Json *m = jsonFind(parsed, "__metadata__");
+    if (m && m->is_object())
+      for (const auto &[key, value] : asObject(*m))
+        if (value.is_string())
+          meta[key] = asString(value);
+  } catch (const RuntimeError &) {
+  }
+  return meta;
+}
+
+/// A kill -9 during a save leaves "<file>.tmp.<pid>" behind (FileIO.h). The
+/// checkpoint itself is intact; remove the debris of processes that are
+/// gone so it does not pile up (a large model's temp file is gigabytes).
+void removeStaleTempFiles(const std::string &dir) {
+  std::error_code ec;
+  for (const fs::directory_entry &entry : fs::directory_iterator(dir, ec)) {
+    std::string name = entry.path().filename().string();
+    size_t tmp = name.rfind(".tmp.");
+    if (tmp == std::string::npos)
+      continue;
+    std::string base = name.substr(0, tmp), pid = name.substr(tmp + 5);
+    bool ours = base == "run.json" || base == "metrics.jsonl" ||
+                (base.size() > 12 &&
+                 base.compare(base.size() - 12, 12, ".safetensors") == 0);
+    if (!ours || pid.empty() || pid.size() > 9 ||
+        pid.find_first_not_of("0123456789") != std::string::npos)
+      continue;
+    if (::kill(std::stoi(pid), 0) != 0 && errno == ESRCH)
+      fs::remove(entry.path(), ec);
+  }
+}
+
+/// Cuts metrics.jsonl back to the records of steps <= `step` and returns
+/// them. Records after `step` were logged by a run killed before its next
+/// checkpoint; the resumed run logs those steps again (identically), so
+/// keeping them would duplicate them. A line cut short by the kill does not
+/// parse and goes too.
+std::vector<Json> keepMetricsThrough(const std::string &path, int64_t step) {
+  std::error_code ec;
+  if (!fs::exists(path, ec))
+    return {};
+  std::string text = readFile(path);
+  std::string keptText;
+  std::vector<Json> kept;
+  for (size_t pos = 0; pos < text.size();) {
+    size_t end = std::min(text.find('\n', pos), text.size());
+    std::string_view line(text.data() + pos, end - pos);
+    pos = end + 1;
+    try {
+      Json record = parseJson(line);
+      const Json *s = jsonFind(record, "step");
+      if (!s || !isInteger(*s) || asInt(*s) > step)
+        continue;
+      kept.push_back(std::move(record));
+      keptText.append(line).push_back('\n');
+    } catch (const RuntimeError &) { // a partial line
+    }
+  }
+  writeFileAtomic(path, {keptText});
+  return kept;
+}
+
+/// What `--resume` points at: the checkpoint, its directory, its metadata
+/// and the settings its run recorded (null without run.json). All empty for
+/// a fresh run.
+struct ResumePoint {
+  std::string checkpoint, directory;
+  std::map<std::string, std::string> metadata;
+  Json recorded;
+};
+
+ResumePoint findResumePoint(const std::string &resume,
+                            const std::string &model) {
+  ResumePoint from;
+  if (resume.empty())
+    return from;
+  from.checkpoint = checkpointToResume(resume);
+  from.metadata = peekMetadata(from.checkpoint);
+  auto owner = from.metadata.find("fbt.model");
+  if (owner != from.metadata.end() && owner->second != model)
+    throw RuntimeError(from.checkpoint + ": a checkpoint of the model '" +
+                       owner->second + "', but the bundle's model is '" +
+                       model + "'");
+  from.directory = directoryOf(from.checkpoint);
+  std::string runJson = joinPath(from.directory, "run.json");
+  std::error_code ec;
+  if (fs::exists(runJson, ec))
+    from.recorded = loadJsonFile(runJson);
+  return from;
+}
+
+//===----------------------------------------------------------------------===//
+// Settings
+//===----------------------------------------------------------------------===//
+
+/// Reads recorded settings with errors that name run.json.
+class Recorded {
+public:
+  Recorded(const Json *json, std::string source)
+      : json_(json), source_(std::move(source)) {}
+  const Json *find(const char *key) const {
+    const Json *v = json_ ? jsonFind(*json_, key) : nullptr;
+    return v && !v->is_null() ? v : nullptr;
+  }
+  template <typename F> auto get(const char *key, F read) const {
+    try {
+      return read(*find(key));
+    } catch (const RuntimeError &e) {
+      throw RuntimeError(source_ + ": '" + key + "': " + e.what());
+    }
+  }
+  std::optional<int64_t> integer(const char *key) const {
+    if (!find(key))
+      return std::nullopt;
+    return get(key, [](const Json &v) { return asInt(v); });
+  }
+  std::optional<double> number(const char *key) const {
+    if (!find(key))
+      return std::nullopt;
+    return get(key, [](const Json &v) { return asDouble(v); });
+  }
+
+private:
+  const Json *json_;
+  std::string source_;
+};
+
+bool isDecimal(const std::string &s) {
+  return !s.empty() && s.size() <= 19 &&
+         s.find_first_not_of("0123456789") == std::string::npos;
+}
+
+std::string formatNumber(double value) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", value);
+  return buf;
+}
+
+void requireAtLeast(int64_t value, int64_t least, const char *option) {
+  if (value < least)
+    throw RuntimeError(std::string(option) + " must be at least " +
+                       std::to_string(least) + ", got " +
+                       std::to_string(value));
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Records
+//===----------------------------------------------------------------------===//
+
+Json RunSettings::toJson() const {
+  return Json::object({
+      {"data", data.empty() ? Json() : Json(data)},
+      {"tokenizer", tokenizer},
+      {"val_fraction", valFraction},
+      {"steps", steps},
+      {"seed", static_cast<int64_t>(seed)},
+      {"learning_rate", learningRate},
+      {"min_learning_rate", minLearningRate},
+      {"eval_every", evalEvery},
+      {"eval_batches", evalBatches},
+      {"save_every", saveEvery},
+  });
+}
+
+Json StepRecord::toJson() const {
+  Json losses = Json::array();
+  for (float l : passLosses)
+    losses.push_back(jsonFloat(l));
+  return Json::object({
+      {"step", step},
+      {"passes", passes},
+      {"loss", jsonFloat(loss)},
+      {"pass_losses", std::move(losses)},
+      {"lr", jsonFloat(lr)},
+      {"grad_norm", jsonFloat(gradNorm)},
+      {"tokens_per_s", rounded(tokensPerSecond, 1)},
+      {"elapsed_s", rounded(elapsedSeconds, 3)},
+  });
+}
+
+Json EvalRecord::toJson() const {
+  Json::array_t losses(passLosses.begin(), passLosses.end());
+  return Json::object({
+      {"step", step},
+      {"val_passes", passes},
+      {"val_loss", loss},
+      {"val_pass_losses", std::move(losses)},
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Trainer
+//===----------------------------------------------------------------------===//
+
+uint64_t Trainer::kernelSeed(uint64_t seed, int64_t step) {
+  return rng::mix(seed ^
+                  (0x9E3779B97F4A7C15ull * static_cast<uint64_t>(step + 1)));
+}
+
+Trainer::Trainer(Session &session, const TrainOptions &options)
+    : session_(session) {
+  std::string model = session_.model().name;
+  ResumePoint from = findResumePoint(options.resume, model);
+  resolve(options, from.recorded.is_null() ? nullptr : &from.recorded,
+          from.metadata);
+  loadData();
+  checkSteps();
+  outDir_ = !options.outDir.empty()   ? options.outDir
+            : from.checkpoint.empty() ? joinPath("runs", model)
+                                      : from.directory;
+  restoreState(from.checkpoint);
+  endStep_ = settings_.steps;
+  if (options.stopAfter > 0) {
+    if (options.stopAfter <= startStep_)
+      throw RuntimeError("--stop-after " + std::to_string(options.stopAfter) +
+                         " is not after the resumed step " +
+                         std::to_string(startStep_));
+    endStep_ = std::min(endStep_, options.stopAfter);
+  }
+  prepareOutput(!from.checkpoint.empty());
+}
+
+/// A fresh model from the seed, or the checkpoint's parameters, moments and
+/// step count.
+void Trainer::restoreState(const std::string &checkpoint) {
+  if (checkpoint.empty()) {
+    // A fresh run starts over in a directory that holds one (as rerunning a
+    // script expects); the old latest survives until the first save.
+    std::error_code ec;
+    replacesRun_ = fs::exists(joinPath(outDir_, "latest.safetensors"), ec);
+    session_.initialize(settings_.seed);
+    return;
+  }
+  session_.loadCheckpoint(checkpoint);
+  // The checkpoint records the seed its run continues with.
+  session_.state().seed = settings_.seed;
+  startStep_ = session_.state().step;
+  resumedFrom_ = lastCheckpoint_ = checkpoint;
+  lastCheckpointStep_ = startStep_;
+  if (startStep_ >= settings_.steps)
+    throw RuntimeError(checkpoint + " has already taken " +
+                       std::to_string(startStep_) + " of " +
+                       std::to_string(settings_.steps) +
+                       " steps: nothing to do (pass a larger --steps to "
+                       "train further)");
+}
+
+/// Each setting: the option, else what the resumed run recorded, else the
+/// bundle's config (or the default).
+void Trainer::resolve(const TrainOptions &o, const Json *recordedJson,
+                      const std::map<std::string, std::string> &meta) {
+  const ModelConfig::Training &t = session_.model().training;
+  Recorded rec(recordedJson, "run.json");
+  RunSettings &s = settings_;
+
+  if (o.data)
+    s.data = *o.data;
+  else if (rec.find("data"))
+    s.data = rec.get("data", [](const Json &v) { return asString(v); });
+  // The tokenizer: asked for, else the run's (run.json, the checkpoint).
+  std::string recorded = "bytes";
+  if (rec.find("tokenizer"))
+    recorded = rec.get("tokenizer", [](const Json &v) { return asString(v); });
+  else if (auto m = meta.find("fbt.tokenizer"); m != meta.end())
+    recorded = m->second;
+  if (o.tokenizer && (recordedJson || meta.count("fbt.tokenizer")) &&
+      canonicalTokenizerName(*o.tokenizer) != canonicalTokenizerName(recorded))
+    throw RuntimeError("--tokenizer " + *o.tokenizer + ": the resumed run was "
+                       "tokenized with " + recorded);
+  s.tokenizer = canonicalTokenizerName(o.tokenizer.value_or(recorded));
+  session_.setTokenizer(s.tokenizer);
+  s.valFraction =
+      o.valFraction.value_or(rec.number("val_fraction").value_or(0.1));
+  s.steps =
+      o.steps.value_or(rec.integer("steps").value_or(t.steps));
+
+  if (o.seed)
+    s.seed = *o.seed;
+  else if (auto r = rec.integer("seed"))
+    s.seed = static_cast<uint64_t>(*r);
+  else if (auto m = meta.find("fbt.seed");
+           m != meta.end() && isDecimal(m->second))
+    s.seed = std::stoull(m->second);
+  else
+    s.seed = t.seed;
+
+  // --lr scales the whole schedule: the floor keeps its ratio to the peak.
+  double specLr = t.learningRate;
+  double specMin = t.minLearningRate;
+  if (o.learningRate) {
+    s.learningRate = *o.learningRate;
+    s.minLearningRate = specLr > 0 ? specMin * s.learningRate / specLr
+                                   : std::min(specMin, s.learningRate);
+  } else {
+    s.learningRate = rec.number("learning_rate").value_or(specLr);
+    s.minLearningRate = rec.number("min_learning_rate").value_or(specMin);
+  }
+
+  s.evalEvery = o.evalEvery.value_or(
+      rec.integer("eval_every").value_or(std::max<int64_t>(1, s.steps / 10)));
+  s.evalBatches =
+      o.evalBatches.value_or(rec.integer("eval_batches").value_or(4));
+  s.saveEvery =
+      o.saveEvery.value_or(rec.integer("save_every").value_or(s.evalEvery));
+
+  requireAtLeast(s.steps, 1, "--steps");
+  requireAtLeast(s.evalEvery, 1, "--eval-every");
+  requireAtLeast(s.evalBatches, 1, "--eval-batches");
+  requireAtLeast(s.saveEvery, 1, "--save-every");
+  if (!(s.valFraction >= 0 && s.valFraction < 1))
+    throw RuntimeError("--val-fraction must be in [0, 1), got " +
+                       formatNumber(s.valFraction));
+  if (!(std::isfinite(s.learningRate) && s.learningRate >= 0))
+    throw RuntimeError("--lr must be a finite number >= 0");
+}
+
+void Trainer::loadData() {
+  const ModelConfig &config = session_.model();
+  int64_t vocab = config.vocabSize;
+  batchSize_ = config.training.batchSize;
+  seqLen_ = config.training.sequenceLength;
+
+  TokenStream tokens;
+  if (settings_.data.empty()) {
+    if (vocab < kByteVocabSize)
+      throw RuntimeError("the embedded corpus is byte-level text and needs a "
+                         "vocab size of at least 256, the model has " +
+                         std::to_string(vocab) + "; pass --data");
+    tokens = loadDefaultCorpus();
+  } else {
+    // Checks ids < vocab; text goes through the run's tokenizer.
+    tokens = loadTokenFile(settings_.data, vocab, TokenFileFormat::Auto, {},
+                           &session_.tokenizer());
+  }
+  split_ = splitTrainVal(tokens, settings_.valFraction);
+  if (split_.train.size() < seqLen_ + 1)
+    throw RuntimeError(
+        tokens.source() + ": " + std::to_string(split_.train.size()) +
+        " training tokens (after holding out --val-fraction " +
+        formatNumber(settings_.valFraction) + "), too few for one window of " +
+        std::to_string(seqLen_ + 1));
+  if (settings_.valFraction == 0)
+    return;
+  try {
+    valBatches_ = std::make_unique<ValBatches>(split_.val, batchSize_, seqLen_,
+                                               settings_.evalBatches);
+  } catch (const RuntimeError &e) {
+    throw RuntimeError(std::string(e.what()) +
+                       "; raise --val-fraction, or set it to 0 to train "
+                       "without validation");
+  }
+}
+
+/// The schedules, and the compiled steps they need.
+void Trainer::checkSteps() {
+  const ModelConfig &config = session_.model();
+  const ModelConfig::Training &t = config.training;
+  const Bundle &bundle = session_.bundle();
+  passSchedule_.singlePassFraction = t.singlePassFraction;
+  passSchedule_.passes = t.passes;
+  passSchedule_.deepPassFraction = t.deepPassFraction;
+  passSchedule_.deepPasses = t.deepPasses;
+  passSchedule_.distribution = t.passDistribution;
+  std::sort(passSchedule_.distribution.begin(), passSchedule_.distribution.end());
+  // Without a feedback path (fusion none) every step is one pass.
+  if (config.feedback.fusion == "none")
+    passSchedule_.singlePassFraction = 1;
+  passSchedule_.totalSteps = settings_.steps;
+  passSchedule_.seed = settings_.seed;
+  passSchedule_.validate();
+
+  lrSchedule_.learningRate = settings_.learningRate;
+  lrSchedule_.minLearningRate = settings_.minLearningRate;
+  lrSchedule_.warmupSteps = t.warmupSteps;
+  lrSchedule_.totalSteps = settings_.steps;
+  lrSchedule_.validate();
+
+  std::string have;
+  for (const auto &[name, plan] : bundle.steps())
+    if (plan.kind == "train")
+      have += (have.empty() ? "" : ", ") + name;
+  evalPasses_ = session_.inferencePasses();
+  for (int64_t k : passSchedule_.distinctPasses())
+    if (!bundle.hasStep(trainStepName(k)))
+      throw RuntimeError("the pass schedule needs the step '" +
+                         trainStepName(k) +
+                         "', which the bundle lacks (it has: " + have + ")");
+  if (!valBatches_)
+    evalPasses_ = 0;
+  else if (evalPasses_ == 0)
+    throw RuntimeError("the bundle has no eval_k<K> step to validate with "
+                       "(recompile it with this fbtc, or pass --val-fraction "
+                       "0 to train without)");
+}
+
+void Trainer::prepareOutput(bool resuming) {
+  std::error_code ec;
+  fs::create_directories(outDir_, ec);
+  if (ec || !fs::is_directory(outDir_))
+    throw RuntimeError(outDir_ + ": cannot create the output directory" +
+                       (ec ? ": " + ec.message() : std::string()));
+  removeStaleTempFiles(outDir_);
+  std::string runJson = dumpJson(settings_.toJson(), 2) + "\n";
+  writeFileAtomic(joinPath(outDir_, "run.json"), {runJson});
+
+  std::string metricsPath = joinPath(outDir_, "metrics.jsonl");
+  if (!resuming) {
+    metrics_ = std::make_unique<MetricsWriter>(metricsPath,
+                                               MetricsWriter::Mode::Truncate);
+    return;
+  }
+  // Pick up the loss history and the clock where the checkpoint left them.
+  for (const Json &r : keepMetricsThrough(metricsPath, startStep_)) {
+    if (const Json *losses = jsonFind(r, "pass_losses"))
+      firstPassLosses_.push_back(asDouble(jsonAt(*losses, 0)));
+    if (const Json *elapsed = jsonFind(r, "elapsed_s"))
+      elapsedBefore_ = asDouble(*elapsed);
+    if (const Json *val = jsonFind(r, "val_loss")) {
+      EvalRecord e;
+      e.step = asInt(jsonAt(r, "step"));
+      e.passes = asInt(jsonAt(r, "val_passes"));
+      e.loss = asDouble(*val);
+      for (const Json &l : asArray(jsonAt(r, "val_pass_losses")))
+        e.passLosses.push_back(asDouble(l));
+      lastEval_ = e;
+    }
+  }
+  metrics_ =
+      std::make_unique<MetricsWriter>(metricsPath, MetricsWriter::Mode::Append);
+}
+
+std::string Trainer::lastCheckpointNote() const {
+  if (lastCheckpoint_.empty())
+    return "no checkpoint was written";
+  return "the last checkpoint, " + lastCheckpoint_ + " (step " +
+         std::to_string(lastCheckpointStep_) + "), is intact";
+}
+
+StepRecord Trainer::trainOne(int64_t step) {
+  Batch batch =
+      sampleBatch(split_.train, batchSize_, seqLen_, settings_.seed, step);
+  StepRecord r;
+  r.step = step + 1;
+  r.passes = passSchedule_.passesAt(step);
+  r.lr = static_cast<float>(lrSchedule_.at(step));
+  StepResult result;
+  try {
+    result =
+        session_.trainStep(r.passes, batch.inputs.data(), batch.targets.data(),
+                           kernelSeed(settings_.seed, step), r.lr);
+  } catch (const RuntimeError &e) {
+    // A non-finite loss: the parameters in memory are lost, the files not.
+    throw RuntimeError(std::string(e.what()) + "; " + lastCheckpointNote());
+  }
+  r.loss = result.loss;
+  r.passLosses = result.passLosses;
+  r.gradNorm = result.gradNorm;
+  return r;
+}
+
+// Validation runs the compiled eval_k<K> step on held-out windows: the
+// per-pass losses in inference mode (no jitter, no prefix mix-in, the state
+// fed back from t = 1), what decoding will see. The jittered training
+// objective stays in the step lines (loss, pass_losses).
+EvalRecord Trainer::evaluate(int64_t stepsDone) {
+  EvalRecord e;
+  e.step = stepsDone;
+  e.passes = evalPasses_;
+  e.passLosses.assign(static_cast<size_t>(evalPasses_), 0.0);
+  int64_t n = valBatches_->size();
+  for (int64_t i = 0; i < n; ++i) {
+    Batch batch = (*valBatches_)[i];
+    StepResult r = session_.inferenceStep(evalPasses_, batch.inputs.data(),
+                                          batch.targets.data());
+    e.loss += double(r.loss) / double(n);
+    for (int64_t k = 0; k < evalPasses_; ++k)
+      e.passLosses[k] += double(r.passLosses[k]) / double(n);
+  }
+  return e;
+}
+
+void Trainer::save(int64_t stepsDone, bool final) {
+  if (final)
+    session_.saveCheckpoint(joinPath(
+        outDir_, "step-" + std::to_string(stepsDone) + ".safetensors"));
+  lastCheckpoint_ = joinPath(outDir_, "latest.safetensors");
+  session_.saveCheckpoint(lastCheckpoint_);
+  lastCheckpointStep_ = stepsDone;
+}
+
+TrainSummary Trainer::run(TrainObserver *observer) {
+  if (observer)
+    observer->started(*this);
+  Clock::time_point began = Clock::now();
+  auto evaluateAndLog = [&](int64_t stepsDone) {
+    lastEval_ = evaluate(stepsDone);
+    metrics_->write(lastEval_->toJson());
+    if (observer)
+      observer->evaluated(*lastEval_);
+  };
+  if (startStep_ == 0 && valBatches_)
+    evaluateAndLog(0); // the baseline: ~ln(vocab) per pass
+
+  double trainSeconds = 0;
+  for (int64_t step = startStep_; step < endStep_; ++step) {
+    Clock::time_point t0 = Clock::now();
+    StepRecord r = trainOne(step);
+    r.seconds = secondsSince(t0);
+    r.tokensPerSecond = double(batchSize_ * seqLen_) / r.seconds;
+    r.elapsedSeconds = elapsedBefore_ + secondsSince(began);
+    trainSeconds += r.seconds;
+    metrics_->write(r.toJson());
+    firstPassLosses_.push_back(r.passLosses[0]);
+    if (observer)
+      observer->stepDone(r);
+
+    int64_t done = step + 1;
+    bool last = done == settings_.steps;
+    if (valBatches_ && (done % settings_.evalEvery == 0 || last))
+      evaluateAndLog(done);
+    // Saved after the evaluation, so a checkpoint's metrics are complete.
+    if (last || done % settings_.saveEvery == 0 || done == endStep_)
+      save(done, last);
+  }
+
+  TrainSummary s;
+  s.startStep = startStep_;
+  s.endStep = endStep_;
+  s.totalSteps = settings_.steps;
+  s.finished = endStep_ == settings_.steps;
+  int64_t n = static_cast<int64_t>(firstPassLosses_.size());
+  s.window = std::max<int64_t>(1, n / 10);
+  for (int64_t i = 0; i < s.window; ++i) {
+    s.firstLoss += firstPassLosses_[i] / s.window;
+    s.lastLoss += firstPassLosses_[n - 1 - i] / s.window;
+  }
+  s.lastEval = lastEval_;
+  s.tokensPerSecond =
+      double((endStep_ - startStep_) * batchSize_ * seqLen_) / trainSeconds;
+  s.checkpoint = s.finished
+                     ? joinPath(outDir_, "step-" + std::to_string(endStep_) +
+                                             ".safetensors")
+                     : lastCheckpoint_;
+  return s;
+}
+
+} // namespace fbt

@@ -1,0 +1,202 @@
+//===- Trainer.h - The training loop behind `fbt train` ---------*- C++ -*-===//
+//
+// A run is a pure function of (bundle, data, seed, steps). Step s (0-based)
+//  - trains on the batch sampleBatch(train, B, T, seed, s) (Data.h),
+//  - at K = PassSchedule::passesAt(s) and lr = LrSchedule::at(s), both built
+//    from the bundle's `training` config (Schedule.h),
+//  - with the kernel seed kernelSeed(seed, s) for jitter and prefix mix-in.
+// Nothing else carries over from one step to the next but the parameters and
+// the AdamW moments, and the checkpoint holds those exactly (fp32), so
+// resuming from the checkpoint of step n replays steps n, n+1, ... exactly
+// as the uninterrupted run does: the same losses and the same bytes.
+//
+// An output directory holds
+//   run.json               the settings (RunSettings), so `--resume DIR`
+//                          continues the same run without repeating options
+//   metrics.jsonl          a line per step and a line per evaluation
+//   latest.safetensors     every --save-every steps and at the end
+//   step-<N>.safetensors   at the end of the run (N = its last step)
+// Checkpoints are written atomically (temp file, fsync, rename), so a kill at
+// any moment leaves latest.safetensors either the previous checkpoint or the
+// new one, never a torn file.
+//
+// Metrics lines (`step` counts optimizer steps done, so the first is 1):
+//   {"step":7,"passes":2,"loss":4.1,"pass_losses":[2.1,2.0],"lr":0.001,
+//    "grad_norm":0.8,"tokens_per_s":41000,"elapsed_s":0.12}
+//   {"step":10,"val_passes":3,"val_loss":6.1,"val_pass_losses":[2.1,2,2]}
+// On resume from step n the file is cut back to the lines with step <= n
+// (dropping what a killed run logged after its last checkpoint) and appended
+// to, so it always reads as one uninterrupted run.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FBT_RUNTIME_TRAIN_TRAINER_H
+#define FBT_RUNTIME_TRAIN_TRAINER_H
+
+#include "runtime/text/TokenStream.h"
+#include "runtime/base/Json.h"
+#include "runtime/train/MetricsLog.h"
+#include "runtime/train/Schedule.h"
+#include "runtime/session/Session.h"
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fbt {
+
+/// What the user asked for. Unset fields come from the resumed run's
+/// run.json, else from the bundle's config, else from the defaults noted.
+struct TrainOptions {
+  std::optional<std::string> data;    ///< "" or unset: the embedded corpus
+  std::optional<std::string> tokenizer; ///< text data's tokenizer; "bytes"
+  std::optional<double> valFraction;  ///< default 0.1
+  std::optional<int64_t> steps;       ///< default training.steps
+  std::optional<uint64_t> seed;       ///< default training.seed
+  std::optional<double> learningRate; ///< default training.learning_rate
+  std::optional<int64_t> evalEvery;   ///< default max(1, steps / 10)
+  std::optional<int64_t> evalBatches; ///< default 4
+  std::optional<int64_t> saveEvery;   ///< default evalEvery
+  std::string outDir;    ///< "" : runs/<model name>, or the resumed run's dir
+  std::string resume;    ///< a checkpoint file or a run directory; "" : fresh
+  int64_t stopAfter = 0; ///< > 0: checkpoint and stop after this many steps
+                         ///< (of --steps; the schedule is unchanged)
+};
+
+/// The resolved settings of a run (what run.json records).
+struct RunSettings {
+  std::string data; ///< "" : the embedded corpus
+  std::string tokenizer = "bytes"; ///< runtime/text/Tokenizer.h; in checkpoints too
+  double valFraction = 0.1;
+  int64_t steps = 0;
+  uint64_t seed = 0;
+  double learningRate = 0, minLearningRate = 0;
+  int64_t evalEvery = 1, evalBatches = 4, saveEvery = 1;
+
+  Json toJson() const;
+};
+
+/// One optimizer step, as logged.
+struct StepRecord {
+  int64_t step = 0; ///< steps done, including this one (1-based)
+  int64_t passes = 1;
+  float loss = 0;
+  std::vector<float> passLosses;
+  float lr = 0;
+  float gradNorm = 0;
+  double seconds = 0;         ///< this step's wall time (not logged)
+  double tokensPerSecond = 0; ///< B * T / seconds
+  double elapsedSeconds = 0;  ///< since the run began, across resumes
+
+  Json toJson() const;
+};
+
+/// Validation: the mean over the fixed validation batches.
+struct EvalRecord {
+  int64_t step = 0; ///< steps done when it ran
+  int64_t passes = 1;
+  double loss = 0;
+  std::vector<double> passLosses;
+
+  Json toJson() const;
+};
+
+struct TrainSummary {
+  int64_t startStep = 0; ///< steps done before this process (resume)
+  int64_t endStep = 0;   ///< steps done now
+  int64_t totalSteps = 0;
+  bool finished = false; ///< endStep == totalSteps
+  /// The pass-1 training loss (the plain next-token loss, comparable across
+  /// K) averaged over the first and the last `window` steps of the run.
+  double firstLoss = 0, lastLoss = 0;
+  int64_t window = 0;
+  std::optional<EvalRecord> lastEval;
+  double tokensPerSecond =
+      0;                  ///< this process's steps, excluding evals and saves
+  std::string checkpoint; ///< the last checkpoint written
+};
+
+/// Hooks for reporting progress; Trainer itself prints nothing.
+class TrainObserver {
+public:
+  virtual ~TrainObserver() = default;
+  virtual void started(const class Trainer &) {}
+  virtual void stepDone(const StepRecord &) {}
+  virtual void evaluated(const EvalRecord &) {}
+};
+
+class Trainer {
+public:
+  /// Resolves the settings, loads the data, checks that the bundle has every
+  /// training step the schedule needs, initializes or resumes `session`, and
+  /// prepares the output directory. Throws RuntimeError with one clear line
+  /// for bad input (missing data, ids >= vocab, --steps 0, a checkpoint of
+  /// another model, ...).
+  Trainer(Session &session, const TrainOptions &options);
+
+  /// Trains from startStep() to the end (or --stop-after), evaluating and
+  /// checkpointing on the way. A non-finite loss throws, leaving the last
+  /// checkpoint as it was.
+  TrainSummary run(TrainObserver *observer = nullptr);
+
+  const RunSettings &settings() const { return settings_; }
+  const std::string &outDir() const { return outDir_; }
+  int64_t startStep() const { return startStep_; }
+  /// Where run() stops: settings().steps, or --stop-after.
+  int64_t endStep() const { return endStep_; }
+  int64_t batchSize() const { return batchSize_; }
+  int64_t seqLen() const { return seqLen_; }
+  int64_t evalPasses() const { return evalPasses_; }
+  const PassSchedule &passSchedule() const { return passSchedule_; }
+  const LrSchedule &lrSchedule() const { return lrSchedule_; }
+  const TokenStream &trainTokens() const { return split_.train; }
+  const TokenStream &valTokens() const { return split_.val; }
+  /// The checkpoint resumed from ("" for a fresh run).
+  const std::string &resumedFrom() const { return resumedFrom_; }
+  /// A fresh run whose output directory already held a run's checkpoint,
+  /// which the first save replaces.
+  bool replacesRun() const { return replacesRun_; }
+
+  /// The seed the compiled step of step s gets (jitter, prefix mix-in):
+  /// mix(seed ^ (0x9E3779B97F4A7C15 * (s + 1))). It differs per step, and
+  /// it is not the init seed itself (Random.h: the kernels' small streams
+  /// would otherwise replay parameter init draws).
+  static uint64_t kernelSeed(uint64_t seed, int64_t step);
+
+private:
+  void resolve(const TrainOptions &options, const Json *recorded,
+               const std::map<std::string, std::string> &checkpointMeta);
+  void loadData();
+  void checkSteps();
+  void restoreState(const std::string &checkpoint);
+  void prepareOutput(bool resuming);
+  StepRecord trainOne(int64_t step);
+  EvalRecord evaluate(int64_t stepsDone);
+  void save(int64_t stepsDone, bool final);
+  std::string lastCheckpointNote() const;
+
+  Session &session_;
+  RunSettings settings_;
+  std::string outDir_, resumedFrom_;
+  int64_t startStep_ = 0, endStep_ = 0, batchSize_ = 0, seqLen_ = 0;
+  int64_t evalPasses_ = 0; ///< 0: no validation (--val-fraction 0)
+  bool replacesRun_ = false;
+  PassSchedule passSchedule_;
+  LrSchedule lrSchedule_;
+  TrainValSplit split_;
+  std::unique_ptr<ValBatches> valBatches_;
+  std::unique_ptr<MetricsWriter> metrics_;
+  /// Pass-1 losses of steps 1.. so far (from the kept metrics on resume).
+  std::vector<double> firstPassLosses_;
+  std::optional<EvalRecord> lastEval_;
+  double elapsedBefore_ = 0; ///< elapsed_s at the resumed step
+  std::string lastCheckpoint_;
+  int64_t lastCheckpointStep_ = -1;
+};
+
+} // namespace fbt
+
+#endif // FBT_RUNTIME_TRAIN_TRAINER_H

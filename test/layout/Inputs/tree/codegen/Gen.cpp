@@ -1,0 +1,2 @@
+#include "runtime/session/Session.h"
+#include "runtime/format/Fmt.h"

@@ -1,0 +1,2 @@
+// Fine: same room.
+#include <string>

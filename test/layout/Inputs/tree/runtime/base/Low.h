@@ -1,0 +1,3 @@
+// A base header reaching up.
+#include "runtime/base/Fine.h"
+#include "runtime/session/Session.h"

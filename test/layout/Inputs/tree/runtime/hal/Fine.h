@@ -1,0 +1,3 @@
+// Fine: down.
+#include "runtime/format/Fmt.h"
+#include "runtime/base/Fine.h"

@@ -1,0 +1,2 @@
+// No LLVM.
+#include "llvm/ADT/StringRef.h"

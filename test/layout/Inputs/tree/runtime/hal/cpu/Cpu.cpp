@@ -1,0 +1,2 @@
+// Sideways.
+#include "runtime/hal/cuda/Cuda.h"
