@@ -6,7 +6,7 @@
 //   standard   u_t = e_t                   (feedback_on = 0)
 //   soft       prefill plain, then u_t = fuse(e_t, h_{t-1}) for every
 //              generated token             (feedback_on = 1)
-//   fused[n]   prefill plain, then n-1 fused prefill passes over the prompt
+//   fused:n    prefill plain, then n-1 fused prefill passes over the prompt
 //              into the same cache, then soft decoding
 // Prompts of different lengths decode together: each row has its own
 // position, and padding never reaches a real position (causal attention).
@@ -49,7 +49,7 @@ public:
         const std::vector<int64_t> &promptLengths, const Regime &regime);
 
   /// The carried states of passes 1..passes over one prompt (plain prefill,
-  /// then fused prefill passes, as fused[passes] runs them):
+  /// then fused prefill passes, as fused:passes runs them):
   /// [pass][position * D + channel] for the prompt's positions.
   std::vector<std::vector<float>> passStates(const std::vector<int32_t> &prompt,
                                              int64_t passes);

@@ -18,8 +18,6 @@ Regime Regime::parse(const std::string &text) {
     if (!n.empty()) {
       if (n.front() == ':')
         n = n.substr(1);
-      else if (n.front() == '[' && n.back() == ']')
-        n = n.substr(1, n.size() - 2);
       else
         n = "?";
       if (n.empty())
@@ -31,11 +29,11 @@ Regime Regime::parse(const std::string &text) {
         used = 0;
       }
       if (used != n.size() || r.passes < 1)
-        throw RuntimeError("mode '" + text + "': fused takes a pass count >= 1, "
-                           "as fused:3 or fused[3]");
+        throw RuntimeError("regime '" + text + "': fused takes a pass count >= 1, "
+                           "as in fused:3");
     }
   } else {
-    throw RuntimeError("unknown mode '" + text +
+    throw RuntimeError("unknown regime '" + text +
                        "' (expected standard, soft, fused or fused:N)");
   }
   return r;
@@ -48,7 +46,7 @@ std::string Regime::name() const {
   case Kind::Soft:
     return "soft";
   case Kind::Fused:
-    return "fused[" + std::to_string(passes) + "]";
+    return "fused:" + std::to_string(passes);
   }
   return "?";
 }

@@ -16,9 +16,10 @@ namespace fbt {
 struct Regime {
   enum class Kind { Standard, Soft, Fused };
   Kind kind = Kind::Standard;
-  int64_t passes = 2; ///< fused[n]: n
+  int64_t passes = 2; ///< fused:n: n
 
-  /// "standard", "soft", "fused" (= fused[2]), "fused:3" or "fused[3]".
+  /// "standard", "soft", "fused" (= fused:2) or "fused:3": the one spelling
+  /// every command, the API and the reports use (name() writes it).
   static Regime parse(const std::string &text);
   std::string name() const;
 };

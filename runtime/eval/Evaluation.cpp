@@ -29,11 +29,6 @@ double rms(const float *v, int64_t n) {
 }
 } // namespace
 
-std::string regimeLabel(const Regime &r) {
-  return r.kind == Regime::Kind::Fused ? "fused:" + std::to_string(r.passes)
-                                       : r.name();
-}
-
 LossReport evaluateLosses(Session &session, const TokenStream &heldOut,
                           const LossOptions &o,
                           const std::function<void(int64_t, int64_t)> &progress) {
@@ -124,7 +119,7 @@ LossReport evaluateLosses(Session &session, const TokenStream &heldOut,
   r.tokens = r.windows * (seqLen - r.promptLength + 1);
   for (size_t g = 0; g < regimes.size(); ++g) {
     RegimeLoss l;
-    l.name = regimeLabel(regimes[g]);
+    l.name = regimes[g].name();
     l.loss = nats[g] / double(r.tokens);
     if (o.byteLevel)
       l.bpb = l.loss / std::log(2.0);

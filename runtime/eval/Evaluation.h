@@ -56,9 +56,6 @@ LossReport evaluateLosses(Session &session, const TokenStream &heldOut,
                           const LossOptions &options,
                           const std::function<void(int64_t, int64_t)> &progress = {});
 
-/// "fused:3" for fused[3]: the spelling `fbt eval` prints and takes.
-std::string regimeLabel(const Regime &r);
-
 struct ContractionReport {
   /// ratios[k-1] = ||s_{k+1} - s_k|| / ||s_k|| over the prompt's positions.
   std::vector<double> ratios;

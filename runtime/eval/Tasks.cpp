@@ -122,7 +122,7 @@ std::vector<TaskResult> evaluateTask(Session &session,
   std::vector<TaskResult> results;
   for (const Regime &regime : regimes) {
     TaskResult r;
-    r.regime = regimeLabel(regime);
+    r.regime = regime.name();
     for (size_t first = 0; first < problems.size(); first += decoder.batchSize()) {
       size_t count = std::min<size_t>(decoder.batchSize(), problems.size() - first);
       std::vector<std::vector<int32_t>> prompts;

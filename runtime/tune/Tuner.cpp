@@ -7,6 +7,7 @@
 #include "runtime/decode/Decoder.h"
 #include "runtime/base/Error.h"
 #include "runtime/base/Hash.h"
+#include "runtime/base/Median.h"
 #include "runtime/base/Progress.h"
 #include "runtime/base/Random.h"
 #include "runtime/session/Session.h"
@@ -178,13 +179,6 @@ size_t chooseVariant(const std::vector<VariantTiming> &timings) {
     if (timings[i].rejected.empty() && timings[i].seconds < timings[best].seconds)
       best = i; // strictly faster: a tie keeps the earlier
   return timings[0].seconds >= kMinGain * timings[best].seconds ? best : 0;
-}
-
-double median(std::vector<double> samples) {
-  if (samples.empty())
-    return 0;
-  std::sort(samples.begin(), samples.end());
-  return samples[(samples.size() - 1) / 2];
 }
 
 std::vector<double> timeAlternatives(size_t count, const std::function<void(size_t)> &run,

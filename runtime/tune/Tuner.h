@@ -21,6 +21,7 @@
 #ifndef FBT_RUNTIME_TUNE_TUNER_H
 #define FBT_RUNTIME_TUNE_TUNER_H
 
+#include "runtime/base/Median.h"
 #include "runtime/format/Bundle.h"
 #include "runtime/format/TuneCache.h"
 #include "runtime/hal/Device.h"
@@ -82,8 +83,6 @@ struct VariantTiming {
 /// timings[0] (the default) by kMinGain, else 0. Ties go to the earlier.
 size_t chooseVariant(const std::vector<VariantTiming> &timings);
 
-/// The median of `samples` (the lower middle one for an even count).
-double median(std::vector<double> samples);
 
 /// Times `run(i)` for each of `count` alternatives: `warmup` untimed runs,
 /// then `repeats` timed ones each, `restore()` (untimed) before every run.

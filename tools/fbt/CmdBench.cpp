@@ -47,7 +47,7 @@ int runBench(int argc, char **argv) {
                "time optimizer steps of train_k<K> (give --train or --decode)")
       .text("decode", "MODE",
             "time prefill and per-token decode in MODE (standard, soft or "
-            "fused[:N])")
+            "fused:N)")
       .integer("steps", "N", "timed steps, or decode tokens (default 20)")
       .integer("warmup", "W", "untimed warm-up runs (default 3)")
       .integer("tokens", "N",

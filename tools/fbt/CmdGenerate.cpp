@@ -145,7 +145,7 @@ int runScore(int argc, char **argv) {
   args.positional("BUNDLE", "the compiled bundle")
       .text("ckpt", "CKPT", "a checkpoint from fbt train (required)")
       .text("tokens", "T.safetensors", "input_ids and prompt_lengths (required)")
-      .text("mode", "MODE", "standard (default), soft or fused[:N]")
+      .text("mode", "MODE", "standard (default), soft or fused:N")
       .text("out", "LOGITS.safetensors", "where the logits go (required)");
   if (!args.parse(argc, argv))
     return 0;

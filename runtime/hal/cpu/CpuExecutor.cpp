@@ -5,6 +5,7 @@
 #include "runtime/base/Bf16.h"
 #include "runtime/hal/cpu/CpuGemm.h"
 #include "runtime/base/Error.h"
+#include "runtime/base/Median.h"
 #include "runtime/hal/simt/Emulator.h"
 
 #include <algorithm>
@@ -177,8 +178,7 @@ double CpuStepRunner::gemmAloneGflops(int repeats) {
       times.push_back(std::chrono::duration<double>(
                           std::chrono::steady_clock::now() - start).count());
   }
-  std::sort(times.begin(), times.end());
-  return flops / times[times.size() / 2] / 1e9;
+  return flops / median(times) / 1e9;
 }
 
 void CpuStepRunner::gemm(const PlanOp &op, void *a, void *b, void *c, GemmSplit split) {

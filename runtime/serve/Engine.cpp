@@ -1,0 +1,260 @@
+//===- Engine.cpp - continuous batching over the compiled decode step ------===//
+
+#include "runtime/serve/Engine.h"
+
+#include "runtime/base/Error.h"
+
+#include <atomic>
+#include <cstdio>
+
+namespace fbt {
+
+namespace {
+std::string requestId(bool chat) {
+  static std::atomic<uint64_t> counter{0};
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%s-%016llx", chat ? "chatcmpl" : "cmpl",
+                (unsigned long long)(std::chrono::system_clock::now()
+                                         .time_since_epoch()
+                                         .count() ^
+                                     (++counter * 0x9e3779b97f4a7c15ull)));
+  return buf;
+}
+} // namespace
+
+Engine::Engine(Session &session, EngineOptions options, ServerMetrics &metrics)
+    : decoder_(session), tok_(session.tokenizer()), options_(std::move(options)),
+      metrics_(metrics), rows_(decoder_.batchSize()) {
+  decoder_.setPrefillCache(options_.prefixCache);
+  worker_ = std::thread([this] { loop(); });
+}
+
+Engine::~Engine() {
+  {
+    std::lock_guard<std::mutex> g(m_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  worker_.join();
+}
+
+std::shared_ptr<Job> Engine::prepare(const std::string &body, bool chat) const {
+  auto job = std::make_shared<Job>();
+  job->req = parseGenerationRequest(body, chat, options_.defaultRegime);
+  const std::string &model = options_.model;
+  if (job->req.model.empty())
+    job->req.model = model;
+  else if (job->req.model != model)
+    throw ApiError{404, "model '" + job->req.model + "' is not served here (this server "
+                   "serves '" + model + "')", "model", "invalid_request_error"};
+  const char *field = chat ? "messages" : "prompt";
+  try {
+    job->prompt = {tok_.documentSeparator()};
+    std::vector<int32_t> ids = tok_.encode(job->req.prompt);
+    job->prompt.insert(job->prompt.end(), ids.begin(), ids.end());
+  } catch (const RuntimeError &e) {
+    throw ApiError{400, std::string("the prompt cannot be tokenized: ") + e.what(), field};
+  }
+  if ((int64_t)job->prompt.size() > decoder_.maxPrompt())
+    throw ApiError{400, "the prompt has " + std::to_string(job->prompt.size()) +
+                            " tokens; this model takes at most " +
+                            std::to_string(decoder_.maxPrompt()),
+                   field};
+  job->id = requestId(chat);
+  job->created = std::chrono::duration_cast<std::chrono::seconds>(
+                     std::chrono::system_clock::now().time_since_epoch())
+                     .count();
+  return job;
+}
+
+bool Engine::submit(std::shared_ptr<Job> job) {
+  std::lock_guard<std::mutex> g(m_);
+  if (queue_.size() >= options_.maxQueue)
+    return false;
+  job->choices.resize(job->req.n);
+  queue_.push_back(std::move(job));
+  metrics_.queued = queue_.size();
+  cv_.notify_one();
+  return true;
+}
+
+bool Engine::idle() {
+  std::lock_guard<std::mutex> g(m_);
+  return queue_.empty() && !busy_;
+}
+
+void Engine::loop() {
+  while (true) {
+    {
+      std::unique_lock<std::mutex> l(m_);
+      cv_.wait(l, [&] {
+        return stopping_ || !queue_.empty() || !pending_.empty() || active() > 0;
+      });
+      if (stopping_ && queue_.empty() && active() == 0)
+        return;
+      // Requests become sequences as rows come free.
+      while (!queue_.empty() && pending_.size() < rows_.size()) {
+        std::shared_ptr<Job> job = queue_.front();
+        queue_.pop_front();
+        for (int64_t c = 0; c < job->req.n; ++c)
+          pending_.push_back(makeSequence(job, c));
+      }
+      metrics_.queued = queue_.size();
+      busy_ = true;
+    }
+    try {
+      admitPending();
+      if (active() > 0)
+        stepAll();
+    } catch (const std::exception &e) { // fails every sequence in flight
+      for (auto &row : rows_)
+        if (row)
+          fail(*row, e.what()), row.reset();
+      for (Sequence &s : pending_)
+        fail(s, e.what());
+      pending_.clear();
+    }
+    metrics_.busyRows = active();
+    metrics_.cacheHits = decoder_.prefillCacheHits();
+    metrics_.cacheMisses = decoder_.prefillCacheMisses();
+    std::lock_guard<std::mutex> g(m_);
+    busy_ = active() > 0 || !pending_.empty();
+  }
+}
+
+int64_t Engine::active() const {
+  int64_t n = 0;
+  for (const auto &row : rows_)
+    n += row.has_value();
+  return n;
+}
+
+Engine::Sequence Engine::makeSequence(const std::shared_ptr<Job> &job, int64_t choice) {
+  Sequence s;
+  s.job = job;
+  s.choice = choice;
+  s.sampling = job->req.sampling;
+  s.sampling.seed += (uint64_t)choice;
+  int64_t room = decoder_.maxSequence() - (int64_t)job->prompt.size();
+  s.maxNew = std::min<int64_t>(job->req.maxTokens, std::max<int64_t>(room, 0));
+  s.position = (int32_t)job->prompt.size();
+  return s;
+}
+
+/// Prefills waiting sequences into free rows and chooses their first token.
+void Engine::admitPending() {
+  for (size_t r = 0; r < rows_.size(); ++r)
+    while (!rows_[r] && !pending_.empty()) {
+      Sequence s = std::move(pending_.front());
+      pending_.pop_front();
+      if (s.job->cancelled || s.maxNew == 0) {
+        finish(s);
+        continue;
+      }
+      decoder_.admit((int64_t)r, s.job->prompt, s.job->req.regime);
+      if (take(s, decoder_.sample(decoder_.logits(r), s.sampling, 0)))
+        rows_[r] = std::move(s);
+    }
+}
+
+void Engine::stepAll() {
+  int64_t b = decoder_.batchSize();
+  std::vector<int32_t> tokens(b, 0), positions(b, 0);
+  std::vector<bool> feedback(b, false);
+  for (int64_t r = 0; r < b; ++r)
+    if (rows_[r]) {
+      tokens[r] = rows_[r]->next;
+      positions[r] = rows_[r]->position;
+      feedback[r] = rows_[r]->job->req.regime.kind != Regime::Kind::Standard;
+    }
+  decoder_.step(tokens, positions, feedback);
+  ++metrics_.steps;
+  metrics_.rowSteps += active();
+  for (int64_t r = 0; r < b; ++r)
+    if (rows_[r]) {
+      Sequence &s = *rows_[r];
+      ++s.position;
+      if (!take(s, decoder_.sample(decoder_.logits(r), s.sampling, (uint64_t)s.produced)))
+        rows_[r].reset();
+    }
+}
+
+/// Takes sequence `s`'s next token `id`; false once `s` has ended (then
+/// its choice is recorded).
+bool Engine::take(Sequence &s, int32_t id) {
+  Job &job = *s.job;
+  if (job.cancelled)
+    return finish(s), false;
+  ++s.produced;
+  {
+    std::lock_guard<std::mutex> g(job.m);
+    ++job.completionTokens;
+  }
+  if (id == tok_.documentSeparator()) {
+    s.finish = "stop";
+    return finish(s), false;
+  }
+  s.ids.push_back(id);
+  std::string now = utf8Text(tok_.decode(s.ids), false);
+  size_t cut = stopAt(now, job.req);
+  bool stopped = cut != std::string::npos;
+  if (stopped)
+    now.resize(cut), s.finish = "stop";
+  extend(s, now);
+  if (stopped)
+    return finish(s), false;
+  if (s.produced >= s.maxNew || s.position + 1 >= decoder_.maxSequence()) {
+    extend(s, utf8Text(tok_.decode(s.ids), true)); // a character left incomplete
+    return finish(s), false;
+  }
+  s.next = id;
+  return true;
+}
+
+/// Sends what `now` adds to the text sent so far.
+void Engine::extend(Sequence &s, const std::string &now) {
+  if (now.size() > s.text.size() && now.compare(0, s.text.size(), s.text) == 0) {
+    push(*s.job, s.choice, now.substr(s.text.size()), "");
+    s.text = now;
+  }
+}
+
+void Engine::finish(Sequence &s) {
+  if (s.done)
+    return;
+  s.done = true;
+  push(*s.job, s.choice, "", s.finish);
+  Job &job = *s.job;
+  std::lock_guard<std::mutex> g(job.m);
+  job.choices[s.choice] = {s.text, s.finish};
+  if (++job.finishedChoices < job.req.n)
+    return;
+  // Counted before anyone waiting hears of it, so that /metrics read after
+  // a reply includes it.
+  double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - job.arrived).count();
+  metrics_.finished(secs, job.promptTokens(), job.completionTokens);
+  job.done = true;
+  job.cv.notify_all();
+}
+
+void Engine::fail(Sequence &s, const std::string &why) {
+  {
+    std::lock_guard<std::mutex> g(s.job->m);
+    if (s.job->error.empty())
+      s.job->error = why;
+  }
+  finish(s);
+}
+
+void Engine::push(Job &job, int64_t index, std::string delta, std::string finish) {
+  if (!job.req.stream)
+    return;
+  {
+    std::lock_guard<std::mutex> g(job.m);
+    job.deltas.push_back({index, std::move(delta), std::move(finish)});
+  }
+  job.cv.notify_all();
+}
+
+} // namespace fbt

@@ -1,0 +1,97 @@
+//===- Engine.h - continuous batching over the compiled decode step -*- C++ -*-===//
+//
+// fbt serve without the HTTP. One engine thread owns the decoder and
+// batches requests continuously: each of a request's n choices is a
+// sequence that takes a row of the decode batch when one is free (its
+// prompt prefilled into that row alone, Decoder::admit), decodes one token
+// per step beside the others, each row in its own regime and with its own
+// sampling, and frees the row when it ends. Jobs (Job.h) carry the results
+// back to whichever thread waits for them. The decoder keeps the last
+// `prefixCache` prefills (Decoder::setPrefillCache).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FBT_RUNTIME_SERVE_ENGINE_H
+#define FBT_RUNTIME_SERVE_ENGINE_H
+
+#include "runtime/decode/Decoder.h"
+#include "runtime/serve/Job.h"
+#include "runtime/serve/ServerMetrics.h"
+
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+namespace fbt {
+
+struct EngineOptions {
+  std::string model;     ///< the model's name in the API
+  Regime defaultRegime;  ///< for requests that name none
+  size_t maxQueue = 64;  ///< requests waiting at most
+  size_t prefixCache = 64;
+};
+
+class Engine {
+public:
+  /// Starts the engine thread; `session` and `metrics` must outlive it.
+  Engine(Session &session, EngineOptions options, ServerMetrics &metrics);
+  /// Finishes what is queued and running, then stops the thread.
+  ~Engine();
+  Engine(const Engine &) = delete;
+  Engine &operator=(const Engine &) = delete;
+
+  /// A request body (POST /v1/completions, or /v1/chat/completions when
+  /// `chat`) as a job ready to submit: parsed, its model checked, its
+  /// prompt tokenized. Throws ApiError (400, 404) naming what is wrong.
+  std::shared_ptr<Job> prepare(const std::string &body, bool chat) const;
+  /// Queues `job`; false if the queue is full.
+  bool submit(std::shared_ptr<Job> job);
+  /// No request queued or running.
+  bool idle();
+
+  const EngineOptions &options() const { return options_; }
+  int64_t batch() const { return decoder_.batchSize(); }
+
+private:
+  struct Sequence {
+    std::shared_ptr<Job> job;
+    int64_t choice = 0;
+    SamplingOptions sampling;
+    std::vector<int32_t> ids; ///< generated, for the text
+    std::string text, finish = "length";
+    int32_t next = 0;     ///< the token the next step feeds
+    int32_t position = 0; ///< where it goes
+    int64_t produced = 0, maxNew = 0;
+    bool done = false;
+  };
+
+  void loop();
+  int64_t active() const;
+  Sequence makeSequence(const std::shared_ptr<Job> &job, int64_t choice);
+  void admitPending();
+  void stepAll();
+  bool take(Sequence &s, int32_t id);
+  void extend(Sequence &s, const std::string &now);
+  void finish(Sequence &s);
+  void fail(Sequence &s, const std::string &why);
+  void push(Job &job, int64_t index, std::string delta, std::string finish);
+
+  Decoder decoder_;
+  const Tokenizer &tok_;
+  EngineOptions options_;
+  ServerMetrics &metrics_;
+  std::mutex m_;
+  std::condition_variable cv_;
+  std::deque<std::shared_ptr<Job>> queue_;
+  std::deque<Sequence> pending_;              ///< engine thread only
+  std::vector<std::optional<Sequence>> rows_; ///< engine thread only
+  bool busy_ = false, stopping_ = false;
+  std::thread worker_;
+};
+
+} // namespace fbt
+
+#endif // FBT_RUNTIME_SERVE_ENGINE_H

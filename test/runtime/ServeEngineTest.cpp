@@ -1,0 +1,156 @@
+//===- ServeEngineTest.cpp - fbt serve's engine, driven without HTTP -------===//
+//
+// Needs a compiled CPU bundle: test/serve/engine.test compiles one and runs
+// this with FBT_TEST_BUNDLE set; under plain CTest it skips. Random
+// weights: the texts mean nothing, but each is a function of its request
+// alone, whatever else shares the decode batch.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/serve/Engine.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <thread>
+
+using namespace fbt;
+
+namespace {
+class ServeEngineTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    const char *bundle = std::getenv("FBT_TEST_BUNDLE");
+    if (!bundle)
+      GTEST_SKIP() << "needs FBT_TEST_BUNDLE (test/serve/engine.test)";
+    session_ = std::make_unique<Session>(bundle);
+    session_->initialize(7);
+    options_.model = "tiny";
+    options_.defaultRegime = Regime::parse("soft");
+  }
+  std::unique_ptr<Session> session_;
+  EngineOptions options_;
+  ServerMetrics metrics_;
+};
+
+std::string request(const std::string &prompt, const std::string &regime,
+                    const std::string &extra = "") {
+  return "{\"prompt\": \"" + prompt + "\", \"max_tokens\": 12, \"temperature\": 0, "
+         "\"regime\": \"" + regime + "\"" + extra + "}";
+}
+
+/// The texts of a non-streamed reply's choices.
+std::vector<std::string> texts(const std::string &reply) {
+  std::vector<std::string> out;
+  Json json = parseJson(reply, "reply");
+  for (const Json &c : json.at("choices"))
+    out.push_back(c.at("text").get<std::string>());
+  return out;
+}
+
+/// The engine goes idle just after the last reply is out: wait a little.
+bool becomesIdle(Engine &engine) {
+  for (int i = 0; i < 2000 && !engine.idle(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  return engine.idle();
+}
+
+std::vector<std::string> runAlone(Engine &engine, const std::string &body) {
+  std::shared_ptr<Job> job = engine.prepare(body, false);
+  EXPECT_TRUE(engine.submit(job));
+  return texts(job->waitForReply());
+}
+} // namespace
+
+TEST_F(ServeEngineTest, TextDoesNotDependOnTheRowsItSharesAStepWith) {
+  Engine engine(*session_, options_, metrics_);
+  std::vector<std::string> bodies = {
+      request("The cat", "standard"), request("Once", "soft"),
+      request("A dog ran", "fused:2"), request("The cat", "soft", ", \"n\": 3")};
+  std::vector<std::vector<std::string>> alone;
+  for (const std::string &b : bodies)
+    alone.push_back(runAlone(engine, b));
+  EXPECT_EQ(alone[3].size(), 3u);
+  EXPECT_EQ(alone[3][0], alone[3][1]); // greedy: every choice the same
+  // Together: more sequences than rows, admitted as rows come free.
+  std::vector<std::shared_ptr<Job>> jobs;
+  for (int round = 0; round < 2; ++round)
+    for (const std::string &b : bodies) {
+      jobs.push_back(engine.prepare(b, false));
+      ASSERT_TRUE(engine.submit(jobs.back()));
+    }
+  for (size_t i = 0; i < jobs.size(); ++i)
+    EXPECT_EQ(texts(jobs[i]->waitForReply()), alone[i % bodies.size()]) << bodies[i % 4];
+  EXPECT_TRUE(becomesIdle(engine));
+  // Prompts seen before skipped their prefill.
+  EXPECT_GT(metrics_.cacheHits.load(), 0);
+}
+
+TEST_F(ServeEngineTest, StreamedPiecesAddUpToTheReply) {
+  Engine engine(*session_, options_, metrics_);
+  std::string whole = runAlone(engine, request("Once upon", "soft"))[0];
+  std::shared_ptr<Job> job =
+      engine.prepare(request("Once upon", "soft", ", \"stream\": true"), false);
+  ASSERT_TRUE(engine.submit(job));
+  std::string events, streamed;
+  for (bool ended = false; !ended;)
+    events += job->takeEvents(std::chrono::milliseconds(200), ended);
+  size_t at = 0, count = 0;
+  while ((at = events.find("data: {", at)) != std::string::npos) {
+    size_t end = events.find("\n\n", at);
+    Json chunk = parseJson(events.substr(at + 6, end - at - 6), "chunk");
+    streamed += chunk.at("choices")[0].at("text").get<std::string>();
+    at = end, ++count;
+  }
+  EXPECT_EQ(streamed, whole);
+  EXPECT_GE(count, 2u); // a piece at a time, then the finish
+  EXPECT_EQ(events.substr(events.size() - 14), "data: [DONE]\n\n");
+}
+
+TEST_F(ServeEngineTest, BadRequestsNameWhatIsWrong) {
+  Engine engine(*session_, options_, metrics_);
+  auto status = [&](const std::string &body, std::string *param) {
+    try {
+      engine.prepare(body, false);
+    } catch (const ApiError &e) {
+      *param = e.param;
+      return e.status;
+    }
+    return 200;
+  };
+  std::string param;
+  EXPECT_EQ(status(request("x", "soft", ", \"model\": \"other\""), &param), 404);
+  EXPECT_EQ(param, "model");
+  EXPECT_EQ(status("{\"prompt\": \"" + std::string(5000, 'a') + "\"}", &param), 400);
+  EXPECT_EQ(param, "prompt");
+  EXPECT_EQ(status("{\"prompt\": 3}", &param), 400);
+  EXPECT_EQ(param, "prompt");
+  EXPECT_EQ(status(request("x", "fused:0"), &param), 400);
+  EXPECT_EQ(param, "regime");
+}
+
+TEST_F(ServeEngineTest, AFullQueueRefusesAndACancelledJobEnds) {
+  options_.maxQueue = 1;
+  Engine engine(*session_, options_, metrics_);
+  // More jobs than rows and queue: some are refused until the engine has
+  // taken the ones before.
+  std::vector<std::shared_ptr<Job>> accepted;
+  int refused = 0;
+  for (int i = 0; i < 64; ++i) {
+    std::shared_ptr<Job> job = engine.prepare(request("Hi", "standard", ", \"n\": 8"), false);
+    if (engine.submit(job))
+      accepted.push_back(job);
+    else
+      ++refused;
+  }
+  EXPECT_GT(refused, 0);
+  for (auto &job : accepted)
+    job->cancelled = true;
+  for (auto &job : accepted)
+    job->waitForReply(); // ends, cancelled, without decoding the rest
+  EXPECT_TRUE(becomesIdle(engine));
+  std::string text = metrics_.text(engine.batch());
+  EXPECT_NE(text.find("fbt_request_seconds_count " + std::to_string(accepted.size())),
+            std::string::npos)
+      << text;
+}
