@@ -3,7 +3,7 @@
 // The GPU's kernels, exactly as split into launches for the NVIDIA target,
 // compiled for this CPU so that tests check them where no GPU exists: every
 // launch becomes an exported function that one emulated GPU thread runs.
-// The emulator (test/simt) provides the thread's coordinates and the
+// The emulator (runtime/hal/simt) provides the thread's coordinates and the
 // cooperative operations:
 //
 //   size_t fbt_simt_thread_id(void);    gpu.thread_id x

@@ -16,7 +16,7 @@
 //
 // Streams separate independent uses under one seed. The runtime's are listed
 // in fbt::rng::streams below; parameter init uses the parameter's index as
-// its stream (Init.h), and the kernels use small streams too (jitter: the
+// its stream (session/ParamInit.h), and the kernels use small streams too (jitter: the
 // pass index; prefix mix-in: 0). Seeds given to the kernels should therefore
 // differ from the init seed (e.g. derived per step with mix), or pass k's
 // jitter would repeat parameter k's init draws.

@@ -5,6 +5,7 @@
 #include "runtime/base/Error.h"
 #include "runtime/eval/Evaluation.h"
 #include "runtime/base/Random.h"
+#include "runtime/text/ArithmeticFacts.h"
 
 #include <algorithm>
 #include <set>
@@ -27,30 +28,7 @@ private:
 
 /// One fact of the corpus's arithmetic kinds: "a+b=" and its answer.
 std::pair<std::string, std::string> arithmeticFact(Draws &d) {
-  auto s = [](int64_t v) { return std::to_string(v); };
-  int64_t a, b;
-  switch (d.range(0, 5)) {
-  case 0:
-  case 1:
-    a = d.range(0, 9), b = d.range(0, 9);
-    return {s(a) + "+" + s(b) + "=", s(a + b)};
-  case 2:
-    a = d.range(10, 99), b = d.range(1, 99);
-    return {s(a) + "+" + s(b) + "=", s(a + b)};
-  case 3:
-    a = d.range(0, 99), b = d.range(0, a);
-    return {s(a) + "-" + s(b) + "=", s(a - b)};
-  case 4:
-    a = d.range(1, 12), b = d.range(1, 12);
-    return {s(a) + "*" + s(b) + "=", s(a * b)};
-  default:
-    a = d.range(100, 999), b = d.range(10, 999);
-    if (d.range(0, 1) == 0)
-      return {s(a) + "+" + s(b) + "=", s(a + b)};
-    if (b > a)
-      std::swap(a, b);
-    return {s(a) + "-" + s(b) + "=", s(a - b)};
-  }
+  return fbt::arithmeticFact([&](int64_t lo, int64_t hi) { return d.range(lo, hi); });
 }
 
 /// A whole fact line ("\n12+7=19\n") is in the text.

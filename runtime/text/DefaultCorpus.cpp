@@ -16,6 +16,7 @@
 #include "runtime/text/DefaultCorpus.h"
 
 #include "runtime/base/Random.h"
+#include "runtime/text/ArithmeticFacts.h"
 
 #include <cstdint>
 #include <iterator>
@@ -274,42 +275,9 @@ std::string arithmetic(Dice &d) {
   std::string out;
   int64_t lines = d.range(8, 16);
   for (int64_t k = 0; k < lines; ++k) {
-    int64_t a, b;
-    std::string fact;
-    switch (d.below(6)) {
-    case 0: // one-digit sums
-    case 1:
-      a = d.range(0, 9);
-      b = d.range(0, 9);
-      fact = num(a) + "+" + num(b) + "=" + num(a + b);
-      break;
-    case 2: // two-digit sums
-      a = d.range(10, 99);
-      b = d.range(1, 99);
-      fact = num(a) + "+" + num(b) + "=" + num(a + b);
-      break;
-    case 3: // differences, never negative
-      a = d.range(0, 99);
-      b = d.range(0, a);
-      fact = num(a) + "-" + num(b) + "=" + num(a - b);
-      break;
-    case 4: // times tables
-      a = d.range(1, 12);
-      b = d.range(1, 12);
-      fact = num(a) + "*" + num(b) + "=" + num(a * b);
-      break;
-    default: // three-digit sums and differences
-      a = d.range(100, 999);
-      b = d.range(10, 999);
-      if (d.below(2) == 0) {
-        fact = num(a) + "+" + num(b) + "=" + num(a + b);
-      } else {
-        if (b > a)
-          std::swap(a, b);
-        fact = num(a) + "-" + num(b) + "=" + num(a - b);
-      }
-    }
-    out += (k ? "\n" : "") + fact;
+    auto [question, answer] =
+        arithmeticFact([&](int64_t lo, int64_t hi) { return d.range(lo, hi); });
+    out += (k ? "\n" : "") + question + answer;
   }
   return out;
 }

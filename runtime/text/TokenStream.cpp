@@ -98,30 +98,31 @@ std::vector<int32_t> TokenStream::toVector() const {
 // Byte-level text
 //===----------------------------------------------------------------------===//
 
-std::vector<int32_t> tokenizeText(std::string_view text,
-                                  std::string_view docSeparator,
-                                  const std::string &sourceName) {
-  if (const void *nul = std::memchr(text.data(), 0, text.size()))
-    throw RuntimeError(
-        sourceName + ": NUL byte at byte offset " +
-        std::to_string(static_cast<const char *>(nul) - text.data()) +
-        " (id 0 is the document separator, so text must not contain NUL)");
+namespace {
+/// Each document of `text` through `tokenizer`, preceded by its separator:
+/// documents split on `docSeparator` (the whole text when it is empty),
+/// the separator itself dropped, and empty documents too. Errors name
+/// `sourceName`.
+std::vector<int32_t> tokenizeDocuments(std::string_view text, std::string_view docSeparator,
+                                       const Tokenizer &tokenizer,
+                                       const std::string &sourceName) {
   std::vector<int32_t> ids;
   ids.reserve(text.size() + 1);
   auto addDocument = [&](std::string_view doc) {
     if (doc.empty())
       return;
-    ids.push_back(kByteBosToken);
-    for (char c : doc)
-      ids.push_back(static_cast<unsigned char>(c));
+    ids.push_back(tokenizer.documentSeparator());
+    try {
+      std::vector<int32_t> d = tokenizer.encode(doc);
+      ids.insert(ids.end(), d.begin(), d.end());
+    } catch (const RuntimeError &e) {
+      throw RuntimeError(sourceName + ": " + e.what());
+    }
   };
-  if (docSeparator.empty()) {
-    addDocument(text);
-    return ids;
-  }
   size_t start = 0;
   while (true) {
-    size_t end = text.find(docSeparator, start);
+    size_t end = docSeparator.empty() ? std::string_view::npos
+                                      : text.find(docSeparator, start);
     if (end == std::string_view::npos) {
       addDocument(text.substr(start));
       return ids;
@@ -130,20 +131,22 @@ std::vector<int32_t> tokenizeText(std::string_view text,
     start = end + docSeparator.size();
   }
 }
+} // namespace
+
+std::vector<int32_t> tokenizeText(std::string_view text,
+                                  std::string_view docSeparator,
+                                  const std::string &sourceName) {
+  // Checked over the whole text first, so the offset is the file's.
+  if (const void *nul = std::memchr(text.data(), 0, text.size()))
+    throw RuntimeError(
+        sourceName + ": NUL byte at byte offset " +
+        std::to_string(static_cast<const char *>(nul) - text.data()) +
+        " (id 0 is the document separator, so text must not contain NUL)");
+  return tokenizeDocuments(text, docSeparator, byteTokenizer(), sourceName);
+}
 
 std::string detokenize(const std::vector<int32_t> &ids) {
-  std::string out;
-  out.reserve(ids.size());
-  for (size_t i = 0; i < ids.size(); ++i) {
-    int32_t id = ids[i];
-    if (id == kByteBosToken)
-      continue;
-    if (id < 0 || id >= kByteVocabSize)
-      throw RuntimeError("token " + std::to_string(id) + " at offset " +
-                         std::to_string(i) + " is not a byte (0..255)");
-    out += static_cast<char>(id);
-  }
-  return out;
+  return byteTokenizer().decode(ids);
 }
 
 TokenStream loadTextFile(const std::string &path,
@@ -297,25 +300,8 @@ TokenStream loadTokenFile(const std::string &path, int64_t vocabSize,
     return loadBinFile(path, vocabSize, 4);
   default: {
     if (tokenizer && tokenizer->name() != "bytes") {
-      std::string text = readFile(path);
-      std::vector<int32_t> ids;
-      std::string_view rest = text;
-      while (true) {
-        size_t end = docSeparator.empty() ? std::string_view::npos
-                                          : rest.find(docSeparator);
-        std::string_view doc = rest.substr(0, end);
-        ids.push_back(tokenizer->documentSeparator());
-        try {
-          std::vector<int32_t> d = tokenizer->encode(doc);
-          ids.insert(ids.end(), d.begin(), d.end());
-        } catch (const RuntimeError &e) {
-          throw RuntimeError(path + ": " + e.what());
-        }
-        if (end == std::string_view::npos)
-          break;
-        rest.remove_prefix(end + docSeparator.size());
-      }
-      TokenStream stream(std::move(ids), path);
+      TokenStream stream(tokenizeDocuments(readFile(path), docSeparator, *tokenizer, path),
+                         path);
       checkVocab(stream, vocabSize);
       return stream;
     }

@@ -81,7 +81,8 @@ std::vector<int32_t> tokenizeText(std::string_view text,
                                   std::string_view docSeparator = {},
                                   const std::string &sourceName = "<text>");
 
-/// The bytes of ids; BOS ids are dropped. Throws for an id outside 1..255.
+/// The bytes of ids (byteTokenizer().decode): BOS ids are dropped; throws
+/// for an id outside 0..255.
 std::string detokenize(const std::vector<int32_t> &ids);
 
 /// A UTF-8 text file through tokenizeText.

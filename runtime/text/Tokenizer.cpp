@@ -470,6 +470,11 @@ static std::string absolute(const std::string &path) {
   return out;
 }
 
+const Tokenizer &byteTokenizer() {
+  static const ByteTokenizer bytes;
+  return bytes;
+}
+
 std::string canonicalTokenizerName(const std::string &what) {
   if (what == "bytes" || what.empty())
     return "bytes";

@@ -58,6 +58,9 @@ std::string canonicalTokenizerName(const std::string &what);
 /// RuntimeError naming the file and what is wrong with it.
 std::unique_ptr<Tokenizer> loadTokenizer(const std::string &what);
 
+/// The byte-level tokenizer ("bytes"): the one there is, shared.
+const Tokenizer &byteTokenizer();
+
 } // namespace fbt
 
 #endif // FBT_RUNTIME_TEXT_TOKENIZER_H

@@ -1,7 +1,7 @@
 //===- Trainer.h - The training loop behind `fbt train` ---------*- C++ -*-===//
 //
 // A run is a pure function of (bundle, data, seed, steps). Step s (0-based)
-//  - trains on the batch sampleBatch(train, B, T, seed, s) (Data.h),
+//  - trains on the batch sampleBatch(train, B, T, seed, s) (text/TokenStream.h),
 //  - at K = PassSchedule::passesAt(s) and lr = LrSchedule::at(s), both built
 //    from the bundle's `training` config (Schedule.h),
 //  - with the kernel seed kernelSeed(seed, s) for jitter and prefix mix-in.

@@ -2,6 +2,7 @@
 
 #include "runtime/base/Error.h"
 #include "runtime/eval/Tasks.h"
+#include "runtime/text/DefaultCorpus.h"
 
 #include <gtest/gtest.h>
 
@@ -52,6 +53,30 @@ TEST(TasksTest, ArithmeticAnswersAreRightAndHeldOut) {
   std::vector<TaskProblem> again = makeTask("arithmetic", 50, 3, seen);
   for (size_t i = 0; i < ps.size(); ++i)
     EXPECT_EQ(ps[i].prompt, again[i].prompt);
+}
+
+TEST(TasksTest, NoHeldOutProblemIsInTheEmbeddedCorpus) {
+  // The corpus's lines, read independently of the task's own check.
+  std::string text = detokenize(loadDefaultCorpus().toVector());
+  std::set<std::string> lines;
+  for (size_t at = 0, nl; at <= text.size(); at = nl + 1) {
+    nl = std::min(text.find('\n', at), text.size());
+    lines.insert(text.substr(at, nl - at));
+  }
+  // The corpus does teach arithmetic of the task's kinds.
+  int64_t facts = 0;
+  for (const std::string &l : lines)
+    facts += l.find('=') != std::string::npos && l.find(' ') == std::string::npos;
+  EXPECT_GT(facts, 1000);
+  std::vector<TaskProblem> ps = makeTask("arithmetic", 200, 20261201, text);
+  ASSERT_EQ(ps.size(), 200u);
+  for (const TaskProblem &p : ps) {
+    std::string all = p.prompt + p.answer; // two solved facts, then the asked one
+    for (size_t at = 0, nl; at <= all.size(); at = nl + 1) {
+      nl = std::min(all.find('\n', at), all.size());
+      EXPECT_EQ(lines.count(all.substr(at, nl - at)), 0u) << all.substr(at, nl - at);
+    }
+  }
 }
 
 TEST(TasksTest, CountingContinuesPastTheCorpusRange) {

@@ -59,7 +59,7 @@ int runBench(int argc, char **argv) {
     return 2;
   }
   Session s(args.require("BUNDLE"));
-  useTuning(s, args.tuning());
+  useTuning(s, args.tuning()); // bench times fresh weights: no checkpoint
   s.initialize(1);
   const ModelConfig &c = s.model();
   int64_t vocab = c.vocabSize;
@@ -88,24 +88,25 @@ int runBench(int argc, char **argv) {
     for (const auto &[name, t] : runner.profile())
       top.push_back({t, name});
     std::sort(top.rbegin(), top.rend());
-    std::string prof = "{";
+    Json prof = Json::object();
     for (size_t i = 0; i < top.size() && i < 5; ++i)
-      prof += (i ? ", \"" : "\"") + top[i].second + "\": " +
-              std::to_string(top[i].first / secs).substr(0, 5);
-    prof += "}";
+      prof[top[i].second] = top[i].first / secs;
     double rss = peakRssMiB(); // the step's, before the GEMMs' own buffers
     double gemmGflops = runner.gemmAloneGflops(5);
-    std::printf("{\"bench\": \"train\", \"device\": \"%s\", \"tuned\": %s, "
-                "\"passes\": %lld, "
-                "\"tokens_per_step\": %lld, "
-                "\"step_ms\": %.3f, \"tokens_per_s\": %.1f, \"gemm_share\": %.3f, "
-                "\"kernel_share\": %.3f, \"gemm_alone_gflops\": %.1f, "
-                "\"arena_bytes\": %lld, \"peak_rss_mib\": %.1f, \"top\": %s}\n",
-                s.device().describe().c_str(), s.tuned() ? "true" : "false",
-                (long long)k, (long long)(b * t),
-                1e3 * secs / steps, b * t * steps / secs,
-                runner.gemmSeconds() / secs, runner.kernelSeconds() / secs,
-                gemmGflops, (long long)runner.plan().arenaBytes, rss, prof.c_str());
+    Json out = Json::object({{"bench", "train"},
+                             {"device", s.device().describe()},
+                             {"tuned", s.tuned()},
+                             {"passes", k},
+                             {"tokens_per_step", b * t},
+                             {"step_ms", 1e3 * secs / steps},
+                             {"tokens_per_s", b * t * steps / secs},
+                             {"gemm_share", runner.gemmSeconds() / secs},
+                             {"kernel_share", runner.kernelSeconds() / secs},
+                             {"gemm_alone_gflops", gemmGflops},
+                             {"arena_bytes", runner.plan().arenaBytes},
+                             {"peak_rss_mib", rss},
+                             {"top", prof}});
+    std::printf("%s\n", dumpJson(out).c_str());
     return 0;
   }
 
@@ -133,17 +134,17 @@ int runBench(int argc, char **argv) {
     return true;
   });
   double prefillSecs = first - start, decodeSecs = last - first;
-  std::printf("{\"bench\": \"decode\", \"device\": \"%s\", \"tuned\": %s, "
-              "\"mode\": \"%s\", "
-              "\"batch\": %lld, "
-              "\"prompt_tokens\": %lld, \"new_tokens\": %lld, "
-              "\"prefill_tokens_per_s\": %.1f, \"ms_per_token\": %.4f, "
-              "\"peak_rss_mib\": %.1f}\n",
-              s.device().describe().c_str(), s.tuned() ? "true" : "false",
-              regime.name().c_str(),
-              (long long)d.batchSize(), (long long)prompt,
-              (long long)newTokens, d.batchSize() * prompt / prefillSecs,
-              1e3 * decodeSecs / newTokens, peakRssMiB());
+  Json out = Json::object({{"bench", "decode"},
+                           {"device", s.device().describe()},
+                           {"tuned", s.tuned()},
+                           {"mode", regime.name()},
+                           {"batch", d.batchSize()},
+                           {"prompt_tokens", prompt},
+                           {"new_tokens", newTokens},
+                           {"prefill_tokens_per_s", d.batchSize() * prompt / prefillSecs},
+                           {"ms_per_token", 1e3 * decodeSecs / newTokens},
+                           {"peak_rss_mib", peakRssMiB()}});
+  std::printf("%s\n", dumpJson(out).c_str());
   return 0;
 }
 

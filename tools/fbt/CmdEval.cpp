@@ -104,13 +104,10 @@ int runEval(int argc, char **argv) {
               "loss and bits per byte.");
   if (!args.parse(argc, argv))
     return 0;
-  if (!args.has("ckpt"))
-    throw RuntimeError("--ckpt is required (a checkpoint from fbt train)");
   if (args.has("task") && args.has("contraction"))
     throw RuntimeError("give at most one of --task and --contraction");
-  Session session(args.require("BUNDLE"));
-  useTuning(session, args.tuning());
-  session.loadCheckpoint(args.get("ckpt"));
+  std::unique_ptr<Session> opened = openTrained(args);
+  Session &session = *opened;
   const ModelConfig &config = session.model();
   int64_t vocab = config.vocabSize;
   int64_t bos = config.bosTokenId;

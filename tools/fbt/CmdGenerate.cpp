@@ -67,13 +67,8 @@ int runGenerate(int argc, char **argv) {
       .flag("quiet", "no progress output");
   if (!args.parse(argc, argv))
     return 0;
-  if (!args.has("ckpt"))
-    throw RuntimeError("--ckpt is required (a checkpoint from fbt train)");
-  Session session(args.require("BUNDLE"));
-  useTuning(session, args.tuning());
-  session.loadCheckpoint(args.get("ckpt"));
-  if (args.has("tokenizer"))
-    session.setTokenizer(args.get("tokenizer"));
+  std::unique_ptr<Session> opened = openTrained(args);
+  Session &session = *opened;
   const Tokenizer &tok = session.tokenizer();
   Decoder decoder(session);
   Regime regime = Regime::parse(args.get("mode", "soft"));

@@ -104,13 +104,8 @@ int runServe(int argc, char **argv) {
               "prefill) are kept: a prompt seen again skips its prefill, exactly.");
   if (!args.parse(argc, argv))
     return 0;
-  if (!args.has("ckpt"))
-    throw RuntimeError("--ckpt is required (a checkpoint from fbt train)");
-  Session session(args.require("BUNDLE"));
-  useTuning(session, args.tuning());
-  session.loadCheckpoint(args.get("ckpt"));
-  if (args.has("tokenizer"))
-    session.setTokenizer(args.get("tokenizer"));
+  std::unique_ptr<Session> opened = openTrained(args);
+  Session &session = *opened;
   EngineOptions options;
   options.defaultRegime = Regime::parse(args.get("mode", "soft"));
   options.model = args.get("model-name", session.model().name);

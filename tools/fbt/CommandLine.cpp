@@ -2,6 +2,8 @@
 
 #include "CommandLine.h"
 
+#include "runtime/session/Session.h"
+
 #include "runtime/hal/cpu/CpuThreads.h"
 #include "runtime/base/Error.h"
 
@@ -171,11 +173,16 @@ bool CommandLine::parse(int argc, char **argv) {
   return true;
 }
 
-const CLI::Option *CommandLine::option(const std::string &name) const {
+const CLI::Option *CommandLine::find(const std::string &name) const {
   const CLI::Option *o = app_.get_option_no_throw(name.size() == 1 ? "-" + name
                                                                    : "--" + name);
-  if (!o)
-    o = app_.get_option_no_throw(name); // a positional
+  return o ? o : app_.get_option_no_throw(name); // a positional
+}
+
+bool CommandLine::declares(const std::string &name) const { return find(name) != nullptr; }
+
+const CLI::Option *CommandLine::option(const std::string &name) const {
+  const CLI::Option *o = find(name);
   if (!o)
     throw std::logic_error("fbt: option --" + name + " was read but not declared");
   return o;
@@ -200,6 +207,17 @@ double CommandLine::getDouble(const std::string &name, double fallback) const {
 
 const std::string &CommandLine::require(const std::string &name) const {
   return texts_.at(name);
+}
+
+std::unique_ptr<Session> openTrained(const CommandLine &args) {
+  if (!args.has("ckpt"))
+    throw RuntimeError("--ckpt is required (a checkpoint from fbt train)");
+  auto session = std::make_unique<Session>(args.require("BUNDLE"));
+  useTuning(*session, args.tuning());
+  session->loadCheckpoint(args.get("ckpt"));
+  if (args.declares("tokenizer") && args.has("tokenizer"))
+    session->setTokenizer(args.get("tokenizer"));
+  return session;
 }
 
 } // namespace fbt

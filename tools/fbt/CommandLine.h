@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,8 @@ public:
 
   /// Whether the option was given.
   bool has(const std::string &name) const;
+  /// Whether the command declares it.
+  bool declares(const std::string &name) const;
   std::string get(const std::string &name, const std::string &fallback = "") const;
   int64_t getInt(const std::string &name, int64_t fallback) const;
   double getDouble(const std::string &name, double fallback) const;
@@ -71,6 +74,7 @@ public:
   std::string help() const { return app_.help(); }
 
 private:
+  const CLI::Option *find(const std::string &name) const;
   const CLI::Option *option(const std::string &name) const;
 
   CLI::App app_;
@@ -82,6 +86,13 @@ private:
   std::map<std::string, bool> flags_;
   std::vector<std::string> many_;
 };
+
+class Session;
+/// A trained model's session, as the commands that run one open it: BUNDLE
+/// on its device, the tune cache's choice applied (--tune-cache,
+/// --no-tune), --ckpt's weights (required) and, where the command declares
+/// --tokenizer and it is given, that tokenizer instead of the run's.
+std::unique_ptr<Session> openTrained(const CommandLine &args);
 
 } // namespace fbt
 

@@ -1,18 +1,8 @@
 //===- fbt.cpp - the runtime CLI -----------------------------------------===//
 //
-//   fbt train BUNDLE [options]      train on text or token files
-//   fbt step BUNDLE --params P --batch B --passes K --out O
-//                                   run training steps on given tensors
-//   fbt generate BUNDLE --ckpt C --prompt TEXT [--mode soft]
-//                                   generate text in a decoding regime
-//   fbt eval BUNDLE --ckpt C        held-out losses per pass and regime,
-//                                   task accuracy, contraction
-//   fbt score BUNDLE ...            teacher-forced logits (numerics checks)
-//   fbt inspect BUNDLE              what a bundle holds
-//   fbt tune BUNDLE                 choose kernel variants for this device
-//   fbt devices                     the GPUs this fbt can use
-//   fbt tokenize FILE... -o OUT.bin text to a token file
-//   fbt serve BUNDLE --ckpt C       an OpenAI-compatible HTTP server
+//   fbt <command> [options]     (`fbt --help` lists the commands, from
+//                                kCommands below; `fbt <command> --help`
+//                                each one's options)
 //
 // A bundle runs where its target says: "cpu" bundles on the host, "nvptx"
 // bundles on an NVIDIA GPU; every command works the same for both.
@@ -27,39 +17,84 @@
 #include "runtime/base/Error.h"
 
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <string>
 
-static void usage(std::FILE *out) {
-  std::fputs(
-      "usage: fbt <command> [options]\n"
-      "\n"
-      "Runs bundles compiled by fbtc (fbtc SPEC --target=cpu -o M.fbtb), on\n"
-      "the CPU or, for --target=sm_XY bundles, on an NVIDIA GPU.\n"
-      "\n"
-      "commands:\n"
-      "  train BUNDLE     train the model (default data: an embedded corpus)\n"
-      "  generate BUNDLE  generate text: standard, soft or fused decoding\n"
-      "  eval BUNDLE      held-out losses per pass and regime, tasks, contraction\n"
-      "  score BUNDLE     teacher-forced logits in a decoding regime (checks)\n"
-      "  step BUNDLE      run training steps on tensors from safetensors files\n"
-      "  inspect BUNDLE   show the model, steps, kernels and arena sizes\n"
-      "  bench BUNDLE     time the compiled training or decoding steps\n"
-      "  tune BUNDLE      choose the fastest kernel variants for this device\n"
-      "                   (bundles compiled with fbtc --tune-space)\n"
-      "  devices          list the GPUs this fbt can use\n"
-      "  tokenize FILE..  text (or JSONL) to a token file: bytes, GPT-2 BPE,\n"
-      "                   SentencePiece\n"
-      "  serve BUNDLE     an OpenAI-compatible HTTP server (completions, chat,\n"
-      "                   streaming, every regime)\n"
-      "\n"
-      "`fbt <command> --help` describes each command's options; every\n"
-      "command takes --threads N, the CPU steps' threads (default:\n"
-      "OMP_NUM_THREADS, else every core). Commands that run steps use the\n"
-      "choices `fbt tune` stored for the device (--tune-cache FILE, --no-tune).\n",
-      out);
+namespace {
+#ifndef FBT_HAVE_HTTPLIB
+int serveUnavailable(int, char **) {
+  std::fputs("fbt: error: this fbt was built without cpp-httplib "
+             "(libcpp-httplib-dev); rebuild with it to serve\n", stderr);
+  return 2;
 }
+#endif
+
+/// The commands, in the order `fbt --help` lists them: the one table.
+struct Command {
+  const char *name, *usage, *summary;
+  int (*run)(int argc, char **argv);
+};
+const Command kCommands[] = {
+    {"train", "BUNDLE", "train the model (default data: an embedded corpus)", fbt::runTrain},
+    {"generate", "BUNDLE", "generate text: standard, soft or fused decoding", fbt::runGenerate},
+    {"eval", "BUNDLE", "held-out losses per pass and regime, tasks, contraction",
+     fbt::runEval},
+    {"score", "BUNDLE", "teacher-forced logits in a decoding regime (checks)", fbt::runScore},
+    {"step", "BUNDLE", "run training steps on tensors from safetensors files", fbt::runStep},
+    {"inspect", "BUNDLE", "show the model, steps, kernels and arena sizes", fbt::runInspect},
+    {"bench", "BUNDLE", "time the compiled training or decoding steps", fbt::runBench},
+    {"tune", "BUNDLE",
+     "choose the fastest kernel variants for this device (bundles compiled with "
+     "fbtc --tune-space)",
+     fbt::runTune},
+    {"devices", "", "list the GPUs this fbt can use", fbt::runDevices},
+    {"tokenize", "FILE..",
+     "text (or JSONL) to a token file: bytes, GPT-2 BPE, SentencePiece", fbt::runTokenize},
+#ifdef FBT_HAVE_HTTPLIB
+    {"serve", "BUNDLE",
+     "an OpenAI-compatible HTTP server (completions, chat, streaming, every regime)",
+     fbt::runServe},
+#else
+    {"serve", "BUNDLE", "an OpenAI-compatible HTTP server (not in this build)",
+     serveUnavailable},
+#endif
+};
+
+/// "  name ARGS  summary", the summary wrapped at 78 columns under itself.
+void usage(std::FILE *out) {
+  std::fputs("usage: fbt <command> [options]\n"
+             "\n"
+             "Runs bundles compiled by fbtc (fbtc SPEC --target=cpu -o M.fbtb), on\n"
+             "the CPU or, for --target=sm_XY bundles, on an NVIDIA GPU.\n"
+             "\n"
+             "commands:\n",
+             out);
+  for (const Command &c : kCommands) {
+    std::string head = std::string("  ") + c.name + " " + c.usage;
+    head.resize(19, ' ');
+    std::string line = head, word, summary = c.summary;
+    for (size_t at = 0; at <= summary.size(); ++at) {
+      if (at < summary.size() && summary[at] != ' ') {
+        word += summary[at];
+        continue;
+      }
+      if (line.size() + word.size() + 1 > 78 && line.size() > head.size()) {
+        std::fprintf(out, "%s\n", line.c_str());
+        line = std::string(head.size(), ' ');
+      }
+      line += (line.back() == ' ' ? "" : " ") + word;
+      word.clear();
+    }
+    std::fprintf(out, "%s\n", line.c_str());
+  }
+  std::fputs("\n"
+             "`fbt <command> --help` describes each command's options; every\n"
+             "command takes --threads N, the CPU steps' threads (default:\n"
+             "OMP_NUM_THREADS, else every core). Commands that run steps use the\n"
+             "choices `fbt tune` stored for the device (--tune-cache FILE, --no-tune).\n",
+             out);
+}
+} // namespace
 
 int main(int argc, char **argv) {
   if (argc < 2) {
@@ -72,35 +107,9 @@ int main(int argc, char **argv) {
     return 0;
   }
   try {
-    if (cmd == "train")
-      return fbt::runTrain(argc, argv);
-    if (cmd == "generate")
-      return fbt::runGenerate(argc, argv);
-    if (cmd == "bench")
-      return fbt::runBench(argc, argv);
-    if (cmd == "tune")
-      return fbt::runTune(argc, argv);
-    if (cmd == "score")
-      return fbt::runScore(argc, argv);
-    if (cmd == "eval")
-      return fbt::runEval(argc, argv);
-    if (cmd == "step")
-      return fbt::runStep(argc, argv);
-    if (cmd == "inspect")
-      return fbt::runInspect(argc, argv);
-    if (cmd == "devices")
-      return fbt::runDevices(argc, argv);
-    if (cmd == "tokenize")
-      return fbt::runTokenize(argc, argv);
-    if (cmd == "serve") {
-#ifdef FBT_HAVE_HTTPLIB
-      return fbt::runServe(argc, argv);
-#else
-      std::fputs("fbt: error: this fbt was built without cpp-httplib "
-                 "(libcpp-httplib-dev); rebuild with it to serve\n", stderr);
-      return 2;
-#endif
-    }
+    for (const Command &c : kCommands)
+      if (cmd == c.name)
+        return c.run(argc, argv);
     std::fprintf(stderr, "fbt: error: unknown command '%s'\n", cmd.c_str());
     usage(stderr);
     return 2;

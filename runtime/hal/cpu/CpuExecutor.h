@@ -5,7 +5,7 @@
 // bundle's shared library, one call after another.
 //
 // It also runs emulated-GPU bundles ("simt", for tests): each kernel is the
-// GPU's launches, run by the SIMT emulator (runtime/simt), and bf16 GEMMs
+// GPU's launches, run by the SIMT emulator (runtime/hal/simt), and bf16 GEMMs
 // (bf16 storage) widen their operands to f32 for BLAS and round the result,
 // as cuBLASLt's bf16 GEMMs accumulate in f32.
 //
