@@ -29,7 +29,7 @@ void FbtDialect::initialize() {
 //   fbt.optimizer = "adamw"            fbt-optimizer appended its update
 //   fbt.kernel                         (unit) a generated kernel
 //   fbt.config = {knob = n, ..}        the knobs it was built with
-//                                      (codegen/KernelConfig.h)
+//                                      (codegen/kernels/KernelConfig.h)
 //   fbt.variant_of = @kernel           another build of @kernel, which
 //                                      may serve its calls (--tune-space)
 // On the module: fbt.model = {..}      the model's resolved config

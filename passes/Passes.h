@@ -2,7 +2,7 @@
 #ifndef FBT_PASSES_PASSES_H
 #define FBT_PASSES_PASSES_H
 
-#include "codegen/KernelBuilder.h"
+#include "codegen/kernels/KernelBuilder.h"
 #include "dialect/FbtDialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"

@@ -116,7 +116,7 @@ def FbtToKernels : Pass<"fbt-to-kernels", "::mlir::ModuleOp"> {
     grow with K or L. `fbt.stop_gradient` is the identity here.
 
     `target=gpu` maps the kernels' grids to GPU threads and blocks (block
-    reductions, atomics for cross-row sums); codegen/GpuKernels.h then
+    reductions, atomics for cross-row sums); codegen/nvptx/GpuKernels.h then
     splits each kernel into its launches. `storage=bf16` (with target=gpu)
     stores the activations inside training steps in bf16 (prefill and decode,
     bound by reading the weights, stay f32): kernels widen on load and
@@ -149,7 +149,7 @@ def FbtToKernels : Pass<"fbt-to-kernels", "::mlir::ModuleOp"> {
     Option<"tuneSpace", "tune-space", "::mlir::fbt::TuneSpace",
            /*default=*/"::mlir::fbt::TuneSpace::None",
            "Also build each kernel in the other configurations of its knobs "
-           "(codegen/KernelConfig.h), as variants `<kernel>__v<i>`",
+           "(codegen/kernels/KernelConfig.h), as variants `<kernel>__v<i>`",
            [{::llvm::cl::values(
              clEnumValN(::mlir::fbt::TuneSpace::None, "none", "the default only"),
              clEnumValN(::mlir::fbt::TuneSpace::Default, "default",

@@ -1,7 +1,7 @@
 //===- ToKernels.cpp - GEMMs to library calls, the rest to kernels --------===//
 
-#include "codegen/KernelBuilder.h"
-#include "codegen/Kernels.h"
+#include "codegen/kernels/KernelBuilder.h"
+#include "codegen/kernels/Kernels.h"
 #include "dialect/FbtOps.h"
 #include "passes/Passes.h"
 

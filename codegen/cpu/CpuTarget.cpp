@@ -1,8 +1,8 @@
 //===- CpuTarget.cpp - kernels to a shared object -------------------------===//
 
-#include "codegen/CpuTarget.h"
+#include "codegen/cpu/CpuTarget.h"
 
-#include "codegen/KernelConfig.h"
+#include "codegen/kernels/KernelConfig.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVMPass.h"

@@ -8,10 +8,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FBT_CODEGEN_CPUTARGET_H
-#define FBT_CODEGEN_CPUTARGET_H
+#ifndef FBT_CODEGEN_CPU_CPUTARGET_H
+#define FBT_CODEGEN_CPU_CPUTARGET_H
 
-#include "codegen/KernelConfig.h"
+#include "codegen/kernels/KernelConfig.h"
 
 #include "mlir/IR/BuiltinOps.h"
 
@@ -60,4 +60,4 @@ std::string cpuTargetArch();
 
 } // namespace mlir::fbt
 
-#endif // FBT_CODEGEN_CPUTARGET_H
+#endif // FBT_CODEGEN_CPU_CPUTARGET_H

@@ -1,6 +1,6 @@
 //===- KernelBuilder.cpp - a small DSL for writing kernels in IR ----------===//
 
-#include "codegen/KernelBuilder.h"
+#include "codegen/kernels/KernelBuilder.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"

@@ -4,7 +4,7 @@
 // arith/math ops. A kernel's top level is a sequence of grids, each an
 // scf.parallel over independent iterations: the CPU target runs them as
 // loops; the GPU target launches each one as its own kernel, in order
-// (codegen/GpuKernels.h), so a later grid sees everything an earlier one
+// (codegen/nvptx/GpuKernels.h), so a later grid sees everything an earlier one
 // wrote. KernelBuilder keeps the generators short and readable:
 //
 //   kb.rows(rows, 256, [&](Value r) {
@@ -23,10 +23,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FBT_CODEGEN_KERNELBUILDER_H
-#define FBT_CODEGEN_KERNELBUILDER_H
+#ifndef FBT_CODEGEN_KERNELS_KERNELBUILDER_H
+#define FBT_CODEGEN_KERNELS_KERNELBUILDER_H
 
-#include "codegen/KernelConfig.h"
+#include "codegen/kernels/KernelConfig.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -198,4 +198,4 @@ private:
 
 } // namespace mlir::fbt
 
-#endif // FBT_CODEGEN_KERNELBUILDER_H
+#endif // FBT_CODEGEN_KERNELS_KERNELBUILDER_H

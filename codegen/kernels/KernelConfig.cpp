@@ -1,6 +1,6 @@
 //===- KernelConfig.cpp - knobs, their names and the tuning spaces --------===//
 
-#include "codegen/KernelConfig.h"
+#include "codegen/kernels/KernelConfig.h"
 
 #include "mlir/IR/Builders.h"
 

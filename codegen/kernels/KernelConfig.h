@@ -11,8 +11,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FBT_CODEGEN_KERNELCONFIG_H
-#define FBT_CODEGEN_KERNELCONFIG_H
+#ifndef FBT_CODEGEN_KERNELS_KERNELCONFIG_H
+#define FBT_CODEGEN_KERNELS_KERNELCONFIG_H
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/StringRef.h"
@@ -75,10 +75,10 @@ constexpr int64_t kGpuStaticSharedBytes = 48 * 1024;
 /// The GPU's elementwise grids by default (Knob::BlockThreads,
 /// Knob::PerThread): 256 threads per block, and 4 consecutive elements per
 /// thread where a grid is large enough, so that the NVPTX backend can merge
-/// their loads and stores into 16-byte accesses (codegen/GpuKernels.cpp).
+/// their loads and stores into 16-byte accesses (codegen/nvptx/GpuKernels.cpp).
 constexpr int64_t kGpuBlockThreads = 256;
 constexpr int64_t kGpuPerThread = 4;
 
 } // namespace mlir::fbt
 
-#endif // FBT_CODEGEN_KERNELCONFIG_H
+#endif // FBT_CODEGEN_KERNELS_KERNELCONFIG_H

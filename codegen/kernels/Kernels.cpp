@@ -1,8 +1,8 @@
 //===- Kernels.cpp - kernel keys and dispatch to the generators -----------===//
 
-#include "codegen/Kernels.h"
+#include "codegen/kernels/Kernels.h"
 
-#include "codegen/KernelBuilder.h"
+#include "codegen/kernels/KernelBuilder.h"
 #include "dialect/FbtOps.h"
 
 #include "llvm/Support/raw_ostream.h"

@@ -7,10 +7,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FBT_CODEGEN_KERNELS_H
-#define FBT_CODEGEN_KERNELS_H
+#ifndef FBT_CODEGEN_KERNELS_KERNELS_H
+#define FBT_CODEGEN_KERNELS_KERNELS_H
 
-#include "codegen/KernelConfig.h"
+#include "codegen/kernels/KernelConfig.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -72,4 +72,4 @@ FailureOr<func::FuncOp> buildTokenKernel(KernelBuilder &kb, Operation *op);
 
 } // namespace mlir::fbt
 
-#endif // FBT_CODEGEN_KERNELS_H
+#endif // FBT_CODEGEN_KERNELS_KERNELS_H

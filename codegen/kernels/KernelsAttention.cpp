@@ -8,9 +8,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "codegen/KernelBuilder.h"
-#include "codegen/Kernels.h"
-#include "codegen/KernelsAttentionGpu.h"
+#include "codegen/kernels/KernelBuilder.h"
+#include "codegen/kernels/Kernels.h"
+#include "codegen/kernels/KernelsAttentionGpu.h"
 #include "dialect/FbtOps.h"
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -88,216 +88,234 @@ AttentionQuery mlir::fbt::attentionQuery(KernelBuilder &kb, Value id, int64_t t,
   return q;
 }
 
-FailureOr<func::FuncOp> mlir::fbt::buildAttentionKernel(KernelBuilder &kb,
-                                                        Operation *op) {
-  if (auto rope = dyn_cast<RopeOp>(op)) {
-    // Args: input, [positions], result. HF Llama's rotate-half convention:
-    // channel i pairs with i + Dh/2, angle pos * theta^(-2i/Dh).
-    ArrayRef<int64_t> x = shape(rope.getInput());
-    int64_t t = x[1], d = x[2], h = rope.getNumHeads(), dh = d / h, half = dh / 2;
-    bool hasPos = bool(rope.getPositions());
-    unsigned outArg = hasPos ? 2 : 1;
-    double lnTheta = std::log(rope.getTheta().convertToDouble());
-    Value sign = kb.f32(rope.getInverse() ? -1.0 : 1.0);
-    auto position = [&](Value row) {
-      return hasPos ? kb.toF32(kb.load(kb.arg(1), row)) : kb.toF32(kb.irem(row, t));
-    };
-    // cos and (signed) sin of pos * theta^(-2i/Dh) for channel pair i.
-    auto angle = [&](Value pos, Value i) -> std::pair<Value, Value> {
-      Value exponent = kb.div(kb.mul(kb.f32(2), kb.toF32(i)), kb.f32(dh));
-      Value invFreq = kb.exp(kb.neg(kb.mul(exponent, kb.f32(lnTheta))));
-      Value a = kb.mul(pos, invFreq);
-      return {kb.cos(a), kb.mul(sign, kb.sin(a))};
-    };
-    auto rotate = [&](Value row, Value head, Value i, Value c, Value sn) {
-      Value i1 = kb.iadd(kb.iadd(kb.imul(row, d), kb.imul(head, dh)), i);
-      Value i2 = kb.iadd(i1, half);
-      Value x1 = kb.load(kb.arg(0), i1), x2 = kb.load(kb.arg(0), i2);
-      kb.store(kb.sub(kb.mul(x1, c), kb.mul(x2, sn)), kb.arg(outArg), i1);
-      kb.store(kb.add(kb.mul(x2, c), kb.mul(x1, sn)), kb.arg(outArg), i2);
-    };
-    if (kb.gpu()) { // a thread per channel pair, the pair's angle its own
-      kb.elements(x[0] * t, h * half, [&](Value row, Value j) {
-        Value head = kb.idiv(j, half), i = kb.irem(j, half);
-        auto [c, sn] = angle(position(row), i);
-        rotate(row, head, i, c, sn);
-      });
-      return kb.finish();
-    }
-    kb.parallel(x[0] * t, [&](Value row) {
-      Value pos = position(row);
-      kb.loop(half, [&](Value i) {
-        std::pair<Value, Value> cs = angle(pos, i); // once per pair, every head
-        kb.loop(h, [&](Value head) { rotate(row, head, i, cs.first, cs.second); });
-      });
+namespace {
+/// RoPE (and its inverse, the gradient).
+FailureOr<func::FuncOp> buildRope(KernelBuilder &kb, RopeOp rope) {
+  // Args: input, [positions], result. HF Llama's rotate-half convention:
+  // channel i pairs with i + Dh/2, angle pos * theta^(-2i/Dh).
+  ArrayRef<int64_t> x = shape(rope.getInput());
+  int64_t t = x[1], d = x[2], h = rope.getNumHeads(), dh = d / h, half = dh / 2;
+  bool hasPos = bool(rope.getPositions());
+  unsigned outArg = hasPos ? 2 : 1;
+  double lnTheta = std::log(rope.getTheta().convertToDouble());
+  Value sign = kb.f32(rope.getInverse() ? -1.0 : 1.0);
+  auto position = [&](Value row) {
+    return hasPos ? kb.toF32(kb.load(kb.arg(1), row)) : kb.toF32(kb.irem(row, t));
+  };
+  // cos and (signed) sin of pos * theta^(-2i/Dh) for channel pair i.
+  auto angle = [&](Value pos, Value i) -> std::pair<Value, Value> {
+    Value exponent = kb.div(kb.mul(kb.f32(2), kb.toF32(i)), kb.f32(dh));
+    Value invFreq = kb.exp(kb.neg(kb.mul(exponent, kb.f32(lnTheta))));
+    Value a = kb.mul(pos, invFreq);
+    return {kb.cos(a), kb.mul(sign, kb.sin(a))};
+  };
+  auto rotate = [&](Value row, Value head, Value i, Value c, Value sn) {
+    Value i1 = kb.iadd(kb.iadd(kb.imul(row, d), kb.imul(head, dh)), i);
+    Value i2 = kb.iadd(i1, half);
+    Value x1 = kb.load(kb.arg(0), i1), x2 = kb.load(kb.arg(0), i2);
+    kb.store(kb.sub(kb.mul(x1, c), kb.mul(x2, sn)), kb.arg(outArg), i1);
+    kb.store(kb.add(kb.mul(x2, c), kb.mul(x1, sn)), kb.arg(outArg), i2);
+  };
+  if (kb.gpu()) { // a thread per channel pair, the pair's angle its own
+    kb.elements(x[0] * t, h * half, [&](Value row, Value j) {
+      Value head = kb.idiv(j, half), i = kb.irem(j, half);
+      auto [c, sn] = angle(position(row), i);
+      rotate(row, head, i, c, sn);
     });
     return kb.finish();
   }
-
-  if (auto attn = dyn_cast<AttentionOp>(op)) {
-    // Args: q [B,T,D], k, v [B,S,D], [positions [B,T]], out [B,T,D].
-    ArrayRef<int64_t> q = shape(attn.getQuery()), k = shape(attn.getKey());
-    int64_t bsz = q[0], t = q[1], d = q[2], s = k[1], h = attn.getNumHeads(),
-            dh = d / h;
-    bool hasPos = bool(attn.getQueryPositions());
-    unsigned outArg = hasPos ? 4 : 3;
-    double scale = 1.0 / std::sqrt((double)dh);
-    if (kb.gpu())
-      return buildAttentionGpu(kb, bsz, t, s, d, h, hasPos, outArg);
-    kb.parallel(bsz * h * t, [&](Value id) {
-      AttentionQuery q = attentionQuery(kb, id, t, s, d, h, hasPos);
-      attendRow(kb, kb.arg(0), q.base, kb.arg(1), kb.arg(2), q.kvBase, d,
-                q.last, dh, scale, kb.scratch(s), kb.arg(outArg), q.base);
+  kb.parallel(x[0] * t, [&](Value row) {
+    Value pos = position(row);
+    kb.loop(half, [&](Value i) {
+      std::pair<Value, Value> cs = angle(pos, i); // once per pair, every head
+      kb.loop(h, [&](Value head) { rotate(row, head, i, cs.first, cs.second); });
     });
-    return kb.finish();
-  }
+  });
+  return kb.finish();
+}
 
-  if (auto g = dyn_cast<AttentionGradOp>(op)) {
-    // Args: dout, q, k, v, out | dq, dk, dv, all [B,T,D]. One parallel unit
-    // per (batch, head); query blocks run in order so dk and dv accumulate
-    // race-free.
-    ArrayRef<int64_t> q = shape(g.getQuery());
-    int64_t bsz = q[0], t = q[1], d = q[2], h = g.getNumHeads(), dh = d / h;
-    double scale = 1.0 / std::sqrt((double)dh);
-    Value dout = kb.arg(0), qm = kb.arg(1), km = kb.arg(2), vm = kb.arg(3);
-    Value om = kb.arg(4);
-    Value dq = kb.arg(5), dk = kb.arg(6), dv = kb.arg(7);
-    if (kb.gpu())
-      return buildAttentionGradGpu(kb, bsz, t, d, h);
-    Value ninf = kb.f32(-std::numeric_limits<float>::infinity());
-    int64_t queryBlock = std::min(kb.knob(Knob::QueryBlock, kQueryBlock), t);
-    kb.parallel(bsz * h, [&](Value bh) {
-      Value head = kb.irem(bh, h), b = kb.idiv(bh, h);
-      Value base = kb.iadd(kb.imul(kb.imul(b, t), d), kb.imul(head, dh));
-      auto rowBase = [&](Value pos) { return kb.iadd(base, kb.imul(pos, d)); };
-      kb.loop(t, [&](Value pos) {
-        kb.loop(dh, [&](Value c) {
-          Value i = kb.iadd(rowBase(pos), c);
-          kb.store(kb.f32(0), dq, i);
-          kb.store(kb.f32(0), dk, i);
-          kb.store(kb.f32(0), dv, i);
-        });
+/// Causal attention over the KV rows, a parallel unit per (batch, head, query).
+FailureOr<func::FuncOp> buildAttention(KernelBuilder &kb, AttentionOp attn) {
+  // Args: q [B,T,D], k, v [B,S,D], [positions [B,T]], out [B,T,D].
+  ArrayRef<int64_t> q = shape(attn.getQuery()), k = shape(attn.getKey());
+  int64_t bsz = q[0], t = q[1], d = q[2], s = k[1], h = attn.getNumHeads(),
+          dh = d / h;
+  bool hasPos = bool(attn.getQueryPositions());
+  unsigned outArg = hasPos ? 4 : 3;
+  double scale = 1.0 / std::sqrt((double)dh);
+  if (kb.gpu())
+    return buildAttentionGpu(kb, bsz, t, s, d, h, hasPos, outArg);
+  kb.parallel(bsz * h * t, [&](Value id) {
+    AttentionQuery q = attentionQuery(kb, id, t, s, d, h, hasPos);
+    attendRow(kb, kb.arg(0), q.base, kb.arg(1), kb.arg(2), q.kvBase, d,
+              q.last, dh, scale, kb.scratch(s), kb.arg(outArg), q.base);
+  });
+  return kb.finish();
+}
+
+/// Attention's gradient: dq, dk and dv.
+FailureOr<func::FuncOp> buildAttentionGrad(KernelBuilder &kb, AttentionGradOp g) {
+  // Args: dout, q, k, v, out | dq, dk, dv, all [B,T,D]. One parallel unit
+  // per (batch, head); query blocks run in order so dk and dv accumulate
+  // race-free.
+  ArrayRef<int64_t> q = shape(g.getQuery());
+  int64_t bsz = q[0], t = q[1], d = q[2], h = g.getNumHeads(), dh = d / h;
+  double scale = 1.0 / std::sqrt((double)dh);
+  Value dout = kb.arg(0), qm = kb.arg(1), km = kb.arg(2), vm = kb.arg(3);
+  Value om = kb.arg(4);
+  Value dq = kb.arg(5), dk = kb.arg(6), dv = kb.arg(7);
+  if (kb.gpu())
+    return buildAttentionGradGpu(kb, bsz, t, d, h);
+  Value ninf = kb.f32(-std::numeric_limits<float>::infinity());
+  int64_t queryBlock = std::min(kb.knob(Knob::QueryBlock, kQueryBlock), t);
+  kb.parallel(bsz * h, [&](Value bh) {
+    Value head = kb.irem(bh, h), b = kb.idiv(bh, h);
+    Value base = kb.iadd(kb.imul(kb.imul(b, t), d), kb.imul(head, dh));
+    auto rowBase = [&](Value pos) { return kb.iadd(base, kb.imul(pos, d)); };
+    kb.loop(t, [&](Value pos) {
+      kb.loop(dh, [&](Value c) {
+        Value i = kb.iadd(rowBase(pos), c);
+        kb.store(kb.f32(0), dq, i);
+        kb.store(kb.f32(0), dk, i);
+        kb.store(kb.f32(0), dv, i);
       });
-      // Queries in blocks of queryBlock: per query its probabilities in a
-      // scratch row (as in attendRow), zero past its last key up to the
-      // block's, then one pass over the block's keys: per query
-      // dS_j = P_j (dP_j - D) and dq += dS k_j; dk_j += sum dS q and
-      // dv_j += sum P_j dout for the whole block, so each key's dk and dv
-      // are loaded and stored once per block, not once per query. The terms
-      // are added in query order, as one query at a time would.
-      Value prob = kb.scratch(queryBlock * t);
-      auto block = [&](Value t0, int64_t rows) {
-        Value blockEnd = kb.iadd(t0, rows);
-        SmallVector<Value> qb, inv, delta;
+    });
+    // Queries in blocks of queryBlock: per query its probabilities in a
+    // scratch row (as in attendRow), zero past its last key up to the
+    // block's, then one pass over the block's keys: per query
+    // dS_j = P_j (dP_j - D) and dq += dS k_j; dk_j += sum dS q and
+    // dv_j += sum P_j dout for the whole block, so each key's dk and dv
+    // are loaded and stored once per block, not once per query. The terms
+    // are added in query order, as one query at a time would.
+    Value prob = kb.scratch(queryBlock * t);
+    auto block = [&](Value t0, int64_t rows) {
+      Value blockEnd = kb.iadd(t0, rows);
+      SmallVector<Value> qb, inv, delta;
+      for (int64_t r = 0; r < rows; ++r) {
+        Value tq = kb.iadd(t0, r), pr = kb.index(r * t);
+        qb.push_back(rowBase(tq));
+        Value end = kb.iadd(tq, 1);
+        Value m = kb.foldRows(kb.index(0), end, {ninf},
+                          [&](Value j, ValueRange c) -> SmallVector<Value> {
+                            Value s = kb.mul(dot(kb, qm, qb[r], km, rowBase(j), dh),
+                                             kb.f32(scale));
+                            kb.store(s, prob, kb.iadd(pr, j));
+                            return {kb.max(c[0], s)};
+                          })[0];
+        Value l = kb.fold(kb.index(0), end, {kb.f32(0)},
+                          [&](Value j, ValueRange c) -> SmallVector<Value> {
+                            Value at = kb.iadd(pr, j);
+                            Value p = kb.exp(kb.sub(kb.load(prob, at), m));
+                            kb.store(p, prob, at);
+                            return {kb.accumulate(c[0], p)};
+                          })[0];
+        inv.push_back(kb.div(kb.f32(1), l));
+        kb.loop(end, blockEnd, [&](Value j) { kb.store(kb.f32(0), prob, kb.iadd(pr, j)); });
+        // D = sum_j P_j (dout . v_j) = dout . out: no pass over the keys.
+        delta.push_back(dot(kb, dout, qb[r], om, qb[r], dh));
+      }
+      kb.loop(kb.index(0), blockEnd, [&](Value j) {
+        Value kbj = rowBase(j);
+        SmallVector<Value> p, ds;
         for (int64_t r = 0; r < rows; ++r) {
-          Value tq = kb.iadd(t0, r), pr = kb.index(r * t);
-          qb.push_back(rowBase(tq));
-          Value end = kb.iadd(tq, 1);
-          Value m = kb.foldRows(kb.index(0), end, {ninf},
-                            [&](Value j, ValueRange c) -> SmallVector<Value> {
-                              Value s = kb.mul(dot(kb, qm, qb[r], km, rowBase(j), dh),
-                                               kb.f32(scale));
-                              kb.store(s, prob, kb.iadd(pr, j));
-                              return {kb.max(c[0], s)};
-                            })[0];
-          Value l = kb.fold(kb.index(0), end, {kb.f32(0)},
-                            [&](Value j, ValueRange c) -> SmallVector<Value> {
-                              Value at = kb.iadd(pr, j);
-                              Value p = kb.exp(kb.sub(kb.load(prob, at), m));
-                              kb.store(p, prob, at);
-                              return {kb.accumulate(c[0], p)};
-                            })[0];
-          inv.push_back(kb.div(kb.f32(1), l));
-          kb.loop(end, blockEnd, [&](Value j) { kb.store(kb.f32(0), prob, kb.iadd(pr, j)); });
-          // D = sum_j P_j (dout . v_j) = dout . out: no pass over the keys.
-          delta.push_back(dot(kb, dout, qb[r], om, qb[r], dh));
+          p.push_back(kb.mul(kb.load(prob, kb.iadd(kb.index(r * t), j)), inv[r]));
+          Value dp = dot(kb, dout, qb[r], vm, kbj, dh);
+          ds.push_back(kb.mul(kb.mul(p[r], kb.sub(dp, delta[r])), kb.f32(scale)));
+          kb.axpy(ds[r], km, kbj, dq, qb[r], dh);
         }
-        kb.loop(kb.index(0), blockEnd, [&](Value j) {
-          Value kbj = rowBase(j);
-          SmallVector<Value> p, ds;
-          for (int64_t r = 0; r < rows; ++r) {
-            p.push_back(kb.mul(kb.load(prob, kb.iadd(kb.index(r * t), j)), inv[r]));
-            Value dp = dot(kb, dout, qb[r], vm, kbj, dh);
-            ds.push_back(kb.mul(kb.mul(p[r], kb.sub(dp, delta[r])), kb.f32(scale)));
-            kb.axpy(ds[r], km, kbj, dq, qb[r], dh);
-          }
-          kb.axpy(ds, qm, qb, dk, kbj, dh);
-          kb.axpy(p, dout, qb, dv, kbj, dh);
-        });
-      };
-      int64_t full = t / queryBlock * queryBlock;
-      kb.loop(kb.index(0), kb.index(full), kb.index(queryBlock),
-              [&](Value t0) { block(t0, queryBlock); });
-      if (full < t) // the last queries one at a time
-        kb.loop(kb.index(full), kb.index(t), [&](Value tq) { block(tq, 1); });
-    });
-    return kb.finish();
-  }
+        kb.axpy(ds, qm, qb, dk, kbj, dh);
+        kb.axpy(p, dout, qb, dv, kbj, dh);
+      });
+    };
+    int64_t full = t / queryBlock * queryBlock;
+    kb.loop(kb.index(0), kb.index(full), kb.index(queryBlock),
+            [&](Value t0) { block(t0, queryBlock); });
+    if (full < t) // the last queries one at a time
+      kb.loop(kb.index(full), kb.index(t), [&](Value tq) { block(tq, 1); });
+  });
+  return kb.finish();
+}
 
-  if (auto w = dyn_cast<KVWriteOp>(op)) {
-    // Args: cache [B,S,D], update [B,T,D], [positions [B,T]], out [B,S,D].
-    // The runtime runs this in place (out is the cache); otherwise the cache
-    // is copied first.
-    ArrayRef<int64_t> c = shape(w.getCache()), u = shape(w.getUpdate());
-    int64_t bsz = c[0], s = c[1], d = c[2], t = u[1];
-    bool hasPos = bool(w.getPositions());
-    Value out = kb.arg(hasPos ? 3 : 2);
-    OpBuilder &b = kb.builder();
-    Location loc = kb.location();
-    if (kb.gpu()) {
-      // The copy is its own launch (every thread checks that it is needed),
-      // then a thread per written channel.
-      kb.parallel(bsz * s * d, [&](Value i) {
-        Value src = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, kb.arg(0));
-        Value dst = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, out);
-        kb.ifThen(kb.icmp(arith::CmpIPredicate::ne, src, dst),
-                  [&] { kb.store(kb.load(kb.arg(0), i), out, i); });
-      });
-      kb.elements(bsz * t, d, [&](Value row, Value ch) {
-        Value b0 = kb.idiv(row, t);
-        Value pos = hasPos ? kb.toIndex(kb.load(kb.arg(2), row)) : kb.irem(row, t);
-        kb.ifThen(kb.icmp(arith::CmpIPredicate::ult, pos, kb.index(s)), [&] {
-          Value dst = kb.iadd(kb.imul(kb.iadd(kb.imul(b0, s), pos), d), ch);
-          kb.store(kb.load(kb.arg(1), kb.iadd(kb.imul(row, d), ch)), out, dst);
-        });
-      });
-      return kb.finish();
-    }
-    Value src = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, kb.arg(0));
-    Value dst = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, out);
-    kb.ifThen(kb.icmp(arith::CmpIPredicate::ne, src, dst), [&] {
-      kb.parallel(bsz * s * d, [&](Value i) {
-        kb.store(kb.load(kb.arg(0), i), out, i);
-      });
+/// New rows into a KV cache, in place where the runtime allows it.
+FailureOr<func::FuncOp> buildKVWrite(KernelBuilder &kb, KVWriteOp w) {
+  // Args: cache [B,S,D], update [B,T,D], [positions [B,T]], out [B,S,D].
+  // The runtime runs this in place (out is the cache); otherwise the cache
+  // is copied first.
+  ArrayRef<int64_t> c = shape(w.getCache()), u = shape(w.getUpdate());
+  int64_t bsz = c[0], s = c[1], d = c[2], t = u[1];
+  bool hasPos = bool(w.getPositions());
+  Value out = kb.arg(hasPos ? 3 : 2);
+  OpBuilder &b = kb.builder();
+  Location loc = kb.location();
+  if (kb.gpu()) {
+    // The copy is its own launch (every thread checks that it is needed),
+    // then a thread per written channel.
+    kb.parallel(bsz * s * d, [&](Value i) {
+      Value src = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, kb.arg(0));
+      Value dst = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, out);
+      kb.ifThen(kb.icmp(arith::CmpIPredicate::ne, src, dst),
+                [&] { kb.store(kb.load(kb.arg(0), i), out, i); });
     });
-    kb.parallel(bsz * t, [&](Value row) {
+    kb.elements(bsz * t, d, [&](Value row, Value ch) {
       Value b0 = kb.idiv(row, t);
       Value pos = hasPos ? kb.toIndex(kb.load(kb.arg(2), row)) : kb.irem(row, t);
-      // Positions past the cache are dropped (the runtime rejects them first).
       kb.ifThen(kb.icmp(arith::CmpIPredicate::ult, pos, kb.index(s)), [&] {
-        Value dstBase = kb.imul(kb.iadd(kb.imul(b0, s), pos), d);
-        kb.loop(d, [&](Value ch) {
-          kb.store(kb.load(kb.arg(1), kb.iadd(kb.imul(row, d), ch)), out,
-                   kb.iadd(dstBase, ch));
-        });
+        Value dst = kb.iadd(kb.imul(kb.iadd(kb.imul(b0, s), pos), d), ch);
+        kb.store(kb.load(kb.arg(1), kb.iadd(kb.imul(row, d), ch)), out, dst);
       });
     });
     return kb.finish();
   }
-
-  if (auto g = dyn_cast<GatherPositionsOp>(op)) {
-    // Args: input [B,T,D], index [B], out [B,1,D].
-    ArrayRef<int64_t> x = shape(g.getInput());
-    int64_t t = x[1], d = x[2];
-    kb.elements(x[0], d, [&](Value b, Value c) {
-      Value p = kb.toIndex(kb.load(kb.arg(1), b));
-      Value safe = kb.select(kb.icmp(arith::CmpIPredicate::ult, p, kb.index(t)),
-                             p, kb.index(t - 1));
-      Value srcBase = kb.imul(kb.iadd(kb.imul(b, t), safe), d);
-      kb.store(kb.load(kb.arg(0), kb.iadd(srcBase, c)), kb.arg(2),
-               kb.iadd(kb.imul(b, d), c));
+  Value src = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, kb.arg(0));
+  Value dst = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, out);
+  kb.ifThen(kb.icmp(arith::CmpIPredicate::ne, src, dst), [&] {
+    kb.parallel(bsz * s * d, [&](Value i) {
+      kb.store(kb.load(kb.arg(0), i), out, i);
     });
-    return kb.finish();
-  }
+  });
+  kb.parallel(bsz * t, [&](Value row) {
+    Value b0 = kb.idiv(row, t);
+    Value pos = hasPos ? kb.toIndex(kb.load(kb.arg(2), row)) : kb.irem(row, t);
+    // Positions past the cache are dropped (the runtime rejects them first).
+    kb.ifThen(kb.icmp(arith::CmpIPredicate::ult, pos, kb.index(s)), [&] {
+      Value dstBase = kb.imul(kb.iadd(kb.imul(b0, s), pos), d);
+      kb.loop(d, [&](Value ch) {
+        kb.store(kb.load(kb.arg(1), kb.iadd(kb.imul(row, d), ch)), out,
+                 kb.iadd(dstBase, ch));
+      });
+    });
+  });
+  return kb.finish();
+}
+
+/// One row per batch entry, at its position (the last prompt token's).
+FailureOr<func::FuncOp> buildGatherPositions(KernelBuilder &kb, GatherPositionsOp g) {
+  // Args: input [B,T,D], index [B], out [B,1,D].
+  ArrayRef<int64_t> x = shape(g.getInput());
+  int64_t t = x[1], d = x[2];
+  kb.elements(x[0], d, [&](Value b, Value c) {
+    Value p = kb.toIndex(kb.load(kb.arg(1), b));
+    Value safe = kb.select(kb.icmp(arith::CmpIPredicate::ult, p, kb.index(t)),
+                           p, kb.index(t - 1));
+    Value srcBase = kb.imul(kb.iadd(kb.imul(b, t), safe), d);
+    kb.store(kb.load(kb.arg(0), kb.iadd(srcBase, c)), kb.arg(2),
+             kb.iadd(kb.imul(b, d), c));
+  });
+  return kb.finish();
+}
+} // namespace
+
+FailureOr<func::FuncOp> mlir::fbt::buildAttentionKernel(KernelBuilder &kb,
+                                                        Operation *op) {
+  if (auto rope = dyn_cast<RopeOp>(op))
+    return buildRope(kb, rope);
+  if (auto attn = dyn_cast<AttentionOp>(op))
+    return buildAttention(kb, attn);
+  if (auto g = dyn_cast<AttentionGradOp>(op))
+    return buildAttentionGrad(kb, g);
+  if (auto w = dyn_cast<KVWriteOp>(op))
+    return buildKVWrite(kb, w);
+  if (auto g = dyn_cast<GatherPositionsOp>(op))
+    return buildGatherPositions(kb, g);
   return failure();
 }

@@ -23,9 +23,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "codegen/KernelsAttentionGpu.h"
-#include "codegen/KernelBuilder.h"
-#include "codegen/Kernels.h"
+#include "codegen/kernels/KernelsAttentionGpu.h"
+#include "codegen/kernels/KernelBuilder.h"
+#include "codegen/kernels/Kernels.h"
 
 #include <cmath>
 #include <limits>

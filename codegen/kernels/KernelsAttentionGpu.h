@@ -5,8 +5,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FBT_CODEGEN_KERNELSATTENTIONGPU_H
-#define FBT_CODEGEN_KERNELSATTENTIONGPU_H
+#ifndef FBT_CODEGEN_KERNELS_KERNELSATTENTIONGPU_H
+#define FBT_CODEGEN_KERNELS_KERNELSATTENTIONGPU_H
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
@@ -37,4 +37,4 @@ FailureOr<func::FuncOp> buildAttentionGradGpu(KernelBuilder &kb, int64_t batch,
 
 } // namespace mlir::fbt
 
-#endif // FBT_CODEGEN_KERNELSATTENTIONGPU_H
+#endif // FBT_CODEGEN_KERNELS_KERNELSATTENTIONGPU_H

@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "codegen/KernelBuilder.h"
-#include "codegen/Kernels.h"
+#include "codegen/kernels/KernelBuilder.h"
+#include "codegen/kernels/Kernels.h"
 #include "dialect/FbtOps.h"
 
 #include <algorithm>

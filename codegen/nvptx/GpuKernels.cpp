@@ -1,8 +1,8 @@
 //===- GpuKernels.cpp - kernels split into GPU launches -------------------===//
 
-#include "codegen/GpuKernels.h"
+#include "codegen/nvptx/GpuKernels.h"
 
-#include "codegen/KernelConfig.h"
+#include "codegen/kernels/KernelConfig.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"

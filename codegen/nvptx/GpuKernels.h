@@ -14,8 +14,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FBT_CODEGEN_GPUKERNELS_H
-#define FBT_CODEGEN_GPUKERNELS_H
+#ifndef FBT_CODEGEN_NVPTX_GPUKERNELS_H
+#define FBT_CODEGEN_NVPTX_GPUKERNELS_H
 
 #include "runtime/format/BundleFormat.h"
 
@@ -39,4 +39,4 @@ FailureOr<GpuLaunchTable> outlineGpuKernels(ModuleOp module);
 
 } // namespace mlir::fbt
 
-#endif // FBT_CODEGEN_GPUKERNELS_H
+#endif // FBT_CODEGEN_NVPTX_GPUKERNELS_H

@@ -1,7 +1,7 @@
 //===- NvptxTarget.cpp - kernels to PTX and cubin -------------------------===//
 
-#include "codegen/NvptxTarget.h"
-#include "codegen/CpuTarget.h"
+#include "codegen/nvptx/NvptxTarget.h"
+#include "codegen/cpu/CpuTarget.h"
 
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
 #include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"

@@ -9,10 +9,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FBT_CODEGEN_NVPTXTARGET_H
-#define FBT_CODEGEN_NVPTXTARGET_H
+#ifndef FBT_CODEGEN_NVPTX_NVPTXTARGET_H
+#define FBT_CODEGEN_NVPTX_NVPTXTARGET_H
 
-#include "codegen/GpuKernels.h"
+#include "codegen/nvptx/GpuKernels.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -56,4 +56,4 @@ std::string findPtxas();
 
 } // namespace mlir::fbt
 
-#endif // FBT_CODEGEN_NVPTXTARGET_H
+#endif // FBT_CODEGEN_NVPTX_NVPTXTARGET_H

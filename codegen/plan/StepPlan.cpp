@@ -1,12 +1,13 @@
 //===- StepPlan.cpp - buffers and calls of a compiled step ----------------===//
 
-#include "codegen/StepPlan.h"
+#include "codegen/plan/StepPlan.h"
 
 #include "dialect/FbtOps.h"
 
 #include "llvm/ADT/DenseMap.h"
 
 #include <algorithm>
+#include <optional>
 
 using namespace mlir;
 using namespace mlir::fbt;
@@ -74,6 +75,78 @@ bool writesInPlace(Operation *op, unsigned result, Value operand) {
   int64_t tied = inPlace.getTiedOperand(result);
   return tied >= 0 && op->getOperand(tied) == operand &&
          llvm::count(op->getOperands(), operand) == 1;
+}
+
+/// A splat constant's value, filled once at load.
+FailureOr<ConstantSpec> constantSpec(arith::ConstantOp c) {
+  ConstantSpec info;
+  info.dtype = dtypeOf(c.getType());
+  auto tt = dyn_cast<RankedTensorType>(c.getType());
+  info.count = tt ? tt.getNumElements() : 1;
+  if (auto dense = dyn_cast<DenseElementsAttr>(c.getValue())) {
+    if (!dense.isSplat())
+      return c.emitOpError() << "only splat constants can be planned";
+    if (isa<FloatType>(dense.getElementType()))
+      info.value = dense.getSplatValue<APFloat>().convertToDouble();
+    else
+      info.value = (double)dense.getSplatValue<APInt>().getSExtValue();
+  } else if (auto i = dyn_cast<IntegerAttr>(c.getValue())) {
+    info.value = (double)i.getInt();
+  } else if (auto f = dyn_cast<FloatAttr>(c.getValue())) {
+    info.value = f.getValueAsDouble();
+  }
+  return info;
+}
+
+/// First fit: each tenant (in order of definition) at the lowest offset
+/// free of every tenant still live when it is defined. Returns the arena's
+/// size.
+int64_t placeInArena(ArrayRef<Tenant> tenants, DenseMap<Value, BufferRef> &where) {
+  struct Live {
+    int64_t offset, bytes, end;
+  };
+  std::vector<Live> live;
+  int64_t arenaBytes = 0;
+  for (const Tenant &t : tenants) {
+    llvm::erase_if(live, [&](const Live &l) { return l.end < t.def; });
+    llvm::sort(live, [](const Live &a, const Live &b) { return a.offset < b.offset; });
+    int64_t offset = 0;
+    for (const Live &l : live) {
+      if (l.offset - offset >= t.bytes)
+        break;
+      offset = std::max(offset, l.offset + l.bytes);
+    }
+    live.push_back({offset, t.bytes, t.end});
+    arenaBytes = std::max(arenaBytes, offset + t.bytes);
+    where[t.value] = {BufferRef::Kind::Arena, 0, offset, bytesOf(t.value.getType())};
+  }
+  return arenaBytes;
+}
+
+/// The call `op` makes: a GEMM or a kernel, its operands and results where
+/// `where` put them. Constants and packs make none (nullopt).
+FailureOr<std::optional<PlanOp>> planCall(Operation *op,
+                                          const DenseMap<Value, BufferRef> &where) {
+  PlanOp p;
+  if (auto gemm = dyn_cast<GemmOp>(op)) {
+    p.m = gemm.getM();
+    p.n = gemm.getN();
+    p.k = gemm.getK();
+    p.transposeLhs = gemm.getTransposeLhs();
+    p.transposeRhs = gemm.getTransposeRhs();
+    p.lhsType = dtypeOf(gemm.getLhs().getType());
+    p.rhsType = dtypeOf(gemm.getRhs().getType());
+    p.resultType = dtypeOf(gemm.getType());
+  } else if (auto call = dyn_cast<CallKernelOp>(op)) {
+    p.kernel = call.getKernel().str();
+  } else if (isa<arith::ConstantOp, PackOp>(op)) {
+    return std::optional<PlanOp>();
+  } else {
+    return op->emitOpError() << "cannot be planned: run fbt-to-kernels first";
+  }
+  for (Value v : llvm::concat<Value>(op->getOperands(), op->getResults()))
+    p.args.push_back(where.lookup(v));
+  return std::optional<PlanOp>(std::move(p));
 }
 } // namespace
 
@@ -146,25 +219,12 @@ FailureOr<StepPlan> mlir::fbt::planStep(func::FuncOp fn) {
   // Constants are filled once at load.
   for (Operation *op : ops)
     if (auto c = dyn_cast<arith::ConstantOp>(op)) {
-      ConstantSpec info;
-      info.dtype = dtypeOf(c.getType());
-      auto tt = dyn_cast<RankedTensorType>(c.getType());
-      info.count = tt ? tt.getNumElements() : 1;
-      if (auto dense = dyn_cast<DenseElementsAttr>(c.getValue())) {
-        if (!dense.isSplat())
-          return c.emitOpError() << "only splat constants can be planned";
-        if (isa<FloatType>(dense.getElementType()))
-          info.value = dense.getSplatValue<APFloat>().convertToDouble();
-        else
-          info.value = (double)dense.getSplatValue<APInt>().getSExtValue();
-      } else if (auto i = dyn_cast<IntegerAttr>(c.getValue())) {
-        info.value = (double)i.getInt();
-      } else if (auto f = dyn_cast<FloatAttr>(c.getValue())) {
-        info.value = f.getValueAsDouble();
-      }
+      FailureOr<ConstantSpec> info = constantSpec(c);
+      if (failed(info))
+        return failure();
       where[c] = {BufferRef::Kind::Const, (int64_t)plan.constants.size(), 0,
                   bytesOf(c.getType())};
-      plan.constants.push_back(info);
+      plan.constants.push_back(*info);
     }
 
   // Liveness: the last op reading each value.
@@ -202,22 +262,7 @@ FailureOr<StepPlan> mlir::fbt::planStep(func::FuncOp fn) {
     return a.def < b.def;
   });
 
-  // First fit into the gaps between live tenants.
-  struct Live { int64_t offset, bytes, end; };
-  std::vector<Live> live;
-  for (Tenant &t : tenants) {
-    llvm::erase_if(live, [&](const Live &l) { return l.end < t.def; });
-    llvm::sort(live, [](const Live &a, const Live &b) { return a.offset < b.offset; });
-    int64_t offset = 0;
-    for (const Live &l : live) {
-      if (l.offset - offset >= t.bytes)
-        break;
-      offset = std::max(offset, l.offset + l.bytes);
-    }
-    live.push_back({offset, t.bytes, t.end});
-    plan.arenaBytes = std::max(plan.arenaBytes, offset + t.bytes);
-    where[t.value] = {BufferRef::Kind::Arena, 0, offset, bytesOf(t.value.getType())};
-  }
+  plan.arenaBytes = placeInArena(tenants, where);
   for (auto &[operand, slot] : slotOf) {
     BufferRef ref = where[slot.first];
     ref.offset += slot.second;
@@ -231,26 +276,11 @@ FailureOr<StepPlan> mlir::fbt::planStep(func::FuncOp fn) {
 
   // The calls.
   for (Operation *op : ops) {
-    PlanOp p;
-    if (auto gemm = dyn_cast<GemmOp>(op)) {
-      p.m = gemm.getM();
-      p.n = gemm.getN();
-      p.k = gemm.getK();
-      p.transposeLhs = gemm.getTransposeLhs();
-      p.transposeRhs = gemm.getTransposeRhs();
-      p.lhsType = dtypeOf(gemm.getLhs().getType());
-      p.rhsType = dtypeOf(gemm.getRhs().getType());
-      p.resultType = dtypeOf(gemm.getType());
-    } else if (auto call = dyn_cast<CallKernelOp>(op)) {
-      p.kernel = call.getKernel().str();
-    } else if (isa<arith::ConstantOp, PackOp>(op)) {
-      continue;
-    } else {
-      return op->emitOpError() << "cannot be planned: run fbt-to-kernels first";
-    }
-    for (Value v : llvm::concat<Value>(op->getOperands(), op->getResults()))
-      p.args.push_back(where.lookup(v));
-    plan.ops.push_back(std::move(p));
+    FailureOr<std::optional<PlanOp>> call = planCall(op, where);
+    if (failed(call))
+      return failure();
+    if (*call)
+      plan.ops.push_back(std::move(**call));
   }
   return plan;
 }

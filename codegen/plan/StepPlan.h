@@ -12,8 +12,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FBT_CODEGEN_STEPPLAN_H
-#define FBT_CODEGEN_STEPPLAN_H
+#ifndef FBT_CODEGEN_PLAN_STEPPLAN_H
+#define FBT_CODEGEN_PLAN_STEPPLAN_H
 
 #include "runtime/format/BundleFormat.h"
 
@@ -38,4 +38,4 @@ FailureOr<StepPlan> planStep(func::FuncOp step);
 
 } // namespace mlir::fbt
 
-#endif // FBT_CODEGEN_STEPPLAN_H
+#endif // FBT_CODEGEN_PLAN_STEPPLAN_H

@@ -1,8 +1,8 @@
 //===- SimtTarget.cpp - GPU kernels run on the CPU, for tests -------------===//
 
-#include "codegen/SimtTarget.h"
-#include "codegen/CpuTarget.h"
-#include "codegen/NvptxTarget.h"
+#include "codegen/simt/SimtTarget.h"
+#include "codegen/cpu/CpuTarget.h"
+#include "codegen/nvptx/NvptxTarget.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"

@@ -17,10 +17,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FBT_CODEGEN_SIMTTARGET_H
-#define FBT_CODEGEN_SIMTTARGET_H
+#ifndef FBT_CODEGEN_SIMT_SIMTTARGET_H
+#define FBT_CODEGEN_SIMT_SIMTTARGET_H
 
-#include "codegen/GpuKernels.h"
+#include "codegen/nvptx/GpuKernels.h"
 
 #include "mlir/IR/BuiltinOps.h"
 
@@ -39,4 +39,4 @@ FailureOr<SimtBinary> compileKernelsForSimt(ModuleOp module);
 
 } // namespace mlir::fbt
 
-#endif // FBT_CODEGEN_SIMTTARGET_H
+#endif // FBT_CODEGEN_SIMT_SIMTTARGET_H

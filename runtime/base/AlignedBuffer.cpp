@@ -10,13 +10,18 @@
 
 namespace fbt {
 
-AlignedBuffer::AlignedBuffer(size_t bytes) : size_(bytes) {
+void *allocateAligned(size_t bytes, const std::string &what) {
   size_t rounded = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
   void *p = std::aligned_alloc(64, rounded);
   if (!p)
-    throw RuntimeError("out of memory allocating " + std::to_string(bytes) + " bytes");
+    throw RuntimeError("out of memory allocating " + what + " (" + std::to_string(bytes) +
+                       " bytes)");
   std::memset(p, 0, rounded);
-  ptr_.reset(p);
+  return p;
+}
+
+AlignedBuffer::AlignedBuffer(size_t bytes) : size_(bytes) {
+  ptr_.reset(allocateAligned(bytes, "a host buffer"));
 }
 
 } // namespace fbt

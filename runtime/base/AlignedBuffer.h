@@ -13,7 +13,13 @@
 #include <cstdlib>
 #include <memory>
 
+#include <string>
+
 namespace fbt {
+
+/// `bytes` (at least 1) of zeroed host memory, 64-byte aligned, for
+/// std::free; a RuntimeError naming `what` when there is none.
+void *allocateAligned(size_t bytes, const std::string &what);
 
 class AlignedBuffer {
 public:

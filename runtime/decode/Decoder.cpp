@@ -245,47 +245,12 @@ Decoder::score(const std::vector<std::vector<int32_t>> &seqs,
   return logits;
 }
 
-int32_t Decoder::sample(const float *logits, const SamplingOptions &s,
-                        uint64_t counter) const {
-  if (s.temperature <= 0)
-    return (int32_t)(std::max_element(logits, logits + vocab_) - logits);
-  std::vector<int32_t> order(vocab_);
-  std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(),
-            [&](int32_t a, int32_t b) { return logits[a] > logits[b]; });
-  int64_t keep = s.topK > 0 ? std::min<int64_t>(s.topK, vocab_) : vocab_;
-  std::vector<double> p(keep);
-  double total = 0;
-  for (int64_t i = 0; i < keep; ++i) {
-    p[i] = std::exp((logits[order[i]] - logits[order[0]]) / s.temperature);
-    total += p[i];
-  }
-  // Nucleus: the smallest prefix holding top_p of the mass.
-  double mass = 0;
-  int64_t cut = keep;
-  for (int64_t i = 0; i < keep; ++i) {
-    mass += p[i] / total;
-    if (mass >= s.topP) {
-      cut = i + 1;
-      break;
-    }
-  }
-  double sum = std::accumulate(p.begin(), p.begin() + cut, 0.0);
-  double u = rng::uniform(s.seed, 0x5A3D, counter) * sum;
-  for (int64_t i = 0; i < cut; ++i) {
-    if (u < p[i])
-      return order[i];
-    u -= p[i];
-  }
-  return order[cut - 1];
-}
-
 std::vector<std::vector<int32_t>>
 Decoder::generate(const std::vector<std::vector<int32_t>> &prompts,
                   const Regime &regime, const SamplingOptions &sampling,
                   int64_t maxNew,
                   const std::function<bool(int64_t, int32_t)> &onToken) {
-  if (prompts.size() == 1 && cacheEntries_ > 0)
+  if (prompts.size() == 1 && cache_.capacity() > 0)
     prefillCached(prompts[0], regime);
   else
     prefill(prompts, regime);
@@ -320,11 +285,7 @@ Decoder::generate(const std::vector<std::vector<int32_t>> &prompts,
   return out;
 }
 
-void Decoder::setPrefillCache(size_t entries) {
-  cacheEntries_ = entries;
-  if (cache_.size() > entries)
-    cache_.clear();
-}
+void Decoder::setPrefillCache(size_t entries) { cache_.setCapacity(entries); }
 
 void Decoder::prefillCached(const std::vector<int32_t> &prompt,
                             const Regime &regime, int64_t row) {
@@ -332,22 +293,20 @@ void Decoder::prefillCached(const std::vector<int32_t> &prompt,
   size_t rowBytes = prompt.size() * width_ * sizeof(float);
   // Row `row` of each cache starts at position 0 of that row.
   size_t rowStart = row * maxSequence_ * width_ * sizeof(float);
-  for (Prefilled &p : cache_)
-    if (p.kind == kind && p.prompt == prompt) {
-      for (size_t i = 0; i < caches_.size(); ++i)
-        session_.device().upload(static_cast<char *>(caches_[i].data()) + rowStart,
-                                 p.kv[i].data(), rowBytes);
-      std::copy(p.state.begin(), p.state.end(), state_.as<float>() + row * width_);
-      std::copy(p.logits.begin(), p.logits.end(), lastLogits_.as<float>() + row * vocab_);
-      p.used = ++cacheClock_;
-      ++cacheHits_;
-      return;
-    }
-  ++cacheMisses_;
-  runPrefill({prompt}, regime, row, 1, {});
-  if (cacheEntries_ == 0)
+  if (const PrefillCache::Entry *p = cache_.find(prompt, kind)) {
+    for (size_t i = 0; i < caches_.size(); ++i)
+      session_.device().upload(static_cast<char *>(caches_[i].data()) + rowStart,
+                               p->kv[i].data(), rowBytes);
+    std::copy(p->state.begin(), p->state.end(), state_.as<float>() + row * width_);
+    std::copy(p->logits.begin(), p->logits.end(), lastLogits_.as<float>() + row * vocab_);
     return;
-  Prefilled p{prompt, kind, {}, {}, {}, ++cacheClock_};
+  }
+  runPrefill({prompt}, regime, row, 1, {});
+  if (cache_.capacity() == 0)
+    return;
+  PrefillCache::Entry p;
+  p.prompt = prompt;
+  p.kind = kind;
   for (const DeviceBuffer &c : caches_) {
     p.kv.emplace_back(prompt.size() * width_);
     session_.device().download(p.kv.back().data(),
@@ -357,12 +316,7 @@ void Decoder::prefillCached(const std::vector<int32_t> &prompt,
   const float *logits = lastLogits_.as<float>() + row * vocab_;
   p.state.assign(state, state + width_);
   p.logits.assign(logits, logits + vocab_);
-  if (cache_.size() >= cacheEntries_) // the least recently used goes
-    cache_.erase(std::min_element(cache_.begin(), cache_.end(),
-                                  [](const Prefilled &a, const Prefilled &b) {
-                                    return a.used < b.used;
-                                  }));
-  cache_.push_back(std::move(p));
+  cache_.store(std::move(p));
 }
 
 void Decoder::admit(int64_t row, const std::vector<int32_t> &prompt,

@@ -19,7 +19,9 @@
 #ifndef FBT_RUNTIME_DECODE_DECODER_H
 #define FBT_RUNTIME_DECODE_DECODER_H
 
+#include "runtime/decode/PrefillCache.h"
 #include "runtime/decode/Regime.h"
+#include "runtime/decode/Sampler.h"
 #include "runtime/session/Session.h"
 
 #include <functional>
@@ -78,7 +80,9 @@ public:
   /// The token `sampling` chooses from `logits`; `counter` numbers the draw
   /// (a sequence's token index, so that batching never changes a result).
   int32_t sample(const float *logits, const SamplingOptions &sampling,
-                 uint64_t counter) const;
+                 uint64_t counter) const {
+    return sampleToken(logits, vocab_, sampling, counter);
+  }
 
   /// Keeps the prefills of up to `entries` prompts (least recently used go
   /// first): generate() with one prompt it has prefilled before, in the same
@@ -87,8 +91,8 @@ public:
   /// the prefill again: bit for bit what the prefill wrote, so the tokens
   /// are the same. 0 (the default) keeps none.
   void setPrefillCache(size_t entries);
-  int64_t prefillCacheHits() const { return cacheHits_; }
-  int64_t prefillCacheMisses() const { return cacheMisses_; }
+  int64_t prefillCacheHits() const { return cache_.hits(); }
+  int64_t prefillCacheMisses() const { return cache_.misses(); }
 
 private:
   /// Prefill (and fused passes) for up to B prompts; leaves the caches
@@ -120,23 +124,11 @@ private:
   /// (prefill_row_t<T>, prefill_fused_row_t<T>).
   std::vector<int64_t> rowPrefills_;
 
-  /// Row 0's prefill of one prompt: per cache buffer the prompt's rows, the
-  /// carried state and the last logits.
-  struct Prefilled {
-    std::vector<int32_t> prompt;
-    int64_t kind; ///< 1: plain; N: fused:N
-    std::vector<std::vector<float>> kv;
-    std::vector<float> state, logits;
-    uint64_t used = 0;
-  };
   /// Prefills `prompt` in row `row` alone (the other rows keep their caches,
   /// state and logits), or restores it from the cache.
   void prefillCached(const std::vector<int32_t> &prompt, const Regime &regime,
                      int64_t row = 0);
-  std::vector<Prefilled> cache_;
-  size_t cacheEntries_ = 0;
-  uint64_t cacheClock_ = 0;
-  int64_t cacheHits_ = 0, cacheMisses_ = 0;
+  PrefillCache cache_;
 };
 
 } // namespace fbt

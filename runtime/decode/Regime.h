@@ -1,7 +1,7 @@
-//===- Regime.h - the decoding regimes and sampling options -----*- C++ -*-===//
+//===- Regime.h - the decoding regimes by name -------------------*- C++ -*-===//
 //
-// The three ways of decoding the same weights (runtime/decode/Decoder.h runs them)
-// and how a token is chosen from the logits.
+// The three ways of decoding the same weights (runtime/decode/Decoder.h runs
+// them).
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,13 +22,6 @@ struct Regime {
   /// every command, the API and the reports use (name() writes it).
   static Regime parse(const std::string &text);
   std::string name() const;
-};
-
-struct SamplingOptions {
-  double temperature = 0; ///< 0: greedy
-  int64_t topK = 0;       ///< 0: off
-  double topP = 1.0;      ///< 1: off
-  uint64_t seed = 0;
 };
 
 } // namespace fbt

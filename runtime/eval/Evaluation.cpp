@@ -29,13 +29,21 @@ double rms(const float *v, int64_t n) {
 }
 } // namespace
 
+std::vector<Regime> defaultRegimes(const Bundle &bundle) {
+  std::vector<Regime> regimes = {Regime::parse("standard")};
+  if (bundle.hasStep(step::prefill(true)))
+    for (const char *name : {"soft", "fused:2", "fused:3"})
+      regimes.push_back(Regime::parse(name));
+  return regimes;
+}
+
 LossReport evaluateLosses(Session &session, const TokenStream &heldOut,
                           const LossOptions &o,
                           const std::function<void(int64_t, int64_t)> &progress) {
   const ModelConfig::Training &training = session.model().training;
   const int64_t batch = training.batchSize;
   const int64_t seqLen = training.sequenceLength;
-  const int64_t evalK = session.inferencePasses();
+  const int64_t evalK = session.evalPasses();
   if (evalK == 0)
     throw RuntimeError("the bundle has no eval_k<K> step (recompile it with "
                        "this fbtc)");
@@ -75,13 +83,7 @@ LossReport evaluateLosses(Session &session, const TokenStream &heldOut,
                        " tokens do not fit the decoder's context of " +
                        std::to_string(decoder.maxSequence()));
 
-  std::vector<Regime> regimes = o.regimes;
-  if (regimes.empty()) {
-    regimes.push_back(Regime::parse("standard"));
-    if (session.bundle().hasStep(step::prefill(true)))
-      for (const char *name : {"soft", "fused:2", "fused:3"})
-        regimes.push_back(Regime::parse(name));
-  }
+  std::vector<Regime> regimes = o.regimes.empty() ? defaultRegimes(session.bundle()) : o.regimes;
 
   r.passes.assign(o.passes, 0.0);
   std::vector<double> nats(regimes.size(), 0.0);
@@ -89,7 +91,7 @@ LossReport evaluateLosses(Session &session, const TokenStream &heldOut,
   int64_t done = 0;
   for (int64_t i = 0; i < batches; ++i) {
     Batch b = val[i];
-    StepResult s = session.inferenceStep(evalK, b.inputs.data(), b.targets.data());
+    StepResult s = session.evalStep(evalK, b.inputs.data(), b.targets.data());
     for (int64_t k = 0; k < o.passes; ++k)
       r.passes[k] += double(s.passLosses[k]) / double(batches);
     if (progress)

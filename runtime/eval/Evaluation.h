@@ -52,6 +52,10 @@ struct LossReport {
 };
 
 /// `progress(done, total)` is called as windows are scored.
+/// The regimes fbt eval measures unless told: standard, soft, fused:2 and
+/// fused:3, or standard alone for a model without a feedback path.
+std::vector<Regime> defaultRegimes(const Bundle &bundle);
+
 LossReport evaluateLosses(Session &session, const TokenStream &heldOut,
                           const LossOptions &options,
                           const std::function<void(int64_t, int64_t)> &progress = {});

@@ -6,11 +6,29 @@
 #include "runtime/base/FileIO.h"
 #include "runtime/base/Hash.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <set>
 
 namespace fbt {
+
+void ConstantSpec::fill(void *out, const std::string &step) const {
+  auto splat = [&](auto v) {
+    std::fill_n(static_cast<decltype(v) *>(out), count, v);
+  };
+  switch (dtype) {
+  case DType::F32:
+    return splat((float)value);
+  case DType::I32:
+    return splat((int32_t)value);
+  case DType::I64:
+    return splat((int64_t)value);
+  default:
+    throw RuntimeError("step '" + step + "': constant of unsupported type " +
+                       planTypeName(dtype));
+  }
+}
 
 namespace {
 

@@ -59,6 +59,9 @@ struct ConstantSpec {
   double value = 0;
 
   int64_t bytes() const { return count * (int64_t)dtypeSize(dtype); }
+  /// Writes the constant's `count` elements to `out` (bytes() of them);
+  /// RuntimeError naming `step` for a type a constant cannot have.
+  void fill(void *out, const std::string &step) const;
 };
 
 /// A kernel call, or (kernel empty) a row-major GEMM result = lhs x rhs.
@@ -165,7 +168,7 @@ Json toJson(const ParamSpec &param);
 ParamSpec paramSpecFromJson(const Json &json);
 
 /// One build of a kernel (fbtc --tune-space): its symbol and the knob
-/// values it was built with (codegen/KernelConfig.h), e.g. {"grain": 8}.
+/// values it was built with (codegen/kernels/KernelConfig.h), e.g. {"grain": 8}.
 /// Every variant of a kernel takes the same arguments as the kernel and
 /// computes the same results (up to rounding), so the runtime may call any
 /// of them where a plan calls the kernel.

@@ -387,8 +387,10 @@ Header parseHeader(std::string_view json, uint64_t dataBytes,
 /// Reads `n` bytes at `offset` into `out`; throws when short.
 using ReadAt = std::function<void(uint64_t offset, size_t n, void *out)>;
 
+/// `withData`: each tensor's bytes too; else the header alone (names,
+/// types, shapes and metadata, validated all the same).
 SafetensorsFile parseWith(uint64_t fileBytes, const ReadAt &readAt,
-                          const std::string &source) {
+                          const std::string &source, bool withData = true) {
   if (fileBytes < 8)
     throw RuntimeError(source + ": file too small (" +
                        std::to_string(fileBytes) +
@@ -430,8 +432,10 @@ SafetensorsFile parseWith(uint64_t fileBytes, const ReadAt &readAt,
     t.name = std::move(e.name);
     t.dtype = e.dtype;
     t.shape = std::move(e.shape);
-    t.bytes.resize(static_cast<size_t>(e.end - e.begin));
-    readAt(dataStart + e.begin, t.bytes.size(), t.bytes.data());
+    if (withData) {
+      t.bytes.resize(static_cast<size_t>(e.end - e.begin));
+      readAt(dataStart + e.begin, t.bytes.size(), t.bytes.data());
+    }
     file.tensors.push_back(std::move(t));
   }
   return file;
@@ -450,7 +454,8 @@ SafetensorsFile parseSafetensors(std::string_view image,
       sourceName);
 }
 
-SafetensorsFile readSafetensors(const std::string &path) {
+namespace {
+SafetensorsFile readFileWith(const std::string &path, bool withData) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     throw RuntimeError(systemErrorMessage(path + ": cannot open"));
@@ -481,7 +486,14 @@ SafetensorsFile readSafetensors(const std::string &path) {
       offset += static_cast<uint64_t>(got);
     }
   };
-  return parseWith(static_cast<uint64_t>(st.st_size), readAt, path);
+  return parseWith(static_cast<uint64_t>(st.st_size), readAt, path, withData);
+}
+} // namespace
+
+SafetensorsFile readSafetensors(const std::string &path) { return readFileWith(path, true); }
+
+SafetensorsFile readSafetensorsHeader(const std::string &path) {
+  return readFileWith(path, false);
 }
 
 //===----------------------------------------------------------------------===//

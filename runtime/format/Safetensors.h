@@ -88,6 +88,9 @@ struct SafetensorsFile {
 /// "ckpt.safetensors: tensor 'w': data_offsets [0, 12] hold 12 bytes but
 /// F32 [2, 3] needs 24".
 SafetensorsFile readSafetensors(const std::string &path);
+/// The header alone, validated the same way: names, types, shapes and
+/// metadata, every tensor's bytes left empty (a checkpoint can be gigabytes).
+SafetensorsFile readSafetensorsHeader(const std::string &path);
 
 /// Parses an in-memory file image; `sourceName` prefixes errors.
 SafetensorsFile parseSafetensors(std::string_view image,

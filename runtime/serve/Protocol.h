@@ -27,6 +27,7 @@
 #define FBT_RUNTIME_SERVE_PROTOCOL_H
 
 #include "runtime/decode/Regime.h"
+#include "runtime/decode/Sampler.h"
 #include "runtime/base/Json.h"
 
 #include <string>

@@ -14,20 +14,11 @@
 
 namespace fbt {
 
-namespace {
-int64_t elements(const std::vector<int64_t> &shape) {
-  int64_t n = 1;
-  for (int64_t d : shape)
-    n *= d;
-  return n;
-}
-} // namespace
-
 Session::Session(const std::string &path)
     : bundle_(Bundle::load(path)), model_(parseModelConfig(bundle_.model())),
       device_(openDevice(bundle_)) {
   for (const ParamSpec &p : bundle_.params()) {
-    size_t bytes = elements(p.shape) * sizeof(float);
+    size_t bytes = shapeElements(p.shape) * sizeof(float);
     state_.params.emplace_back(*device_, bytes, "parameter '" + p.name + "'");
     state_.m.emplace_back(*device_, bytes, "AdamW moment of '" + p.name + "'");
     state_.v.emplace_back(*device_, bytes, "AdamW moment of '" + p.name + "'");
@@ -111,87 +102,6 @@ void Session::initialize(uint64_t seed) {
   state_.seed = seed;
 }
 
-void Session::saveCheckpoint(const std::string &path) const {
-  std::vector<Tensor> tensors;
-  auto add = [&](const std::string &name, const ParamSpec &p, const DeviceBuffer &b) {
-    Tensor t(name, DType::F32, p.shape);
-    device_->download(t.bytes.data(), b.data(), t.bytes.size());
-    tensors.push_back(std::move(t));
-  };
-  for (size_t i = 0; i < bundle_.params().size(); ++i) {
-    const ParamSpec &p = bundle_.params()[i];
-    add(p.name, p, state_.params[i]);
-    add("optimizer.adam_m." + p.name, p, state_.m[i]);
-    add("optimizer.adam_v." + p.name, p, state_.v[i]);
-  }
-  std::map<std::string, std::string> meta = {
-      {"format", "pt"},
-      {"fbt.model", model_.name},
-      {"fbt.step", std::to_string(state_.step)},
-      {"fbt.seed", std::to_string(state_.seed)},
-      {"fbt.tokenizer", tokenizerName_}};
-  writeSafetensorsAtomic(path, tensors, meta);
-}
-
-void Session::setTokenizer(const std::string &name) {
-  std::string canonical = canonicalTokenizerName(name);
-  if (canonical != tokenizerName_)
-    tokenizer_.reset();
-  tokenizerName_ = canonical;
-}
-
-const Tokenizer &Session::tokenizer() {
-  if (!tokenizer_) {
-    std::unique_ptr<Tokenizer> t = loadTokenizer(tokenizerName_);
-    int64_t vocab = model_.vocabSize;
-    if (t->vocabSize() > vocab)
-      throw RuntimeError("tokenizer '" + tokenizerName_ + "' has " +
-                         std::to_string(t->vocabSize()) +
-                         " tokens; the model's vocabulary holds " +
-                         std::to_string(vocab));
-    tokenizer_ = std::move(t);
-  }
-  return *tokenizer_;
-}
-
-void Session::loadCheckpoint(const std::string &path) {
-  SafetensorsFile file = readSafetensors(path);
-  auto fill = [&](const std::string &name, const ParamSpec &p, DeviceBuffer &b,
-                  bool required) {
-    const Tensor *t = file.find(name);
-    if (!t) {
-      if (required)
-        throw RuntimeError(path + ": missing tensor '" + name +
-                           "' (does this checkpoint belong to this bundle?)");
-      device_->zero(b.data(), b.size());
-      return;
-    }
-    if (t->shape != p.shape)
-      throw RuntimeError(path + ": tensor '" + name + "' has shape " +
-                         shapeString(t->shape) + ", the bundle expects " +
-                         shapeString(p.shape));
-    std::vector<float> values = t->toF32();
-    for (float x : values)
-      if (!std::isfinite(x))
-        throw RuntimeError(path + ": tensor '" + name + "' holds NaN or Inf");
-    device_->upload(b.data(), values.data(), b.size());
-  };
-  for (size_t i = 0; i < bundle_.params().size(); ++i) {
-    const ParamSpec &p = bundle_.params()[i];
-    fill(p.name, p, state_.params[i], true);
-    fill("optimizer.adam_m." + p.name, p, state_.m[i], false);
-    fill("optimizer.adam_v." + p.name, p, state_.v[i], false);
-  }
-  auto meta = [&](const char *key, int64_t fallback) -> int64_t {
-    auto it = file.metadata.find(key);
-    return it == file.metadata.end() ? fallback : std::stoll(it->second);
-  };
-  state_.step = meta("fbt.step", 0);
-  state_.seed = (uint64_t)meta("fbt.seed", 0);
-  if (auto t = file.metadata.find("fbt.tokenizer"); t != file.metadata.end())
-    setTokenizer(t->second);
-}
-
 StepBinding &Session::trainBinding(const std::string &step, bool update) {
   auto &b = bindings_[step];
   if (!b) {
@@ -249,8 +159,7 @@ StepResult Session::trainStep(int64_t passes, const int32_t *ids,
   return r;
 }
 
-StepResult Session::inferenceStep(int64_t passes, const int32_t *ids,
-                                  const int32_t *targets) {
+StepResult Session::evalStep(int64_t passes, const int32_t *ids, const int32_t *targets) {
   std::string name = step::eval(passes);
   StepRunner &run = runner(name);
   StepBinding &b = trainBinding(name, false);
@@ -260,16 +169,16 @@ StepResult Session::inferenceStep(int64_t passes, const int32_t *ids,
   return readLosses(run.plan(), b);
 }
 
-int64_t Session::inferencePasses() const {
+int64_t Session::evalPasses() const {
   for (const auto &[name, plan] : bundle_.steps())
     if (plan.kind == "eval")
       return plan.passes;
   return 0;
 }
 
-StepResult Session::evalStep(int64_t passes, const int32_t *ids,
-                             const int32_t *targets, uint64_t seed,
-                             std::vector<AlignedBuffer> *grads) {
+StepResult Session::gradientStep(int64_t passes, const int32_t *ids,
+                                 const int32_t *targets, uint64_t seed,
+                                 std::vector<AlignedBuffer> *grads) {
   std::string name = step::trainGrads(passes);
   StepRunner &run = runner(name);
   StepBinding &b = trainBinding(name, false);

@@ -91,14 +91,13 @@ public:
                        uint64_t seed, float lr);
   /// Loss and per-pass losses without an update (train_k<K>_grads), and the
   /// gradients when `grads` is non-null (one buffer per parameter).
-  StepResult evalStep(int64_t passes, const int32_t *ids, const int32_t *targets,
-                      uint64_t seed, std::vector<AlignedBuffer> *grads = nullptr);
+  StepResult gradientStep(int64_t passes, const int32_t *ids, const int32_t *targets,
+                          uint64_t seed, std::vector<AlignedBuffer> *grads = nullptr);
   /// The per-pass losses in inference mode (eval_k<K>: no jitter, no prefix
   /// mix-in, no gradients): what validation and `fbt eval` report.
-  StepResult inferenceStep(int64_t passes, const int32_t *ids,
-                           const int32_t *targets);
+  StepResult evalStep(int64_t passes, const int32_t *ids, const int32_t *targets);
   /// The K of the bundle's eval_k<K> step; 0 if it has none.
-  int64_t inferencePasses() const;
+  int64_t evalPasses() const;
 
 private:
   StepBinding &trainBinding(const std::string &step, bool update);

@@ -7,17 +7,14 @@
 #include "runtime/base/FileIO.h"
 #include "runtime/base/Random.h"
 #include "runtime/text/DefaultCorpus.h"
+#include "runtime/train/RunDirectory.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-
-#include <signal.h>
 
 namespace fbt {
 
@@ -35,147 +32,6 @@ double secondsSince(Clock::time_point start) {
 double rounded(double value, int digits) {
   double scale = std::pow(10.0, digits);
   return std::round(value * scale) / scale;
-}
-
-std::string joinPath(const std::string &dir, const std::string &name) {
-  return (fs::path(dir) / name).string();
-}
-
-std::string trainStepName(int64_t passes) {
-  return step::train(passes);
-}
-
-//===----------------------------------------------------------------------===//
-// Files of a run directory
-//===----------------------------------------------------------------------===//
-
-/// `--resume PATH`: the checkpoint itself, or a run directory's latest.
-std::string checkpointToResume(const std::string &path) {
-  std::error_code ec;
-  if (fs::is_directory(path, ec)) {
-    std::string latest = joinPath(path, "latest.safetensors");
-    if (!fs::exists(latest, ec))
-      throw RuntimeError(path + ": no latest.safetensors to resume from");
-    return latest;
-  }
-  if (!fs::exists(path, ec))
-    throw RuntimeError(path + ": no such checkpoint or run directory");
-  return path;
-}
-
-std::string directoryOf(const std::string &file) {
-  fs::path parent = fs::path(file).parent_path();
-  return parent.empty() ? "." : parent.string();
-}
-
-/// The __metadata__ of a safetensors file, read from its header alone (a
-/// checkpoint can be gigabytes). Anything unreadable gives an empty map:
-/// Session::loadCheckpoint then reports the problem properly.
-std::map<std::string, std::string> peekMetadata(const std::string &path) {
-  std::map<std::string, std::string> meta;
-  std::ifstream in(path, std::ios::binary);
-  unsigned char lenBytes[8];
-  if (!in.read(reinterpret_cast<char *>(lenBytes), 8))
-    return meta;
-  uint64_t len = 0;
-  for (int i = 7; i >= 0; --i)
-    len = len << 8 | lenBytes[i];
-  if (len > (uint64_t(1) << 26))
-    return meta;
-  std::string header(len, '\0');
-  if (!in.read(header.data(), static_cast<std::streamsize>(len)))
-    return meta;
-  try {
-    Json parsed = parseJson(header);
-    const Json *m = jsonFind(parsed, "__metadata__");
-    if (m && m->is_object())
-      for (const auto &[key, value] : asObject(*m))
-        if (value.is_string())
-          meta[key] = asString(value);
-  } catch (const RuntimeError &) {
-  }
-  return meta;
-}
-
-/// A kill -9 during a save leaves "<file>.tmp.<pid>" behind (FileIO.h). The
-/// checkpoint itself is intact; remove the debris of processes that are
-/// gone so it does not pile up (a large model's temp file is gigabytes).
-void removeStaleTempFiles(const std::string &dir) {
-  std::error_code ec;
-  for (const fs::directory_entry &entry : fs::directory_iterator(dir, ec)) {
-    std::string name = entry.path().filename().string();
-    size_t tmp = name.rfind(".tmp.");
-    if (tmp == std::string::npos)
-      continue;
-    std::string base = name.substr(0, tmp), pid = name.substr(tmp + 5);
-    bool ours = base == "run.json" || base == "metrics.jsonl" ||
-                (base.size() > 12 &&
-                 base.compare(base.size() - 12, 12, ".safetensors") == 0);
-    if (!ours || pid.empty() || pid.size() > 9 ||
-        pid.find_first_not_of("0123456789") != std::string::npos)
-      continue;
-    if (::kill(std::stoi(pid), 0) != 0 && errno == ESRCH)
-      fs::remove(entry.path(), ec);
-  }
-}
-
-/// Cuts metrics.jsonl back to the records of steps <= `step` and returns
-/// them. Records after `step` were logged by a run killed before its next
-/// checkpoint; the resumed run logs those steps again (identically), so
-/// keeping them would duplicate them. A line cut short by the kill does not
-/// parse and goes too.
-std::vector<Json> keepMetricsThrough(const std::string &path, int64_t step) {
-  std::error_code ec;
-  if (!fs::exists(path, ec))
-    return {};
-  std::string text = readFile(path);
-  std::string keptText;
-  std::vector<Json> kept;
-  for (size_t pos = 0; pos < text.size();) {
-    size_t end = std::min(text.find('\n', pos), text.size());
-    std::string_view line(text.data() + pos, end - pos);
-    pos = end + 1;
-    try {
-      Json record = parseJson(line);
-      const Json *s = jsonFind(record, "step");
-      if (!s || !isInteger(*s) || asInt(*s) > step)
-        continue;
-      kept.push_back(std::move(record));
-      keptText.append(line).push_back('\n');
-    } catch (const RuntimeError &) { // a partial line
-    }
-  }
-  writeFileAtomic(path, {keptText});
-  return kept;
-}
-
-/// What `--resume` points at: the checkpoint, its directory, its metadata
-/// and the settings its run recorded (null without run.json). All empty for
-/// a fresh run.
-struct ResumePoint {
-  std::string checkpoint, directory;
-  std::map<std::string, std::string> metadata;
-  Json recorded;
-};
-
-ResumePoint findResumePoint(const std::string &resume,
-                            const std::string &model) {
-  ResumePoint from;
-  if (resume.empty())
-    return from;
-  from.checkpoint = checkpointToResume(resume);
-  from.metadata = peekMetadata(from.checkpoint);
-  auto owner = from.metadata.find("fbt.model");
-  if (owner != from.metadata.end() && owner->second != model)
-    throw RuntimeError(from.checkpoint + ": a checkpoint of the model '" +
-                       owner->second + "', but the bundle's model is '" +
-                       model + "'");
-  from.directory = directoryOf(from.checkpoint);
-  std::string runJson = joinPath(from.directory, "run.json");
-  std::error_code ec;
-  if (fs::exists(runJson, ec))
-    from.recorded = loadJsonFile(runJson);
-  return from;
 }
 
 //===----------------------------------------------------------------------===//
@@ -470,11 +326,11 @@ void Trainer::checkSteps() {
   for (const auto &[name, plan] : bundle.steps())
     if (plan.kind == "train")
       have += (have.empty() ? "" : ", ") + name;
-  evalPasses_ = session_.inferencePasses();
+  evalPasses_ = session_.evalPasses();
   for (int64_t k : passSchedule_.distinctPasses())
-    if (!bundle.hasStep(trainStepName(k)))
+    if (!bundle.hasStep(step::train(k)))
       throw RuntimeError("the pass schedule needs the step '" +
-                         trainStepName(k) +
+                         step::train(k) +
                          "', which the bundle lacks (it has: " + have + ")");
   if (!valBatches_)
     evalPasses_ = 0;
@@ -561,7 +417,7 @@ EvalRecord Trainer::evaluate(int64_t stepsDone) {
   int64_t n = valBatches_->size();
   for (int64_t i = 0; i < n; ++i) {
     Batch batch = (*valBatches_)[i];
-    StepResult r = session_.inferenceStep(evalPasses_, batch.inputs.data(),
+    StepResult r = session_.evalStep(evalPasses_, batch.inputs.data(),
                                           batch.targets.data());
     e.loss += double(r.loss) / double(n);
     for (int64_t k = 0; k < evalPasses_; ++k)

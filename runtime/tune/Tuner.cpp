@@ -29,6 +29,13 @@ namespace fbt {
 //===----------------------------------------------------------------------===//
 
 namespace {
+/// What the tuner calls a GEMM shape among kernels: "gemm:<shape>".
+std::string gemmKey(const std::string &shape) { return "gemm:" + shape; }
+/// A plan call's key: its kernel, or its GEMM's.
+std::string callKey(const PlanOp &op) {
+  return op.kernel.empty() ? gemmKey(gemmShapeKey(op)) : op.kernel;
+}
+
 /// What a device is told to run for each GEMM shape.
 GemmChoice gemmAlgorithms(const std::vector<TunedGemm> &gemms) {
   GemmChoice algorithms;
@@ -238,7 +245,7 @@ public:
     if (!steps_.empty() && !steps_.count(plan.name))
       return;
     const PlanOp &call = plan.ops[op];
-    const std::string key = call.kernel.empty() ? "gemm:" + gemmShapeKey(call) : call.kernel;
+    const std::string key = callKey(call);
     auto variants = bundle_.variants().find(call.kernel);
     if (!call.kernel.empty() && variants == bundle_.variants().end())
       return;
@@ -287,7 +294,7 @@ private:
   static int callsOf(const StepPlan &plan, const std::string &key, bool gemm) {
     int n = 0;
     for (const PlanOp &o : plan.ops)
-      n += gemm ? (o.kernel.empty() && "gemm:" + gemmShapeKey(o) == key) : o.kernel == key;
+      n += gemm ? (o.kernel.empty() && callKey(o) == key) : o.kernel == key;
     return n;
   }
 
@@ -464,13 +471,13 @@ std::vector<Workload> workloads(const Bundle &bundle, const ModelConfig &c) {
     else if (plan.kind == "grads")
       list.push_back({name,
                       [=](Session &s, int64_t i) {
-                        s.evalStep(k, tokens(bt, 5, i).data(), tokens(bt, 6, i).data(), i);
+                        s.gradientStep(k, tokens(bt, 5, i).data(), tokens(bt, 6, i).data(), i);
                       },
                       itself});
     else if (plan.kind == "eval")
       list.push_back({name,
                       [=](Session &s, int64_t i) {
-                        s.inferenceStep(k, tokens(bt, 5, i).data(), tokens(bt, 6, i).data());
+                        s.evalStep(k, tokens(bt, 5, i).data(), tokens(bt, 6, i).data());
                       },
                       itself});
   }
@@ -551,6 +558,171 @@ std::string isoNow() {
 // The tuner
 //===----------------------------------------------------------------------===//
 
+namespace {
+/// 1. Measures: one run of each workload, its steps probed. Each step's
+/// runner goes when its workload is done: the arenas of every K at once may
+/// not fit.
+void measure(Session &probe, std::vector<Workload> &work, Measurer &measurer,
+             const TuneSettings &settings) {
+  probe.setProbe(&measurer);
+  std::unique_ptr<ProgressBar> bar = progress(settings, work.size(), "measuring");
+  for (size_t i = 0; i < work.size(); ++i) {
+    if (bar)
+      bar->setField("run", work[i].name);
+    work[i].run(probe, 0);
+    probe.releaseSteps();
+    if (bar)
+      bar->update(i + 1);
+  }
+  probe.setProbe(nullptr);
+}
+
+/// 2. Chooses each measured kernel's variant: the report's rows, and the
+/// kernels that change.
+KernelChoice chooseKernels(const Bundle &bundle, const Measurer &measurer,
+                           std::vector<KernelTuning> &rows) {
+  KernelChoice choice;
+  for (const auto &[kernel, variants] : bundle.variants()) {
+    KernelTuning k;
+    k.kernel = kernel;
+    auto t = measurer.kernels.find(kernel);
+    std::vector<double> seconds =
+        t == measurer.kernels.end() ? std::vector<double>() : totals(t->second);
+    for (size_t i = 0; i < variants.builds.size(); ++i) {
+      VariantTiming v{variants.builds[i].symbol, variants.builds[i].config, 0, {}};
+      if (t != measurer.kernels.end()) {
+        v.rejected = t->second.rejected[i];
+        v.seconds = v.rejected.empty() ? seconds[i] : -1;
+      }
+      k.variants.push_back(std::move(v));
+    }
+    k.measured = t != measurer.kernels.end();
+    if (k.measured) {
+      k.chosen = chooseVariant(k.variants);
+      k.speedup = k.variants[0].seconds / std::max(1e-12, k.variants[k.chosen].seconds);
+      if (k.chosen)
+        choice[kernel] = k.variants[k.chosen].symbol;
+    }
+    rows.push_back(std::move(k));
+  }
+  return choice;
+}
+
+/// ... and each measured GEMM shape's algorithm.
+std::vector<TunedGemm> chooseGemms(const Measurer &measurer, std::vector<GemmTuning> &rows) {
+  std::vector<TunedGemm> choice;
+  for (const auto &[key, t] : measurer.gemms) {
+    std::vector<double> seconds = totals(t);
+    std::vector<VariantTiming> v;
+    for (size_t i = 0; i < seconds.size(); ++i)
+      v.push_back({std::to_string(i), {}, t.rejected[i].empty() ? seconds[i] : -1,
+                   t.rejected[i]});
+    GemmTuning g{measurer.gemmShapes.at(key), (int)v.size(), 0, 1, {}, {}};
+    for (size_t i = 0; i < v.size(); ++i)
+      if (!v[i].rejected.empty())
+        g.rejected.push_back("algorithm " + std::to_string(i) + ": " + v[i].rejected);
+    g.chosen = (int)chooseVariant(v);
+    g.speedup = v[0].seconds / std::max(1e-12, v[g.chosen].seconds);
+    choice.push_back({g.shape, g.chosen, g.speedup});
+    rows.push_back(g);
+  }
+  return choice;
+}
+
+/// 3. Times each workload before and after, alternating sessions. What holds
+/// of one call timed alone need not hold in the step (what is in the caches,
+/// how the threads hand work on): a workload the choice makes slower gets
+/// the defaults back for every kernel and GEMM shape its steps call, and
+/// what those reach is timed again.
+void checkAgainstSteps(const std::string &bundlePath, const Bundle &bundle,
+                       const std::vector<Workload> &work, const TuneSettings &settings,
+                       KernelChoice &choice, std::vector<TunedGemm> &gemmChoice,
+                       TuneReport &report) {
+  Session before(bundlePath), after(bundlePath);
+  before.initialize(1);
+  after.initialize(1);
+  auto calls = [&](const Workload &w) {
+    std::set<std::string> keys;
+    for (const auto &[name, plan] : bundle.steps())
+      if (w.runs(name))
+        for (const PlanOp &op : plan.ops)
+          keys.insert(callKey(op));
+    return keys;
+  };
+  auto timeAll = [&](const std::vector<const Workload *> &which, const char *phase) {
+    after.device().selectKernels(choice);
+    after.device().selectGemms(gemmAlgorithms(gemmChoice));
+    std::unique_ptr<ProgressBar> bar = progress(settings, which.size(), phase);
+    double deadline = settings.clock() + settings.budgetSeconds;
+    int64_t done = 0;
+    for (const Workload *w : which) {
+      if (bar)
+        bar->update(done++);
+      if (settings.clock() > deadline) {
+        report.untimed.push_back(w->name);
+        report.steps.erase(w->name);
+        continue;
+      }
+      std::vector<double> a, b;
+      for (int r = 0; r < 2; ++r) {
+        a.push_back(timeWorkload(before, *w, settings.stepRepeats, settings.clock));
+        b.push_back(timeWorkload(after, *w, settings.stepRepeats, settings.clock));
+      }
+      before.releaseSteps();
+      after.releaseSteps();
+      report.steps[w->name] = {*std::min_element(a.begin(), a.end()),
+                               *std::min_element(b.begin(), b.end())};
+    }
+    if (bar)
+      bar->update(done);
+  };
+  std::vector<const Workload *> all;
+  for (const Workload &w : work)
+    all.push_back(&w);
+  timeAll(all, "timing");
+
+  std::map<std::string, std::set<std::string>> callsOf;
+  for (const Workload &w : work)
+    callsOf[w.name] = calls(w);
+  std::set<std::string> chosen;
+  for (const auto &[kernel, symbol] : choice)
+    chosen.insert(kernel);
+  for (const TunedGemm &g : gemmChoice)
+    if (g.algorithm != 0)
+      chosen.insert(gemmKey(g.shape));
+  std::map<std::string, std::string> reverted =
+      choicesToPutBack(report.steps, callsOf, chosen);
+  if (reverted.empty())
+    return;
+  for (const auto &[key, why] : reverted) {
+    choice.erase(key);
+    for (TunedGemm &g : gemmChoice)
+      if (gemmKey(g.shape) == key)
+        g.algorithm = 0;
+  }
+  std::vector<const Workload *> again;
+  for (const Workload &w : work) {
+    std::set<std::string> keys = calls(w);
+    if (std::any_of(reverted.begin(), reverted.end(),
+                    [&](const auto &r) { return keys.count(r.first); }))
+      again.push_back(&w);
+  }
+  timeAll(again, "timing again");
+  for (KernelTuning &k : report.kernels)
+    if (auto r = reverted.find(k.kernel); r != reverted.end()) {
+      k.reverted = r->second;
+      k.chosen = 0;
+      k.speedup = 1;
+    }
+  for (GemmTuning &g : report.gemms)
+    if (auto r = reverted.find(gemmKey(g.shape)); r != reverted.end()) {
+      g.reverted = r->second;
+      g.chosen = 0;
+      g.speedup = 1;
+    }
+}
+} // namespace
+
 TuneReport tuneBundle(const std::string &bundlePath, const TuneSettings &given) {
   TuneSettings settings = given;
   if (!settings.clock)
@@ -574,156 +746,12 @@ TuneReport tuneBundle(const std::string &bundlePath, const TuneSettings &given) 
         std::any_of(settings.steps.begin(), settings.steps.end(), w.runs))
       work.push_back(std::move(w));
 
-  // 1. Measure: one run of each workload, its steps probed. Each step's
-  // runner goes when its workload is done: the arenas of every K at once
-  // may not fit.
   Measurer measurer(bundle, settings, settings.clock() + settings.budgetSeconds);
-  probe.setProbe(&measurer);
-  {
-    std::unique_ptr<ProgressBar> bar = progress(settings, work.size(), "measuring");
-    for (size_t i = 0; i < work.size(); ++i) {
-      if (bar)
-        bar->setField("run", work[i].name);
-      work[i].run(probe, 0);
-      probe.releaseSteps();
-      if (bar)
-        bar->update(i + 1);
-    }
-  }
-  probe.setProbe(nullptr);
+  measure(probe, work, measurer, settings);
   report.outOfBudget = measurer.outOfBudget;
-
-  // 2. Choose.
-  KernelChoice choice;
-  for (const auto &[kernel, variants] : bundle.variants()) {
-    KernelTuning k;
-    k.kernel = kernel;
-    auto t = measurer.kernels.find(kernel);
-    std::vector<double> seconds =
-        t == measurer.kernels.end() ? std::vector<double>() : totals(t->second);
-    for (size_t i = 0; i < variants.builds.size(); ++i) {
-      VariantTiming v{variants.builds[i].symbol, variants.builds[i].config, 0, {}};
-      if (t != measurer.kernels.end()) {
-        v.rejected = t->second.rejected[i];
-        v.seconds = v.rejected.empty() ? seconds[i] : -1;
-      }
-      k.variants.push_back(std::move(v));
-    }
-    k.measured = t != measurer.kernels.end();
-    if (k.measured) {
-      k.chosen = chooseVariant(k.variants);
-      k.speedup = k.variants[0].seconds / std::max(1e-12, k.variants[k.chosen].seconds);
-      if (k.chosen)
-        choice[kernel] = k.variants[k.chosen].symbol;
-    }
-    report.kernels.push_back(std::move(k));
-  }
-  std::vector<TunedGemm> gemmChoice;
-  for (const auto &[key, t] : measurer.gemms) {
-    std::vector<double> seconds = totals(t);
-    std::vector<VariantTiming> v;
-    for (size_t i = 0; i < seconds.size(); ++i)
-      v.push_back({std::to_string(i), {}, t.rejected[i].empty() ? seconds[i] : -1,
-                   t.rejected[i]});
-    GemmTuning g{measurer.gemmShapes[key], (int)v.size(), 0, 1, {}, {}};
-    for (size_t i = 0; i < v.size(); ++i)
-      if (!v[i].rejected.empty())
-        g.rejected.push_back("algorithm " + std::to_string(i) + ": " + v[i].rejected);
-    g.chosen = (int)chooseVariant(v);
-    g.speedup = v[0].seconds / std::max(1e-12, v[g.chosen].seconds);
-    gemmChoice.push_back({g.shape, g.chosen, g.speedup});
-    report.gemms.push_back(g);
-  }
-
-  // 3. Each workload before and after, alternating sessions. What holds of
-  // one call timed alone need not hold in the step (what is in the caches,
-  // how the threads hand work on): a workload the choice makes slower gets
-  // the defaults back for every kernel and GEMM shape its steps call, and
-  // what those reach is timed again.
-  {
-    Session before(bundlePath), after(bundlePath);
-    before.initialize(1);
-    after.initialize(1);
-    auto calls = [&](const Workload &w) {
-      std::set<std::string> keys;
-      for (const auto &[name, plan] : bundle.steps())
-        if (w.runs(name))
-          for (const PlanOp &op : plan.ops)
-            keys.insert(op.kernel.empty() ? "gemm:" + gemmShapeKey(op) : op.kernel);
-      return keys;
-    };
-    auto timeAll = [&](const std::vector<const Workload *> &which, const char *phase) {
-      after.device().selectKernels(choice);
-      after.device().selectGemms(gemmAlgorithms(gemmChoice));
-      std::unique_ptr<ProgressBar> bar = progress(settings, which.size(), phase);
-      double deadline = settings.clock() + settings.budgetSeconds;
-      int64_t done = 0;
-      for (const Workload *w : which) {
-        if (bar)
-          bar->update(done++);
-        if (settings.clock() > deadline) {
-          report.untimed.push_back(w->name);
-          report.steps.erase(w->name);
-          continue;
-        }
-        std::vector<double> a, b;
-        for (int r = 0; r < 2; ++r) {
-          a.push_back(timeWorkload(before, *w, settings.stepRepeats, settings.clock));
-          b.push_back(timeWorkload(after, *w, settings.stepRepeats, settings.clock));
-        }
-        before.releaseSteps();
-        after.releaseSteps();
-        report.steps[w->name] = {*std::min_element(a.begin(), a.end()),
-                                 *std::min_element(b.begin(), b.end())};
-      }
-      if (bar)
-        bar->update(done);
-    };
-    std::vector<const Workload *> all;
-    for (const Workload &w : work)
-      all.push_back(&w);
-    timeAll(all, "timing");
-
-    std::map<std::string, std::set<std::string>> callsOf;
-    for (const Workload &w : work)
-      callsOf[w.name] = calls(w);
-    std::set<std::string> chosen;
-    for (const auto &[kernel, symbol] : choice)
-      chosen.insert(kernel);
-    for (const TunedGemm &g : gemmChoice)
-      if (g.algorithm != 0)
-        chosen.insert("gemm:" + g.shape);
-    std::map<std::string, std::string> reverted =
-        choicesToPutBack(report.steps, callsOf, chosen);
-    for (const auto &[key, why] : reverted) {
-      choice.erase(key);
-      for (TunedGemm &g : gemmChoice)
-        if ("gemm:" + g.shape == key)
-          g.algorithm = 0;
-    }
-    if (!reverted.empty()) {
-      std::vector<const Workload *> again;
-      for (const Workload &w : work) {
-        std::set<std::string> keys = calls(w);
-        if (std::any_of(reverted.begin(), reverted.end(),
-                        [&](const auto &r) { return keys.count(r.first); }))
-          again.push_back(&w);
-      }
-      timeAll(again, "timing again");
-      for (KernelTuning &k : report.kernels)
-        if (auto r = reverted.find(k.kernel); r != reverted.end()) {
-          k.reverted = r->second;
-          k.chosen = 0;
-          k.speedup = 1;
-        }
-      for (GemmTuning &g : report.gemms)
-        if (auto r = reverted.find("gemm:" + g.shape); r != reverted.end()) {
-          g.reverted = r->second;
-          g.chosen = 0;
-          g.speedup = 1;
-        }
-    }
-  }
+  KernelChoice choice = chooseKernels(bundle, measurer, report.kernels);
+  std::vector<TunedGemm> gemmChoice = chooseGemms(measurer, report.gemms);
+  checkAgainstSteps(bundlePath, bundle, work, settings, choice, gemmChoice, report);
 
   // 4. Store.
   Json key = probe.device().tuneKey();

@@ -22,8 +22,8 @@
 #include "runtime/base/Bf16.h"
 #include "runtime/hal/simt/Emulator.h"
 
-#include "codegen/CpuTarget.h"
-#include "codegen/SimtTarget.h"
+#include "codegen/cpu/CpuTarget.h"
+#include "codegen/simt/SimtTarget.h"
 #include "dialect/FbtDialect.h"
 #include "dialect/FbtOps.h"
 

@@ -14,7 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "codegen/StepPlan.h"
+#include "codegen/plan/StepPlan.h"
 #include "dialect/FbtDialect.h"
 #include "dialect/FbtOps.h"
 

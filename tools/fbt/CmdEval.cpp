@@ -59,6 +59,106 @@ void printLosses(const LossReport &r) {
     std::printf("\n");
   }
 }
+/// --task: exact-match accuracy of greedy answers, per regime.
+int runTask(const CommandLine &args, Session &session, const TokenStream &tokens, bool ids,
+            std::vector<Regime> regimes, bool json) {
+  const std::string &tokenizer = session.tokenizerName();
+  int64_t bos = session.model().bosTokenId;
+  if (tokenizer != "bytes")
+    throw RuntimeError("--task asks byte-level text questions and needs a run "
+                       "trained on bytes; this run's tokenizer is " + tokenizer);
+  if (ids)
+    throw RuntimeError("--task asks byte-level text questions; the data is "
+                       "token ids (.bin)");
+  if (regimes.empty())
+    regimes = defaultRegimes(session.bundle());
+  int64_t count = args.getInt("problems", 200);
+  if (count < 1)
+    throw RuntimeError("--problems must be >= 1");
+  // Facts of the whole data set count as seen (validation text included).
+  std::string text = detokenize(tokens.toVector());
+  auto problems = makeTask(args.get("task"), count,
+                           (uint64_t)args.getInt("seed", 20261201), text);
+  auto results = evaluateTask(session, problems, regimes, bos);
+  if (json) {
+    std::printf("%s\n", dumpJson(toJson(args.get("task"), results)).c_str());
+    return 0;
+  }
+  std::printf("task %s: %lld held-out problems, greedy, exact match\n",
+              args.get("task").c_str(), (long long)count);
+  for (const TaskResult &r : results)
+    std::printf("  %-9s accuracy %.3f (%lld/%lld)\n", r.regime.c_str(),
+                r.accuracy(), (long long)r.correct, (long long)r.total);
+  return 0;
+}
+
+/// --contraction: how fast the passes converge, and the state's size along
+/// a soft generation.
+int runContraction(const CommandLine &args, Session &session, const TokenStream &heldOut,
+                   bool json) {
+  const ModelConfig &config = session.model();
+  int64_t bos = config.bosTokenId;
+  int64_t passes = args.getInt("contraction-passes", 64);
+  int64_t generate = args.getInt("generate", 500);
+  if (passes < 2 || generate < 0)
+    throw RuntimeError("--contraction-passes must be >= 2, --generate >= 0");
+  int64_t promptLen = config.inference.maxPromptLength;
+  promptLen = std::min<int64_t>(promptLen, heldOut.size());
+  std::vector<int32_t> prompt(promptLen);
+  heldOut.copy(0, promptLen, prompt.data());
+  if (prompt[0] != bos)
+    prompt[0] = (int32_t)bos; // a prompt starts a document
+  ContractionReport r = evaluateContraction(session, prompt, passes, generate);
+  if (json) {
+    std::printf("%s\n", dumpJson(toJson(r)).c_str());
+    return 0;
+  }
+  std::printf("contraction over a held-out prompt of %lld tokens:\n",
+              (long long)r.promptLength);
+  for (size_t k = 0; k < r.ratios.size(); ++k)
+    if (k < 8 || (k + 1) % 8 == 0 || k + 1 == r.ratios.size())
+      std::printf("  ||s_%zu - s_%zu|| / ||s_%zu|| = %.3g\n", k + 2, k + 1, k + 1,
+                  r.ratios[k]);
+  if (!r.stateRms.empty()) {
+    double lo = r.stateRms[0], hi = r.stateRms[0];
+    for (double v : r.stateRms)
+      lo = std::min(lo, v), hi = std::max(hi, v);
+    std::printf("soft generation of %zu tokens: state RMS first %.3f, last "
+                "%.3f, min %.3f, max %.3f\n",
+                r.stateRms.size(), r.stateRms.front(), r.stateRms.back(), lo, hi);
+  }
+  return 0;
+}
+
+/// The default: held-out losses per pass and per regime.
+int runLosses(const CommandLine &args, Session &session, const TokenStream &heldOut,
+              bool byteLevel, std::vector<Regime> regimes, bool json, bool quiet) {
+  LossOptions o;
+  o.windows = args.getInt("windows", 64);
+  o.promptFraction = args.getDouble("prompt-fraction", 0.25);
+  o.passes = args.getInt("passes", std::min<int64_t>(8, session.evalPasses()));
+  o.regimes = std::move(regimes);
+  o.byteLevel = byteLevel;
+  std::unique_ptr<ProgressBar> bar;
+  auto progress = [&](int64_t done, int64_t total) {
+    if (quiet)
+      return;
+    if (!bar) {
+      ProgressOptions po;
+      po.unit = "batches";
+      bar = std::make_unique<ProgressBar>(total, 0, po);
+    }
+    bar->update(done);
+  };
+  LossReport r = evaluateLosses(session, heldOut, o, progress);
+  if (bar)
+    bar->finish();
+  if (json)
+    std::printf("%s\n", dumpJson(toJson(r)).c_str());
+  else
+    printLosses(r);
+  return 0;
+}
 } // namespace
 
 int runEval(int argc, char **argv) {
@@ -108,9 +208,7 @@ int runEval(int argc, char **argv) {
     throw RuntimeError("give at most one of --task and --contraction");
   std::unique_ptr<Session> opened = openTrained(args);
   Session &session = *opened;
-  const ModelConfig &config = session.model();
-  int64_t vocab = config.vocabSize;
-  int64_t bos = config.bosTokenId;
+  int64_t vocab = session.model().vocabSize;
   bool json = args.has("json");
   bool quiet = args.has("quiet") || json;
 
@@ -136,95 +234,11 @@ int runEval(int argc, char **argv) {
   if (args.has("regimes"))
     regimes = parseRegimes(args.get("regimes"));
 
-  if (args.has("task")) {
-    if (tokenizer != "bytes")
-      throw RuntimeError("--task asks byte-level text questions and needs a run "
-                         "trained on bytes; this run's tokenizer is " + tokenizer);
-    if (ids)
-      throw RuntimeError("--task asks byte-level text questions; the data is "
-                         "token ids (.bin)");
-    if (regimes.empty())
-      regimes = parseRegimes(session.bundle().hasStep(step::prefill(true))
-                                 ? "standard,soft,fused:2,fused:3"
-                                 : "standard");
-    int64_t count = args.getInt("problems", 200);
-    if (count < 1)
-      throw RuntimeError("--problems must be >= 1");
-    // Facts of the whole data set count as seen (validation text included).
-    std::string text = detokenize(tokens.toVector());
-    auto problems = makeTask(args.get("task"), count,
-                             (uint64_t)args.getInt("seed", 20261201), text);
-    auto results = evaluateTask(session, problems, regimes, bos);
-    if (json) {
-      std::printf("%s\n", dumpJson(toJson(args.get("task"), results)).c_str());
-      return 0;
-    }
-    std::printf("task %s: %lld held-out problems, greedy, exact match\n",
-                args.get("task").c_str(), (long long)count);
-    for (const TaskResult &r : results)
-      std::printf("  %-9s accuracy %.3f (%lld/%lld)\n", r.regime.c_str(),
-                  r.accuracy(), (long long)r.correct, (long long)r.total);
-    return 0;
-  }
-
-  if (args.has("contraction")) {
-    int64_t passes = args.getInt("contraction-passes", 64);
-    int64_t generate = args.getInt("generate", 500);
-    if (passes < 2 || generate < 0)
-      throw RuntimeError("--contraction-passes must be >= 2, --generate >= 0");
-    int64_t promptLen = config.inference.maxPromptLength;
-    promptLen = std::min<int64_t>(promptLen, split.val.size());
-    std::vector<int32_t> prompt(promptLen);
-    split.val.copy(0, promptLen, prompt.data());
-    if (prompt[0] != bos)
-      prompt[0] = (int32_t)bos; // a prompt starts a document
-    ContractionReport r = evaluateContraction(session, prompt, passes, generate);
-    if (json) {
-      std::printf("%s\n", dumpJson(toJson(r)).c_str());
-      return 0;
-    }
-    std::printf("contraction over a held-out prompt of %lld tokens:\n",
-                (long long)r.promptLength);
-    for (size_t k = 0; k < r.ratios.size(); ++k)
-      if (k < 8 || (k + 1) % 8 == 0 || k + 1 == r.ratios.size())
-        std::printf("  ||s_%zu - s_%zu|| / ||s_%zu|| = %.3g\n", k + 2, k + 1, k + 1,
-                    r.ratios[k]);
-    if (!r.stateRms.empty()) {
-      double lo = r.stateRms[0], hi = r.stateRms[0];
-      for (double v : r.stateRms)
-        lo = std::min(lo, v), hi = std::max(hi, v);
-      std::printf("soft generation of %zu tokens: state RMS first %.3f, last "
-                  "%.3f, min %.3f, max %.3f\n",
-                  r.stateRms.size(), r.stateRms.front(), r.stateRms.back(), lo, hi);
-    }
-    return 0;
-  }
-
-  LossOptions o;
-  o.windows = args.getInt("windows", 64);
-  o.promptFraction = args.getDouble("prompt-fraction", 0.25);
-  o.passes = args.getInt("passes", std::min<int64_t>(8, session.inferencePasses()));
-  o.regimes = regimes;
-  o.byteLevel = byteLevel;
-  std::unique_ptr<ProgressBar> bar;
-  auto progress = [&](int64_t done, int64_t total) {
-    if (quiet)
-      return;
-    if (!bar) {
-      ProgressOptions po;
-      po.unit = "batches";
-      bar = std::make_unique<ProgressBar>(total, 0, po);
-    }
-    bar->update(done);
-  };
-  LossReport r = evaluateLosses(session, split.val, o, progress);
-  if (bar)
-    bar->finish();
-  if (json)
-    std::printf("%s\n", dumpJson(toJson(r)).c_str());
-  else
-    printLosses(r);
-  return 0;
+  if (args.has("task"))
+    return runTask(args, session, tokens, ids, regimes, json);
+  if (args.has("contraction"))
+    return runContraction(args, session, split.val, json);
+  return runLosses(args, session, split.val, byteLevel, regimes, json, quiet);
 }
 
 } // namespace fbt

@@ -69,7 +69,7 @@ int runStep(int argc, char **argv) {
   uint64_t seed = (uint64_t)seedT->data<int64_t>()[0];
 
   std::vector<AlignedBuffer> grads;
-  s.evalStep(k, ids->data<int32_t>(), targets->data<int32_t>(), seed, &grads);
+  s.gradientStep(k, ids->data<int32_t>(), targets->data<int32_t>(), seed, &grads);
   std::vector<float> losses, passLosses, norms;
   for (int64_t i = 0; i < n; ++i) {
     StepResult r = s.trainStep(k, ids->data<int32_t>(), targets->data<int32_t>(),

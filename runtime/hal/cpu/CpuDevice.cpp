@@ -4,6 +4,7 @@
 
 #include "runtime/hal/cpu/CpuExecutor.h"
 #include "runtime/hal/cpu/CpuThreads.h"
+#include "runtime/base/AlignedBuffer.h"
 #include "runtime/base/Error.h"
 #include "runtime/hal/cpu/KernelLibrary.h"
 
@@ -61,13 +62,7 @@ public:
   }
 
   void *allocate(size_t bytes, const std::string &what) override {
-    size_t rounded = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
-    void *p = std::aligned_alloc(64, rounded);
-    if (!p)
-      throw RuntimeError("out of memory allocating " + what + " (" +
-                         std::to_string(bytes) + " bytes)");
-    std::memset(p, 0, rounded);
-    return p;
+    return allocateAligned(bytes, what);
   }
   void release(void *ptr) noexcept override { std::free(ptr); }
   void upload(void *device, const void *host, size_t bytes) override {

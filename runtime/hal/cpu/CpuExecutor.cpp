@@ -40,17 +40,7 @@ CpuStepRunner::CpuStepRunner(const StepPlan &plan, const KernelLibrary &kernels,
   // Constants are splats, filled once.
   for (const ConstantSpec &c : plan.constants) {
     AlignedBuffer b(c.bytes());
-    for (int64_t i = 0; i < c.count; ++i) {
-      if (c.dtype == DType::F32)
-        b.as<float>()[i] = (float)c.value;
-      else if (c.dtype == DType::I32)
-        b.as<int32_t>()[i] = (int32_t)c.value;
-      else if (c.dtype == DType::I64)
-        b.as<int64_t>()[i] = (int64_t)c.value;
-      else
-        throw RuntimeError("step '" + plan.name + "': constant of unsupported type " +
-                           planTypeName(c.dtype));
-    }
+    c.fill(b.data(), plan.name);
     constants_.push_back(std::move(b));
     constantAddresses_.push_back(constants_.back().as<char>());
   }

@@ -32,29 +32,13 @@ CudaStepRunner::CudaStepRunner(const StepPlan &plan, CudaDevice &device)
     total += align256(c.bytes());
   }
   constants_ = DeviceBuffer(device, total, "the constants of step '" + plan.name + "'");
-  const Driver &d = driver();
   for (size_t i = 0; i < plan.constants.size(); ++i) {
     const ConstantSpec &c = plan.constants[i];
     char *at = static_cast<char *>(constants_.data()) + offsets[i];
     constantAddresses_.push_back(at);
-    uint32_t bits = 0;
-    if (c.dtype == DType::F32) {
-      float v = (float)c.value;
-      std::memcpy(&bits, &v, 4);
-    } else if (c.dtype == DType::I32) {
-      int32_t v = (int32_t)c.value;
-      std::memcpy(&bits, &v, 4);
-    } else if (c.dtype == DType::I64) {
-      std::vector<int64_t> host(c.count, (int64_t)c.value);
-      device.upload(at, host.data(), c.bytes());
-      continue;
-    } else {
-      throw RuntimeError("step '" + plan.name + "': constant of unsupported type " +
-                         planTypeName(c.dtype));
-    }
-    if (c.count)
-      check(d.cuMemsetD32Async(devicePtr(at), bits, c.count, device.stream()),
-            "cuMemsetD32Async");
+    std::vector<char> host(c.bytes());
+    c.fill(host.data(), plan.name);
+    device.upload(at, host.data(), host.size());
   }
 
   const char *graphs = std::getenv("FBT_CUDA_GRAPHS");

@@ -1,7 +1,7 @@
 //===- Emulator.h - GPU launches run on the CPU, thread by thread -*- C++ -*-===//
 //
 // Runs the launches of an emulated-GPU bundle (fbtc --target=simt; the
-// kernels of codegen/SimtTarget.h): each block's threads in turn on this CPU
+// kernels of codegen/simt/SimtTarget.h): each block's threads in turn on this CPU
 // thread. Threads of a cooperative (rows) launch are coroutines (ucontext)
 // that run until the next barrier, so barriers, warp shuffles and shared
 // memory behave as on a GPU; other launches call each thread's function

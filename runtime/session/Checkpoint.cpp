@@ -1,0 +1,101 @@
+//===- Checkpoint.cpp - a session's checkpoints and tokenizer --------------===//
+//
+// Session's files (Session.h): safetensors checkpoints with HF Llama names
+// for the shared weights, `feedback.*` for the feedback path and the AdamW
+// moments beside them; the step, seed and the run's tokenizer as metadata,
+// so a checkpoint alone says how its text was tokenized.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/session/Session.h"
+
+#include "runtime/base/Error.h"
+#include "runtime/format/Safetensors.h"
+
+#include <cmath>
+#include <map>
+
+namespace fbt {
+
+void Session::saveCheckpoint(const std::string &path) const {
+  std::vector<Tensor> tensors;
+  auto add = [&](const std::string &name, const ParamSpec &p, const DeviceBuffer &b) {
+    Tensor t(name, DType::F32, p.shape);
+    device_->download(t.bytes.data(), b.data(), t.bytes.size());
+    tensors.push_back(std::move(t));
+  };
+  for (size_t i = 0; i < bundle_.params().size(); ++i) {
+    const ParamSpec &p = bundle_.params()[i];
+    add(p.name, p, state_.params[i]);
+    add("optimizer.adam_m." + p.name, p, state_.m[i]);
+    add("optimizer.adam_v." + p.name, p, state_.v[i]);
+  }
+  std::map<std::string, std::string> meta = {
+      {"format", "pt"},
+      {"fbt.model", model_.name},
+      {"fbt.step", std::to_string(state_.step)},
+      {"fbt.seed", std::to_string(state_.seed)},
+      {"fbt.tokenizer", tokenizerName_}};
+  writeSafetensorsAtomic(path, tensors, meta);
+}
+
+void Session::setTokenizer(const std::string &name) {
+  std::string canonical = canonicalTokenizerName(name);
+  if (canonical != tokenizerName_)
+    tokenizer_.reset();
+  tokenizerName_ = canonical;
+}
+
+const Tokenizer &Session::tokenizer() {
+  if (!tokenizer_) {
+    std::unique_ptr<Tokenizer> t = loadTokenizer(tokenizerName_);
+    int64_t vocab = model_.vocabSize;
+    if (t->vocabSize() > vocab)
+      throw RuntimeError("tokenizer '" + tokenizerName_ + "' has " +
+                         std::to_string(t->vocabSize()) +
+                         " tokens; the model's vocabulary holds " +
+                         std::to_string(vocab));
+    tokenizer_ = std::move(t);
+  }
+  return *tokenizer_;
+}
+
+void Session::loadCheckpoint(const std::string &path) {
+  SafetensorsFile file = readSafetensors(path);
+  auto fill = [&](const std::string &name, const ParamSpec &p, DeviceBuffer &b,
+                  bool required) {
+    const Tensor *t = file.find(name);
+    if (!t) {
+      if (required)
+        throw RuntimeError(path + ": missing tensor '" + name +
+                           "' (does this checkpoint belong to this bundle?)");
+      device_->zero(b.data(), b.size());
+      return;
+    }
+    if (t->shape != p.shape)
+      throw RuntimeError(path + ": tensor '" + name + "' has shape " +
+                         shapeString(t->shape) + ", the bundle expects " +
+                         shapeString(p.shape));
+    std::vector<float> values = t->toF32();
+    for (float x : values)
+      if (!std::isfinite(x))
+        throw RuntimeError(path + ": tensor '" + name + "' holds NaN or Inf");
+    device_->upload(b.data(), values.data(), b.size());
+  };
+  for (size_t i = 0; i < bundle_.params().size(); ++i) {
+    const ParamSpec &p = bundle_.params()[i];
+    fill(p.name, p, state_.params[i], true);
+    fill("optimizer.adam_m." + p.name, p, state_.m[i], false);
+    fill("optimizer.adam_v." + p.name, p, state_.v[i], false);
+  }
+  auto meta = [&](const char *key, int64_t fallback) -> int64_t {
+    auto it = file.metadata.find(key);
+    return it == file.metadata.end() ? fallback : std::stoll(it->second);
+  };
+  state_.step = meta("fbt.step", 0);
+  state_.seed = (uint64_t)meta("fbt.seed", 0);
+  if (auto t = file.metadata.find("fbt.tokenizer"); t != file.metadata.end())
+    setTokenizer(t->second);
+}
+
+} // namespace fbt
