@@ -59,6 +59,13 @@ if os.path.exists(fbt_cli):
     if devices.returncode == 0 and chip:
         config.available_features.add("cuda-gpu")
         config.substitutions.append(("%gpu_chip", chip.group(1)))
+# The emulated CUDA driver and cuBLASLt (test/emucuda): %emucuda runs a
+# command with them where the runtime looks for NVIDIA's; the kernels of a
+# GPU bundle run as the SIMT twin FBT_EMU_CUDA_TWIN names.
+emucuda = os.path.join(config.fbt_obj_root, "test", "emucuda", "lib")
+if os.path.exists(os.path.join(emucuda, "libcuda.so.1")):
+    config.available_features.add("emucuda")
+config.substitutions.append(("%emucuda", "env LD_LIBRARY_PATH=" + emucuda))
 # PTX needs LLVM's NVPTX backend (Debian's LLVM has it).
 llc = os.path.join(config.llvm_tools_dir, "llc")
 if os.path.exists(llc) and "nvptx64" in subprocess.run(
