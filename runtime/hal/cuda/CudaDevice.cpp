@@ -14,9 +14,14 @@ namespace {
 // cuBLASLt's scratch space: enough for its fastest Hopper kernels.
 constexpr size_t kWorkspaceBytes = 32u << 20;
 
+/// "140.4 GiB", or "32.0 MiB" below a GiB (an out-of-memory message about
+/// a small buffer should not read "0.0 GiB").
 std::string gib(size_t bytes) {
   char s[32];
-  std::snprintf(s, sizeof(s), "%.1f GiB", bytes / double(1u << 30));
+  if (bytes >= (size_t(1) << 30))
+    std::snprintf(s, sizeof(s), "%.1f GiB", bytes / double(1u << 30));
+  else
+    std::snprintf(s, sizeof(s), "%.1f MiB", bytes / double(1u << 20));
   return s;
 }
 
@@ -171,13 +176,17 @@ void CudaDevice::selectGemms(const GemmChoice &gemms) { gemm_->select(gemms); }
 std::unique_ptr<Device> openCudaDevice(const Bundle &bundle) {
   try {
     driver();
+  } catch (const RuntimeError &e) {
+    throw RuntimeError(bundle.path() + ": this bundle targets NVIDIA " +
+                       bundle.target().chip + " but " + e.what());
+  }
+  try {
     return std::make_unique<CudaDevice>(bundle);
   } catch (const RuntimeError &e) {
     std::string what = e.what();
     if (what.rfind(bundle.path(), 0) == 0)
       throw; // already names the bundle (its kernels, its chip)
-    throw RuntimeError(bundle.path() + ": this bundle targets NVIDIA " +
-                       bundle.target().chip + " but " + what);
+    throw RuntimeError(bundle.path() + ": " + what);
   }
 }
 
