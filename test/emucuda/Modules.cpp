@@ -2,9 +2,12 @@
 //
 // cuModuleLoadDataEx takes what a real driver takes, a PTX text or a cubin
 // (ELF), and refuses anything else. Its kernels run as their SIMT twins:
-// the same kernels compiled by `fbtc --target=simt` for this CPU, from the
-// bundle FBT_EMU_CUDA_TWIN names (the same spec and storage as the GPU
-// bundle under test). The twin's launch table says which of its entry
+// the same kernels compiled by `fbtc --target=simt` for this CPU (the same
+// spec, storage and tune space as the GPU bundle), from the bundle
+// FBT_EMU_CUDA_TWIN names, or else from FBT_EMU_CUDA_TWINS/<hash>.fbtb, the
+// hash being the image's FNV-1a (the blob's checksum in the GPU bundle's
+// manifest, so that a folder of twins serves many GPU bundles:
+// bench/gpu_prepare.py --emulated writes one). The twin's launch table says which of its entry
 // points a cuLaunchKernel name is, how many buffers it takes (from the
 // twin's step plans) and whether its threads meet at barriers; the launch
 // itself runs with the grid, block and parameters the caller passed,
@@ -17,10 +20,12 @@
 #include "EmuDevice.h"
 
 #include "runtime/base/Error.h"
+#include "runtime/base/Hash.h"
 #include "runtime/format/Bundle.h"
 #include "runtime/hal/cpu/KernelLibrary.h"
 #include "runtime/hal/simt/Emulator.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <elf.h>
@@ -29,9 +34,14 @@
 #include <mutex>
 #include <string>
 
+namespace fbt::emucuda {
+struct Twin;
+}
+
 struct CUmod_st {
   bool ptx = false;
   std::string image; ///< the PTX text, or the cubin's bytes
+  const fbt::emucuda::Twin *twin = nullptr;
 };
 
 struct CUfunc_st {
@@ -44,28 +54,26 @@ struct CUfunc_st {
 
 namespace fbt::emucuda {
 
-namespace {
 /// The twin: its entry points, loaded once.
 struct Twin {
+  std::string path;
   std::string error; ///< why there is none
   std::unique_ptr<Bundle> bundle;
   std::unique_ptr<KernelLibrary> library;
   std::map<std::string, CUfunc_st> entries;
 };
 
-const Twin &twin() {
-  static Twin t;
-  static std::once_flag once;
-  std::call_once(once, [] {
-    const char *path = std::getenv("FBT_EMU_CUDA_TWIN");
-    if (!path || !*path) {
-      t.error = "FBT_EMU_CUDA_TWIN names no SIMT twin (fbtc SPEC --target=simt)";
-      return;
-    }
+namespace {
+
+/// The twin at `path`, loaded once; its error says why it does not load.
+Twin loadTwin(const std::string &path) {
+  Twin t;
+  t.path = path;
+  {
     try {
       t.bundle = std::make_unique<Bundle>(Bundle::load(path));
       if (!t.bundle->target().emulated())
-        throw RuntimeError(std::string(path) + " is not a SIMT bundle (fbtc --target=simt)");
+        throw RuntimeError(path + " is not a SIMT bundle (fbtc --target=simt)");
       // How many buffers each kernel (and each variant) takes.
       std::map<std::string, size_t> buffers;
       for (const auto &[name, plan] : t.bundle->steps())
@@ -93,17 +101,55 @@ const Twin &twin() {
       t.error = std::string("the SIMT twin does not load: ") + e.what();
       t.entries.clear();
     }
-  });
+  }
   return t;
 }
 
-/// A cubin's size, from its ELF header: the section headers come last.
+/// The twin of a module whose image hashes to `hash`.
+const Twin &twinOf(uint64_t hash) {
+  static std::mutex m;
+  static std::map<std::string, std::unique_ptr<Twin>> loaded;
+  std::string path;
+  if (const char *one = std::getenv("FBT_EMU_CUDA_TWIN"); one && *one) {
+    path = one;
+  } else if (const char *dir = std::getenv("FBT_EMU_CUDA_TWINS"); dir && *dir) {
+    path = std::string(dir) + "/" + hexDigits(hash) + ".fbtb";
+  }
+  std::lock_guard<std::mutex> g(m);
+  std::unique_ptr<Twin> &t = loaded[path];
+  if (!t) {
+    t = std::make_unique<Twin>();
+    if (path.empty())
+      t->error = "neither FBT_EMU_CUDA_TWIN nor FBT_EMU_CUDA_TWINS names a SIMT twin "
+                 "(fbtc SPEC --target=simt)";
+    else
+      *t = loadTwin(path);
+  }
+  return *t;
+}
+
+/// A cubin's size, from its ELF headers: the end of whatever lies furthest,
+/// the header tables, a section's contents or a segment's.
 size_t cubinBytes(const void *image) {
+  const char *p = static_cast<const char *>(image);
   Elf64_Ehdr h;
-  std::memcpy(&h, image, sizeof h);
+  std::memcpy(&h, p, sizeof h);
   if (h.e_ident[EI_CLASS] != ELFCLASS64)
     return 0;
-  return std::max<size_t>(h.e_shoff + size_t(h.e_shnum) * h.e_shentsize, sizeof h);
+  size_t end = std::max<size_t>({sizeof h, h.e_shoff + size_t(h.e_shnum) * h.e_shentsize,
+                                 h.e_phoff + size_t(h.e_phnum) * h.e_phentsize});
+  for (unsigned i = 0; i < h.e_shnum; ++i) {
+    Elf64_Shdr s;
+    std::memcpy(&s, p + h.e_shoff + size_t(i) * h.e_shentsize, sizeof s);
+    if (s.sh_type != SHT_NOBITS)
+      end = std::max<size_t>(end, s.sh_offset + s.sh_size);
+  }
+  for (unsigned i = 0; i < h.e_phnum; ++i) {
+    Elf64_Phdr ph;
+    std::memcpy(&ph, p + h.e_phoff + size_t(i) * h.e_phentsize, sizeof ph);
+    end = std::max<size_t>(end, ph.p_offset + ph.p_filesz);
+  }
+  return end;
 }
 
 /// Whether the module declares kernel `name`.
@@ -149,6 +195,7 @@ CUresult loadModule(CUmodule *module, const void *image) {
     m->ptx = true;
     m->image = std::move(text);
   }
+  m->twin = &twinOf(fnv1a64(m->image.data(), m->image.size()));
   std::lock_guard<std::mutex> g(modulesLock());
   *module = m.release();
   return CUDA_SUCCESS;
@@ -167,13 +214,12 @@ CUresult moduleFunction(CUfunction *function, CUmodule module, const char *name)
     return refuse(call, "a null argument", CUDA_ERROR_INVALID_VALUE);
   if (!declares(*module, name))
     return CUDA_ERROR_NOT_FOUND; // the caller names what it looked for
-  const Twin &t = twin();
+  const Twin &t = *module->twin;
   auto it = t.entries.find(name);
   if (it == t.entries.end())
     return refuse(call,
                   std::string("kernel '") + name + "' has no SIMT twin" +
-                      (t.error.empty() ? " in " + std::string(std::getenv("FBT_EMU_CUDA_TWIN"))
-                                       : ": " + t.error),
+                      (t.error.empty() ? " in " + t.path : ": " + t.error),
                   CUDA_ERROR_NOT_FOUND);
   *function = const_cast<CUfunc_st *>(&it->second);
   return CUDA_SUCCESS;
