@@ -59,6 +59,7 @@ class Report:
         out = os.environ.get("OUT")
         if not out:
             return
+        os.makedirs(out, exist_ok=True)
         with open(os.path.join(out, "gpu_report.txt"), "w") as f:
             f.write("\n".join(self.lines) + "\n")
         with open(os.path.join(out, "gpu_report.json"), "w") as f:

@@ -16,6 +16,9 @@
 # Without a GPU, or with GPU_CHECK_DRY=1, nothing is built: the stages run with
 # build/tools/fbt/fbt on bundles prepared with `--target cpu` (a dry run of the
 # script, e.g. `gpu_prepare.py --target cpu --model specs/tiny.json`).
+# GPU_CHECK_EMULATED=1 rehearses the real run on the emulated GPU instead
+# (test/emucuda; bundles from `gpu_prepare.py --emulated`): build/tools/fbt/fbt
+# through the CUDA backend, its kernels run as their SIMT twins.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,7 +27,13 @@ export GPU_CHECK_DEADLINE=$((START + ${GPU_CHECK_BUDGET:-540}))
 PYTHON=${PYTHON:-python3}
 left() { echo $((GPU_CHECK_DEADLINE - $(date +%s))); }
 
-if [[ -z ${GPU_CHECK_DRY:-} ]] && nvidia-smi -L >/dev/null 2>&1; then
+if [[ -n ${GPU_CHECK_EMULATED:-} ]]; then
+  export GPU_CHECK_GPU="NVIDIA H200 (emulated)"
+  export FBT=${FBT:-$PWD/build/tools/fbt/fbt}
+  export LD_LIBRARY_PATH=$PWD/build/test/emucuda/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  export FBT_EMU_CUDA_TWINS=$PWD/bench/gpu/twins
+  export GPU_CHECK_BUILD="skipped (the emulated driver of test/emucuda, with $FBT)"
+elif [[ -z ${GPU_CHECK_DRY:-} ]] && nvidia-smi -L >/dev/null 2>&1; then
   export GPU_CHECK_GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
   [[ -d /usr/local/cuda/bin ]] && export PATH=/usr/local/cuda/bin:$PATH
   LOG=${OUT:-/tmp}/gpu_build.log

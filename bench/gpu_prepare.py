@@ -1,6 +1,7 @@
 """Prepares the GPU check (bench/gpu_check.sh) where the compiler is.
 
 usage: /usr/bin/python3 bench/gpu_prepare.py [--target sm_90] [--model specs/124m.json]
+                                             [--tiny specs/tiny.json] [--emulated]
                                              [--decode-batches 1 32] [--out bench/gpu]
 
 The GPU machine builds only the runtime (no MLIR/LLVM, no BLAS), so everything
@@ -21,14 +22,22 @@ by git; carried to the GPU machine with the repository, well under 64 MiB):
   include/                        the header-only libraries the runtime builds
                                   with (nlohmann/, CLI/), for a GPU host without
                                   Debian's packages (gpu_check.sh sets FBT_HEADERS)
+  twins/<hash>.fbtb               with --emulated: each GPU bundle's SIMT twin, named
+                                  by its PTX's and its cubin's checksum, for the
+                                  emulated driver (test/emucuda)
 --target cpu prepares a dry run (gpu_check.sh on a machine without a GPU runs
 every stage on CPU bundles); --model specs/tiny.json keeps such a run short.
+--emulated prepares a rehearsal on the emulated GPU (GPU_CHECK_EMULATED=1
+bench/gpu_check.sh): the real CUDA host code, the kernels run as their SIMT
+twins; --model and --tiny test/e2e/Inputs/micro-b3.json keep it within the
+budget.
 """
 
 import argparse
 import json
 import os
 import shutil
+import struct
 import subprocess
 import sys
 
@@ -47,17 +56,41 @@ def derive(spec, path, **inference):
     return path
 
 
+TWINS = None  # --emulated: where the SIMT twins go
+
+
+def blob_checksums(path):
+    """The FNV-1a checksums the bundle's manifest records for its kernel images."""
+    with open(path, "rb") as f:
+        head = f.read(24)
+        manifest = json.loads(f.read(struct.unpack_from("<Q", head, 8)[0]))
+    return [b["fnv1a64"] for name, b in manifest["blobs"].items()
+            if name in ("kernels.ptx", "kernels.cubin")]
+
+
 def compile_spec(spec_path, target, out, *extra):
     print("fbtc %s --target=%s %s-o %s" % (os.path.relpath(spec_path, ROOT), target,
                                            "".join(e + " " for e in extra),
                                            os.path.relpath(out, ROOT)))
     subprocess.run([FBTC, spec_path, "--target=" + target, "-o", out] + list(extra), check=True)
+    if TWINS and target.startswith("sm_"):
+        # The same kernels for the SIMT emulator, found by the image the
+        # emulated driver is given (PTX or cubin).
+        twin = out + ".twin"
+        subprocess.run([FBTC, spec_path, "--target=simt", "-o", twin] + list(extra), check=True)
+        for checksum in blob_checksums(out):
+            shutil.copyfile(twin, os.path.join(TWINS, checksum + ".fbtb"))
+        os.remove(twin)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--target", default="sm_90")
     ap.add_argument("--model", default=os.path.join(ROOT, "specs", "124m.json"))
+    ap.add_argument("--tiny", default=os.path.join(ROOT, "specs", "tiny.json"),
+                    help="the spec of the numerics stage")
+    ap.add_argument("--emulated", action="store_true",
+                    help="also SIMT twins, for the emulated GPU")
     ap.add_argument("--decode-batches", type=int, nargs="+", default=[1, 32])
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "gpu"))
     args = ap.parse_args()
@@ -65,13 +98,17 @@ def main():
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(out)
     j = lambda name: os.path.join(out, name)  # noqa: E731
+    global TWINS
+    if args.emulated:
+        TWINS = j("twins")
+        os.makedirs(TWINS)
 
     # Header-only libraries, as installed here (Debian nlohmann-json3-dev,
     # libcli11-dev): copied, never committed.
     for lib in ("nlohmann", "CLI"):
         shutil.copytree(os.path.join("/usr/include", lib), os.path.join(out, "include", lib))
 
-    with open(os.path.join(ROOT, "specs", "tiny.json")) as f:
+    with open(args.tiny) as f:
         tiny = derive(json.load(f), j("tiny.json"), batch_size=3)
     compile_spec(tiny, args.target, j("tiny.fbtb"))
     # The exact-fp32 numerics run also stores activations in f32 (NVIDIA
@@ -113,7 +150,8 @@ def main():
     }
     with open(j("prepared.json"), "w") as f:
         json.dump(prepared, f, indent=2)
-    size = sum(os.path.getsize(os.path.join(d, n)) for d, _, ns in os.walk(out) for n in ns)
+    size = sum(os.path.getsize(os.path.join(d, n)) for d, _, ns in os.walk(out) for n in ns
+               if d != TWINS)  # the twins stay here: they are for the emulator
     print("prepared %s for %s: %.1f MiB" % (os.path.relpath(out, ROOT), args.target, size / 2**20))
     if size > 60 * 2**20:
         print("error: over the 60 MiB that may be carried to the GPU machine")
