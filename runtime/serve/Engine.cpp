@@ -192,19 +192,22 @@ bool Engine::take(Sequence &s, int32_t id) {
   }
   if (id == tok_.documentSeparator()) {
     s.finish = "stop";
+    extend(s, utf8Text(tok_.decode(s.ids), true)); // what was held back is text
     return finish(s), false;
   }
   s.ids.push_back(id);
   std::string now = utf8Text(tok_.decode(s.ids), false);
   size_t cut = stopAt(now, job.req);
-  bool stopped = cut != std::string::npos;
-  if (stopped)
-    now.resize(cut), s.finish = "stop";
-  extend(s, now);
-  if (stopped)
+  if (cut != std::string::npos) { // the whole stop string goes, and what follows
+    now.resize(cut);
+    s.finish = "stop";
+    extend(s, now);
     return finish(s), false;
+  }
+  extend(s, now.substr(0, now.size() - stopHoldback(now, job.req)));
   if (s.produced >= s.maxNew || s.position + 1 >= decoder_.maxSequence()) {
-    extend(s, utf8Text(tok_.decode(s.ids), true)); // a character left incomplete
+    // What was held back: a character left incomplete, the start of a stop.
+    extend(s, utf8Text(tok_.decode(s.ids), true));
     return finish(s), false;
   }
   s.next = id;

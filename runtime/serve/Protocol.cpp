@@ -236,6 +236,23 @@ size_t stopAt(const std::string &generated, const GenerationRequest &r) {
   return at;
 }
 
+size_t stopHoldback(const std::string &text, const GenerationRequest &r) {
+  size_t held = 0;
+  auto hold = [&](const std::string &stop) {
+    for (size_t k = std::min(stop.size() - 1, text.size()); k > held; --k)
+      if (text.compare(text.size() - k, k, stop, 0, k) == 0) {
+        held = k;
+        return;
+      }
+  };
+  for (const std::string &s : r.stop)
+    if (!s.empty())
+      hold(s);
+  if (r.chat)
+    hold("\n<|");
+  return held;
+}
+
 std::string replyJson(const GenerationRequest &r, const std::string &id,
                       int64_t created, const std::vector<Choice> &choices,
                       int64_t promptTokens, int64_t completionTokens) {

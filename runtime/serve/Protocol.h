@@ -70,6 +70,10 @@ std::string chatPrompt(const Json &messages);
 /// Where generated `text` should end: the first stop string (the request's,
 /// and for chat the next turn's "\n<|"), or npos.
 size_t stopAt(const std::string &text, const GenerationRequest &r);
+/// How many bytes at the end of `text` could be the start of a stop string
+/// still being generated: held back from the client until the next token
+/// says whether they are text, so that no part of a stop string is sent.
+size_t stopHoldback(const std::string &text, const GenerationRequest &r);
 
 /// `bytes` as UTF-8 text for a reply: an invalid sequence becomes U+FFFD;
 /// an incomplete one at the end is held back (it may complete with the

@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <thread>
 
@@ -153,4 +154,38 @@ TEST_F(ServeEngineTest, AFullQueueRefusesAndACancelledJobEnds) {
   EXPECT_NE(text.find("fbt_request_seconds_count " + std::to_string(accepted.size())),
             std::string::npos)
       << text;
+}
+
+TEST_F(ServeEngineTest, AStopStringOfSeveralTokensIsWithheldWhole) {
+  Engine engine(*session_, options_, metrics_);
+  std::string whole = runAlone(engine, request("The cat", "standard"))[0];
+  // Three ASCII characters (three byte tokens) of the reply, as the stop.
+  size_t at = 1;
+  while (at + 3 <= whole.size() &&
+         !std::all_of(whole.begin() + at, whole.begin() + at + 3,
+                      [](char c) { return c > 32 && c < 127 && c != '"' && c != '\\'; }))
+    ++at;
+  if (at + 3 > whole.size())
+    GTEST_SKIP() << "no three ASCII characters in the reply '" << whole << "'";
+  std::string stop = whole.substr(at, 3);
+  std::string want = whole.substr(0, whole.find(stop));
+  std::string extra = ", \"stop\": \"" + stop + "\"";
+  std::vector<std::string> plain = runAlone(engine, request("The cat", "standard", extra));
+  EXPECT_EQ(plain[0], want) << "stop '" << stop << "'";
+  std::shared_ptr<Job> job =
+      engine.prepare(request("The cat", "standard", extra + ", \"stream\": true"), false);
+  ASSERT_TRUE(engine.submit(job));
+  std::string events, streamed;
+  for (bool ended = false; !ended;)
+    events += job->takeEvents(std::chrono::milliseconds(200), ended);
+  for (size_t p = 0; (p = events.find("data: {", p)) != std::string::npos;) {
+    size_t end = events.find("\n\n", p);
+    streamed += parseJson(events.substr(p + 6, end - p - 6), "chunk")
+                    .at("choices")[0]
+                    .at("text")
+                    .get<std::string>();
+    p = end;
+  }
+  EXPECT_EQ(streamed, want);
+  EXPECT_NE(events.find("\"finish_reason\":\"stop\""), std::string::npos);
 }
