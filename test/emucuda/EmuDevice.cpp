@@ -151,9 +151,7 @@ CUresult enqueue(CUstream stream, const char *call, Work work) {
   }
   if (!stream && capturing(nullptr))
     return refuseDuringCapture(call); // the legacy stream syncs with the captured one
-  CUresult r = work();
-  (void)call;
-  return r;
+  return work();
 }
 
 namespace {

@@ -1,2 +1,4 @@
 #include "runtime/session/Session.h"
 #include "runtime/format/Fmt.h"
+#include "codegen/kernels/K.h"
+#include "codegen/nvptx/Ptx.h"

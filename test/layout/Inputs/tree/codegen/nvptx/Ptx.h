@@ -1,0 +1,2 @@
+// Ptx.
+#include "codegen/cpu/Gen.h"
