@@ -2,9 +2,9 @@
 
 #include "runtime/decode/Decoder.h"
 
-#include "runtime/format/StepNames.h"
 #include "runtime/base/Error.h"
 #include "runtime/base/Random.h"
+#include "runtime/format/StepNames.h"
 
 #include <algorithm>
 #include <cmath>

@@ -2,8 +2,8 @@
 
 #include "runtime/eval/Evaluation.h"
 
-#include "runtime/format/StepNames.h"
 #include "runtime/base/Error.h"
+#include "runtime/format/StepNames.h"
 
 #include <algorithm>
 #include <cmath>

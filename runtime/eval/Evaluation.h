@@ -19,10 +19,10 @@
 #ifndef FBT_RUNTIME_EVAL_EVALUATION_H
 #define FBT_RUNTIME_EVAL_EVALUATION_H
 
-#include "runtime/text/TokenStream.h"
-#include "runtime/decode/Decoder.h"
 #include "runtime/base/Json.h"
+#include "runtime/decode/Decoder.h"
 #include "runtime/session/Session.h"
+#include "runtime/text/TokenStream.h"
 
 #include <functional>
 #include <string>

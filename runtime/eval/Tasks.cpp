@@ -3,8 +3,8 @@
 #include "runtime/eval/Tasks.h"
 
 #include "runtime/base/Error.h"
-#include "runtime/eval/Evaluation.h"
 #include "runtime/base/Random.h"
+#include "runtime/eval/Evaluation.h"
 #include "runtime/text/ArithmeticFacts.h"
 
 #include <algorithm>

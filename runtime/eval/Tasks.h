@@ -18,8 +18,8 @@
 #ifndef FBT_RUNTIME_EVAL_TASKS_H
 #define FBT_RUNTIME_EVAL_TASKS_H
 
-#include "runtime/decode/Decoder.h"
 #include "runtime/base/Json.h"
+#include "runtime/decode/Decoder.h"
 #include "runtime/session/Session.h"
 
 #include <cstdint>

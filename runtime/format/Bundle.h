@@ -16,8 +16,8 @@
 #ifndef FBT_RUNTIME_FORMAT_BUNDLE_H
 #define FBT_RUNTIME_FORMAT_BUNDLE_H
 
-#include "runtime/format/BundleFormat.h"
 #include "runtime/base/Json.h"
+#include "runtime/format/BundleFormat.h"
 
 #include <cstdint>
 #include <map>

@@ -2,10 +2,10 @@
 
 #include "runtime/format/TuneCache.h"
 
-#include "runtime/format/BundleFormat.h"
 #include "runtime/base/Error.h"
 #include "runtime/base/FileIO.h"
 #include "runtime/base/Hash.h"
+#include "runtime/format/BundleFormat.h"
 
 #include <cctype>
 #include <cstdio>

@@ -20,9 +20,9 @@
 #ifndef FBT_RUNTIME_HAL_DEVICE_H
 #define FBT_RUNTIME_HAL_DEVICE_H
 
+#include "runtime/base/Json.h"
 #include "runtime/format/Bundle.h"
 #include "runtime/hal/StepRunner.h"
-#include "runtime/base/Json.h"
 
 #include <cstddef>
 #include <map>

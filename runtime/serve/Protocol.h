@@ -26,9 +26,9 @@
 #ifndef FBT_RUNTIME_SERVE_PROTOCOL_H
 #define FBT_RUNTIME_SERVE_PROTOCOL_H
 
+#include "runtime/base/Json.h"
 #include "runtime/decode/Regime.h"
 #include "runtime/decode/Sampler.h"
-#include "runtime/base/Json.h"
 
 #include <string>
 #include <vector>

@@ -2,10 +2,10 @@
 
 #include "runtime/session/Session.h"
 
-#include "runtime/format/StepNames.h"
 #include "runtime/base/Error.h"
-#include "runtime/session/ParamInit.h"
 #include "runtime/format/Safetensors.h"
+#include "runtime/format/StepNames.h"
+#include "runtime/session/ParamInit.h"
 
 #include <cmath>
 #include <cstdio>

@@ -17,8 +17,8 @@
 
 #include "runtime/base/AlignedBuffer.h"
 #include "runtime/format/Bundle.h"
-#include "runtime/hal/Device.h"
 #include "runtime/format/ModelConfig.h"
+#include "runtime/hal/Device.h"
 #include "runtime/session/StepBinding.h"
 #include "runtime/text/Tokenizer.h"
 

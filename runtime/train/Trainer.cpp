@@ -2,10 +2,10 @@
 
 #include "runtime/train/Trainer.h"
 
-#include "runtime/format/StepNames.h"
 #include "runtime/base/Error.h"
 #include "runtime/base/FileIO.h"
 #include "runtime/base/Random.h"
+#include "runtime/format/StepNames.h"
 #include "runtime/text/DefaultCorpus.h"
 #include "runtime/train/RunDirectory.h"
 

@@ -33,11 +33,11 @@
 #ifndef FBT_RUNTIME_TRAIN_TRAINER_H
 #define FBT_RUNTIME_TRAIN_TRAINER_H
 
-#include "runtime/text/TokenStream.h"
 #include "runtime/base/Json.h"
+#include "runtime/session/Session.h"
+#include "runtime/text/TokenStream.h"
 #include "runtime/train/MetricsLog.h"
 #include "runtime/train/Schedule.h"
-#include "runtime/session/Session.h"
 
 #include <cstdint>
 #include <map>

@@ -2,14 +2,14 @@
 
 #include "runtime/tune/Tuner.h"
 
-#include "runtime/format/StepNames.h"
 #include "runtime/base/Bf16.h"
-#include "runtime/decode/Decoder.h"
 #include "runtime/base/Error.h"
 #include "runtime/base/Hash.h"
 #include "runtime/base/Median.h"
 #include "runtime/base/Progress.h"
 #include "runtime/base/Random.h"
+#include "runtime/decode/Decoder.h"
+#include "runtime/format/StepNames.h"
 #include "runtime/session/Session.h"
 
 #include <algorithm>

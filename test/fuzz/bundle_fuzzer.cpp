@@ -16,9 +16,9 @@
 
 #include "FuzzFile.h"
 
-#include "runtime/format/Bundle.h"
 #include "runtime/base/Error.h"
 #include "runtime/base/Hash.h"
+#include "runtime/format/Bundle.h"
 
 #include <cinttypes>
 

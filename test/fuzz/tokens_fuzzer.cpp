@@ -9,8 +9,8 @@
 
 #include "FuzzFile.h"
 
-#include "runtime/text/TokenStream.h"
 #include "runtime/base/Error.h"
+#include "runtime/text/TokenStream.h"
 
 using namespace fbt;
 

@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/format/BundleFormat.h"
 #include "runtime/base/Error.h"
+#include "runtime/format/BundleFormat.h"
 
 #include <gtest/gtest.h>
 

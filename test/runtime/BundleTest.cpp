@@ -5,11 +5,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "TestManifests.h"
 #include "TempDir.h"
+#include "TestManifests.h"
 
-#include "runtime/format/Bundle.h"
 #include "runtime/base/Error.h"
+#include "runtime/format/Bundle.h"
 
 #include <gtest/gtest.h>
 

@@ -8,11 +8,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "TestManifests.h"
 #include "TempDir.h"
+#include "TestManifests.h"
 
-#include "runtime/hal/Device.h"
 #include "runtime/base/Error.h"
+#include "runtime/hal/Device.h"
 #include "runtime/hal/cuda/CudaDevice.h"
 #include "runtime/hal/cuda/CudaGemm.h"
 #include "runtime/hal/cuda/CudaKernels.h"

@@ -1,9 +1,9 @@
 //===- DataTest.cpp - Tokenizer, .bin files, splits, batches, corpus ------===//
 
-#include "runtime/text/TokenStream.h"
 #include "runtime/base/Error.h"
 #include "runtime/base/Random.h"
 #include "runtime/text/DefaultCorpus.h"
+#include "runtime/text/TokenStream.h"
 
 #include "TempDir.h"
 

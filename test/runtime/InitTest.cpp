@@ -1,8 +1,8 @@
 //===- InitTest.cpp - Deterministic parameter init ------------------------===//
 
-#include "runtime/session/ParamInit.h"
 #include "runtime/base/Error.h"
 #include "runtime/base/Random.h"
+#include "runtime/session/ParamInit.h"
 
 #include <gtest/gtest.h>
 

@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/base/Json.h"
 #include "runtime/base/Error.h"
+#include "runtime/base/Json.h"
 
 #include <gtest/gtest.h>
 

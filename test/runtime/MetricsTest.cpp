@@ -1,8 +1,8 @@
 //===- MetricsTest.cpp - JSONL metrics ------------------------------------===//
 
-#include "runtime/train/MetricsLog.h"
 #include "runtime/base/Error.h"
 #include "runtime/base/FileIO.h"
+#include "runtime/train/MetricsLog.h"
 
 #include "TempDir.h"
 

@@ -1,10 +1,10 @@
 //===- SafetensorsTest.cpp - Checkpoint files: round trips, corruption ----===//
 
 #include "runtime/base/Bf16.h"
-#include "runtime/format/Safetensors.h"
 #include "runtime/base/Error.h"
 #include "runtime/base/FileIO.h"
 #include "runtime/base/Json.h"
+#include "runtime/format/Safetensors.h"
 
 #include "TempDir.h"
 

@@ -1,8 +1,8 @@
 //===- ScheduleTest.cpp - Pass-count and learning-rate schedules ----------===//
 
-#include "runtime/train/Schedule.h"
 #include "runtime/base/Error.h"
 #include "runtime/base/Random.h"
+#include "runtime/train/Schedule.h"
 
 #include <gtest/gtest.h>
 

@@ -8,8 +8,8 @@
 #ifndef FBT_TEST_RUNTIME_TESTMANIFESTS_H
 #define FBT_TEST_RUNTIME_TESTMANIFESTS_H
 
-#include "runtime/format/Bundle.h"
 #include "runtime/base/Json.h"
+#include "runtime/format/Bundle.h"
 
 #include <string>
 #include <utility>

@@ -12,10 +12,10 @@
 #include "CommandLine.h"
 #include "Commands.h"
 
-#include "runtime/format/StepNames.h"
-#include "runtime/decode/Decoder.h"
 #include "runtime/base/Error.h"
 #include "runtime/base/Random.h"
+#include "runtime/decode/Decoder.h"
+#include "runtime/format/StepNames.h"
 
 #include <algorithm>
 #include <chrono>

@@ -8,13 +8,13 @@
 #include "CommandLine.h"
 #include "Commands.h"
 
-#include "runtime/format/StepNames.h"
-#include "runtime/text/TokenStream.h"
-#include "runtime/text/DefaultCorpus.h"
 #include "runtime/base/Error.h"
-#include "runtime/eval/Evaluation.h"
 #include "runtime/base/Progress.h"
+#include "runtime/eval/Evaluation.h"
 #include "runtime/eval/Tasks.h"
+#include "runtime/format/StepNames.h"
+#include "runtime/text/DefaultCorpus.h"
+#include "runtime/text/TokenStream.h"
 
 #include <cstdio>
 #include <memory>

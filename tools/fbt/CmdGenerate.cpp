@@ -3,12 +3,12 @@
 #include "CommandLine.h"
 #include "Commands.h"
 
-#include "runtime/text/TokenStream.h"
-#include "runtime/decode/Decoder.h"
 #include "runtime/base/Error.h"
-#include "runtime/text/Tokenizer.h"
 #include "runtime/base/FileIO.h"
+#include "runtime/decode/Decoder.h"
 #include "runtime/format/Safetensors.h"
+#include "runtime/text/TokenStream.h"
+#include "runtime/text/Tokenizer.h"
 
 #include <cstdio>
 #include <fstream>

@@ -4,8 +4,8 @@
 #include "Commands.h"
 
 #include "runtime/format/Bundle.h"
-#include "runtime/hal/Device.h"
 #include "runtime/format/ModelConfig.h"
+#include "runtime/hal/Device.h"
 
 #include <cstdio>
 

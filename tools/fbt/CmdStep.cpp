@@ -10,9 +10,9 @@
 #include "CommandLine.h"
 #include "Commands.h"
 
-#include "runtime/format/StepNames.h"
 #include "runtime/base/Error.h"
 #include "runtime/format/Safetensors.h"
+#include "runtime/format/StepNames.h"
 #include "runtime/session/Session.h"
 
 #include <cstdio>

@@ -13,12 +13,12 @@
 #include "CommandLine.h"
 #include "Commands.h"
 
-#include "runtime/hal/cpu/CpuThreads.h"
-#include "runtime/text/TokenStream.h"
 #include "runtime/base/Error.h"
 #include "runtime/base/FileIO.h"
 #include "runtime/base/Json.h"
 #include "runtime/base/Progress.h"
+#include "runtime/hal/cpu/CpuThreads.h"
+#include "runtime/text/TokenStream.h"
 #include "runtime/text/Tokenizer.h"
 
 #include <algorithm>

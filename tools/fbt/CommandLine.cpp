@@ -4,8 +4,8 @@
 
 #include "runtime/session/Session.h"
 
-#include "runtime/hal/cpu/CpuThreads.h"
 #include "runtime/base/Error.h"
+#include "runtime/hal/cpu/CpuThreads.h"
 
 #include <cstdio>
 

@@ -2,10 +2,10 @@
 
 #include "runtime/hal/cpu/CpuDevice.h"
 
-#include "runtime/hal/cpu/CpuExecutor.h"
-#include "runtime/hal/cpu/CpuThreads.h"
 #include "runtime/base/AlignedBuffer.h"
 #include "runtime/base/Error.h"
+#include "runtime/hal/cpu/CpuExecutor.h"
+#include "runtime/hal/cpu/CpuThreads.h"
 #include "runtime/hal/cpu/KernelLibrary.h"
 
 #include <algorithm>

@@ -3,9 +3,9 @@
 #include "runtime/hal/cpu/CpuExecutor.h"
 
 #include "runtime/base/Bf16.h"
-#include "runtime/hal/cpu/CpuGemm.h"
 #include "runtime/base/Error.h"
 #include "runtime/base/Median.h"
+#include "runtime/hal/cpu/CpuGemm.h"
 #include "runtime/hal/simt/Emulator.h"
 
 #include <algorithm>

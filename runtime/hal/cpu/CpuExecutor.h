@@ -15,10 +15,10 @@
 #define FBT_RUNTIME_HAL_CPU_CPUEXECUTOR_H
 
 #include "runtime/base/AlignedBuffer.h"
+#include "runtime/hal/Device.h"
+#include "runtime/hal/StepRunner.h"
 #include "runtime/hal/cpu/CpuGemm.h"
 #include "runtime/hal/cpu/KernelLibrary.h"
-#include "runtime/hal/StepRunner.h"
-#include "runtime/hal/Device.h"
 
 #include <map>
 #include <vector>

@@ -1,9 +1,9 @@
 // consumer BUNDLE CKPT PROMPT: prints PROMPT and what soft decoding generates
 // after it, greedy, 16 tokens at most: what
 // `fbt generate BUNDLE --ckpt CKPT --prompt PROMPT --max-new-tokens 16` prints.
-#include "runtime/decode/Decoder.h"
 #include "runtime/base/Error.h"
 #include "runtime/base/Json.h"
+#include "runtime/decode/Decoder.h"
 #include "runtime/session/Session.h"
 
 #include <cstdio>
