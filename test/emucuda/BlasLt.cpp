@@ -16,6 +16,8 @@
 
 #include "EmuDevice.h"
 
+#include "runtime/base/Bf16.h"
+
 #include <cublasLt.h>
 
 #include <algorithm>
@@ -27,6 +29,8 @@
 #include <vector>
 
 using namespace fbt::emucuda;
+using fbt::bf16ToFloat;
+using fbt::floatToBf16;
 
 struct cublasLtContext {};
 
@@ -69,20 +73,6 @@ cublasStatus_t fail(const char *call, const std::string &why, cublasStatus_t s) 
   return s;
 }
 
-float bf16ToFloat(uint16_t b) {
-  uint32_t bits = uint32_t(b) << 16;
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-uint16_t floatToBf16(float f) { // round to nearest even
-  uint32_t bits;
-  std::memcpy(&bits, &f, 4);
-  if ((bits & 0x7fffffff) > 0x7f800000)
-    return uint16_t(bits >> 16 | 0x40);
-  bits += 0x7fff + ((bits >> 16) & 1);
-  return uint16_t(bits >> 16);
-}
 float tf32(float f) { // 10 mantissa bits, round to nearest even
   uint32_t bits;
   std::memcpy(&bits, &f, 4);
