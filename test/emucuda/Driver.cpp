@@ -9,6 +9,7 @@
 
 #include "EmuDevice.h"
 
+#include <array>
 #include <chrono>
 #include <cstring>
 #include <string>
@@ -53,6 +54,34 @@ CUresult checkDevice(CUdevice dev, const char *call) {
 CUresult checkStream(CUstream s, const char *call) {
   return !s || isStream(s) ? CUDA_SUCCESS
                            : refuse(call, "not a live stream", CUDA_ERROR_INVALID_HANDLE);
+}
+
+/// A device range of stream work.
+struct Range {
+  CUdeviceptr ptr;
+  size_t bytes;
+};
+
+/// Stream work on `ranges`: each is checked when the call is made and again
+/// when the work runs (a captured graph may replay after a free); `op` gets
+/// their host bytes.
+template <size_t N, typename Op>
+CUresult rangeWork(CUstream stream, const char *call, std::array<Range, N> ranges, Op op) {
+  if (CUresult r = checkStream(stream, call))
+    return r;
+  CUresult r;
+  for (const Range &g : ranges)
+    if (!hostOf(g.ptr, g.bytes, call, &r))
+      return r;
+  return enqueue(stream, call, [=]() -> CUresult {
+    std::array<char *, N> host;
+    CUresult e;
+    for (size_t i = 0; i < N; ++i)
+      if (!(host[i] = hostOf(ranges[i].ptr, ranges[i].bytes, call, &e)))
+        return e;
+    op(host);
+    return CUDA_SUCCESS;
+  });
 }
 
 struct ErrorName {
@@ -252,88 +281,35 @@ CUresult CUDAAPI cuMemcpyDtoH(void *dst, CUdeviceptr src, size_t bytes) {
 
 CUresult CUDAAPI cuMemcpyHtoDAsync(CUdeviceptr dst, const void *src, size_t bytes,
                                    CUstream stream) {
-  const char *call = "cuMemcpyHtoDAsync_v2";
-  if (CUresult r = checkStream(stream, call))
-    return r;
-  CUresult r;
-  if (!hostOf(dst, bytes, call, &r))
-    return r;
-  return enqueue(stream, call, [=] {
-    CUresult e;
-    char *to = hostOf(dst, bytes, call, &e);
-    if (to && bytes)
-      std::memcpy(to, src, bytes);
-    return e;
-  });
+  return rangeWork<1>(stream, "cuMemcpyHtoDAsync_v2", {{{dst, bytes}}},
+                      [=](auto &host) { std::memcpy(host[0], src, bytes); });
 }
 
 CUresult CUDAAPI cuMemcpyDtoHAsync(void *dst, CUdeviceptr src, size_t bytes, CUstream stream) {
-  const char *call = "cuMemcpyDtoHAsync_v2";
-  if (CUresult r = checkStream(stream, call))
-    return r;
-  CUresult r;
-  if (!hostOf(src, bytes, call, &r))
-    return r;
-  return enqueue(stream, call, [=] {
-    CUresult e;
-    const char *from = hostOf(src, bytes, call, &e);
-    if (from && bytes)
-      std::memcpy(dst, from, bytes);
-    return e;
-  });
+  return rangeWork<1>(stream, "cuMemcpyDtoHAsync_v2", {{{src, bytes}}},
+                      [=](auto &host) { std::memcpy(dst, host[0], bytes); });
 }
 
 CUresult CUDAAPI cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, size_t bytes,
                                    CUstream stream) {
-  const char *call = "cuMemcpyDtoDAsync_v2";
-  if (CUresult r = checkStream(stream, call))
-    return r;
-  CUresult r;
-  if (!hostOf(dst, bytes, call, &r) || !hostOf(src, bytes, call, &r))
-    return r;
-  return enqueue(stream, call, [=] {
-    CUresult e;
-    char *to = hostOf(dst, bytes, call, &e);
-    const char *from = to ? hostOf(src, bytes, call, &e) : nullptr;
-    if (to && from && bytes)
-      std::memmove(to, from, bytes);
-    return e;
-  });
+  return rangeWork<2>(stream, "cuMemcpyDtoDAsync_v2", {{{dst, bytes}, {src, bytes}}},
+                      [=](auto &host) { std::memmove(host[0], host[1], bytes); });
 }
 
 CUresult CUDAAPI cuMemsetD8Async(CUdeviceptr dst, unsigned char value, size_t count,
                                  CUstream stream) {
-  const char *call = "cuMemsetD8Async";
-  if (CUresult r = checkStream(stream, call))
-    return r;
-  CUresult r;
-  if (!hostOf(dst, count, call, &r))
-    return r;
-  return enqueue(stream, call, [=] {
-    CUresult e;
-    char *to = hostOf(dst, count, call, &e);
-    if (to)
-      std::memset(to, value, count);
-    return e;
-  });
+  return rangeWork<1>(stream, "cuMemsetD8Async", {{{dst, count}}},
+                      [=](auto &host) { std::memset(host[0], value, count); });
 }
 
 CUresult CUDAAPI cuMemsetD32Async(CUdeviceptr dst, unsigned int value, size_t count,
                                   CUstream stream) {
-  const char *call = "cuMemsetD32Async";
-  if (CUresult r = checkStream(stream, call))
-    return r;
   if (dst % 4)
-    return refuse(call, "the address is not 4-byte aligned", CUDA_ERROR_INVALID_VALUE);
-  CUresult r;
-  if (!hostOf(dst, count * 4, call, &r))
-    return r;
-  return enqueue(stream, call, [=] {
-    CUresult e;
-    char *to = hostOf(dst, count * 4, call, &e);
-    for (size_t i = 0; to && i < count; ++i)
-      std::memcpy(to + 4 * i, &value, 4);
-    return e;
+    return refuse("cuMemsetD32Async", "the address is not 4-byte aligned",
+                  CUDA_ERROR_INVALID_VALUE);
+  return rangeWork<1>(stream, "cuMemsetD32Async", {{{dst, count * 4}}}, [=](auto &host) {
+    for (size_t i = 0; i < count; ++i)
+      std::memcpy(host[0] + 4 * i, &value, 4);
   });
 }
 
