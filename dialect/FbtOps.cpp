@@ -728,6 +728,27 @@ LogicalResult AdamWOp::verify() {
   return success();
 }
 
+LogicalResult AllReduceOp::verify() {
+  if (getReduction() != "sum" && getReduction() != "mean")
+    return emitOpError() << "reduction must be \"sum\" or \"mean\", got \""
+                         << getReduction() << "\"";
+  if (getInputs().empty())
+    return emitOpError() << "reduces nothing";
+  if (getResults().size() != getInputs().size())
+    return emitOpError() << "has " << getInputs().size() << " operands but "
+                         << getResults().size() << " results";
+  for (auto [i, in, out] : llvm::enumerate(getInputs(), getResults()))
+    if (in.getType() != out.getType())
+      return emitOpError() << "result " << i << " is " << out.getType()
+                           << ", operand " << i << " is " << in.getType();
+  if (getNames().size() != getInputs().size())
+    return emitOpError() << "names " << getNames().size() << " operands, it has "
+                         << getInputs().size();
+  if (getBucket() < 0)
+    return emitOpError() << "bucket must be >= 0, got " << getBucket();
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Kernel level
 //===----------------------------------------------------------------------===//

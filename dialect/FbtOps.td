@@ -640,6 +640,35 @@ def Fbt_AdamWOp : Fbt_Op<"adamw", [Pure,
   let hasVerifier = 1;
 }
 
+def Fbt_AllReduceOp : Fbt_Op<"all_reduce"> {
+  let summary = "each operand reduced elementwise over the ranks of the run";
+  let description = [{
+    The ranks of a data-parallel run form a one-dimensional grid; every rank
+    runs the same step on its own micro-batch. `results[i]` is the sum
+    (`reduction = "sum"`) or the mean (`"mean"`) of `inputs[i]` over every
+    contribution: each rank's, and each micro-batch a rank accumulated
+    before this step (the runtime adds those in). The semantics of upstream
+    MLIR's `shard.all_reduce` over a 1-D grid, without a grid symbol: the
+    grid is the run's ranks, whose number the runtime knows, not the
+    compiler, so one bundle serves every world size.
+
+    `bucket` numbers the reduction within its step: the runtime starts it
+    where the op stands and waits for it just before the first use of a
+    result, so a bucket of late-layer gradients is reduced while the
+    backward of the layers below still runs. `names` names each operand as
+    the matching gradient-only step returns it ("grad.<param>", "loss"), so
+    the runtime can add in the micro-batches it accumulated.
+
+    Not `Pure`: every rank must issue the same collectives in the same
+    order, so nothing may fold, merge, reorder or drop one.
+  }];
+  let arguments = (ins Variadic<Fbt_FloatTensor>:$inputs, StrAttr:$reduction,
+                       I64Attr:$bucket, StrArrayAttr:$names);
+  let results = (outs Variadic<Fbt_FloatTensor>:$results);
+  let assemblyFormat = "$inputs attr-dict `:` functional-type($inputs, $results)";
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Kernel level (fbt-to-kernels)
 //===----------------------------------------------------------------------===//

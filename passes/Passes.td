@@ -82,6 +82,27 @@ def FbtOptimizer : Pass<"fbt-optimizer", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::fbt::FbtDialect"];
 }
 
+def FbtDataParallel : Pass<"fbt-data-parallel", "::mlir::ModuleOp"> {
+  let summary = "Reduce gradients and losses over the ranks before the optimizer";
+  let description = [{
+    In every training step with an optimizer (after fbt-optimizer), the
+    gradients the global norm and AdamW read become the mean over the ranks
+    (`fbt.all_reduce`), and so do the loss and per-pass losses the step
+    returns, so every rank clips and updates with the global batch's
+    gradient and reports its loss. Gradients are bucketed per layer, in the
+    order the backward produces them (the last layer first), a bucket
+    closing at a layer boundary once it holds `min-bucket-bytes`; each
+    bucket's reduction stands right after its last gradient, so the runtime
+    overlaps it with the backward of the layers below. With one rank the
+    reductions copy; one bundle serves every world size.
+  }];
+  let options = [
+    Option<"minBucketBytes", "min-bucket-bytes", "int64_t", /*default=*/"0",
+           "Merge consecutive layers' gradients until a bucket holds this many bytes">
+  ];
+  let dependentDialects = ["::mlir::fbt::FbtDialect"];
+}
+
 def FbtGemmsToLibrary : Pass<"fbt-gemms-to-library", "::mlir::ModuleOp"> {
   let summary = "matmul, lm_head and their gradients to library GEMMs";
   let description = [{

@@ -27,6 +27,7 @@ void fbt::buildTrainPipeline(OpPassManager &pm,
     adam.maxGradNorm = opts.maxGradNorm;
     adam.keepGradientStep = opts.keepGradientStep;
     pm.addPass(createFbtOptimizer(adam));
+    pm.addPass(createFbtDataParallel());
   }
   // CSE merges the recomputed and pass-independent GEMMs (W_G e is shared by
   // every fused pass); canonicalize drops gradients nobody returns.

@@ -79,8 +79,9 @@ struct ToKernels : fbt::impl::FbtToKernelsBase<ToKernels> {
   LogicalResult lower(Operation *op, OpBuilder &kernels) {
     OpBuilder b(op);
     // Constants stay: the memory plan turns them into initialized buffers;
-    // so do packs, whose operands it places in the pack's slots.
-    if (isa<arith::ConstantOp, PackOp>(op))
+    // so do packs, whose operands it places in the pack's slots, and the
+    // collectives, which the runtime runs.
+    if (isa<arith::ConstantOp, PackOp, AllReduceOp>(op))
       return success();
     if (auto stop = dyn_cast<StopGradientOp>(op)) {
       stop.replaceAllUsesWith(stop.getInput());
@@ -240,6 +241,10 @@ struct ToKernels : fbt::impl::FbtToKernelsBase<ToKernels> {
         work.push_back(adam.getGrad());
       if (auto norm = dyn_cast<GlobalNormOp>(op))
         llvm::append_range(work, norm.getInputs());
+      if (auto reduce = dyn_cast<AllReduceOp>(op)) { // its types are its operands'
+        llvm::append_range(work, reduce.getInputs());
+        llvm::append_range(work, reduce.getResults());
+      }
       if (isa<func::ReturnOp>(op))
         llvm::append_range(work, op->getOperands());
       if (auto g = dyn_cast<RMSNormGradOp>(op))

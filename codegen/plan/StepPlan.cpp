@@ -7,6 +7,7 @@
 #include "llvm/ADT/DenseMap.h"
 
 #include <algorithm>
+#include <map>
 #include <optional>
 
 using namespace mlir;
@@ -139,6 +140,12 @@ FailureOr<std::optional<PlanOp>> planCall(Operation *op,
     p.resultType = dtypeOf(gemm.getType());
   } else if (auto call = dyn_cast<CallKernelOp>(op)) {
     p.kernel = call.getKernel().str();
+  } else if (auto reduce = dyn_cast<AllReduceOp>(op)) {
+    p.collective = "all_reduce";
+    p.reduction = reduce.getReduction().str();
+    p.bucket = reduce.getBucket();
+    for (Attribute name : reduce.getNames())
+      p.names.push_back(cast<StringAttr>(name).str());
   } else if (isa<arith::ConstantOp, PackOp>(op)) {
     return std::optional<PlanOp>();
   } else {
@@ -227,11 +234,27 @@ FailureOr<StepPlan> mlir::fbt::planStep(func::FuncOp fn) {
       plan.constants.push_back(*info);
     }
 
+  // A collective runs from where it stands to just before the first use of
+  // any of its results (its wait), reading its operands all along.
+  DenseMap<Operation *, int64_t> waitAt;
+  std::map<int64_t, SmallVector<int64_t>> bucketsReadyAt; // position -> buckets
+  for (Operation *op : ops)
+    if (auto reduce = dyn_cast<AllReduceOp>(op)) {
+      int64_t first = endOfStep;
+      for (Value r : op->getResults())
+        for (Operation *u : r.getUsers())
+          first = std::min(first, u == ret ? endOfStep : position.lookup(u));
+      waitAt[op] = first;
+      bucketsReadyAt[first].push_back(reduce.getBucket());
+    }
+
   // Liveness: the last op reading each value.
   auto lastUse = [&](Value v) {
     int64_t end = position.count(v.getDefiningOp()) ? position[v.getDefiningOp()] : 0;
     for (Operation *u : v.getUsers())
-      end = std::max(end, u == ret ? endOfStep : position.lookup(u));
+      end = std::max(end, u == ret                ? endOfStep
+                          : waitAt.count(u) ? waitAt.lookup(u)
+                                            : position.lookup(u));
     return end;
   };
 
@@ -274,13 +297,26 @@ FailureOr<StepPlan> mlir::fbt::planStep(func::FuncOp fn) {
   for (auto [j, v] : deferredCopies)
     plan.copies.push_back({j, where.lookup(v)});
 
-  // The calls.
+  // The calls, each collective's wait before the first reader of its results.
+  auto waitsAt = [&](int64_t at) {
+    auto ready = bucketsReadyAt.find(at);
+    if (ready == bucketsReadyAt.end())
+      return;
+    for (int64_t bucket : ready->second) {
+      PlanOp wait;
+      wait.collective = "wait";
+      wait.bucket = bucket;
+      plan.ops.push_back(std::move(wait));
+    }
+  };
   for (Operation *op : ops) {
+    waitsAt(position[op]);
     FailureOr<std::optional<PlanOp>> call = planCall(op, where);
     if (failed(call))
       return failure();
     if (*call)
       plan.ops.push_back(std::move(**call));
   }
+  waitsAt(endOfStep);
   return plan;
 }

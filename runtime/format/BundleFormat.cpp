@@ -132,6 +132,40 @@ bool overlap(const BufferRef &a, const BufferRef &b) {
          b.offset < a.offset + a.bytes;
 }
 
+/// An all_reduce names each operand and pairs it with a result of its size;
+/// each bucket is started once and waited for once, after its start.
+void checkCollective(const StepPlan &p, const PlanOp &op) {
+  auto bad = [&](const std::string &what) {
+    return RuntimeError("step '" + p.name + "': " + what);
+  };
+  if (op.collective == "wait") {
+    bool started = false, waited = false;
+    for (const PlanOp &o : p.ops) {
+      if (&o == &op)
+        break;
+      started |= o.collective == "all_reduce" && o.bucket == op.bucket;
+      waited |= o.collective == "wait" && o.bucket == op.bucket;
+    }
+    if (!started || waited)
+      throw bad("waits for bucket " + std::to_string(op.bucket) +
+                (waited ? " twice" : " before starting it"));
+    return;
+  }
+  if (op.collective != "all_reduce")
+    throw bad("unknown collective '" + op.collective + "'");
+  if (op.reduction != "mean" && op.reduction != "sum")
+    throw bad("an all_reduce's reduction must be mean or sum, got '" + op.reduction + "'");
+  size_t n = op.names.size();
+  if (n == 0 || op.args.size() != 2 * n)
+    throw bad("an all_reduce needs one name, one operand and one result per tensor");
+  for (size_t i = 0; i < n; ++i)
+    if (op.args[i].bytes != op.args[n + i].bytes || op.args[i].bytes % 4)
+      throw bad("all_reduce operand '" + op.names[i] + "' and its result differ in size");
+  for (const PlanOp &o : p.ops)
+    if (&o != &op && o.collective == "all_reduce" && o.bucket == op.bucket)
+      throw bad("two all_reduce ops share bucket " + std::to_string(op.bucket));
+}
+
 void checkPlan(const StepPlan &p, const std::vector<std::string> &kernels,
                const EarlyWrites &earlyWrites) {
   for (const PlanOp &op : p.ops) {
@@ -155,6 +189,8 @@ void checkPlan(const StepPlan &p, const std::vector<std::string> &kernels,
                                  " while it reads the others, but it shares memory "
                                  "with argument " + std::to_string(a));
         }
+    } else if (op.isCollective()) {
+      checkCollective(p, op);
     } else {
       if (op.args.size() != 3 || op.m < 1 || op.n < 1 || op.k < 1)
         throw RuntimeError("step '" + p.name + "' has a malformed GEMM");
@@ -243,6 +279,18 @@ Json toJson(const StepPlan &plan) {
       ops.push_back(Json::object({{"kernel", p.kernel}, {"args", std::move(args)}}));
       continue;
     }
+    if (p.collective == "wait") {
+      ops.push_back(Json::object({{"wait", p.bucket}}));
+      continue;
+    }
+    if (p.isCollective()) {
+      ops.push_back(Json::object({{"collective", p.collective},
+                                  {"reduction", p.reduction},
+                                  {"bucket", p.bucket},
+                                  {"names", p.names},
+                                  {"args", std::move(args)}}));
+      continue;
+    }
     Json gemm = Json::object({{"gemm", Json::array({p.m, p.n, p.k})},
                               {"transpose", Json::array({p.transposeLhs, p.transposeRhs})}});
     // Element types only where they are not all f32 (bf16 storage).
@@ -284,6 +332,15 @@ StepPlan stepPlanFromJson(const std::string &name, const Json &j,
     PlanOp op;
     if (const Json *k = jsonFind(o, "kernel")) {
       op.kernel = asString(*k);
+    } else if (const Json *w = jsonFind(o, "wait")) {
+      op.collective = "wait";
+      op.bucket = asInt(*w);
+    } else if (const Json *c = jsonFind(o, "collective")) {
+      op.collective = asString(*c);
+      op.reduction = asString(jsonAt(o, "reduction"));
+      op.bucket = asInt(jsonAt(o, "bucket"));
+      for (const Json &n : asArray(jsonAt(o, "names")))
+        op.names.push_back(asString(n));
     } else {
       const Json::array_t &g = asArray(jsonAt(o, "gemm"));
       const Json::array_t &t = asArray(jsonAt(o, "transpose"));
@@ -311,8 +368,9 @@ StepPlan stepPlanFromJson(const std::string &name, const Json &j,
                              planTypeName(op.lhsType) + " and " + planTypeName(op.rhsType));
       }
     }
-    for (const Json &a : asArray(jsonAt(o, "args")))
-      op.args.push_back(refOf(a));
+    if (op.collective != "wait") // a wait has no buffers
+      for (const Json &a : asArray(jsonAt(o, "args")))
+        op.args.push_back(refOf(a));
     p.ops.push_back(std::move(op));
   }
   for (const Json &c : asArray(jsonAt(j, "copies")))
@@ -646,7 +704,7 @@ DecodedBundle decodeBundle(const std::string &file, const std::string &path) {
     throw bad("wrong magic (is this a bundle written by fbtc?)");
   if (std::memcmp(file.data(), kBundleMagic, 8) != 0)
     throw bad("bundle format version '" + file.substr(4, 4) +
-              "' is not the supported 'NDL1'; recompile it with this fbtc");
+              "' is not the supported 'NDL2'; recompile it with this fbtc");
   uint64_t length = readU64(file, 8);
   if (length > file.size() - kBundleHeaderBytes)
     throw bad("the manifest runs past the end of the file (truncated?)");

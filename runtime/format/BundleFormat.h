@@ -64,14 +64,26 @@ struct ConstantSpec {
   void fill(void *out, const std::string &step) const;
 };
 
-/// A kernel call, or (kernel empty) a row-major GEMM result = lhs x rhs.
+/// A kernel call, a collective across the ranks of a run, or (neither) a
+/// row-major GEMM result = lhs x rhs.
 struct PlanOp {
-  std::string kernel; ///< kernel symbol, or "" for a GEMM
+  std::string kernel; ///< kernel symbol, or "" for a GEMM or a collective
+  /// "all_reduce": args are operands then results, each result the mean (or
+  /// sum) over every rank and accumulated micro-batch of its operand,
+  /// started here; "wait": all_reduce `bucket`'s results are ready from
+  /// here on (its operands stay untouched until then). "" otherwise.
+  std::string collective;
+  std::string reduction;          ///< all_reduce: "mean" or "sum"
+  int64_t bucket = -1;            ///< all_reduce, wait
+  std::vector<std::string> names; ///< all_reduce: the operands' step-output names
   int64_t m = 0, n = 0, k = 0;
   bool transposeLhs = false, transposeRhs = false;
   /// A GEMM's element types: F32, or BF16 under bf16 storage (GPU).
   DType lhsType = DType::F32, rhsType = DType::F32, resultType = DType::F32;
   std::vector<BufferRef> args; ///< operands then results
+
+  bool isGemm() const { return kernel.empty() && collective.empty(); }
+  bool isCollective() const { return !collective.empty(); }
 };
 
 /// A GEMM's shape as the tune cache keys it: "m,n,k,ta,tb,lhs,rhs,result"
@@ -238,8 +250,8 @@ BundleManifest bundleManifestFromJson(const Json &json);
 // The container
 //===----------------------------------------------------------------------===//
 
-/// "FBTB" then the format version "NDL1".
-constexpr char kBundleMagic[8] = {'F', 'B', 'T', 'B', 'N', 'D', 'L', '1'};
+/// "FBTB" then the format version "NDL2".
+constexpr char kBundleMagic[8] = {'F', 'B', 'T', 'B', 'N', 'D', 'L', '2'};
 /// Magic, manifest length, manifest checksum.
 constexpr size_t kBundleHeaderBytes = 24;
 using BundleBlobs = std::vector<std::pair<std::string, std::string>>;

@@ -46,6 +46,8 @@ public:
 
   /// "cpu (x86-64-v3)", "NVIDIA H200 (sm_90, 140 GiB, driver 13.0), cubin".
   virtual std::string describe() const = 0;
+  /// Whether device pointers are host pointers (the CPU's).
+  virtual bool hostMemory() const { return false; }
 
   /// `bytes` of zeroed device memory (at least 64-byte aligned); `what`
   /// names the buffer in the out-of-memory error.

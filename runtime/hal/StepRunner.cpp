@@ -11,7 +11,9 @@ namespace fbt {
 StepRunner::StepRunner(const StepPlan &plan) : plan_(plan) {
   for (const PlanOp &op : plan.ops) {
     size_t cut = op.kernel.find('_');
-    stems_.push_back(op.kernel.empty() ? "gemm" : op.kernel.substr(cut + 1));
+    stems_.push_back(op.isCollective() ? op.collective
+                     : op.kernel.empty() ? "gemm"
+                                         : op.kernel.substr(cut + 1));
   }
 }
 
@@ -45,8 +47,28 @@ char *StepRunner::address(const BufferRef &r, const std::vector<void *> &inputs,
 }
 
 void StepRunner::record(size_t index, double seconds) {
-  (plan_.ops[index].kernel.empty() ? gemmSeconds_ : kernelSeconds_) += seconds;
+  const PlanOp &op = plan_.ops[index];
+  (op.isCollective() ? collectiveSeconds_ : op.isGemm() ? gemmSeconds_ : kernelSeconds_) +=
+      seconds;
   byName_[stems_[index]] += seconds;
+}
+
+void StepRunner::collective(const PlanOp &op, void *const *args) {
+  if (op.collective == "wait") {
+    if (collectives_)
+      collectives_->wait(op.bucket);
+    return;
+  }
+  size_t n = op.names.size();
+  std::vector<ReduceBuffer> buffers(n);
+  for (size_t i = 0; i < n; ++i)
+    buffers[i] = {args[i], args[n + i], op.args[i].bytes / (int64_t)sizeof(float)};
+  if (collectives_) {
+    collectives_->start(op, buffers);
+    return;
+  }
+  for (const ReduceBuffer &b : buffers) // the mean or sum over one rank
+    copyWithin(b.out, b.in, b.count * sizeof(float));
 }
 
 bool StepRunner::tracing() {

@@ -24,6 +24,26 @@ namespace fbt {
 
 class StepRunner;
 
+/// One f32 tensor of an all-reduce: `count` elements read from `in` and the
+/// result written to `out` (device memory; in == out reduces in place).
+struct ReduceBuffer {
+  const void *in = nullptr;
+  void *out = nullptr;
+  int64_t count = 0;
+};
+
+/// Runs a plan's collectives (PlanOp::collective) across the ranks of a
+/// data-parallel run: the session's (session/GradientSync.h). A runner
+/// without one is a world of one, where an all_reduce copies.
+class Collectives {
+public:
+  virtual ~Collectives() = default;
+  /// Starts all_reduce `op` on `buffers` (one per operand, in order).
+  virtual void start(const PlanOp &op, const std::vector<ReduceBuffer> &buffers) = 0;
+  /// Returns once bucket `bucket`'s results are ready.
+  virtual void wait(int64_t bucket) = 0;
+};
+
 /// The tuner's window into a run (runtime/tune/Tuner.h): called before each call
 /// of the plan runs, with the call's arguments in place, so that it can
 /// time the call's alternatives on the real data.
@@ -58,9 +78,15 @@ public:
   const std::map<std::string, double> &profile() const { return byName_; }
   void setProfiling(bool on) { profile_ = on; }
 
-  /// Runs with `probe` called before every call (null: none). Probed runs
-  /// wait for each call and never replay a CUDA graph.
+  /// Runs with `probe` called before every kernel and GEMM call (null:
+  /// none). Probed runs wait for each call and never replay a CUDA graph.
   void setProbe(CallProbe *probe) { probe_ = probe; }
+  /// Runs the plan's collectives through `collectives` (null: a world of
+  /// one).
+  void setCollectives(Collectives *collectives) { collectives_ = collectives; }
+  /// Seconds spent in collectives (starting them and waiting for them)
+  /// over all profiled runs: what the reductions did not overlap.
+  double collectiveSeconds() const { return collectiveSeconds_; }
   // Inside CallProbe::beforeCall(runner, op), on that op only:
   /// Copies argument `arg` of the call to or from host memory
   /// (plan().ops[op].args[arg].bytes of them).
@@ -83,6 +109,11 @@ protected:
   char *address(const BufferRef &r, const std::vector<void *> &inputs,
                 const std::vector<void *> &outputs,
                 const std::vector<char *> &constants, char *arena) const;
+  /// Runs collective `op` (PlanOp::collective) on its arguments' addresses.
+  void collective(const PlanOp &op, void *const *args);
+  /// Device to device, in order with the step's calls (an all_reduce with
+  /// no Collectives copies its operands).
+  virtual void copyWithin(void *to, const void *from, size_t bytes) = 0;
   /// Adds `seconds` of op `index` to the profile.
   void record(size_t index, double seconds);
   /// FBT_TRACE=1: name each call before it runs (for debugging a bundle).
@@ -91,9 +122,10 @@ protected:
   const StepPlan &plan_;
   bool profile_ = false;
   CallProbe *probe_ = nullptr;
+  Collectives *collectives_ = nullptr;
 
 private:
-  double gemmSeconds_ = 0, kernelSeconds_ = 0;
+  double gemmSeconds_ = 0, kernelSeconds_ = 0, collectiveSeconds_ = 0;
   std::map<std::string, double> byName_;
   std::vector<std::string> stems_; // per op
 };

@@ -62,8 +62,29 @@ StepRunner &Session::runner(const std::string &step) {
   if (!r) {
     r = device_->makeRunner(bundle_.step(step));
     r->setProbe(probe_);
+    r->setCollectives(&sync());
   }
   return *r;
+}
+
+void Session::setChannel(Channel &channel) {
+  if (sync_)
+    throw RuntimeError("a session joins its ranks before any step runs");
+  channel_ = &channel;
+}
+
+Channel &Session::channel() {
+  if (!channel_) {
+    localChannel_ = localChannel(*device_);
+    channel_ = localChannel_.get();
+  }
+  return *channel_;
+}
+
+GradientSync &Session::sync() {
+  if (!sync_)
+    sync_ = std::make_unique<GradientSync>(*device_, channel());
+  return *sync_;
 }
 
 void Session::setProbe(CallProbe *probe) {
@@ -149,7 +170,13 @@ StepResult Session::trainStep(int64_t passes, const int32_t *ids,
   setBatch(b, run.plan(), ids, targets, &seedValue);
   b.set("lr", &lr, sizeof(lr));
   b.set("step", &stepCount, sizeof(stepCount));
-  b.run(run);
+  try {
+    b.run(run);
+  } catch (...) {
+    sync().reset();
+    throw;
+  }
+  sync().reset();
   ++state_.step;
   StepResult r = readLosses(run.plan(), b);
   if (!std::isfinite(r.loss) || !std::isfinite(r.gradNorm))
@@ -174,6 +201,24 @@ int64_t Session::evalPasses() const {
     if (plan.kind == "eval")
       return plan.passes;
   return 0;
+}
+
+StepResult Session::accumulateStep(int64_t passes, const int32_t *ids,
+                                   const int32_t *targets, uint64_t seed) {
+  std::string name = step::trainGrads(passes);
+  StepRunner &run = runner(name);
+  StepBinding &b = trainBinding(name, false);
+  int64_t seedValue = (int64_t)seed;
+  setBatch(b, run.plan(), ids, targets, &seedValue);
+  b.run(run);
+  // Everything the training step reduces: its gradients and losses.
+  for (const TensorSpec &out : run.plan().outputs)
+    if (out.name == "loss" || out.name == "pass_losses" || out.name.rfind("grad.", 0) == 0) {
+      std::vector<float> values = b.readFloats(out.name);
+      sync().accumulate(out.name, values.data(), values.size());
+    }
+  sync().finishMicroBatch();
+  return readLosses(run.plan(), b);
 }
 
 StepResult Session::gradientStep(int64_t passes, const int32_t *ids,

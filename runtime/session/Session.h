@@ -18,7 +18,9 @@
 #include "runtime/base/AlignedBuffer.h"
 #include "runtime/format/Bundle.h"
 #include "runtime/format/ModelConfig.h"
+#include "runtime/hal/Channel.h"
 #include "runtime/hal/Device.h"
+#include "runtime/session/GradientSync.h"
 #include "runtime/session/StepBinding.h"
 #include "runtime/text/Tokenizer.h"
 
@@ -86,13 +88,27 @@ public:
   /// must be there with the bundle's shape.
   void loadCheckpoint(const std::string &path);
 
+  /// Joins the ranks of a data-parallel run (hal/Channel.h): the training
+  /// steps' collectives then reduce over them. Until then, and when never
+  /// called, the session is a world of one. Call before any step runs; the
+  /// channel must outlive the session.
+  void setChannel(Channel &channel);
+  Channel &channel();
+
   /// One optimizer step of train_k<K>: (ids, targets) are [B, T] int32.
+  /// Its gradients and losses are the mean over every rank's micro-batch
+  /// and the micro-batches accumulated before it (accumulateStep).
   StepResult trainStep(int64_t passes, const int32_t *ids, const int32_t *targets,
                        uint64_t seed, float lr);
   /// Loss and per-pass losses without an update (train_k<K>_grads), and the
   /// gradients when `grads` is non-null (one buffer per parameter).
   StepResult gradientStep(int64_t passes, const int32_t *ids, const int32_t *targets,
                           uint64_t seed, std::vector<AlignedBuffer> *grads = nullptr);
+  /// Runs train_k<K>_grads on a micro-batch and keeps its gradients and
+  /// losses, which the next trainStep (same K) adds to its own before
+  /// reducing: gradient accumulation. Returns this micro-batch's losses.
+  StepResult accumulateStep(int64_t passes, const int32_t *ids, const int32_t *targets,
+                            uint64_t seed);
   /// The per-pass losses in inference mode (eval_k<K>: no jitter, no prefix
   /// mix-in, no gradients): what validation and `fbt eval` report.
   StepResult evalStep(int64_t passes, const int32_t *ids, const int32_t *targets);
@@ -101,6 +117,7 @@ public:
 
 private:
   StepBinding &trainBinding(const std::string &step, bool update);
+  GradientSync &sync();
   std::string tokenizerName_ = "bytes";
   bool tuned_ = false;
   CallProbe *probe_ = nullptr;
@@ -115,6 +132,9 @@ private:
   std::map<std::string, std::unique_ptr<StepRunner>> runners_;
   std::map<std::string, std::unique_ptr<StepBinding>> bindings_;
   ModelState state_;
+  std::unique_ptr<Channel> localChannel_; ///< the world of one, made on demand
+  Channel *channel_ = nullptr;
+  std::unique_ptr<GradientSync> sync_;
 };
 
 } // namespace fbt

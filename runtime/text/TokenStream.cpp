@@ -366,15 +366,18 @@ static Batch emptyBatch(int64_t batchSize, int64_t seqLen) {
 }
 
 Batch sampleBatch(const TokenStream &tokens, int64_t batchSize, int64_t seqLen,
-                  uint64_t seed, int64_t step) {
+                  uint64_t seed, int64_t step, int64_t micro, int64_t microBatches) {
   checkBatchShape(tokens, batchSize, seqLen, "training data");
   if (step < 0)
     throw RuntimeError("step must be >= 0, got " + std::to_string(step));
+  if (microBatches < 1 || micro < 0 || micro >= microBatches)
+    throw RuntimeError("micro-batch " + std::to_string(micro) + " of " +
+                       std::to_string(microBatches) + " does not exist");
   // Offsets 0 .. n - T - 1 all leave room for the window's last target.
   uint64_t offsets = static_cast<uint64_t>(tokens.size() - seqLen);
   Batch batch = emptyBatch(batchSize, seqLen);
   for (int64_t b = 0; b < batchSize; ++b) {
-    uint64_t counter = static_cast<uint64_t>(step * batchSize + b);
+    uint64_t counter = static_cast<uint64_t>((step * microBatches + micro) * batchSize + b);
     auto offset = static_cast<int64_t>(
         rng::uniformInt(seed, rng::streams::kBatch, counter, offsets));
     fillRow(tokens, offset, b, batch);

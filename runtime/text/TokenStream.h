@@ -154,12 +154,15 @@ struct Batch {
   std::vector<int32_t> targets; ///< targets[b, t] = inputs[b, t + 1] in-stream
 };
 
-/// The training batch of `step`: row b is the window of seqLen + 1 tokens at
-/// offset uniformInt(seed, streams::kBatch, step * batchSize + b,
-/// n - seqLen), split into inputs and targets. A pure function of its
-/// arguments. Needs n >= seqLen + 1.
+/// Micro-batch `micro` of the `microBatches` that make up the global batch
+/// of `step`: row b is the window of seqLen + 1 tokens at offset
+/// uniformInt(seed, streams::kBatch, (step * microBatches + micro) *
+/// batchSize + b, n - seqLen), split into inputs and targets. A pure
+/// function of its arguments, whichever rank draws it, so a run's data does
+/// not depend on how many ranks share the global batch. Needs n >= seqLen + 1.
 Batch sampleBatch(const TokenStream &tokens, int64_t batchSize, int64_t seqLen,
-                  uint64_t seed, int64_t step);
+                  uint64_t seed, int64_t step, int64_t micro = 0,
+                  int64_t microBatches = 1);
 
 /// Validation batches over fixed, non-overlapping windows: window w starts
 /// at w * seqLen; batch i holds windows i*B .. i*B + B - 1. The windows that

@@ -4,6 +4,7 @@
 
 #include "runtime/base/Error.h"
 #include "runtime/base/FileIO.h"
+#include "runtime/base/Hash.h"
 #include "runtime/base/Random.h"
 #include "runtime/format/StepNames.h"
 #include "runtime/text/DefaultCorpus.h"
@@ -106,6 +107,7 @@ Json RunSettings::toJson() const {
       {"eval_every", evalEvery},
       {"eval_batches", evalBatches},
       {"save_every", saveEvery},
+      {"micro_batches", microBatches},
   });
 }
 
@@ -139,9 +141,11 @@ Json EvalRecord::toJson() const {
 // Trainer
 //===----------------------------------------------------------------------===//
 
-uint64_t Trainer::kernelSeed(uint64_t seed, int64_t step) {
-  return rng::mix(seed ^
-                  (0x9E3779B97F4A7C15ull * static_cast<uint64_t>(step + 1)));
+uint64_t Trainer::kernelSeed(uint64_t seed, int64_t step, int64_t micro) {
+  uint64_t k = rng::mix(seed ^ (0x9E3779B97F4A7C15ull * static_cast<uint64_t>(step + 1)));
+  if (micro == 0)
+    return k; // the one micro-batch of a single-rank run, as before there were more
+  return rng::mix(k ^ (0xD1B54A32D192ED03ull * static_cast<uint64_t>(micro)));
 }
 
 Trainer::Trainer(Session &session, const TrainOptions &options)
@@ -150,12 +154,14 @@ Trainer::Trainer(Session &session, const TrainOptions &options)
   ResumePoint from = findResumePoint(options.resume, model);
   resolve(options, from.recorded.is_null() ? nullptr : &from.recorded,
           from.metadata);
+  resolveRanks(options, from.recorded.is_null() ? nullptr : &from.recorded);
   loadData();
   checkSteps();
   outDir_ = !options.outDir.empty()   ? options.outDir
             : from.checkpoint.empty() ? joinPath("runs", model)
                                       : from.directory;
   restoreState(from.checkpoint);
+  checkRanksAgree(from.checkpoint);
   endStep_ = settings_.steps;
   if (options.stopAfter > 0) {
     if (options.stopAfter <= startStep_)
@@ -165,6 +171,63 @@ Trainer::Trainer(Session &session, const TrainOptions &options)
     endStep_ = std::min(endStep_, options.stopAfter);
   }
   prepareOutput(!from.checkpoint.empty());
+}
+
+/// The global batch G: N ranks x --accumulate A, else what the resumed run
+/// recorded (then A = G / N), else N.
+void Trainer::resolveRanks(const TrainOptions &o, const Json *recordedJson) {
+  Channel &channel = session_.channel();
+  rank_ = channel.rank();
+  ranks_ = channel.size();
+  Recorded rec(recordedJson, "run.json");
+  std::optional<int64_t> recorded = rec.integer("micro_batches");
+  std::string launched = std::to_string(ranks_) + " rank" + (ranks_ > 1 ? "s" : "");
+  if (o.accumulate) {
+    requireAtLeast(*o.accumulate, 1, "--accumulate");
+    accumulate_ = *o.accumulate;
+    if (recorded && *recorded != ranks_ * accumulate_)
+      throw RuntimeError("the resumed run's global batch is " + std::to_string(*recorded) +
+                         " micro-batches, but " + launched + " x --accumulate " +
+                         std::to_string(accumulate_) + " make " +
+                         std::to_string(ranks_ * accumulate_) +
+                         " (omit --accumulate to derive it)");
+  } else if (recorded) {
+    if (*recorded < 1 || *recorded % ranks_)
+      throw RuntimeError("the resumed run's global batch is " + std::to_string(*recorded) +
+                         " micro-batches, which " + launched + " cannot share evenly");
+    accumulate_ = *recorded / ranks_;
+  }
+  settings_.microBatches = ranks_ * accumulate_;
+}
+
+/// Every rank must run the same bundle, settings and starting state: each
+/// one's fingerprint of them, compared before the first step.
+void Trainer::checkRanksAgree(const std::string &checkpoint) {
+  Channel &channel = session_.channel();
+  if (channel.size() == 1)
+    return;
+  auto agree = [&](uint64_t mine, const std::string &what, const std::string &fix) {
+    std::vector<uint64_t> all = channel.allGatherHost(mine);
+    std::string differ;
+    for (size_t r = 1; r < all.size(); ++r)
+      if (all[r] != all[0])
+        differ += (differ.empty() ? "" : ", ") + std::to_string(r);
+    if (!differ.empty())
+      throw RuntimeError(channel.who() +
+                         (differ.find(',') == std::string::npos ? "rank " : "ranks ") +
+                         differ + " started with a different " + what + " than rank 0; " + fix);
+  };
+  agree(fnvMix(kFnvBasis, dumpJson(session_.bundle().manifest())), "bundle",
+        "every rank must load the same bundle");
+  agree(fnvMix(kFnvBasis, dumpJson(settings_.toJson())), "run (data, steps, seed, lr, ...)",
+        "every rank must be given the same options");
+  uint64_t state = fnvMix(kFnvBasis, std::to_string(session_.state().step));
+  for (size_t i = 0; i < session_.bundle().params().size(); ++i) {
+    std::vector<float> p = session_.parameter(i);
+    state = fnv1a64(p.data(), p.size() * sizeof(float), state);
+  }
+  agree(state, checkpoint.empty() ? "initial model" : "checkpoint (" + checkpoint + ")",
+        "every rank must resume from the same checkpoint");
 }
 
 /// A fresh model from the seed, or the checkpoint's parameters, moments and
@@ -341,6 +404,8 @@ void Trainer::checkSteps() {
 }
 
 void Trainer::prepareOutput(bool resuming) {
+  if (rank_ != 0)
+    return; // rank 0 keeps the run directory
   std::error_code ec;
   fs::create_directories(outDir_, ec);
   if (ec || !fs::is_directory(outDir_))
@@ -384,17 +449,24 @@ std::string Trainer::lastCheckpointNote() const {
 }
 
 StepRecord Trainer::trainOne(int64_t step) {
-  Batch batch =
-      sampleBatch(split_.train, batchSize_, seqLen_, settings_.seed, step);
   StepRecord r;
   r.step = step + 1;
   r.passes = passSchedule_.passesAt(step);
   r.lr = static_cast<float>(lrSchedule_.at(step));
   StepResult result;
   try {
-    result =
-        session_.trainStep(r.passes, batch.inputs.data(), batch.targets.data(),
-                           kernelSeed(settings_.seed, step), r.lr);
+    // This rank's micro-batches; the last one's step reduces them all.
+    for (int64_t a = 0; a < accumulate_; ++a) {
+      int64_t micro = rank_ * accumulate_ + a;
+      Batch batch = sampleBatch(split_.train, batchSize_, seqLen_, settings_.seed, step,
+                                micro, settings_.microBatches);
+      uint64_t seed = kernelSeed(settings_.seed, step, micro);
+      if (a + 1 < accumulate_)
+        session_.accumulateStep(r.passes, batch.inputs.data(), batch.targets.data(), seed);
+      else
+        result = session_.trainStep(r.passes, batch.inputs.data(), batch.targets.data(),
+                                    seed, r.lr);
+    }
   } catch (const RuntimeError &e) {
     // A non-finite loss: the parameters in memory are lost, the files not.
     throw RuntimeError(std::string(e.what()) + "; " + lastCheckpointNote());
@@ -413,26 +485,33 @@ EvalRecord Trainer::evaluate(int64_t stepsDone) {
   EvalRecord e;
   e.step = stepsDone;
   e.passes = evalPasses_;
-  e.passLosses.assign(static_cast<size_t>(evalPasses_), 0.0);
+  // [loss, pass losses...]: this rank's share of the batches (i % N), then
+  // the sum over the ranks.
+  std::vector<double> sums(1 + evalPasses_, 0.0);
   int64_t n = valBatches_->size();
-  for (int64_t i = 0; i < n; ++i) {
+  for (int64_t i = rank_; i < n; i += ranks_) {
     Batch batch = (*valBatches_)[i];
     StepResult r = session_.evalStep(evalPasses_, batch.inputs.data(),
                                           batch.targets.data());
-    e.loss += double(r.loss) / double(n);
+    sums[0] += double(r.loss) / double(n);
     for (int64_t k = 0; k < evalPasses_; ++k)
-      e.passLosses[k] += double(r.passLosses[k]) / double(n);
+      sums[1 + k] += double(r.passLosses[k]) / double(n);
   }
+  session_.channel().allReduceHost(sums.data(), (int64_t)sums.size());
+  e.loss = sums[0];
+  e.passLosses.assign(sums.begin() + 1, sums.end());
   return e;
 }
 
 void Trainer::save(int64_t stepsDone, bool final) {
+  lastCheckpoint_ = joinPath(outDir_, "latest.safetensors");
+  lastCheckpointStep_ = stepsDone;
+  if (rank_ != 0)
+    return; // every rank holds the same model; rank 0 writes it
   if (final)
     session_.saveCheckpoint(joinPath(
         outDir_, "step-" + std::to_string(stepsDone) + ".safetensors"));
-  lastCheckpoint_ = joinPath(outDir_, "latest.safetensors");
   session_.saveCheckpoint(lastCheckpoint_);
-  lastCheckpointStep_ = stepsDone;
 }
 
 TrainSummary Trainer::run(TrainObserver *observer) {
@@ -441,7 +520,8 @@ TrainSummary Trainer::run(TrainObserver *observer) {
   Clock::time_point began = Clock::now();
   auto evaluateAndLog = [&](int64_t stepsDone) {
     lastEval_ = evaluate(stepsDone);
-    metrics_->write(lastEval_->toJson());
+    if (metrics_)
+      metrics_->write(lastEval_->toJson());
     if (observer)
       observer->evaluated(*lastEval_);
   };
@@ -453,10 +533,11 @@ TrainSummary Trainer::run(TrainObserver *observer) {
     Clock::time_point t0 = Clock::now();
     StepRecord r = trainOne(step);
     r.seconds = secondsSince(t0);
-    r.tokensPerSecond = double(batchSize_ * seqLen_) / r.seconds;
+    r.tokensPerSecond = double(tokensPerStep()) / r.seconds;
     r.elapsedSeconds = elapsedBefore_ + secondsSince(began);
     trainSeconds += r.seconds;
-    metrics_->write(r.toJson());
+    if (metrics_)
+      metrics_->write(r.toJson());
     firstPassLosses_.push_back(r.passLosses[0]);
     if (observer)
       observer->stepDone(r);
@@ -482,8 +563,7 @@ TrainSummary Trainer::run(TrainObserver *observer) {
     s.lastLoss += firstPassLosses_[n - 1 - i] / s.window;
   }
   s.lastEval = lastEval_;
-  s.tokensPerSecond =
-      double((endStep_ - startStep_) * batchSize_ * seqLen_) / trainSeconds;
+  s.tokensPerSecond = double((endStep_ - startStep_) * tokensPerStep()) / trainSeconds;
   s.checkpoint = s.finished
                      ? joinPath(outDir_, "step-" + std::to_string(endStep_) +
                                              ".safetensors")

@@ -1,10 +1,20 @@
 //===- Trainer.h - The training loop behind `fbt train` ---------*- C++ -*-===//
 //
-// A run is a pure function of (bundle, data, seed, steps). Step s (0-based)
-//  - trains on the batch sampleBatch(train, B, T, seed, s) (text/TokenStream.h),
+// A run is a pure function of (bundle, data, seed, steps, micro-batches).
+// Step s (0-based)
+//  - trains on a global batch of G micro-batches (RunSettings::microBatches,
+//    1 unless several ranks or --accumulate share it): micro-batch j is
+//    sampleBatch(train, B, T, seed, s, j, G) (text/TokenStream.h),
 //  - at K = PassSchedule::passesAt(s) and lr = LrSchedule::at(s), both built
 //    from the bundle's `training` config (Schedule.h),
-//  - with the kernel seed kernelSeed(seed, s) for jitter and prefix mix-in.
+//  - with the kernel seed kernelSeed(seed, s, j) for jitter and prefix mix-in.
+// Rank r of N (the session's Channel) runs micro-batches r*A .. r*A + A-1,
+// A = G / N, and the compiled step reduces the gradients over all of them:
+// every random draw is a function of the step and the micro-batch, never of
+// the rank, so N ranks x A micro-batches compute what 1 rank x N*A does (up
+// to the order of the sums), and a run may resume on any N that divides G.
+// Rank 0 alone writes the run directory; validation batches are shared out
+// across the ranks and their losses summed.
 // Nothing else carries over from one step to the next but the parameters and
 // the AdamW moments, and the checkpoint holds those exactly (fp32), so
 // resuming from the checkpoint of step n replays steps n, n+1, ... exactly
@@ -60,6 +70,8 @@ struct TrainOptions {
   std::optional<int64_t> evalEvery;   ///< default max(1, steps / 10)
   std::optional<int64_t> evalBatches; ///< default 4
   std::optional<int64_t> saveEvery;   ///< default evalEvery
+  std::optional<int64_t> accumulate;  ///< micro-batches per rank and step;
+                                      ///< default: the resumed run's G / N, else 1
   std::string outDir;    ///< "" : runs/<model name>, or the resumed run's dir
   std::string resume;    ///< a checkpoint file or a run directory; "" : fresh
   int64_t stopAfter = 0; ///< > 0: checkpoint and stop after this many steps
@@ -75,6 +87,7 @@ struct RunSettings {
   uint64_t seed = 0;
   double learningRate = 0, minLearningRate = 0;
   int64_t evalEvery = 1, evalBatches = 4, saveEvery = 1;
+  int64_t microBatches = 1; ///< G: the global batch, in compiled batches
 
   Json toJson() const;
 };
@@ -88,7 +101,7 @@ struct StepRecord {
   float lr = 0;
   float gradNorm = 0;
   double seconds = 0;         ///< this step's wall time (not logged)
-  double tokensPerSecond = 0; ///< B * T / seconds
+  double tokensPerSecond = 0; ///< B * T * G / seconds
   double elapsedSeconds = 0;  ///< since the run began, across resumes
 
   Json toJson() const;
@@ -148,7 +161,13 @@ public:
   /// Where run() stops: settings().steps, or --stop-after.
   int64_t endStep() const { return endStep_; }
   int64_t batchSize() const { return batchSize_; }
+  /// The ranks of the run, this one's, and its micro-batches per step.
+  int ranks() const { return ranks_; }
+  int rank() const { return rank_; }
+  int64_t accumulate() const { return accumulate_; }
   int64_t seqLen() const { return seqLen_; }
+  /// Tokens of a global batch: B * T * G.
+  int64_t tokensPerStep() const { return batchSize_ * seqLen_ * settings_.microBatches; }
   int64_t evalPasses() const { return evalPasses_; }
   const PassSchedule &passSchedule() const { return passSchedule_; }
   const LrSchedule &lrSchedule() const { return lrSchedule_; }
@@ -160,11 +179,12 @@ public:
   /// which the first save replaces.
   bool replacesRun() const { return replacesRun_; }
 
-  /// The seed the compiled step of step s gets (jitter, prefix mix-in):
-  /// mix(seed ^ (0x9E3779B97F4A7C15 * (s + 1))). It differs per step, and
-  /// it is not the init seed itself (Random.h: the kernels' small streams
-  /// would otherwise replay parameter init draws).
-  static uint64_t kernelSeed(uint64_t seed, int64_t step);
+  /// The seed the compiled step of step s, micro-batch j gets (jitter,
+  /// prefix mix-in): k = mix(seed ^ (0x9E3779B97F4A7C15 * (s + 1))) for
+  /// j = 0, mix(k ^ (0xD1B54A32D192ED03 * j)) after. It differs per step
+  /// and micro-batch, and it is not the init seed itself (Random.h: the
+  /// kernels' small streams would otherwise replay parameter init draws).
+  static uint64_t kernelSeed(uint64_t seed, int64_t step, int64_t micro = 0);
 
 private:
   void resolve(const TrainOptions &options, const Json *recorded,
@@ -172,6 +192,8 @@ private:
   void loadData();
   void checkSteps();
   void restoreState(const std::string &checkpoint);
+  void resolveRanks(const TrainOptions &options, const Json *recorded);
+  void checkRanksAgree(const std::string &checkpoint);
   void prepareOutput(bool resuming);
   StepRecord trainOne(int64_t step);
   EvalRecord evaluate(int64_t stepsDone);
@@ -182,6 +204,8 @@ private:
   RunSettings settings_;
   std::string outDir_, resumedFrom_;
   int64_t startStep_ = 0, endStep_ = 0, batchSize_ = 0, seqLen_ = 0;
+  int rank_ = 0, ranks_ = 1;
+  int64_t accumulate_ = 1;
   int64_t evalPasses_ = 0; ///< 0: no validation (--val-fraction 0)
   bool replacesRun_ = false;
   PassSchedule passSchedule_;

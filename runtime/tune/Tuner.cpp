@@ -33,7 +33,7 @@ namespace {
 std::string gemmKey(const std::string &shape) { return "gemm:" + shape; }
 /// A plan call's key: its kernel, or its GEMM's.
 std::string callKey(const PlanOp &op) {
-  return op.kernel.empty() ? gemmKey(gemmShapeKey(op)) : op.kernel;
+  return op.isGemm() ? gemmKey(gemmShapeKey(op)) : op.kernel;
 }
 
 /// What a device is told to run for each GEMM shape.
@@ -294,7 +294,7 @@ private:
   static int callsOf(const StepPlan &plan, const std::string &key, bool gemm) {
     int n = 0;
     for (const PlanOp &o : plan.ops)
-      n += gemm ? (o.kernel.empty() && callKey(o) == key) : o.kernel == key;
+      n += gemm ? (o.isGemm() && callKey(o) == key) : o.kernel == key;
     return n;
   }
 

@@ -31,7 +31,7 @@ def ptx_shared(ptx):
 def main():
     path, stems = sys.argv[1], sys.argv[2:]
     data = open(path, "rb").read()
-    assert data[:8] == b"FBTBNDL1", "not a bundle"
+    assert data[:8] == b"FBTBNDL2", "not a bundle"
     (length,) = struct.unpack("<Q", data[8:16])
     manifest = json.loads(data[24:24 + length])
     blob_base = (24 + length + 63) // 64 * 64

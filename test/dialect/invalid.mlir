@@ -485,3 +485,35 @@ func.func @rows_threads(%n: index) {
   } {fbt.map = "rows", fbt.threads = 48 : i64}
   return
 }
+
+// -----
+
+func.func @all_reduce_reduction(%g: tensor<4xf32>) {
+  // expected-error @+1 {{reduction must be "sum" or "mean", got "max"}}
+  %r = fbt.all_reduce %g {reduction = "max", bucket = 0 : i64, names = ["grad.w"]} : (tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @all_reduce_types(%g: tensor<4xf32>) {
+  // expected-error @+1 {{result 0 is 'tensor<8xf32>', operand 0 is 'tensor<4xf32>'}}
+  %r = fbt.all_reduce %g {reduction = "sum", bucket = 0 : i64, names = ["grad.w"]} : (tensor<4xf32>) -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @all_reduce_names(%g: tensor<4xf32>, %h: tensor<4xf32>) {
+  // expected-error @+1 {{names 1 operands, it has 2}}
+  %r:2 = fbt.all_reduce %g, %h {reduction = "sum", bucket = 0 : i64, names = ["grad.w"]} : (tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @all_reduce_count(%g: tensor<4xf32>) {
+  // expected-error @+1 {{has 1 operands but 2 results}}
+  %r:2 = fbt.all_reduce %g {reduction = "sum", bucket = 0 : i64, names = ["grad.w"]} : (tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+  return
+}

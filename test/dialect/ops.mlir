@@ -103,3 +103,10 @@ func.func @objective(%e: tensor<2x8x64xf32>, %table: tensor<256x64xf32>, %tgt: t
   } -> tensor<f32>, tensor<2xf32>
   return %loss, %per : tensor<f32>, tensor<2xf32>
 }
+
+// CHECK-LABEL: func.func @all_reduce
+func.func @all_reduce(%g: tensor<4x4xf32>, %l: tensor<f32>) -> (tensor<4x4xf32>, tensor<f32>) {
+  // CHECK: fbt.all_reduce %{{.*}}, %{{.*}} {bucket = 2 : i64, names = ["grad.w", "loss"], reduction = "mean"} : (tensor<4x4xf32>, tensor<f32>) -> (tensor<4x4xf32>, tensor<f32>)
+  %r:2 = fbt.all_reduce %g, %l {reduction = "mean", bucket = 2 : i64, names = ["grad.w", "loss"]} : (tensor<4x4xf32>, tensor<f32>) -> (tensor<4x4xf32>, tensor<f32>)
+  return %r#0, %r#1 : tensor<4x4xf32>, tensor<f32>
+}

@@ -35,7 +35,7 @@ def write(path, manifest, blobs):
         area += payload
     manifest["blobs"] = table
     text = json.dumps(manifest, separators=(",", ":")).encode()
-    header = b"FBTBNDL1" + struct.pack("<QQ", len(text), fnv1a64(text))
+    header = b"FBTBNDL2" + struct.pack("<QQ", len(text), fnv1a64(text))
     body = header + text
     body += b"\0" * (-len(body) % 64)
     open(path, "wb").write(body + area)

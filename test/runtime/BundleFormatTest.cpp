@@ -186,7 +186,7 @@ TEST(BundleFormatTest, TheContainerReturnsWhatItWasGiven) {
   Json manifest = Json::object({{"format", "fbt-bundle"}, {"n", 3}});
   std::string so(100, 'x'), ptx = "ptx";
   std::string file = encodeBundle(manifest, {{"kernels.so", so}, {"kernels.ptx", ptx}});
-  EXPECT_EQ(file.compare(0, 8, "FBTBNDL1"), 0);
+  EXPECT_EQ(file.compare(0, 8, "FBTBNDL2"), 0);
   DecodedBundle d = decodeBundle(file, "m.fbtb");
   EXPECT_EQ(asInt(jsonAt(d.manifest, "n")), 3);
   EXPECT_EQ(d.blobs.at("kernels.so"), so);

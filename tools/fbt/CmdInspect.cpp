@@ -64,7 +64,7 @@ int runInspect(int argc, char **argv) {
   for (const auto &[name, plan] : b.steps()) {
     int64_t gemms = 0;
     for (const PlanOp &op : plan.ops)
-      gemms += op.kernel.empty();
+      gemms += op.isGemm();
     std::printf("  %-16s %-8s arena %10lld B  %4zu calls (%lld GEMMs)\n", name.c_str(),
                 plan.kind.c_str(), (long long)plan.arenaBytes, plan.ops.size(),
                 (long long)gemms);

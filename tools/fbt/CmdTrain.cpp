@@ -11,6 +11,7 @@
 
 #include "runtime/base/Error.h"
 #include "runtime/base/Progress.h"
+#include "runtime/hal/Channel.h"
 #include "runtime/session/Session.h"
 #include "runtime/train/Trainer.h"
 
@@ -81,11 +82,11 @@ std::string describe(const PassSchedule &ps) {
 /// What the console shows while the trainer runs.
 class ConsoleReport : public TrainObserver {
 public:
-  ConsoleReport(const Session &session, bool quiet)
+  ConsoleReport(Session &session, bool quiet)
       : session_(session), quiet_(quiet) {}
 
   void started(const Trainer &t) override {
-    tokensPerStep_ = t.batchSize() * t.seqLen();
+    tokensPerStep_ = t.tokensPerStep();
     if (quiet_)
       return;
     const RunSettings &s = t.settings();
@@ -93,7 +94,11 @@ public:
         stderr, "model    %s: %s params, batch %lld x %lld tokens\n",
         session_.model().name.c_str(),
         ProgressBar::formatCount(session_.bundle().parameterCount()).c_str(),
-        (long long)t.batchSize(), (long long)t.seqLen());
+        (long long)(t.batchSize() * t.settings().microBatches), (long long)t.seqLen());
+    if (t.settings().microBatches > 1)
+      std::fprintf(stderr, "ranks    %d x %lld micro-batches of %lld (%s)\n", t.ranks(),
+                   (long long)t.accumulate(), (long long)t.batchSize(),
+                   session_.channel().describe().c_str());
     std::fprintf(stderr, "schedule %lld steps: %s; lr %g -> %g, seed %llu\n",
                  (long long)s.steps, describe(t.passSchedule()).c_str(),
                  s.learningRate, s.minLearningRate, (unsigned long long)s.seed);
@@ -137,7 +142,7 @@ public:
   }
 
 private:
-  const Session &session_;
+  Session &session_;
   bool quiet_;
   std::unique_ptr<ProgressBar> bar_;
   int64_t tokensPerStep_ = 0;
@@ -224,6 +229,10 @@ int runTrain(int argc, char **argv) {
       .integer("stop-after", "N",
                "checkpoint and stop after step N, keeping the schedule of "
                "--steps (continue later with --resume)")
+      .integer("accumulate", "A",
+               "micro-batches per rank and optimizer step: the global batch "
+               "is ranks x A compiled batches (default 1, or on --resume the "
+               "run's global batch divided by the ranks)")
       .flag("quiet", "no progress bar or validation lines, only the summary");
   if (!args.parse(argc, argv))
     return 0;
@@ -247,6 +256,7 @@ int runTrain(int argc, char **argv) {
   o.evalEvery = intOption(args, "eval-every");
   o.evalBatches = intOption(args, "eval-batches");
   o.saveEvery = intOption(args, "save-every");
+  o.accumulate = intOption(args, "accumulate");
   o.outDir = args.get("out");
   o.resume = args.get("resume");
   o.stopAfter = args.getInt("stop-after", 0);
@@ -254,13 +264,30 @@ int runTrain(int argc, char **argv) {
     throw RuntimeError("--stop-after must be at least 1, got " +
                        std::to_string(o.stopAfter));
 
+  // Under mpirun (or with RANK / WORLD_SIZE) each process is one rank of a
+  // data-parallel run; the channel outlives the session that uses it.
+  std::unique_ptr<Channel> channel;
   Session session(bundle);
-  useTuning(session, args.tuning());
-  Trainer trainer(session, o);
-  ConsoleReport report(session, args.has("quiet"));
-  TrainSummary summary = trainer.run(&report);
-  report.finish();
-  printSummary(summary, bundle, trainer.outDir());
+  channel = openChannel(session.device());
+  session.setChannel(*channel);
+  try {
+    useTuning(session, args.tuning());
+    Trainer trainer(session, o);
+    // Rank 0 speaks for the run.
+    ConsoleReport report(session, args.has("quiet") || channel->rank() != 0);
+    TrainSummary summary = trainer.run(&report);
+    report.finish();
+    if (channel->rank() == 0)
+      printSummary(summary, bundle, trainer.outDir());
+  } catch (const RuntimeError &e) {
+    if (channel->size() == 1)
+      throw;
+    // The other ranks would wait for this one's collectives: end them all.
+    std::fprintf(stderr, "fbt: error: %s%s\n",
+                 std::string(e.what()).rfind("rank ", 0) == 0 ? "" : channel->who().c_str(),
+                 e.what());
+    channel->abort(2);
+  }
   return 0;
 }
 

@@ -60,6 +60,7 @@ public:
     return "CPU (" + (cpu_.empty() ? std::string("host") : cpu_) +
            "), generated kernels and BLAS GEMMs";
   }
+  bool hostMemory() const override { return true; }
 
   void *allocate(size_t bytes, const std::string &what) override {
     return allocateAligned(bytes, what);

@@ -21,14 +21,14 @@ CpuStepRunner::CpuStepRunner(const StepPlan &plan, const KernelLibrary &kernels,
                              const std::map<std::string, int> &gemms)
     : StepRunner(plan), library_(kernels), emulated_(emulated), arena_(plan.arenaBytes) {
   for (const PlanOp &op : plan.ops) {
-    if (!emulated && op.kernel.empty() &&
+    if (!emulated && op.isGemm() &&
         (op.lhsType != DType::F32 || op.resultType != DType::F32))
       throw RuntimeError("step '" + plan.name + "': a " + planTypeName(op.lhsType) +
                          " GEMM; the CPU backend runs f32 plans only");
     auto chosen = choice.find(op.kernel);
     const std::string &symbol = chosen == choice.end() ? op.kernel : chosen->second;
-    symbols_.push_back(op.kernel.empty() ? "gemm" : symbol);
-    auto split = op.kernel.empty() ? gemms.find(gemmShapeKey(op)) : gemms.end();
+    symbols_.push_back(op.isCollective() ? op.collective : op.kernel.empty() ? "gemm" : symbol);
+    auto split = op.isGemm() ? gemms.find(gemmShapeKey(op)) : gemms.end();
     splits_.push_back(split != gemms.end() && split->second >= 0 &&
                               split->second < kGemmSplits
                           ? static_cast<GemmSplit>(split->second)
@@ -37,6 +37,10 @@ CpuStepRunner::CpuStepRunner(const StepPlan &plan, const KernelLibrary &kernels,
                                                        : std::vector<Launch>());
     kernels_.push_back(op.kernel.empty() || emulated ? nullptr : kernels.lookup(symbol));
   }
+  size_t most = 16;
+  for (const PlanOp &op : plan.ops)
+    most = std::max(most, op.args.size());
+  args_.resize(most);
   // Constants are splats, filled once.
   for (const ConstantSpec &c : plan.constants) {
     AlignedBuffer b(c.bytes());
@@ -55,17 +59,23 @@ void CpuStepRunner::run(const std::vector<void *> &inputs,
   };
 
   using Clock = std::chrono::steady_clock;
-  void **args = args_;
+  void **args = args_.data();
   for (size_t i = 0; i < plan_.ops.size(); ++i) {
     const PlanOp &op = plan_.ops[i];
     auto start = profile_ ? Clock::now() : Clock::time_point();
     if (tracing())
       std::fprintf(stderr, "fbt: %s #%zu %s\n", plan_.name.c_str(), i,
                    symbols_[i].c_str());
-    if (op.args.size() > 16)
+    if (!op.isCollective() && op.args.size() > 16)
       throw RuntimeError("kernel '" + op.kernel + "' takes too many buffers");
     for (size_t a = 0; a < op.args.size(); ++a)
       args[a] = at(op.args[a]);
+    if (op.isCollective()) {
+      collective(op, args);
+      if (profile_)
+        record(i, std::chrono::duration<double>(Clock::now() - start).count());
+      continue;
+    }
     if (probe_) {
       probedOp_ = i;
       probe_->beforeCall(*this, i);
@@ -82,12 +92,16 @@ void CpuStepRunner::run(const std::vector<void *> &inputs,
     std::memcpy(outputs[c.output], at(c.source), c.source.bytes);
 }
 
+void CpuStepRunner::copyWithin(void *to, const void *from, size_t bytes) {
+  std::memcpy(to, from, bytes);
+}
+
 void CpuStepRunner::call(KernelLibrary::Kernel fn, const std::vector<Launch> &launches,
                          size_t count) {
   if (fn)
-    callKernel(fn, args_, count);
+    callKernel(fn, args_.data(), count);
   for (const Launch &l : launches)
-    simt::launch(l.fn, args_, count, l.shape->grid[0], l.shape->block[0],
+    simt::launch(l.fn, args_.data(), count, l.shape->grid[0], l.shape->block[0],
                  l.shape->cooperative);
 }
 

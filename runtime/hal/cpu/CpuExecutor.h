@@ -45,6 +45,9 @@ public:
   int gemmAlgorithms(size_t op) override;
   void callGemm(size_t op, int algorithm) override;
 
+protected:
+  void copyWithin(void *to, const void *from, size_t bytes) override;
+
 private:
   struct Launch {
     KernelLibrary::Kernel fn;
@@ -60,7 +63,9 @@ private:
 
   const KernelLibrary &library_;
   const Bundle *emulated_;
-  void *args_[16];       // the current call's arguments
+  /// The current call's arguments: 16 for a kernel, two per tensor for a
+  /// collective.
+  std::vector<void *> args_;
   size_t probedOp_ = ~size_t(0);
 
   std::vector<KernelLibrary::Kernel> kernels_; // per op (null for GEMMs)

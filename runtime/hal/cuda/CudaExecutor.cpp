@@ -20,7 +20,7 @@ CudaStepRunner::CudaStepRunner(const StepPlan &plan, CudaDevice &device)
     : StepRunner(plan), device_(device),
       arena_(device, plan.arenaBytes, "the arena of step '" + plan.name + "'") {
   for (const PlanOp &op : plan.ops)
-    launches_.push_back(op.kernel.empty()
+    launches_.push_back(op.kernel.empty() // GEMMs and collectives
                             ? nullptr
                             : &device.kernels().launches(device.chosen(op.kernel)));
 
@@ -133,7 +133,9 @@ void CudaStepRunner::enqueue(const std::vector<void *> &inputs,
 
   for (size_t i = 0; i < plan_.ops.size(); ++i) {
     const PlanOp &op = plan_.ops[i];
-    const char *name = op.kernel.empty() ? "gemm" : op.kernel.c_str();
+    const char *name = op.isCollective() ? op.collective.c_str()
+                       : op.kernel.empty()  ? "gemm"
+                                            : op.kernel.c_str();
     if (tracing())
       std::fprintf(stderr, "fbt: %s #%zu %s\n", plan_.name.c_str(), i, name);
     if (profile_)
@@ -145,6 +147,14 @@ void CudaStepRunner::enqueue(const std::vector<void *> &inputs,
     for (size_t a = 0; a < op.args.size(); ++a) {
       pointers_[a] = devicePtr(at(op.args[a]));
       params_[a] = &pointers_[a];
+    }
+    if (op.isCollective()) {
+      // The collectives order themselves with the stream (Channel).
+      std::vector<void *> args(op.args.size());
+      for (size_t a = 0; a < args.size(); ++a)
+        args[a] = at(op.args[a]);
+      collective(op, args.data());
+      continue;
     }
     if (probe_) {
       check(d.cuStreamSynchronize(stream), "cuStreamSynchronize");
@@ -167,6 +177,12 @@ void CudaStepRunner::enqueue(const std::vector<void *> &inputs,
     check(d.cuEventRecord(events_.back(), stream), "cuEventRecord");
   for (const OutputCopy &c : plan_.copies)
     device_.copy(outputs[c.output], at(c.source), c.source.bytes);
+}
+
+void CudaStepRunner::copyWithin(void *to, const void *from, size_t bytes) {
+  check(driver().cuMemcpyDtoDAsync_v2(devicePtr(to), devicePtr(from), bytes,
+                                      device_.stream()),
+        "cuMemcpyDtoDAsync_v2");
 }
 
 void CudaStepRunner::launch(size_t i, const std::vector<Launch> &launches) {
@@ -205,7 +221,7 @@ void CudaStepRunner::callVariant(size_t op, const std::string &symbol) {
   argument(op, 0);
   if (plan_.ops[op].kernel.empty())
     throw RuntimeError("call " + std::to_string(op) + " of step '" + plan_.name +
-                       "' is a GEMM, not a kernel");
+                       "' is not a kernel");
   launch(op, device_.kernels().launches(symbol));
   CUresult r = driver().cuStreamSynchronize(device_.stream());
   if (r != CUDA_SUCCESS)
@@ -214,7 +230,7 @@ void CudaStepRunner::callVariant(size_t op, const std::string &symbol) {
 
 int CudaStepRunner::gemmAlgorithms(size_t op) {
   const PlanOp &call = plan_.ops[op];
-  if (!call.kernel.empty())
+  if (!call.isGemm())
     return 0;
   auto p = [&](size_t a) { return reinterpret_cast<void *>(argument(op, a)); };
   return device_.gemm().algorithms(call, p(0), p(1), p(2));

@@ -36,6 +36,9 @@ public:
   int gemmAlgorithms(size_t op) override;
   void callGemm(size_t op, int algorithm) override;
 
+protected:
+  void copyWithin(void *to, const void *from, size_t bytes) override;
+
 private:
   /// Queues `launches` of op `i`'s kernel on the current pointers.
   void launch(size_t i, const std::vector<Launch> &launches);

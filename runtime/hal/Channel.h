@@ -1,0 +1,95 @@
+//===- Channel.h - collectives across the ranks of a run --------*- C++ -*-===//
+//
+// A Channel joins the processes ("ranks") of a data-parallel run, one
+// device each, over a one-dimensional grid: rank 0 .. size-1. The compiled
+// training steps state their collectives in the plan (PlanOp::collective);
+// the session hands them to a Channel, which runs them on an existing
+// engine: MPI for host memory (hal/mpi), NCCL for GPU memory. The world of
+// one (no launcher) is localChannel(): the same calls, nothing crosses.
+//
+// Collectives are started and waited for by bucket, so an engine that can
+// run them in the background overlaps a bucket's reduction with the
+// backward of the layers below it. Every failure (a peer that died, an
+// engine error, a wait past the timeout) throws RuntimeError naming this
+// rank; the caller then abort()s, so no rank hangs on the others.
+//
+// Engines register themselves (registerChannelEngine), as backends do, so
+// this file knows none of them and a build has the engines it links.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FBT_RUNTIME_HAL_CHANNEL_H
+#define FBT_RUNTIME_HAL_CHANNEL_H
+
+#include "runtime/hal/Device.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace fbt {
+
+class Channel {
+public:
+  virtual ~Channel() = default;
+
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  /// "MPI (Open MPI 4.1), 2 ranks", for logs and errors.
+  virtual std::string describe() const = 0;
+
+  /// Starts out[i] = scale * (the sum over every rank of in[i]) for each
+  /// buffer (ReduceBuffer, StepRunner.h); `bucket` names it for wait(). Returns as soon as the engine has
+  /// it; the buffers stay untouched by the caller until wait(bucket).
+  virtual void startAllReduce(int64_t bucket, const std::vector<ReduceBuffer> &buffers,
+                              float scale) = 0;
+  /// Waits for the bucket's reduction (a no-op for one never started).
+  virtual void wait(int64_t bucket) = 0;
+
+  /// Host memory, blocking: values[i] = the sum over every rank.
+  virtual void allReduceHost(double *values, int64_t count) = 0;
+  /// Host memory, blocking: every rank's `value`, in rank order.
+  virtual std::vector<uint64_t> allGatherHost(uint64_t value) = 0;
+
+  /// Ends every rank's process with exit status `code` (after this rank
+  /// failed and said why). Does not return.
+  [[noreturn]] virtual void abort(int code) = 0;
+
+  /// "rank 1: " where several ranks run, "" alone: the prefix of errors.
+  std::string who() const {
+    return size() > 1 ? "rank " + std::to_string(rank()) + ": " : std::string();
+  }
+};
+
+/// The world of one on `device`: reductions are out = scale * in.
+std::unique_ptr<Channel> localChannel(Device &device);
+
+/// How this process was launched: its rank, the number of ranks and its
+/// rank among those on its machine, from the launcher's environment
+/// (mpirun's OMPI_COMM_WORLD_*, PMI_*, or torchrun's RANK / WORLD_SIZE /
+/// LOCAL_RANK); size 1 and `launched` false when started alone.
+struct LaunchInfo {
+  int rank = 0, size = 1, localRank = 0;
+  bool launched = false;
+  std::string launcher; ///< "mpirun", "pmi", "torchrun" or ""
+};
+LaunchInfo launchInfo();
+
+/// An engine that joins launched ranks: which devices it reduces on, and
+/// how it opens a channel for `device`.
+struct ChannelEngine {
+  std::string name; ///< "mpi", "nccl"
+  bool (*serves)(const Device &device) = nullptr;
+  std::unique_ptr<Channel> (*open)(Device &device, const LaunchInfo &launch) = nullptr;
+};
+bool registerChannelEngine(ChannelEngine engine);
+
+/// The channel of this process on `device`: localChannel() when started
+/// alone, else the engine that serves the device; RuntimeError when the
+/// launch asks for ranks this build cannot join (built without MPI, ...).
+std::unique_ptr<Channel> openChannel(Device &device);
+
+} // namespace fbt
+
+#endif // FBT_RUNTIME_HAL_CHANNEL_H

@@ -1,0 +1,292 @@
+//===- MpiChannel.cpp - ranks joined through MPI, on host memory ----------===//
+//
+// The engine for runs on the CPU: each rank's buffers are host memory, so
+// MPI reduces them where they are. Only MPI's C API is used, so any MPI
+// (Open MPI, MPICH) with an mpi.h builds it; its own launcher starts the
+// ranks (mpirun -np N), and MPI_COMM_WORLD must agree with what the
+// launcher's environment said (launchInfo()).
+//
+// Every collective is non-blocking and completed by polling with a
+// deadline, the host ones too: a blocking MPI call waits forever for a
+// peer that hangs, and the run would hang with it instead of failing with
+// a message. The deadline is FBT_COLLECTIVE_TIMEOUT seconds (default 600)
+// from the start of each wait; generous, since a slow peer's step is also
+// waited for.
+//
+// MPI is initialized MPI_THREAD_FUNNELED: the CPU steps run OpenMP
+// threads, but only the thread that opened the channel calls MPI. Many
+// MPIs progress a non-blocking collective only inside MPI calls, so a
+// bucket's reduction advances mostly in wait().
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/base/Error.h"
+#include "runtime/hal/Channel.h"
+
+#include <algorithm>
+#include <chrono>
+#include <climits>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <thread>
+
+// The C API only: Open MPI's and MPICH's mpi.h would otherwise pull in
+// their C++ bindings, which need a library of their own.
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
+#include <mpi.h>
+
+namespace fbt {
+
+namespace {
+
+/// The seconds a wait may take: FBT_COLLECTIVE_TIMEOUT, default 600.
+double collectiveTimeout() {
+  const char *value = std::getenv("FBT_COLLECTIVE_TIMEOUT");
+  if (!value || !*value)
+    return 600;
+  char *end = nullptr;
+  double seconds = std::strtod(value, &end);
+  if (*end || !std::isfinite(seconds) || seconds <= 0)
+    throw RuntimeError(std::string("FBT_COLLECTIVE_TIMEOUT='") + value +
+                       "' is not a positive number of seconds");
+  return seconds;
+}
+
+std::string seconds(double s) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", s);
+  return text;
+}
+
+std::string mpiErrorString(int code) {
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  if (MPI_Error_string(code, text, &length) != MPI_SUCCESS)
+    return "MPI error " + std::to_string(code);
+  return std::string(text, size_t(length));
+}
+
+/// "Open MPI v4.1.4": the first line of MPI_Get_library_version up to its
+/// first comma, its blanks squeezed (MPICH's has tabs).
+std::string libraryName() {
+  char text[MPI_MAX_LIBRARY_VERSION_STRING];
+  int length = 0;
+  if (MPI_Get_library_version(text, &length) != MPI_SUCCESS)
+    return "unknown";
+  std::string full(text, size_t(length)), name;
+  for (char c : full.substr(0, full.find_first_of("\n,"))) {
+    bool blank = c == ' ' || c == '\t' || c == '\r';
+    if (!blank)
+      name += c;
+    else if (!name.empty() && name.back() != ' ')
+      name += ' ';
+  }
+  while (!name.empty() && name.back() == ' ')
+    name.pop_back();
+  return name.empty() ? "unknown" : name;
+}
+
+/// Calls `start(offset, count)` on [0, count) in pieces an int can count.
+template <typename Start> void inChunks(int64_t count, Start start) {
+  for (int64_t offset = 0; offset < count; offset += INT_MAX)
+    start(offset, int(std::min<int64_t>(INT_MAX, count - offset)));
+}
+
+class MpiChannel final : public Channel {
+public:
+  MpiChannel(const LaunchInfo &launch, double timeout)
+      : rank_(launch.rank), size_(launch.size), timeout_(timeout) {}
+
+  /// Initializes MPI (unless the program did) and joins the ranks.
+  void join(const LaunchInfo &launch) {
+    library_ = libraryName();
+    int initialized = 0;
+    check(MPI_Initialized(&initialized), "MPI_Initialized");
+    if (!initialized) {
+      int provided = 0;
+      check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided),
+            "MPI_Init_thread");
+      ownsMpi_ = true;
+    }
+    // A communicator of its own, so that nothing else the program sends on
+    // MPI_COMM_WORLD can match ours, and errors that return to the caller
+    // instead of ending the process before it said which rank failed.
+    check(MPI_Comm_dup(MPI_COMM_WORLD, &comm_), "MPI_Comm_dup");
+    check(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+    int rank = 0, size = 0;
+    check(MPI_Comm_rank(comm_, &rank), "MPI_Comm_rank");
+    check(MPI_Comm_size(comm_, &size), "MPI_Comm_size");
+    if (rank != launch.rank || size != launch.size) {
+      // A world of one (MPI started without its launcher) waits for nobody
+      // and can end cleanly; a larger one may have peers that got further.
+      failed_ = size > 1;
+      throw RuntimeError(prefix() + "the launcher (" + launch.launcher + ") says rank " +
+                         std::to_string(launch.rank) + " of " + std::to_string(launch.size) +
+                         ", but " + library_ + " sees rank " + std::to_string(rank) + " of " +
+                         std::to_string(size) +
+                         ": launch with the mpirun of the MPI this fbt was built with");
+    }
+  }
+
+  ~MpiChannel() override {
+    // MPI_Finalize waits for the other ranks and for every request: after
+    // a failure it could wait forever, so the process then ends without
+    // it and the launcher reports the failure.
+    if (failed_ || !pending_.empty())
+      return;
+    if (comm_ != MPI_COMM_NULL)
+      MPI_Comm_free(&comm_);
+    if (ownsMpi_)
+      MPI_Finalize();
+  }
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  std::string describe() const override {
+    return "MPI (" + library_ + "), " + std::to_string(size_) + " ranks";
+  }
+
+  void startAllReduce(int64_t bucket, const std::vector<ReduceBuffer> &buffers,
+                      float scale) override {
+    if (pending_.count(bucket))
+      throw RuntimeError(prefix() + "the all-reduce of bucket " + std::to_string(bucket) +
+                         " was started again before it was waited for");
+    Pending &p = pending_[bucket];
+    p.buffers = buffers;
+    p.scale = scale;
+    for (const ReduceBuffer &b : buffers) {
+      // MPI requires every rank to pass MPI_IN_PLACE or none: the plan is
+      // the same on every rank, so its buffers are.
+      bool inPlace = b.in == b.out;
+      inChunks(b.count, [&](int64_t offset, int count) {
+        float *out = static_cast<float *>(b.out) + offset;
+        const void *in = inPlace ? MPI_IN_PLACE : static_cast<const float *>(b.in) + offset;
+        MPI_Request request;
+        check(MPI_Iallreduce(in, out, count, MPI_FLOAT, MPI_SUM, comm_, &request),
+              "MPI_Iallreduce");
+        p.requests.push_back(request);
+      });
+    }
+  }
+
+  void wait(int64_t bucket) override {
+    auto it = pending_.find(bucket);
+    if (it == pending_.end())
+      return;
+    Pending &p = it->second;
+    complete(p.requests, "the all-reduce of bucket " + std::to_string(bucket));
+    if (p.scale != 1.0f)
+      for (const ReduceBuffer &b : p.buffers) {
+        float *out = static_cast<float *>(b.out);
+        for (int64_t i = 0; i < b.count; ++i)
+          out[i] *= p.scale;
+      }
+    pending_.erase(it);
+  }
+
+  void allReduceHost(double *values, int64_t count) override {
+    std::vector<MPI_Request> requests;
+    inChunks(count, [&](int64_t offset, int n) {
+      MPI_Request request;
+      check(MPI_Iallreduce(MPI_IN_PLACE, values + offset, n, MPI_DOUBLE, MPI_SUM, comm_,
+                           &request),
+            "MPI_Iallreduce");
+      requests.push_back(request);
+    });
+    complete(requests, "the all-reduce of " + std::to_string(count) + " host values");
+  }
+
+  std::vector<uint64_t> allGatherHost(uint64_t value) override {
+    std::vector<uint64_t> all(size_t(size_), 0);
+    std::vector<MPI_Request> requests(1);
+    check(MPI_Iallgather(&value, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, comm_,
+                         &requests[0]),
+          "MPI_Iallgather");
+    complete(requests, "the all-gather of one value per rank");
+    return all;
+  }
+
+  [[noreturn]] void abort(int code) override {
+    std::fflush(stdout);
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, code);
+    std::_Exit(code); // MPI_Abort does not return; should it, end this rank at least
+  }
+
+private:
+  /// A started bucket: its requests, and what to scale when they are done.
+  struct Pending {
+    std::vector<MPI_Request> requests;
+    std::vector<ReduceBuffer> buffers;
+    float scale = 1;
+  };
+
+  std::string prefix() const { return "rank " + std::to_string(rank_) + ": "; }
+
+  /// RuntimeError naming this rank and `call` unless `code` is success.
+  void check(int code, const char *call) {
+    if (code == MPI_SUCCESS)
+      return;
+    failed_ = true;
+    throw RuntimeError(prefix() + call + " failed: " + mpiErrorString(code));
+  }
+
+  /// Waits for `requests`, polling, until the deadline; `what` names them.
+  void complete(std::vector<MPI_Request> &requests, const std::string &what) {
+    using Clock = std::chrono::steady_clock;
+    Clock::time_point deadline =
+        Clock::now() +
+        std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_));
+    for (int polls = 0;; ++polls) {
+      int done = 0;
+      check(MPI_Testall(int(requests.size()), requests.data(), &done, MPI_STATUSES_IGNORE),
+            "MPI_Testall");
+      if (done)
+        return;
+      if (Clock::now() >= deadline) {
+        failed_ = true;
+        throw RuntimeError(prefix() + what + " has not completed after " + seconds(timeout_) +
+                           " s: a peer rank died or stopped responding "
+                           "(FBT_COLLECTIVE_TIMEOUT)");
+      }
+      // The first polls spin, for a reduction that is nearly done; later
+      // ones leave the core to the other ranks on this machine.
+      if (polls >= 100)
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+  }
+
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  int rank_, size_;
+  double timeout_;
+  std::string library_;
+  bool ownsMpi_ = false; // this channel initialized MPI, and finalizes it
+  bool failed_ = false;  // MPI is left where it cannot be finalized
+  std::map<int64_t, Pending> pending_;
+};
+
+std::unique_ptr<Channel> openMpiChannel(Device &, const LaunchInfo &launch) {
+  // torchrun starts the ranks without an MPI runtime, so MPI_Init would
+  // give each a world of its own.
+  if (launch.launcher == "torchrun" && !std::getenv("OMPI_COMM_WORLD_SIZE"))
+    throw RuntimeError("rank " + std::to_string(launch.rank) +
+                       ": RANK/WORLD_SIZE were set (torchrun-style), but ranks are joined "
+                       "through MPI here: launch with mpirun -np " +
+                       std::to_string(launch.size));
+  auto channel = std::make_unique<MpiChannel>(launch, collectiveTimeout());
+  channel->join(launch);
+  return channel;
+}
+
+// Host memory: the CPU's. GPU memory is NCCL's, even where an MPI could
+// read it (CUDA-aware builds), so that the engine is chosen the same way
+// on every machine.
+const bool registered = registerChannelEngine(
+    {"mpi", [](const Device &device) { return device.hostMemory(); }, openMpiChannel});
+
+} // namespace
+
+} // namespace fbt

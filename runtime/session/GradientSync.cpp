@@ -1,0 +1,51 @@
+//===- GradientSync.cpp - a training step's collectives -------------------===//
+
+#include "runtime/session/GradientSync.h"
+
+#include "runtime/base/Error.h"
+
+namespace fbt {
+
+void GradientSync::accumulate(const std::string &name, const float *values, size_t count) {
+  std::vector<float> &sum = sums_[name];
+  if (sum.empty()) {
+    sum.assign(values, values + count);
+    return;
+  }
+  if (sum.size() != count)
+    throw RuntimeError("accumulated '" + name + "' changed size between micro-batches");
+  for (size_t i = 0; i < count; ++i)
+    sum[i] += values[i];
+}
+
+void GradientSync::reset() {
+  sums_.clear();
+  microBatches_ = 0;
+}
+
+void GradientSync::start(const PlanOp &op, const std::vector<ReduceBuffer> &buffers) {
+  std::vector<ReduceBuffer> reduce = buffers;
+  if (microBatches_ > 0)
+    for (size_t i = 0; i < buffers.size(); ++i) {
+      auto sum = sums_.find(op.names[i]);
+      if (sum == sums_.end() || (int64_t)sum->second.size() != buffers[i].count)
+        throw RuntimeError(channel_.who() + "the step reduces '" + op.names[i] +
+                           "', which the accumulated micro-batches did not return");
+      // out = (earlier micro-batches) + this one, then reduced in place. On
+      // the CPU the device's memory is the host's; a GPU goes through it.
+      size_t bytes = buffers[i].count * sizeof(float);
+      std::vector<float> mine(buffers[i].count);
+      device_.download(mine.data(), buffers[i].in, bytes);
+      for (size_t e = 0; e < mine.size(); ++e)
+        mine[e] = sum->second[e] + mine[e];
+      device_.upload(buffers[i].out, mine.data(), bytes);
+      reduce[i].in = buffers[i].out;
+    }
+  float contributions = float(channel_.size()) * float(microBatches_ + 1);
+  channel_.startAllReduce(op.bucket, reduce,
+                          op.reduction == "mean" ? 1.0f / contributions : 1.0f);
+}
+
+void GradientSync::wait(int64_t bucket) { channel_.wait(bucket); }
+
+} // namespace fbt

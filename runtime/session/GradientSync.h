@@ -1,0 +1,56 @@
+//===- GradientSync.h - a training step's collectives -------------*- C++ -*-===//
+//
+// The compiled training step reduces its gradients and losses over every
+// contribution to the global batch (PlanOp "all_reduce", mean): each rank's
+// micro-batch, and each micro-batch a rank ran before it through the
+// gradient-only step (--accumulate). GradientSync is what runs those
+// collectives for a session: it keeps the accumulated micro-batches' sums
+// by name ("grad.<param>", "loss", "pass_losses"), adds them into the
+// step's own before the reduction starts, and hands the reduction to the
+// run's Channel (hal/Channel.h) with the scale 1 / (ranks x micro-batches).
+//
+// The sum over a rank's micro-batches is taken in order, then the sum over
+// ranks by the channel, so N ranks x A micro-batches add up what 1 rank x
+// N*A does, up to the order of the additions.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FBT_RUNTIME_SESSION_GRADIENTSYNC_H
+#define FBT_RUNTIME_SESSION_GRADIENTSYNC_H
+
+#include "runtime/hal/Channel.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace fbt {
+
+class GradientSync : public Collectives {
+public:
+  GradientSync(Device &device, Channel &channel) : device_(device), channel_(channel) {}
+
+  Channel &channel() { return channel_; }
+  /// Adds a micro-batch's outputs (host memory, `count` floats) to the sum
+  /// kept under `name`.
+  void accumulate(const std::string &name, const float *values, size_t count);
+  /// Micro-batches accumulated since the last reduced step.
+  int64_t accumulated() const { return microBatches_; }
+  /// Counts one accumulated micro-batch (after its accumulate() calls).
+  void finishMicroBatch() { ++microBatches_; }
+  /// Forgets the accumulated sums (after the step that reduced them).
+  void reset();
+
+  void start(const PlanOp &op, const std::vector<ReduceBuffer> &buffers) override;
+  void wait(int64_t bucket) override;
+
+private:
+  Device &device_;
+  Channel &channel_;
+  std::map<std::string, std::vector<float>> sums_;
+  int64_t microBatches_ = 0;
+};
+
+} // namespace fbt
+
+#endif // FBT_RUNTIME_SESSION_GRADIENTSYNC_H
