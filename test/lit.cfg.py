@@ -59,6 +59,17 @@ if os.path.exists(fbt_cli):
     if devices.returncode == 0 and chip:
         config.available_features.add("cuda-gpu")
         config.substitutions.append(("%gpu_chip", chip.group(1)))
+# Data-parallel runs: Open MPI's mpirun, and an fbt built with the MPI engine
+# (runtime/hal/mpi, which also builds the channel check). As root mpirun
+# wants --allow-run-as-root; two ranks on a small machine need
+# --oversubscribe and no binding; one OpenMP thread each, like 1 rank x 1.
+if shutil.which("mpirun") and os.path.exists(
+        os.path.join(config.fbt_obj_root, "test", "runtime", "fbt-mpi-channel-check")):
+    config.available_features.add("mpi")
+config.substitutions.append(("%mpirun", "mpirun --allow-run-as-root --oversubscribe "
+                             "--bind-to none -x OMP_NUM_THREADS=1"))
+config.substitutions.append(("%mpi_channel_check", os.path.join(
+    config.fbt_obj_root, "test", "runtime", "fbt-mpi-channel-check")))
 # The emulated CUDA driver and cuBLASLt (test/emucuda): %emucuda runs a
 # command with them where the runtime looks for NVIDIA's; the kernels of a
 # GPU bundle run as the SIMT twin FBT_EMU_CUDA_TWIN names.

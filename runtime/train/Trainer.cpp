@@ -12,6 +12,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
+#include <cstdlib>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -74,6 +76,17 @@ private:
 bool isDecimal(const std::string &s) {
   return !s.empty() && s.size() <= 19 &&
          s.find_first_not_of("0123456789") == std::string::npos;
+}
+
+/// The fault tests' hook: with FBT_TEST_KILL_RANK=R:S, rank R kills itself
+/// (SIGKILL, as the OOM killer or a lost machine would) when step S starts.
+void dieForTest(int rank, int64_t step) {
+  static const char *wanted = std::getenv("FBT_TEST_KILL_RANK");
+  if (!wanted)
+    return;
+  long long r = -1, s = -1;
+  if (std::sscanf(wanted, "%lld:%lld", &r, &s) == 2 && r == rank && s == step)
+    ::raise(SIGKILL);
 }
 
 std::string formatNumber(double value) {
@@ -530,6 +543,7 @@ TrainSummary Trainer::run(TrainObserver *observer) {
 
   double trainSeconds = 0;
   for (int64_t step = startStep_; step < endStep_; ++step) {
+    dieForTest(rank_, step);
     Clock::time_point t0 = Clock::now();
     StepRecord r = trainOne(step);
     r.seconds = secondsSince(t0);
