@@ -219,7 +219,24 @@ llvm::Expected<Description> fbt::tryDescribe(const ModelSpec &spec) {
 
   if (llvm::Error e = check.takeError())
     return std::move(e);
+  d.dataParallel = describeRanks(d, {8, 64});
   return d;
+}
+
+std::vector<RankFigures> fbt::describeRanks(const Description &d,
+                                            const std::vector<int64_t> &ranks) {
+  std::vector<RankFigures> out;
+  for (int64_t n : ranks) {
+    RankFigures r;
+    r.ranks = n;
+    r.tokensPerStep = d.tokensPerStep * n;
+    // A ring all-reduce sends each of the N chunks N-1 times to reduce and
+    // N-1 times to gather: 2(N-1)/N of the buffer per rank.
+    r.allReduceBytesPerRank = d.gradientBytes / n * 2 * (n - 1);
+    r.optimizerBytesPerRank = d.optimizerBytes;
+    out.push_back(r);
+  }
+  return out;
 }
 
 Description fbt::describe(const ModelSpec &spec) {
@@ -343,6 +360,13 @@ void fbt::printDescription(const ModelSpec &spec, const Description &d,
     t.bytes(k + "step memory", p.stepBytes);
   }
 
+  for (const RankFigures &r : d.dataParallel) {
+    t.heading("data parallel, " + std::to_string(r.ranks) + " ranks (all-reduce)");
+    t.count("tokens per step (global batch)", r.tokensPerStep);
+    t.bytes("sent per rank per step", r.allReduceBytesPerRank);
+    t.bytes("AdamW moments per rank", r.optimizerBytesPerRank);
+  }
+
   t.heading("inference (batch " + std::to_string(spec.inference.batchSize) +
             ", context " + std::to_string(spec.inference.maxSequenceLength) +
             ")");
@@ -403,6 +427,15 @@ void fbt::printDescriptionJson(const ModelSpec &spec, const Description &d,
             j.attribute("step_bytes", p.stepBytes);
           });
       });
+    });
+    j.attributeArray("data_parallel", [&] {
+      for (const RankFigures &r : d.dataParallel)
+        j.object([&] {
+          j.attribute("ranks", r.ranks);
+          j.attribute("tokens_per_step", r.tokensPerStep);
+          j.attribute("all_reduce_bytes_per_rank", r.allReduceBytesPerRank);
+          j.attribute("optimizer_bytes_per_rank", r.optimizerBytesPerRank);
+        });
     });
     j.attributeObject("inference", [&] {
       j.attribute("batch_size", spec.inference.batchSize);

@@ -35,6 +35,18 @@ struct PassFigures {
   uint64_t stepBytes = 0;
 };
 
+/// Data parallelism over N ranks (DESIGN.md section 3): each rank runs the
+/// compiled batch, and the gradients are all-reduced every optimizer step.
+struct RankFigures {
+  int64_t ranks = 1;
+  uint64_t tokensPerStep = 0; ///< the global batch: B*T*N
+  /// Bytes each rank sends (and receives) per step in a ring all-reduce of
+  /// the fp32 gradients: 2 * (N-1)/N * gradientBytes.
+  uint64_t allReduceBytesPerRank = 0;
+  /// AdamW moments each rank holds: all of them (replicated).
+  uint64_t optimizerBytesPerRank = 0;
+};
+
 struct Description {
   // Parameters.
   /// V*D (tied E) + L*(2D + 4D^2 + 3DF) + D (final norm).
@@ -54,6 +66,8 @@ struct Description {
   uint64_t optimizerBytes = 0; ///< 8 * total (first and second moments)
   /// One entry per K of ModelSpec::scheduledPasses(), ascending.
   std::vector<PassFigures> passes;
+  /// Per world size (8 and 64 unless describeRanks says otherwise).
+  std::vector<RankFigures> dataParallel;
 
   // Inference.
   uint64_t kvBytesPerTokenFp32 = 0; ///< 2*L*D*4 (K and V, every layer)
@@ -79,6 +93,10 @@ llvm::Expected<Description> tryDescribe(const ModelSpec &spec);
 
 /// The figures of a spec returned by parseSpec (fatal error otherwise).
 Description describe(const ModelSpec &spec);
+
+/// The data-parallel figures of `d` at each of `ranks` (each >= 1).
+std::vector<RankFigures> describeRanks(const Description &d,
+                                       const std::vector<int64_t> &ranks);
 
 /// A table for people: exact integers beside human units (4.2M, 1.3 GiB).
 void printDescription(const ModelSpec &spec, const Description &d,

@@ -140,6 +140,11 @@ cl::opt<bool> fuseGate("fuse-feedback-gate",
                        cl::init(true), cl::cat(category));
 cl::opt<bool> jsonOutput("json", cl::desc("With --describe: one JSON object"),
                    cl::cat(category));
+cl::list<int64_t> describeRanks(
+    "ranks",
+    cl::desc("With --describe: the data-parallel world sizes to show the "
+             "communication and optimizer memory per rank for (default 8,64)"),
+    cl::value_desc("N,..."), cl::CommaSeparated, cl::cat(category));
 
 constexpr int kBadInput = 2;
 constexpr int kInternalError = 1;
@@ -377,6 +382,13 @@ int main(int argc, char **argv) {
     Expected<fbt::Description> d = fbt::describe(*spec);
     if (!d)
       return fail(kBadInput, toString(d.takeError()));
+    if (!describeRanks.empty()) {
+      for (int64_t n : describeRanks)
+        if (n < 1)
+          return fail(kBadInput, "--ranks: each world size must be at least 1, got " +
+                                     Twine(n));
+      d->dataParallel = fbt::describeRanks(*d, {describeRanks.begin(), describeRanks.end()});
+    }
     return writeOutput([&](raw_ostream &os) {
       if (jsonOutput)
         fbt::printDescriptionJson(*spec, *d, os);
