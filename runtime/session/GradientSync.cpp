@@ -4,6 +4,8 @@
 
 #include "runtime/base/Error.h"
 
+#include <chrono>
+
 namespace fbt {
 
 void GradientSync::accumulate(const std::string &name, const float *values, size_t count) {
@@ -23,7 +25,14 @@ void GradientSync::reset() {
   microBatches_ = 0;
 }
 
+namespace {
+double secondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+} // namespace
+
 void GradientSync::start(const PlanOp &op, const std::vector<ReduceBuffer> &buffers) {
+  auto began = std::chrono::steady_clock::now();
   std::vector<ReduceBuffer> reduce = buffers;
   if (microBatches_ > 0)
     for (size_t i = 0; i < buffers.size(); ++i) {
@@ -44,8 +53,13 @@ void GradientSync::start(const PlanOp &op, const std::vector<ReduceBuffer> &buff
   float contributions = float(channel_.size()) * float(microBatches_ + 1);
   channel_.startAllReduce(op.bucket, reduce,
                           op.reduction == "mean" ? 1.0f / contributions : 1.0f);
+  exposedSeconds_ += secondsSince(began);
 }
 
-void GradientSync::wait(int64_t bucket) { channel_.wait(bucket); }
+void GradientSync::wait(int64_t bucket) {
+  auto began = std::chrono::steady_clock::now();
+  channel_.wait(bucket);
+  exposedSeconds_ += secondsSince(began);
+}
 
 } // namespace fbt

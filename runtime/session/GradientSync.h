@@ -44,11 +44,16 @@ public:
   void start(const PlanOp &op, const std::vector<ReduceBuffer> &buffers) override;
   void wait(int64_t bucket) override;
 
+  /// Seconds spent starting reductions and waiting for them, so far: the
+  /// communication the step did not overlap with its own work.
+  double exposedSeconds() const { return exposedSeconds_; }
+
 private:
   Device &device_;
   Channel &channel_;
   std::map<std::string, std::vector<float>> sums_;
   int64_t microBatches_ = 0;
+  double exposedSeconds_ = 0;
 };
 
 } // namespace fbt

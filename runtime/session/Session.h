@@ -94,6 +94,9 @@ public:
   /// channel must outlive the session.
   void setChannel(Channel &channel);
   Channel &channel();
+  /// Seconds the training steps spent in their collectives so far, not
+  /// overlapped with their own work (GradientSync::exposedSeconds).
+  double collectiveSeconds() const { return sync_ ? sync_->exposedSeconds() : 0; }
 
   /// One optimizer step of train_k<K>: (ids, targets) are [B, T] int32.
   /// Its gradients and losses are the mean over every rank's micro-batch

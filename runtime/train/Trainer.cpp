@@ -128,7 +128,7 @@ Json StepRecord::toJson() const {
   Json losses = Json::array();
   for (float l : passLosses)
     losses.push_back(jsonFloat(l));
-  return Json::object({
+  Json j = Json::object({
       {"step", step},
       {"passes", passes},
       {"loss", jsonFloat(loss)},
@@ -138,6 +138,9 @@ Json StepRecord::toJson() const {
       {"tokens_per_s", rounded(tokensPerSecond, 1)},
       {"elapsed_s", rounded(elapsedSeconds, 3)},
   });
+  if (ranks > 1)
+    j["collective_s"] = rounded(collectiveSeconds, 5);
+  return j;
 }
 
 Json EvalRecord::toJson() const {
@@ -545,8 +548,11 @@ TrainSummary Trainer::run(TrainObserver *observer) {
   for (int64_t step = startStep_; step < endStep_; ++step) {
     dieForTest(rank_, step);
     Clock::time_point t0 = Clock::now();
+    double waited = session_.collectiveSeconds();
     StepRecord r = trainOne(step);
     r.seconds = secondsSince(t0);
+    r.collectiveSeconds = session_.collectiveSeconds() - waited;
+    r.ranks = ranks_;
     r.tokensPerSecond = double(tokensPerStep()) / r.seconds;
     r.elapsedSeconds = elapsedBefore_ + secondsSince(began);
     trainSeconds += r.seconds;

@@ -101,6 +101,10 @@ struct StepRecord {
   float lr = 0;
   float gradNorm = 0;
   double seconds = 0;         ///< this step's wall time (not logged)
+  /// Of which this rank waited for the reductions (logged as collective_s
+  /// when several ranks run).
+  double collectiveSeconds = 0;
+  int ranks = 1;
   double tokensPerSecond = 0; ///< B * T * G / seconds
   double elapsedSeconds = 0;  ///< since the run began, across resumes
 
