@@ -10,6 +10,7 @@ packages=(
   libgtest-dev            # unit tests
   libopenblas-dev         # CPU GEMMs
   libomp-22-dev           # CPU kernels' threads (OpenMP)
+  libopenmpi-dev openmpi-bin  # data-parallel training: ranks joined by MPI
   python3-torch           # the independent numerics reference
   python3-matplotlib      # the experiment report's plots
   libpcre2-dev            # GPT-2 BPE's pre-tokenizing pattern (Unicode classes)
