@@ -387,10 +387,12 @@ Header parseHeader(std::string_view json, uint64_t dataBytes,
 /// Reads `n` bytes at `offset` into `out`; throws when short.
 using ReadAt = std::function<void(uint64_t offset, size_t n, void *out)>;
 
-/// `withData`: each tensor's bytes too; else the header alone (names,
-/// types, shapes and metadata, validated all the same).
+/// The bytes of the tensors `wanted` accepts are read (all when it is
+/// empty); the others get the header's facts alone (name, type, shape),
+/// validated all the same.
 SafetensorsFile parseWith(uint64_t fileBytes, const ReadAt &readAt,
-                          const std::string &source, bool withData = true) {
+                          const std::string &source,
+                          const TensorFilter &wanted = {}) {
   if (fileBytes < 8)
     throw RuntimeError(source + ": file too small (" +
                        std::to_string(fileBytes) +
@@ -432,7 +434,7 @@ SafetensorsFile parseWith(uint64_t fileBytes, const ReadAt &readAt,
     t.name = std::move(e.name);
     t.dtype = e.dtype;
     t.shape = std::move(e.shape);
-    if (withData) {
+    if (!wanted || wanted(t.name)) {
       t.bytes.resize(static_cast<size_t>(e.end - e.begin));
       readAt(dataStart + e.begin, t.bytes.size(), t.bytes.data());
     }
@@ -455,7 +457,7 @@ SafetensorsFile parseSafetensors(std::string_view image,
 }
 
 namespace {
-SafetensorsFile readFileWith(const std::string &path, bool withData) {
+SafetensorsFile readFileWith(const std::string &path, const TensorFilter &wanted) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     throw RuntimeError(systemErrorMessage(path + ": cannot open"));
@@ -486,14 +488,21 @@ SafetensorsFile readFileWith(const std::string &path, bool withData) {
       offset += static_cast<uint64_t>(got);
     }
   };
-  return parseWith(static_cast<uint64_t>(st.st_size), readAt, path, withData);
+  return parseWith(static_cast<uint64_t>(st.st_size), readAt, path, wanted);
 }
 } // namespace
 
-SafetensorsFile readSafetensors(const std::string &path) { return readFileWith(path, true); }
+SafetensorsFile readSafetensors(const std::string &path) { return readFileWith(path, {}); }
 
 SafetensorsFile readSafetensorsHeader(const std::string &path) {
-  return readFileWith(path, false);
+  return readFileWith(path, [](std::string_view) { return false; });
+}
+
+SafetensorsFile readSafetensorsSome(const std::string &path,
+                                    const TensorFilter &wanted) {
+  if (!wanted)
+    return readSafetensors(path);
+  return readFileWith(path, wanted);
 }
 
 //===----------------------------------------------------------------------===//

@@ -28,6 +28,7 @@
 #include "runtime/base/DType.h"
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -91,6 +92,14 @@ SafetensorsFile readSafetensors(const std::string &path);
 /// The header alone, validated the same way: names, types, shapes and
 /// metadata, every tensor's bytes left empty (a checkpoint can be gigabytes).
 SafetensorsFile readSafetensorsHeader(const std::string &path);
+
+/// Which tensors' bytes to read, by name.
+using TensorFilter = std::function<bool(std::string_view name)>;
+/// The header, validated the same way, and the bytes of only the tensors
+/// `wanted` accepts (the others' left empty): a checkpoint's weights
+/// without its optimizer state, which is twice their size.
+SafetensorsFile readSafetensorsSome(const std::string &path,
+                                    const TensorFilter &wanted);
 
 /// Parses an in-memory file image; `sourceName` prefixes errors.
 SafetensorsFile parseSafetensors(std::string_view image,

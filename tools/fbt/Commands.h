@@ -15,6 +15,7 @@ int runTune(int argc, char **argv);
 int runDevices(int argc, char **argv);
 int runTokenize(int argc, char **argv);
 int runServe(int argc, char **argv);
+int runExport(int argc, char **argv);
 } // namespace fbt
 
 #endif // FBT_TOOLS_FBT_COMMANDS_H

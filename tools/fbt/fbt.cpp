@@ -47,6 +47,9 @@ const Command kCommands[] = {
      "choose the fastest kernel variants for this device (bundles compiled with "
      "fbtc --tune-space)",
      fbt::runTune},
+    {"export", "BUNDLE",
+     "the standard model of a checkpoint as a llama.cpp GGUF (--gguf OUT.gguf)",
+     fbt::runExport},
     {"devices", "", "list the GPUs this fbt can use", fbt::runDevices},
     {"tokenize", "FILE..",
      "text (or JSONL) to a token file: bytes, GPT-2 BPE, SentencePiece", fbt::runTokenize},

@@ -1,0 +1,266 @@
+//===- GgufTest.cpp - the GGUF writer: layout, metadata, refusals ---------===//
+//
+// The file is read back by a minimal reader written here from the format's
+// description (Gguf.h), so the test checks the bytes, not the writer against
+// itself: the header, keys in order with their types, tensor infos with
+// dimensions innermost first, offsets that are the padded ends of the tensors
+// before (as llama.cpp's reader requires), the data where the offsets say.
+// That llama.cpp itself loads an export is test/e2e/gguf-export.test.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/base/Error.h"
+#include "runtime/base/FileIO.h"
+#include "runtime/format/Gguf.h"
+#include "runtime/format/Safetensors.h"
+
+#include "TempDir.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <map>
+
+using namespace fbt;
+
+namespace {
+
+/// Reads little-endian values from a file image.
+struct Reader {
+  const std::string &bytes;
+  size_t at = 0;
+
+  template <typename T> T get() {
+    if (at + sizeof(T) > bytes.size())
+      throw std::runtime_error("read past the end");
+    T v;
+    std::memcpy(&v, bytes.data() + at, sizeof v); // little-endian host
+    at += sizeof v;
+    return v;
+  }
+  std::string string() {
+    uint64_t n = get<uint64_t>();
+    std::string s = bytes.substr(at, n);
+    at += n;
+    return s;
+  }
+};
+
+struct Value {
+  GgufType type;
+  uint64_t u = 0;
+  double f = 0;
+  std::string s;
+  GgufType elementType = GgufType::U8;
+  std::vector<std::string> strings;
+  std::vector<int64_t> ints;
+  std::vector<float> floats;
+};
+
+struct TensorInfo {
+  std::string name;
+  std::vector<uint64_t> dims;
+  uint32_t type;
+  uint64_t offset;
+};
+
+struct Parsed {
+  uint32_t version;
+  std::vector<std::pair<std::string, Value>> keys;
+  std::vector<TensorInfo> tensors;
+  size_t dataStart;
+};
+
+Parsed parse(const std::string &bytes, size_t alignment) {
+  Reader r{bytes};
+  EXPECT_EQ(bytes.substr(0, 4), "GGUF");
+  r.at = 4;
+  Parsed p;
+  p.version = r.get<uint32_t>();
+  uint64_t tensors = r.get<uint64_t>(), keys = r.get<uint64_t>();
+  for (uint64_t i = 0; i < keys; ++i) {
+    std::string key = r.string();
+    Value v;
+    v.type = static_cast<GgufType>(r.get<uint32_t>());
+    switch (v.type) {
+    case GgufType::U32: v.u = r.get<uint32_t>(); break;
+    case GgufType::I32: v.u = (uint64_t)(int64_t)r.get<int32_t>(); break;
+    case GgufType::U64: v.u = r.get<uint64_t>(); break;
+    case GgufType::F32: v.f = r.get<float>(); break;
+    case GgufType::Bool: v.u = r.get<uint8_t>(); break;
+    case GgufType::String: v.s = r.string(); break;
+    case GgufType::Array: {
+      v.elementType = static_cast<GgufType>(r.get<uint32_t>());
+      uint64_t n = r.get<uint64_t>();
+      for (uint64_t j = 0; j < n; ++j) {
+        if (v.elementType == GgufType::String)
+          v.strings.push_back(r.string());
+        else if (v.elementType == GgufType::I32)
+          v.ints.push_back(r.get<int32_t>());
+        else if (v.elementType == GgufType::F32)
+          v.floats.push_back(r.get<float>());
+        else
+          throw std::runtime_error("unexpected array type");
+      }
+      break;
+    }
+    default:
+      throw std::runtime_error("unexpected type");
+    }
+    p.keys.emplace_back(key, v);
+  }
+  for (uint64_t i = 0; i < tensors; ++i) {
+    TensorInfo t;
+    t.name = r.string();
+    uint32_t n = r.get<uint32_t>();
+    for (uint32_t j = 0; j < n; ++j)
+      t.dims.push_back(r.get<uint64_t>());
+    t.type = r.get<uint32_t>();
+    t.offset = r.get<uint64_t>();
+    p.tensors.push_back(t);
+  }
+  p.dataStart = (r.at + alignment - 1) / alignment * alignment;
+  // The padding is zeros.
+  for (size_t i = r.at; i < p.dataStart; ++i)
+    EXPECT_EQ(bytes[i], '\0') << "at " << i;
+  return p;
+}
+
+std::vector<float> floatsAt(const std::string &bytes, size_t at, size_t n) {
+  std::vector<float> out(n);
+  std::memcpy(out.data(), bytes.data() + at, n * sizeof(float));
+  return out;
+}
+
+GgufWriter sample() {
+  GgufWriter w;
+  w.addString("general.architecture", "llama");
+  w.addU32("llama.block_count", 2);
+  w.addI32("fbt.signed", -5);
+  w.addU64("fbt.big", uint64_t(1) << 40);
+  w.addF32("llama.rope.freq_base", 10000.0f);
+  w.addBool("tokenizer.ggml.add_bos_token", true);
+  w.addStringArray("tokenizer.ggml.tokens", {"a", "\xc4\x80", ""});
+  w.addStringArray("tokenizer.ggml.merges", {});
+  w.addI32Array("tokenizer.ggml.token_type", {1, 3, 5});
+  w.addF32Array("fbt.scores", {0.5f, -1.0f});
+  // 3 values (12 bytes: padded to 32), then a [2, 3] matrix, then 9 values.
+  w.addTensor("norm.weight", {3}, {1, 2, 3});
+  w.addTensor("blk.0.attn_q.weight", {2, 3}, {1, 2, 3, 4, 5, 6});
+  w.addTensor("last", {9}, {9, 8, 7, 6, 5, 4, 3, 2, 1});
+  return w;
+}
+
+} // namespace
+
+TEST(GgufTest, HeaderMetadataAndTensorLayout) {
+  GgufWriter w = sample();
+  std::string bytes = w.serialize();
+  Parsed p = parse(bytes, 32);
+  EXPECT_EQ(p.version, 3u);
+
+  ASSERT_EQ(p.keys.size(), 11u);
+  EXPECT_EQ(w.keyCount(), 11u);
+  // general.alignment first, as u32.
+  EXPECT_EQ(p.keys[0].first, "general.alignment");
+  EXPECT_EQ(p.keys[0].second.type, GgufType::U32);
+  EXPECT_EQ(p.keys[0].second.u, 32u);
+  std::map<std::string, Value> kv(p.keys.begin(), p.keys.end());
+  EXPECT_EQ(kv["general.architecture"].s, "llama");
+  EXPECT_EQ(kv["llama.block_count"].type, GgufType::U32);
+  EXPECT_EQ(kv["llama.block_count"].u, 2u);
+  EXPECT_EQ((int64_t)kv["fbt.signed"].u, -5);
+  EXPECT_EQ(kv["fbt.big"].u, uint64_t(1) << 40);
+  EXPECT_EQ(kv["llama.rope.freq_base"].type, GgufType::F32);
+  EXPECT_EQ(kv["llama.rope.freq_base"].f, 10000.0);
+  EXPECT_EQ(kv["tokenizer.ggml.add_bos_token"].type, GgufType::Bool);
+  EXPECT_EQ(kv["tokenizer.ggml.add_bos_token"].u, 1u);
+  EXPECT_EQ(kv["tokenizer.ggml.tokens"].elementType, GgufType::String);
+  EXPECT_EQ(kv["tokenizer.ggml.tokens"].strings,
+            (std::vector<std::string>{"a", "\xc4\x80", ""}));
+  EXPECT_EQ(kv["tokenizer.ggml.merges"].elementType, GgufType::String);
+  EXPECT_TRUE(kv["tokenizer.ggml.merges"].strings.empty());
+  EXPECT_EQ(kv["tokenizer.ggml.token_type"].ints, (std::vector<int64_t>{1, 3, 5}));
+  EXPECT_EQ(kv["fbt.scores"].floats, (std::vector<float>{0.5f, -1.0f}));
+
+  ASSERT_EQ(p.tensors.size(), 3u);
+  EXPECT_EQ(p.tensors[0].name, "norm.weight");
+  EXPECT_EQ(p.tensors[0].dims, (std::vector<uint64_t>{3}));
+  EXPECT_EQ(p.tensors[0].offset, 0u);
+  // Row-major [2, 3] is ggml's ne = {3, 2}.
+  EXPECT_EQ(p.tensors[1].dims, (std::vector<uint64_t>{3, 2}));
+  EXPECT_EQ(p.tensors[1].offset, 32u);
+  EXPECT_EQ(p.tensors[2].offset, 64u);
+  for (const TensorInfo &t : p.tensors)
+    EXPECT_EQ(t.type, GgufWriter::kTensorF32);
+
+  EXPECT_EQ(p.dataStart % 32, 0u);
+  EXPECT_EQ(floatsAt(bytes, p.dataStart, 3), (std::vector<float>{1, 2, 3}));
+  EXPECT_EQ(floatsAt(bytes, p.dataStart + 32, 6),
+            (std::vector<float>{1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(floatsAt(bytes, p.dataStart + 64, 9),
+            (std::vector<float>{9, 8, 7, 6, 5, 4, 3, 2, 1}));
+  // Every tensor is padded, the last one too: the file ends on the alignment.
+  EXPECT_EQ(bytes.size(), p.dataStart + 64 + 64);
+  EXPECT_EQ(bytes.size() % 32, 0u);
+}
+
+TEST(GgufTest, OtherAlignment) {
+  GgufWriter w(64);
+  w.addTensor("a", {5}, {1, 2, 3, 4, 5});
+  w.addTensor("b", {1}, {7});
+  std::string bytes = w.serialize();
+  Parsed p = parse(bytes, 64);
+  EXPECT_EQ(p.keys[0].second.u, 64u);
+  EXPECT_EQ(p.tensors[1].offset, 64u);
+  EXPECT_EQ(p.dataStart % 64, 0u);
+  EXPECT_EQ(floatsAt(bytes, p.dataStart + 64, 1), (std::vector<float>{7}));
+}
+
+TEST(GgufTest, WriteAtomicWritesTheSameBytes) {
+  test::TempDir dir;
+  GgufWriter w = sample();
+  std::string path = dir.file("m.gguf");
+  w.writeAtomic(path);
+  EXPECT_EQ(readFile(path), w.serialize());
+}
+
+TEST(GgufTest, RefusesWhatReadersRefuse) {
+  auto message = [](auto add) -> std::string {
+    try {
+      GgufWriter w;
+      w.addTensor("t", {1}, {0});
+      add(w);
+    } catch (const RuntimeError &e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_EQ(message([](GgufWriter &w) { w.addU32("general.alignment", 8); }),
+            "GGUF: metadata key 'general.alignment' given twice");
+  EXPECT_EQ(message([](GgufWriter &w) { w.addTensor("t", {1}, {1}); }),
+            "GGUF: tensor 't' given twice");
+  EXPECT_EQ(message([](GgufWriter &w) { w.addTensor(std::string(64, 'x'), {1}, {1}); }),
+            "GGUF: tensor name '" + std::string(64, 'x') + "' must have 1 to 63 bytes");
+  EXPECT_EQ(message([](GgufWriter &w) { w.addTensor("u", {2, 2}, {1, 2, 3}); }),
+            "GGUF: tensor 'u' has 3 values, its shape 4");
+  EXPECT_EQ(message([](GgufWriter &w) { w.addTensor("u", {1, 1, 1, 1, 1}, {1}); }),
+            "GGUF: tensor 'u' has 5 dimensions; ggml holds 1 to 4");
+  EXPECT_EQ(message([](GgufWriter &w) { w.addTensor("u", {0}, {}); }),
+            "GGUF: tensor 'u' has a dimension < 1");
+  EXPECT_THROW(GgufWriter(24), RuntimeError);
+}
+
+TEST(GgufTest, ReadSafetensorsSomeReadsOnlyTheWantedBytes) {
+  test::TempDir dir;
+  std::string path = dir.file("c.safetensors");
+  writeSafetensorsAtomic(path, {Tensor::fromF32("w", {2}, {1, 2}),
+                                Tensor::fromF32("optimizer.adam_m.w", {2}, {3, 4})},
+                         {{"fbt.model", "tiny"}});
+  SafetensorsFile f = readSafetensorsSome(
+      path, [](std::string_view name) { return name.rfind("optimizer.", 0) != 0; });
+  EXPECT_EQ(f.at("w").toF32(), (std::vector<float>{1, 2}));
+  EXPECT_TRUE(f.at("optimizer.adam_m.w").bytes.empty());
+  EXPECT_EQ(f.at("optimizer.adam_m.w").shape, (std::vector<int64_t>{2}));
+  EXPECT_EQ(f.metadata.at("fbt.model"), "tiny");
+}
