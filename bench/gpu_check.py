@@ -4,11 +4,15 @@
                 a training step (K = 1, 2) and teacher-forced decoding (standard, soft),
                 with the default bf16 GEMMs and, where the runtime has a switch for
                 them, exact fp32 GEMMs (bench/gpu_numerics.py check)
-  2. training   `fbt bench --train K` against the PyTorch peer (bench/gpu_peer.py) in
+  2. NCCL       tiny spec, `fbt train --accumulate 2` as a world of one through the
+                NCCL engine (mpirun -np 1, FBT_CHANNEL=nccl) against the same run
+                without mpirun: the same losses and checkpoint (compare_runs.py);
+                skipped where mpirun, libnccl.so.2 or the engine is missing
+  3. training   `fbt bench --train K` against the PyTorch peer (bench/gpu_peer.py) in
                 eager mode and under torch.compile: tokens/s, MFU, ratios
-  3. decoding   `fbt bench --decode standard|soft` at each prepared batch against the
+  4. decoding   `fbt bench --decode standard|soft` at each prepared batch against the
                 HBM floor (weights + KV cache read once per step) and the PyTorch peer
-  4. tuning     `fbt tune` on the model with kernel variants (train_k2 and the
+  5. tuning     `fbt tune` on the model with kernel variants (train_k2 and the
                 first batch's standard decode), then `fbt bench` tuned against
                 default, alternating: K = 2 training and that batch's decode
 Every command runs under its own timeout, clamped to GPU_CHECK_DEADLINE (epoch
@@ -19,9 +23,11 @@ Without a GPU (or with GPU_CHECK_DRY=1) the stages run only on bundles prepared
 with --target cpu: a dry run of this script, not a measurement.
 """
 
+import ctypes
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -38,8 +44,9 @@ DEADLINE = float(os.environ.get("GPU_CHECK_DEADLINE", START + 420))
 PEAK_FLOPS = 989e12  # H200 dense bf16 tensor-core peak, FLOP/s
 HBM_BYTES_PER_S = 4.8e12  # H200 HBM3e bandwidth
 TRAIN_STEPS, DECODE_PROMPT, DECODE_TOKENS = 8, 512, 64
-TIMEOUT = {"numerics": 60, "fbt_train": 60, "peer_eager": 75, "peer_compile": 120,
+TIMEOUT = {"numerics": 60, "nccl": 45, "fbt_train": 60, "peer_eager": 75, "peer_compile": 120,
            "fbt_decode": 40, "peer_decode": 60, "tune": 150}
+NCCL_STEPS = 20  # of the tiny spec: well under a second each on a GPU
 
 
 class Report:
@@ -66,8 +73,9 @@ class Report:
             json.dump(dict(self.data, failures=self.failures), f, indent=1)
 
 
-def run(cmd, timeout, env=None):
-    """(ok, stdout, why): the command in its own process group, killed whole on timeout."""
+def run(cmd, timeout, env=None, stderr=None):
+    """(ok, stdout, why): the command in its own process group, killed whole on timeout.
+    `stderr`, a list, gets the command's whole stderr appended."""
     timeout = min(timeout, DEADLINE - time.time() - 5)
     if timeout < 10:
         return False, "", "out of time (the run's deadline is near)"
@@ -79,6 +87,8 @@ def run(cmd, timeout, env=None):
         os.killpg(p.pid, signal.SIGKILL)
         out, err = p.communicate()
         return False, out, "timed out after %.0f s" % timeout
+    if stderr is not None:
+        stderr.append(err)
     if p.returncode != 0:
         tail = (err.strip() or out.strip() or "no output").splitlines()[-1]
         return False, out, "exit status %d: %s" % (p.returncode, tail.strip())
@@ -142,9 +152,127 @@ def numerics(rep, prep):
                 "(GPU_CHECK_FP32_ENV=NAME=VALUE names another)")
 
 
+def mpirun_command():
+    """mpirun with what a launch of one rank on this machine needs, or None."""
+    mpirun = shutil.which("mpirun")
+    if not mpirun:
+        return None
+    cmd = [mpirun]
+    ok, out, _ = run([mpirun, "--version"], 20)
+    if "Open MPI" in out:  # Open MPI wants these as root, and binds ranks to cores
+        cmd += (["--allow-run-as-root"] if os.geteuid() == 0 else []) + ["--bind-to", "none"]
+        if not shutil.which("ssh") and not shutil.which("rsh"):
+            # It looks for a remote shell even to start ranks here (containers
+            # often have none); a launch on this machine never calls it.
+            cmd += ["--mca", "plm_rsh_agent", "false"]
+    # A local launch inherits the environment; -x says so for every MPI.
+    for name in ("LD_LIBRARY_PATH", "FBT_EMU_CUDA_TWINS", "FBT_NCCL", "NCCL_DEBUG"):
+        if os.environ.get(name):
+            cmd += ["-x", name]
+    return cmd
+
+
+def nccl(rep, prep):
+    """A world of one through the NCCL engine against the same run alone. On CPU
+    bundles (a dry run) the MPI engine stands in, to exercise the stage."""
+    rep.say("")
+    gpu = prep["target"] != "cpu"
+    engine = "nccl" if gpu else "mpi"
+    emulated = bool(os.environ.get("GPU_CHECK_EMULATED"))
+    steps = 1 if emulated else NCCL_STEPS  # the emulator takes many seconds a step
+    rep.say("== 2. data parallelism: fbt train --accumulate 2, %d steps of the tiny spec, as a "
+            "world of one through the %s engine (mpirun -np 1, FBT_CHANNEL=%s) against the "
+            "same run without mpirun" % (steps, engine.upper() if gpu else "MPI", engine))
+    res = rep.data["nccl"] = {"engine": engine, "steps": steps}
+
+    def skip(why):
+        res["skipped"] = why
+        rep.say("  SKIPPED: %s" % why)
+
+    mpirun = mpirun_command()
+    if not mpirun:
+        return skip("no mpirun here (Open MPI: openmpi-bin and libopenmpi-dev, then rebuild "
+                    "the runtime so that it has the MPI and NCCL engines)")
+    work = tempfile.mkdtemp(prefix="fbt-nccl-")
+    bundle = os.path.join(DIR, prep["tiny"]["bundle"])
+    train = ["train", bundle, "--steps", str(steps), "--accumulate", "2", "--val-fraction", "0",
+             "--quiet", "--out"]
+    ok, out, why = run([FBT] + train + [os.path.join(work, "alone")], TIMEOUT["nccl"])
+    if not ok:
+        return rep.fail("data parallelism (the run alone)", why)
+    env = dict(os.environ, FBT_CHANNEL=engine)
+    if gpu and not emulated and not os.environ.get("FBT_NCCL"):
+        found = nccl_library()
+        if found:
+            env["FBT_NCCL"] = found
+            mpirun += ["-x", "FBT_NCCL"]
+            rep.say("  NCCL: %s" % found)
+    started, err = time.time(), []
+    ok, out, why = run(mpirun + ["-x", "FBT_CHANNEL", "-np", "1", FBT] + train +
+                       [os.path.join(work, engine)], TIMEOUT["nccl"], env=env, stderr=err)
+    said = next((l for l in "".join(err).splitlines() if l.startswith("fbt: error:")), why)
+    # What this machine lacks, in the runtime's words (NCCL is loaded only then).
+    if not ok and "has no such engine" in said:
+        return skip("this fbt has no %s engine: its build found no MPI (libopenmpi-dev)%s "
+                    "(%s)" % (engine, " or no nccl.h" if gpu else "", said))
+    if not ok and "no NCCL was found" in said:
+        return skip(said[len("fbt: error: "):] if said.startswith("fbt: error:") else said)
+    if not ok:
+        return rep.fail("data parallelism (mpirun -np 1)", said)
+    res["seconds"] = time.time() - started
+    compare = os.path.join(ROOT, "test", "e2e", "compare_runs.py")
+    ok, out, why = run([PY, compare, os.path.join(work, "alone"), os.path.join(work, engine)],
+                       30)
+    for line in out.splitlines():
+        rep.say("  " + line)
+    res.update(report=out.strip(), passed=ok)
+    if not ok and gpu and differences(out):
+        # A GPU whose kernels add in a varying order (atomics) differs from
+        # itself: then the yardstick is two runs alone, not 1e-5.
+        run([FBT] + train + [os.path.join(work, "again")], TIMEOUT["nccl"])
+        _, again, _ = run([PY, compare, os.path.join(work, "alone"), os.path.join(work, "again"),
+                           "--tol", "0"], 30)
+        res["alone_against_alone"] = again.strip()
+        noise = differences(again)
+        res["passed"] = bool(noise) and max(differences(out)) <= 2 * max(noise)
+        rep.say("  two runs alone: %s; %s twice that" % (
+            again.strip().splitlines()[0] if again.strip() else "no comparison",
+            "within" if res["passed"] else "beyond"))
+    rep.say("  %s: world of one through %s, %.1f s under mpirun" % (
+        "PASS" if res["passed"] else "FAIL", engine, res["seconds"]))
+    if not res["passed"]:
+        rep.failures.append("data parallelism (%s): %s" % (engine, why or "see above"))
+
+
+def nccl_library():
+    """libnccl.so.2 where the loader finds it (None: the runtime finds it too), else
+    PyTorch's (pip's nvidia-nccl), else None."""
+    try:
+        ctypes.CDLL("libnccl.so.2")
+        return None
+    except OSError:
+        pass
+    try:
+        import importlib.util
+        spec = importlib.util.find_spec("nvidia")
+        for d in (spec.submodule_search_locations or []) if spec else []:
+            path = os.path.join(d, "nccl", "lib", "libnccl.so.2")
+            if os.path.exists(path):
+                return path
+    except ImportError:
+        pass
+    return None
+
+
+def differences(report):
+    """The largest relative differences compare_runs.py printed (steps, evals, weights)."""
+    first = report.strip().splitlines()[0] if report.strip() else ""
+    return [float(v) for v in re.findall(r"\b(?:steps|evals|weights) ([0-9.e+-]+)", first)]
+
+
 def training(rep, prep, describe, spec):
     rep.say("")
-    rep.say("== 2. training throughput: %s, batch %d x %d tokens, %d timed steps" % (
+    rep.say("== 3. training throughput: %s, batch %d x %d tokens, %d timed steps" % (
         prep["model"], spec["training"]["batch_size"], spec["training"]["sequence_length"],
         TRAIN_STEPS))
     flops = {p["k"]: p["flops_per_token"] for p in describe["training"]["passes"]}
@@ -215,7 +343,7 @@ def decoding(rep, prep, describe, spec):
     weights = {"standard": 4 * describe["params"]["shared"],
                "soft": 4 * describe["params"]["total"]}
     context = prompt + (tokens + 1) / 2.0  # the mean number of keys a decode step reads
-    rep.say("== 3. decode latency: %s, prompt %d, %d new tokens, greedy" % (
+    rep.say("== 4. decode latency: %s, prompt %d, %d new tokens, greedy" % (
         prep["model"], prompt, tokens))
     rep.say("  floor = (fp32 weights read once: standard %.1f MB, soft %.1f MB (+ W_U, W_G) "
             "+ batch x %.0f keys x %d B of %s KV cache) / %.1f TB/s" % (
@@ -269,7 +397,7 @@ def tuning(rep, prep):
     cache = os.path.join(tempfile.mkdtemp(prefix="fbt-tune-"), "cache.json")
     # Half of what is left for measuring and comparing, the rest for the benches.
     budget = int(max(15, min(60, (DEADLINE - time.time() - 60) / 3)))
-    rep.say("== 4. tuning: fbt tune %s --steps train_k2,prefill,decode_step_plain "
+    rep.say("== 5. tuning: fbt tune %s --steps train_k2,prefill,decode_step_plain "
             "--budget %d, then fbt bench tuned against default (alternating)" % (
                 prep["tune_bundle"], budget))
     ok, out, why = run([FBT, "tune", bundle, "--cache", cache, "--steps",
@@ -350,6 +478,11 @@ def summary(rep, train_rows, decode_rows, tune_rows=()):
         n_ok = sum(c["ok"] for c in res["checks"])
         rep.say("  numerics %s: %s (%d of %d checks)" % (p, "PASS" if res["passed"] else "FAIL",
                                                          n_ok, len(res["checks"])))
+    n = rep.data.get("nccl")
+    if n:
+        rep.say("  data parallelism (%s, world of one): %s" % (
+            n["engine"], "SKIPPED (%s)" % n["skipped"] if "skipped" in n else
+            "PASS" if n.get("passed") else "FAIL"))
     by = {(r["impl"], r["k"]): r for r in train_rows}
     for k in (1, 2):
         if ("fbt", k) in by:
@@ -402,7 +535,8 @@ def main():
                 "exercise this script: these are not GPU figures")
     if not os.access(FBT, os.X_OK):
         rep.fail("runtime", "no fbt binary at %s" % FBT)
-    stages = [lambda: numerics(rep, prep), lambda: training(rep, prep, describe, spec),
+    stages = [lambda: numerics(rep, prep), lambda: nccl(rep, prep),
+              lambda: training(rep, prep, describe, spec),
               lambda: decoding(rep, prep, describe, spec), lambda: tuning(rep, prep)]
     results = []
     for stage in stages:
@@ -412,7 +546,7 @@ def main():
             rep.fail("stage", "%s: %s" % (type(e).__name__, e))
             results.append([])
         rep.save()
-    summary(rep, results[1] or [], results[2] or [], results[3] or [])
+    summary(rep, results[2] or [], results[3] or [], results[4] or [])
     rep.save()
     return 1 if rep.failures else 0
 

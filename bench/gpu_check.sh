@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The GPU check: builds the runtime, then GPU-against-CPU numerics, training
+# The GPU check: builds the runtime, then GPU-against-CPU numerics, a world of
+# one through the NCCL engine against the same training run alone, training
 # throughput and MFU against PyTorch (eager, torch.compile), and decode latency
 # against the HBM floor and PyTorch; a report on stdout and, when $OUT is set,
 # in $OUT/gpu_report.txt and $OUT/gpu_report.json, then kernel tuning (fbt tune,
@@ -11,7 +12,10 @@
 # then, on the GPU machine, from the repository root, with bench/gpu carried along:
 #   bench/gpu_check.sh
 # It needs CUDA, CMake, Ninja, a C++ compiler and python3 with torch; no MLIR/LLVM,
-# no BLAS, no network. PYTHON picks the interpreter (default python3).
+# no BLAS, no network. PYTHON picks the interpreter (default python3). The NCCL
+# stage also needs mpirun and MPI's headers (Open MPI) and libnccl.so.2 (the
+# loader's, FBT_NCCL's or PyTorch's); it is skipped, saying which is missing,
+# without them.
 #
 # Without a GPU, or with GPU_CHECK_DRY=1, nothing is built: the stages run with
 # build/tools/fbt/fbt on bundles prepared with `--target cpu` (a dry run of the

@@ -20,8 +20,9 @@ by git; carried to the GPU machine with the repository, well under 64 MiB):
                                   token per K, parameters, KV-cache bytes
   prepared.json                   what is where, for gpu_check.py
   include/                        the header-only libraries the runtime builds
-                                  with (nlohmann/, CLI/), for a GPU host without
-                                  Debian's packages (gpu_check.sh sets FBT_HEADERS)
+                                  with (nlohmann/, CLI/) and NCCL's nccl.h, for a
+                                  GPU host without Debian's packages or NCCL's
+                                  header (gpu_check.sh sets FBT_HEADERS)
   twins/<hash>.fbtb               with --emulated: each GPU bundle's SIMT twin, named
                                   by its PTX's and its cubin's checksum, for the
                                   emulated driver (test/emucuda)
@@ -107,6 +108,12 @@ def main():
     # libcli11-dev): copied, never committed.
     for lib in ("nlohmann", "CLI"):
         shutil.copytree(os.path.join("/usr/include", lib), os.path.join(out, "include", lib))
+    # NCCL's header, for the NCCL engine (runtime/hal/nccl), where the GPU
+    # machine's toolkit has none; the library itself is loaded at run time.
+    for d in ("/usr/local/cuda/include", "/usr/include"):
+        if os.path.exists(os.path.join(d, "nccl.h")):
+            shutil.copyfile(os.path.join(d, "nccl.h"), os.path.join(out, "include", "nccl.h"))
+            break
 
     with open(args.tiny) as f:
         tiny = derive(json.load(f), j("tiny.json"), batch_size=3)

@@ -5,7 +5,9 @@
 // of engines the linked folders registered (hal/mpi, ...). Which engine
 // joins the ranks is decided by the device's memory, not by a flag, so a
 // launch this build cannot serve fails at once with the reason instead of
-// running every rank alone.
+// running every rank alone. FBT_CHANNEL names one only to run an engine
+// where it would not be chosen: a launched world of one (tests, a machine
+// with one GPU).
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,6 +16,7 @@
 #include "runtime/base/Error.h"
 
 #include <climits>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 
@@ -63,6 +66,7 @@ public:
 
   void allReduceHost(double *, int64_t) override {}
   std::vector<uint64_t> allGatherHost(uint64_t value) override { return {value}; }
+  void broadcastHost(void *, size_t, int) override {} // rank 0 is every rank
 
   [[noreturn]] void abort(int code) override {
     std::fflush(stderr);
@@ -161,9 +165,26 @@ bool registerChannelEngine(ChannelEngine engine) {
 
 std::unique_ptr<Channel> openChannel(Device &device) {
   LaunchInfo launch = launchInfo();
+  if (!launch.launched)
+    return localChannel(device);
+  if (const char *name = env("FBT_CHANNEL")) {
+    std::string built;
+    for (const ChannelEngine &e : engines()) {
+      if (e.name != name) {
+        built += (built.empty() ? "" : ", ") + e.name;
+        continue;
+      }
+      if (!e.serves(device))
+        throw RuntimeError(std::string("FBT_CHANNEL=") + name + ": the " + name +
+                           " engine does not join ranks on " + device.describe());
+      return e.open(device, launch);
+    }
+    throw RuntimeError(std::string("FBT_CHANNEL=") + name + ": this fbt has no such engine (" +
+                       (built.empty() ? "it was built with none" : "it has " + built) + ")");
+  }
   // A launch of one rank (torchrun --nproc-per-node 1, mpirun -np 1) has
   // nobody to join: it needs no engine, and runs where none was built.
-  if (!launch.launched || launch.size == 1)
+  if (launch.size == 1)
     return localChannel(device);
   for (const ChannelEngine &e : engines())
     if (e.serves(device))
@@ -173,9 +194,34 @@ std::unique_ptr<Channel> openChannel(Device &device) {
   if (device.hostMemory())
     throw RuntimeError(where + "this fbt was built without MPI, which joins ranks on "
                                "the CPU; rebuild it with libopenmpi-dev");
+  bool nccl = false;
+  for (const ChannelEngine &e : engines())
+    nccl = nccl || e.name == "nccl";
+  // With NCCL built in, only a device of no engine's (the SIMT emulator's)
+  // gets here.
   throw RuntimeError(where + "no engine here joins ranks on " + device.describe() +
-                     ": GPU ranks are joined through NCCL, which this fbt was built "
-                     "without");
+                     (nccl ? std::string()
+                           : ": GPU ranks are joined through NCCL, which this fbt was built "
+                             "without (it needs MPI and nccl.h where it is built)"));
+}
+
+double collectiveTimeout() {
+  const char *value = env("FBT_COLLECTIVE_TIMEOUT");
+  if (!value)
+    return 600;
+  char *end = nullptr;
+  double seconds = std::strtod(value, &end);
+  if (*end || !std::isfinite(seconds) || seconds <= 0)
+    throw RuntimeError(std::string("FBT_COLLECTIVE_TIMEOUT='") + value +
+                       "' is not a positive number of seconds");
+  return seconds;
+}
+
+std::string collectiveTimedOut(const std::string &what, double seconds) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", seconds);
+  return what + " has not completed after " + text +
+         " s: a peer rank died or stopped responding (FBT_COLLECTIVE_TIMEOUT)";
 }
 
 } // namespace fbt

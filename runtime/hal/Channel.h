@@ -16,6 +16,13 @@
 // Engines register themselves (registerChannelEngine), as backends do, so
 // this file knows none of them and a build has the engines it links.
 //
+// Every call on a channel comes from the thread that opened it (engines
+// may rely on it: MPI is initialized MPI_THREAD_FUNNELED, and a GPU
+// engine's context is that thread's). Every rank makes the same calls in
+// the same order with the same shapes: the plan is the same everywhere,
+// so a buffer that is reduced in place (in == out) on one rank is reduced
+// in place on all of them.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef FBT_RUNTIME_HAL_CHANNEL_H
@@ -23,6 +30,7 @@
 
 #include "runtime/hal/Device.h"
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -51,6 +59,9 @@ public:
   virtual void allReduceHost(double *values, int64_t count) = 0;
   /// Host memory, blocking: every rank's `value`, in rank order.
   virtual std::vector<uint64_t> allGatherHost(uint64_t value) = 0;
+  /// Host memory, blocking: `bytes` at `data` on rank `root` copied to
+  /// `data` on every other rank (an engine's bootstrap: NCCL's unique id).
+  virtual void broadcastHost(void *data, size_t bytes, int root) = 0;
 
   /// Ends every rank's process with exit status `code` (after this rank
   /// failed and said why). Does not return.
@@ -86,9 +97,21 @@ struct ChannelEngine {
 bool registerChannelEngine(ChannelEngine engine);
 
 /// The channel of this process on `device`: localChannel() when started
-/// alone, else the engine that serves the device; RuntimeError when the
-/// launch asks for ranks this build cannot join (built without MPI, ...).
+/// alone or launched as a world of one, else the engine that serves the
+/// device; RuntimeError when the launch asks for ranks this build cannot
+/// join (built without MPI, ...). FBT_CHANNEL=<engine> ("mpi", "nccl")
+/// makes a launched process use that engine, even in a world of one (so
+/// that `mpirun -np 1` runs an engine's code on one machine with one
+/// device); a process started alone ignores it.
 std::unique_ptr<Channel> openChannel(Device &device);
+
+/// The seconds an engine's wait for a collective may take:
+/// FBT_COLLECTIVE_TIMEOUT, default 600; RuntimeError unless it is a
+/// positive number.
+double collectiveTimeout();
+/// "<what> has not completed after <seconds> s: a peer rank died or
+/// stopped responding (FBT_COLLECTIVE_TIMEOUT)", every engine's wording.
+std::string collectiveTimedOut(const std::string &what, double seconds);
 
 } // namespace fbt
 

@@ -19,6 +19,7 @@ using namespace fbt::emucuda;
 struct CUctx_st {};
 struct CUevent_st {
   bool recorded = false;
+  bool pending = false; ///< recorded on a stream that hangs: never reached
   double seconds = 0; ///< when the work before it finished
 };
 struct CUgraph_st {
@@ -46,9 +47,12 @@ CUresult needInit(const char *call) {
 CUresult checkDevice(CUdevice dev, const char *call) {
   if (CUresult r = needInit(call))
     return r;
-  return dev == 0 ? CUDA_SUCCESS
-                  : refuse(call, "device " + std::to_string(dev) + " does not exist",
-                           CUDA_ERROR_INVALID_DEVICE);
+  return dev >= 0 && dev < identity().count
+             ? CUDA_SUCCESS
+             : refuse(call,
+                      "device " + std::to_string(dev) + " does not exist (" +
+                          std::to_string(identity().count) + " visible: FBT_EMU_GPU_COUNT)",
+                      CUDA_ERROR_INVALID_DEVICE);
 }
 
 CUresult checkStream(CUstream s, const char *call) {
@@ -103,6 +107,8 @@ const ErrorName kErrors[] = {
      "the operation is not permitted in the current state"},
     {CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
     {CUDA_ERROR_NOT_READY, "CUDA_ERROR_NOT_READY", "device not ready"},
+    {CUDA_ERROR_LAUNCH_TIMEOUT, "CUDA_ERROR_LAUNCH_TIMEOUT",
+     "the launch timed out and was terminated"},
     {CUDA_ERROR_ILLEGAL_ADDRESS, "CUDA_ERROR_ILLEGAL_ADDRESS",
      "an illegal memory access was encountered"},
     {CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES",
@@ -157,7 +163,7 @@ CUresult CUDAAPI cuGetErrorString(CUresult error, const char **out) {
 CUresult CUDAAPI cuDeviceGetCount(int *count) {
   if (CUresult r = needInit("cuDeviceGetCount"))
     return r;
-  *count = 1;
+  *count = identity().count;
   return CUDA_SUCCESS;
 }
 
@@ -336,7 +342,25 @@ CUresult CUDAAPI cuStreamSynchronize(CUstream stream) {
     return r;
   if (capturing(stream))
     return refuseDuringCapture(call);
+  if (hung(stream))
+    return refuse(call, "the stream hangs: this would wait forever", CUDA_ERROR_LAUNCH_TIMEOUT);
   return CUDA_SUCCESS; // stream work runs when it is queued
+}
+
+// Streams run their work when it is queued, so what an event marks is
+// done already: waiting for it orders nothing that is not ordered. It is
+// stream work all the same, so that a capture records it.
+CUresult CUDAAPI cuStreamWaitEvent(CUstream stream, CUevent event, unsigned int flags) {
+  const char *call = "cuStreamWaitEvent";
+  if (CUresult r = checkStream(stream, call))
+    return r;
+  if (!event)
+    return refuse(call, "a null event", CUDA_ERROR_INVALID_HANDLE);
+  if (flags != 0)
+    return refuse(call, "flags must be 0", CUDA_ERROR_INVALID_VALUE);
+  if (event->pending && !capturing(stream))
+    hang(stream); // it waits for work that never ends
+  return enqueue(stream, call, [] { return CUDA_SUCCESS; });
 }
 
 CUresult CUDAAPI cuStreamBeginCapture(CUstream stream, CUstreamCaptureMode mode) {
@@ -408,11 +432,26 @@ CUresult CUDAAPI cuEventRecord(CUevent event, CUstream stream) {
     return r;
   if (!event)
     return refuse(call, "a null event", CUDA_ERROR_INVALID_HANDLE);
+  if (hung(stream)) {
+    event->pending = true;
+    return CUDA_SUCCESS;
+  }
   return enqueue(stream, call, [event] {
+    event->pending = false;
     event->recorded = true;
     event->seconds = now();
     return CUDA_SUCCESS;
   });
+}
+
+// Done, as the work before it (or never recorded, which the real driver
+// also reports as done), unless recorded on a stream that hangs.
+CUresult CUDAAPI cuEventQuery(CUevent event) {
+  if (!event)
+    return refuse("cuEventQuery", "a null event", CUDA_ERROR_INVALID_HANDLE);
+  if (capturing(nullptr))
+    return refuseDuringCapture("cuEventQuery");
+  return event->pending ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
 }
 
 CUresult CUDAAPI cuEventSynchronize(CUevent event) {
@@ -420,6 +459,9 @@ CUresult CUDAAPI cuEventSynchronize(CUevent event) {
     return CUDA_ERROR_INVALID_HANDLE;
   if (capturing(nullptr))
     return refuseDuringCapture("cuEventSynchronize");
+  if (event->pending)
+    return refuse("cuEventSynchronize", "the event's stream hangs: this would wait forever",
+                  CUDA_ERROR_LAUNCH_TIMEOUT);
   return CUDA_SUCCESS;
 }
 

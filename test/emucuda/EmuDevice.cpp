@@ -12,6 +12,7 @@
 // The driver's handle types are opaque in cuda.h; these are the emulator's.
 struct CUstream_st {
   bool capturing = false, invalidated = false;
+  bool hung = false; ///< its work never runs again (hang())
   std::thread::id owner;
   std::vector<fbt::emucuda::Work> recorded;
 };
@@ -62,6 +63,7 @@ const Identity &identity() {
     i.sm = (int)envSize("FBT_EMU_GPU_SM", 90);
     i.memoryBytes = envSize("FBT_EMU_GPU_MEMORY_MIB", 143771) << 20;
     i.driverVersion = (int)envSize("FBT_EMU_DRIVER_VERSION", 13000);
+    i.count = (int)envSize("FBT_EMU_GPU_COUNT", 1);
     return i;
   }();
   return id;
@@ -111,36 +113,43 @@ size_t bytesInUse() {
   return inUse;
 }
 
-char *hostOf(CUdeviceptr ptr, size_t bytes, const char *call, CUresult *result) {
+char *lookup(CUdeviceptr ptr, size_t bytes, std::string *why, CUresult *result) {
   std::lock_guard<std::recursive_mutex> g(lock());
   *result = CUDA_SUCCESS;
   if (ptr < kBase) {
-    *result = refuse(call, hex(ptr) + " is not a device address (a host pointer?)",
-                     CUDA_ERROR_INVALID_VALUE);
+    *why = hex(ptr) + " is not a device address (a host pointer?)";
+    *result = CUDA_ERROR_INVALID_VALUE;
     return nullptr;
   }
   auto it = allocations().upper_bound(ptr);
   if (it == allocations().begin() || (--it, ptr >= it->first + it->second.bytes)) {
-    *result = refuse(call, hex(ptr) + " is in no allocation", CUDA_ERROR_ILLEGAL_ADDRESS);
+    *why = hex(ptr) + " is in no allocation";
+    *result = CUDA_ERROR_ILLEGAL_ADDRESS;
     return nullptr;
   }
   uint64_t offset = ptr - it->first;
   if (!it->second.host) {
-    *result = refuse(call,
-                     hex(ptr) + " is in an allocation freed earlier (" + hex(it->first) +
-                         ", " + std::to_string(it->second.bytes) + " bytes)",
-                     CUDA_ERROR_ILLEGAL_ADDRESS);
+    *why = hex(ptr) + " is in an allocation freed earlier (" + hex(it->first) + ", " +
+           std::to_string(it->second.bytes) + " bytes)";
+    *result = CUDA_ERROR_ILLEGAL_ADDRESS;
     return nullptr;
   }
   if (bytes > it->second.bytes - offset) {
-    *result = refuse(call,
-                     std::to_string(bytes) + " bytes at " + hex(ptr) + " run past the end of " +
-                         "its allocation (" + hex(it->first) + ", " +
-                         std::to_string(it->second.bytes) + " bytes)",
-                     CUDA_ERROR_ILLEGAL_ADDRESS);
+    *why = std::to_string(bytes) + " bytes at " + hex(ptr) + " run past the end of " +
+           "its allocation (" + hex(it->first) + ", " + std::to_string(it->second.bytes) +
+           " bytes)";
+    *result = CUDA_ERROR_ILLEGAL_ADDRESS;
     return nullptr;
   }
   return it->second.host.get() + offset;
+}
+
+char *hostOf(CUdeviceptr ptr, size_t bytes, const char *call, CUresult *result) {
+  std::string why;
+  char *host = lookup(ptr, bytes, &why, result);
+  if (!host)
+    refuse(call, why, *result);
+  return host;
 }
 
 CUresult enqueue(CUstream stream, const char *call, Work work) {
@@ -151,7 +160,20 @@ CUresult enqueue(CUstream stream, const char *call, Work work) {
   }
   if (!stream && capturing(nullptr))
     return refuseDuringCapture(call); // the legacy stream syncs with the captured one
+  if (stream && stream->hung)
+    return CUDA_SUCCESS; // queued behind work that never finishes
   return work();
+}
+
+void hang(CUstream stream) {
+  std::lock_guard<std::recursive_mutex> g(lock());
+  if (stream)
+    stream->hung = true;
+}
+
+bool hung(CUstream stream) {
+  std::lock_guard<std::recursive_mutex> g(lock());
+  return stream && stream->hung;
 }
 
 namespace {

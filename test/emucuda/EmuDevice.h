@@ -12,9 +12,16 @@
 //     records it instead, and a graph replays what was recorded; what the
 //     real driver refuses during a capture (a synchronous copy, a
 //     synchronize) is refused, and invalidates the capture;
-//   - events record when the work before them finished.
+//   - events record when the work before them finished;
+//   - a stream can hang (hang(): the emulated NCCL's all-reduce whose
+//     peer never comes): its later work never runs, events recorded on it
+//     stay pending, a stream that waits for one hangs too, and a call
+//     that would wait for either forever is refused instead.
 // The device's identity is an H200's unless FBT_EMU_GPU_NAME, _SM (90),
-// _MEMORY_MIB and FBT_EMU_DRIVER_VERSION say otherwise. Each refusal is also
+// _MEMORY_MIB and FBT_EMU_DRIVER_VERSION say otherwise; FBT_EMU_GPU_COUNT
+// (default 1) such GPUs are visible, alike, so that the ranks of a
+// data-parallel run each take their own (one process uses one of them:
+// they share this process's memory and streams). Each refusal is also
 // a line on stderr, "emulated CUDA: <call>: <why>", since a CUresult alone
 // cannot say which address was wrong.
 //
@@ -39,6 +46,7 @@ struct Identity {
   int sm = 90;
   size_t memoryBytes = 0;
   int driverVersion = 13000;
+  int count = 1; ///< GPUs visible
 };
 const Identity &identity();
 
@@ -54,11 +62,19 @@ size_t bytesInUse();
 /// CUDA_ERROR_ILLEGAL_ADDRESS in `result`) otherwise. `bytes` 0 checks the
 /// address alone.
 char *hostOf(CUdeviceptr ptr, size_t bytes, const char *call, CUresult *result);
+/// hostOf() without the stderr line: on failure null, with the reason in
+/// `why` and the CUresult in `result`, for a library that words its own
+/// refusals (the emulated NCCL).
+char *lookup(CUdeviceptr ptr, size_t bytes, std::string *why, CUresult *result);
 
 /// Work on a stream: runs now, or is recorded when the stream is being
 /// captured. Returns the work's result (CUDA_SUCCESS when recorded).
 using Work = std::function<CUresult()>;
 CUresult enqueue(CUstream stream, const char *call, Work work);
+/// Makes `stream` (not the legacy default stream) hang: its work from now
+/// on is dropped, as if queued behind a kernel that never ends.
+void hang(CUstream stream);
+bool hung(CUstream stream);
 /// Whether `stream` (or, for the legacy default stream 0, any stream of
 /// this thread) is being captured: synchronous calls are refused then.
 bool capturing(CUstream stream);

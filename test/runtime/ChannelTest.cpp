@@ -118,6 +118,9 @@ TEST(ChannelTest, AloneIsAWorldOfOne) {
   channel->allReduceHost(values, 2);
   EXPECT_EQ(values[0], 1.5);
   EXPECT_EQ(values[1], -2);
+  char bytes[4] = {'a', 'b', 'c', 0};
+  channel->broadcastHost(bytes, sizeof bytes, 0); // from rank 0 to nobody
+  EXPECT_STREQ(bytes, "abc");
   channel->wait(7); // never started: nothing to wait for
 }
 
@@ -198,7 +201,7 @@ private:
       "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
       "PMI_RANK",             "PMI_SIZE",             "MPI_LOCALRANKID",
       "PMI_LOCAL_RANK",       "RANK",                 "WORLD_SIZE",
-      "LOCAL_RANK"};
+      "LOCAL_RANK",           "FBT_CHANNEL"};
   std::map<std::string, std::string> saved_;
 };
 
@@ -323,13 +326,41 @@ TEST(ChannelTest, OpensAWorldOfOneWithoutAnEngine) {
   }
 }
 
+TEST(ChannelTest, FbtChannelNamesTheEngineOfALaunch) {
+  HostDevice host;
+  {
+    // Alone, there is nothing to join: the name is not even looked up.
+    LaunchEnv env;
+    env.set("FBT_CHANNEL", "carrier-pigeon");
+    EXPECT_EQ(openChannel(host)->describe(), "local, 1 rank");
+  }
+  LaunchEnv env;
+  env.set("RANK", "0").set("WORLD_SIZE", "1").set("FBT_CHANNEL", "carrier-pigeon");
+  EXPECT_EQ(openError(host).rfind("FBT_CHANNEL=carrier-pigeon: this fbt has no such engine (", 0),
+            0u)
+      << openError(host);
+  // An engine for another memory is refused, naming the device; a build
+  // without it says it has none.
+  env.set("FBT_CHANNEL", "nccl");
+  std::string message = openError(host);
+  bool refused =
+      message == "FBT_CHANNEL=nccl: the nccl engine does not join ranks on host (test)" ||
+      message.rfind("FBT_CHANNEL=nccl: this fbt has no such engine (", 0) == 0;
+  EXPECT_TRUE(refused) << message;
+}
+
 TEST(ChannelTest, SaysWhyALaunchCannotBeJoined) {
   LaunchEnv env;
   env.set("RANK", "1").set("WORLD_SIZE", "2");
   RemoteDevice remote;
-  EXPECT_EQ(openError(remote),
-            "launched as rank 1 of 2 (torchrun), but no engine here joins ranks on remote "
-            "(test): GPU ranks are joined through NCCL, which this fbt was built without");
+  // Built with NCCL, that engine serves the CUDA backend's devices alone.
+  std::string none = openError(remote);
+  std::string prefix = "launched as rank 1 of 2 (torchrun), but no engine here joins ranks on "
+                       "remote (test)";
+  EXPECT_TRUE(none == prefix ||
+              none == prefix + ": GPU ranks are joined through NCCL, which this fbt was built "
+                               "without (it needs MPI and nccl.h where it is built)")
+      << none;
   // Host memory: with MPI built in, torchrun's ranks are refused (they have
   // no MPI runtime to join them); without, the build says it lacks MPI.
   HostDevice host;

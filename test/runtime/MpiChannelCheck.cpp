@@ -4,8 +4,8 @@
 // channel as fbt does (openChannel on a device of host memory, so the MPI
 // engine serves it) and checks its reductions against sums worked out by
 // hand: two buckets started before either is waited for, waited for in
-// the other order, in place and not, scaled; the host all-reduce and
-// all-gather. Prints "mpi channel: ok" from rank 0 and exits 0 when every
+// the other order, in place and not, scaled; the host all-reduce,
+// all-gather and broadcast. Prints "mpi channel: ok" from rank 0 and exits 0 when every
 // rank passed; each failure is one line naming its rank.
 //
 // `MpiChannelCheck timeout`, with FBT_COLLECTIVE_TIMEOUT=1: rank 1 joins
@@ -125,6 +125,14 @@ void checkReductions(Channel &channel) {
   std::vector<uint64_t> all = channel.allGatherHost((uint64_t(1) << 40) + channel.rank());
   expect(all == std::vector<uint64_t>{uint64_t(1) << 40, (uint64_t(1) << 40) + 1}, channel,
          "allGatherHost gave the wrong values");
+
+  // From rank 1, an odd number of bytes.
+  char text[13] = {};
+  if (channel.rank() == 1)
+    std::memcpy(text, "from rank 1!", sizeof text);
+  channel.broadcastHost(text, sizeof text, 1);
+  expect(std::strcmp(text, "from rank 1!") == 0, channel,
+         "broadcastHost gave '" + std::string(text) + "'");
 }
 
 /// Rank 1 joins 5 s late; rank 0's wait must time out, naming rank 0.

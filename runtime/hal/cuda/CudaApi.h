@@ -55,6 +55,7 @@ namespace fbt::cuda {
   X(cuStreamCreate)                                                            \
   X(cuStreamDestroy_v2)                                                        \
   X(cuStreamSynchronize)                                                       \
+  X(cuStreamWaitEvent)                                                         \
   X(cuStreamBeginCapture_v2)                                                   \
   X(cuStreamEndCapture)                                                        \
   X(cuGraphInstantiateWithFlags)                                               \
@@ -64,6 +65,7 @@ namespace fbt::cuda {
   X(cuEventCreate)                                                             \
   X(cuEventDestroy_v2)                                                         \
   X(cuEventRecord)                                                             \
+  X(cuEventQuery)                                                              \
   X(cuEventSynchronize)
 
 #define FBT_CUBLASLT_FUNCTIONS(X)                                              \

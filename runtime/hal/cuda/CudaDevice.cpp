@@ -3,10 +3,12 @@
 #include "runtime/hal/cuda/CudaDevice.h"
 
 #include "runtime/base/Error.h"
+#include "runtime/hal/Channel.h"
 #include "runtime/hal/cuda/CudaExecutor.h"
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 
 namespace fbt::cuda {
 
@@ -23,6 +25,25 @@ std::string gib(size_t bytes) {
   else
     std::snprintf(s, sizeof(s), "%.1f MiB", bytes / double(1u << 20));
   return s;
+}
+
+/// The GPU of this process among the `count` visible: its local rank's
+/// where a launcher started it (one GPU per rank), else GPU 0.
+int gpuOrdinal(int count) {
+  LaunchInfo launch = launchInfo();
+  if (launch.localRank < count)
+    return launch.localRank;
+  // A launcher that binds each rank to a GPU of its own shows it as the
+  // only one.
+  const char *visible = std::getenv("CUDA_VISIBLE_DEVICES");
+  if (count == 1 && visible && *visible)
+    return 0;
+  throw RuntimeError("rank " + std::to_string(launch.rank) + " is local rank " +
+                     std::to_string(launch.localRank) + " of its machine, but the CUDA " +
+                     "driver sees " + std::to_string(count) + " GPU" + (count == 1 ? "" : "s") +
+                     ": a data-parallel run takes one GPU per rank, so start at most " +
+                     std::to_string(count) + " rank" + (count == 1 ? "" : "s") +
+                     " per machine");
 }
 
 std::string versionText(int v) {
@@ -58,7 +79,7 @@ CudaDevice::CudaDevice(const Bundle &bundle) {
   check(d.cuDeviceGetCount(&count), "cuDeviceGetCount");
   if (count == 0)
     throw RuntimeError("the CUDA driver sees no GPU (is CUDA_VISIBLE_DEVICES empty?)");
-  check(d.cuDeviceGet(&device_, 0), "cuDeviceGet");
+  check(d.cuDeviceGet(&device_, gpuOrdinal(count)), "cuDeviceGet");
   GpuInfo info = gpuInfo(device_);
   name_ = info.name;
   capability_ = info.capability;

@@ -6,6 +6,12 @@
 // copies return once the host bytes are consumed; device-to-host copies
 // wait for the work queued before them.
 //
+// A rank of a data-parallel run (launchInfo(), hal/Channel.h) takes the GPU
+// of its local rank, one GPU per rank: local rank 3 opens GPU 3. Where the
+// launcher gave each rank its own (CUDA_VISIBLE_DEVICES naming one GPU),
+// that one is GPU 0 of every rank. More ranks on a machine than GPUs is an
+// error: NCCL refuses two ranks on one GPU.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef FBT_RUNTIME_HAL_CUDA_CUDADEVICE_H
@@ -37,7 +43,11 @@ public:
   Json tuneKey() const override;
   void selectGemms(const GemmChoice &gemms) override;
 
+  /// The compute stream: every step's work, in program order.
   CUstream stream() const { return stream_; }
+  /// The GPU, by its ordinal among the visible ones: an engine that queues
+  /// work of its own on it retains its primary context (hal/nccl).
+  CUdevice ordinal() const { return device_; }
   const CudaKernels &kernels() const { return *kernels_; }
   CudaGemm &gemm() { return *gemm_; }
   /// Major * 10 + minor: 90 for an H100 or H200.

@@ -13,6 +13,9 @@
 // from the start of each wait; generous, since a slow peer's step is also
 // waited for.
 //
+// The NCCL engine (hal/nccl) opens one too, through MpiChannel.h: GPU
+// ranks are started by mpirun as well, and NCCL bootstraps over MPI.
+//
 // MPI is initialized MPI_THREAD_FUNNELED: the CPU steps run OpenMP
 // threads, but only the thread that opened the channel calls MPI. Many
 // MPIs progress a non-blocking collective only inside MPI calls, so a
@@ -20,13 +23,13 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/hal/mpi/MpiChannel.h"
+
 #include "runtime/base/Error.h"
-#include "runtime/hal/Channel.h"
 
 #include <algorithm>
 #include <chrono>
 #include <climits>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -41,25 +44,6 @@
 namespace fbt {
 
 namespace {
-
-/// The seconds a wait may take: FBT_COLLECTIVE_TIMEOUT, default 600.
-double collectiveTimeout() {
-  const char *value = std::getenv("FBT_COLLECTIVE_TIMEOUT");
-  if (!value || !*value)
-    return 600;
-  char *end = nullptr;
-  double seconds = std::strtod(value, &end);
-  if (*end || !std::isfinite(seconds) || seconds <= 0)
-    throw RuntimeError(std::string("FBT_COLLECTIVE_TIMEOUT='") + value +
-                       "' is not a positive number of seconds");
-  return seconds;
-}
-
-std::string seconds(double s) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%g", s);
-  return text;
-}
 
 std::string mpiErrorString(int code) {
   char text[MPI_MAX_ERROR_STRING];
@@ -209,6 +193,21 @@ public:
     return all;
   }
 
+  void broadcastHost(void *data, size_t bytes, int root) override {
+    if (root < 0 || root >= size_)
+      throw RuntimeError(prefix() + "a broadcast from rank " + std::to_string(root) +
+                         ", which is not one of the " + std::to_string(size_) + " ranks");
+    std::vector<MPI_Request> requests;
+    inChunks(int64_t(bytes), [&](int64_t offset, int n) {
+      MPI_Request request;
+      check(MPI_Ibcast(static_cast<char *>(data) + offset, n, MPI_BYTE, root, comm_, &request),
+            "MPI_Ibcast");
+      requests.push_back(request);
+    });
+    complete(requests, "the broadcast of " + std::to_string(bytes) + " bytes from rank " +
+                           std::to_string(root));
+  }
+
   [[noreturn]] void abort(int code) override {
     std::fflush(stdout);
     std::fflush(stderr);
@@ -248,9 +247,7 @@ private:
         return;
       if (Clock::now() >= deadline) {
         failed_ = true;
-        throw RuntimeError(prefix() + what + " has not completed after " + seconds(timeout_) +
-                           " s: a peer rank died or stopped responding "
-                           "(FBT_COLLECTIVE_TIMEOUT)");
+        throw RuntimeError(prefix() + collectiveTimedOut(what, timeout_));
       }
       // The first polls spin, for a reduction that is nearly done; later
       // ones leave the core to the other ranks on this machine.
@@ -268,7 +265,16 @@ private:
   std::map<int64_t, Pending> pending_;
 };
 
-std::unique_ptr<Channel> openMpiChannel(Device &, const LaunchInfo &launch) {
+// Host memory: the CPU's. GPU memory is NCCL's, even where an MPI could
+// read it (CUDA-aware builds), so that the engine is chosen the same way
+// on every machine.
+const bool registered = registerChannelEngine(
+    {"mpi", [](const Device &device) { return device.hostMemory(); },
+     [](Device &, const LaunchInfo &launch) { return openMpiChannel(launch); }});
+
+} // namespace
+
+std::unique_ptr<Channel> openMpiChannel(const LaunchInfo &launch) {
   // torchrun starts the ranks without an MPI runtime, so MPI_Init would
   // give each a world of its own.
   if (launch.launcher == "torchrun" && !std::getenv("OMPI_COMM_WORLD_SIZE"))
@@ -280,13 +286,5 @@ std::unique_ptr<Channel> openMpiChannel(Device &, const LaunchInfo &launch) {
   channel->join(launch);
   return channel;
 }
-
-// Host memory: the CPU's. GPU memory is NCCL's, even where an MPI could
-// read it (CUDA-aware builds), so that the engine is chosen the same way
-// on every machine.
-const bool registered = registerChannelEngine(
-    {"mpi", [](const Device &device) { return device.hostMemory(); }, openMpiChannel});
-
-} // namespace
 
 } // namespace fbt
