@@ -54,6 +54,11 @@ public:
                               float scale) = 0;
   /// Waits for the bucket's reduction (a no-op for one never started).
   virtual void wait(int64_t bucket) = 0;
+  /// Moves the started reductions on, without waiting. Many MPIs advance a
+  /// non-blocking collective only inside their own calls, so the runner
+  /// calls this between a step's calls while a bucket is in flight: the
+  /// reduction then runs beside the backward instead of inside wait().
+  virtual void progress() {}
 
   /// Host memory, blocking: values[i] = the sum over every rank.
   virtual void allReduceHost(double *values, int64_t count) = 0;

@@ -55,8 +55,10 @@ void StepRunner::record(size_t index, double seconds) {
 
 void StepRunner::collective(const PlanOp &op, void *const *args) {
   if (op.collective == "wait") {
-    if (collectives_)
+    if (collectives_) {
       collectives_->wait(op.bucket);
+      --inFlight_;
+    }
     return;
   }
   size_t n = op.names.size();
@@ -65,6 +67,7 @@ void StepRunner::collective(const PlanOp &op, void *const *args) {
     buffers[i] = {args[i], args[n + i], op.args[i].bytes / (int64_t)sizeof(float)};
   if (collectives_) {
     collectives_->start(op, buffers);
+    ++inFlight_;
     return;
   }
   for (const ReduceBuffer &b : buffers) // the mean or sum over one rank

@@ -42,6 +42,9 @@ public:
   virtual void start(const PlanOp &op, const std::vector<ReduceBuffer> &buffers) = 0;
   /// Returns once bucket `bucket`'s results are ready.
   virtual void wait(int64_t bucket) = 0;
+  /// Called between the step's other calls while a bucket is in flight
+  /// (Channel::progress).
+  virtual void progress() {}
 };
 
 /// The tuner's window into a run (runtime/tune/Tuner.h): called before each call
@@ -111,6 +114,11 @@ protected:
                 const std::vector<char *> &constants, char *arena) const;
   /// Runs collective `op` (PlanOp::collective) on its arguments' addresses.
   void collective(const PlanOp &op, void *const *args);
+  /// Between calls: lets the reductions in flight move on.
+  void progressCollectives() {
+    if (inFlight_ > 0)
+      collectives_->progress();
+  }
   /// Device to device, in order with the step's calls (an all_reduce with
   /// no Collectives copies its operands).
   virtual void copyWithin(void *to, const void *from, size_t bytes) = 0;
@@ -123,6 +131,7 @@ protected:
   bool profile_ = false;
   CallProbe *probe_ = nullptr;
   Collectives *collectives_ = nullptr;
+  int inFlight_ = 0; ///< buckets started and not yet waited for
 
 private:
   double gemmSeconds_ = 0, kernelSeconds_ = 0, collectiveSeconds_ = 0;

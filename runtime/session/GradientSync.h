@@ -43,6 +43,7 @@ public:
 
   void start(const PlanOp &op, const std::vector<ReduceBuffer> &buffers) override;
   void wait(int64_t bucket) override;
+  void progress() override;
 
   /// Seconds spent starting reductions and waiting for them, so far: the
   /// communication the step did not overlap with its own work.

@@ -85,6 +85,7 @@ void CpuStepRunner::run(const std::vector<void *> &inputs,
       gemm(op, args[0], args[1], args[2], splits_[i]);
     else
       call(kernels_[i], launches_[i], op.args.size());
+    progressCollectives();
     if (profile_)
       record(i, std::chrono::duration<double>(Clock::now() - start).count());
   }

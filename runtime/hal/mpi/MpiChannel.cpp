@@ -156,6 +156,15 @@ public:
     }
   }
 
+  void progress() override {
+    for (auto &[bucket, p] : pending_) {
+      int done = 0;
+      check(MPI_Testall(int(p.requests.size()), p.requests.data(), &done,
+                        MPI_STATUSES_IGNORE),
+            "MPI_Testall");
+    }
+  }
+
   void wait(int64_t bucket) override {
     auto it = pending_.find(bucket);
     if (it == pending_.end())
