@@ -205,20 +205,16 @@ int64_t Session::evalPasses() const {
 
 StepResult Session::accumulateStep(int64_t passes, const int32_t *ids,
                                    const int32_t *targets, uint64_t seed) {
-  std::string name = step::trainGrads(passes);
-  StepRunner &run = runner(name);
-  StepBinding &b = trainBinding(name, false);
-  int64_t seedValue = (int64_t)seed;
-  setBatch(b, run.plan(), ids, targets, &seedValue);
-  b.run(run);
-  // Everything the training step reduces: its gradients and losses.
-  for (const TensorSpec &out : run.plan().outputs)
-    if (out.name == "loss" || out.name == "pass_losses" || out.name.rfind("grad.", 0) == 0) {
-      std::vector<float> values = b.readFloats(out.name);
-      sync().accumulate(out.name, values.data(), values.size());
-    }
+  // Everything the training step reduces, under the names it reduces them by.
+  std::vector<AlignedBuffer> grads;
+  StepResult r = gradientStep(passes, ids, targets, seed, &grads);
+  for (size_t i = 0; i < grads.size(); ++i)
+    sync().accumulate("grad." + bundle_.params()[i].name, grads[i].as<float>(),
+                      grads[i].size() / sizeof(float));
+  sync().accumulate("loss", &r.loss, 1);
+  sync().accumulate("pass_losses", r.passLosses.data(), r.passLosses.size());
   sync().finishMicroBatch();
-  return readLosses(run.plan(), b);
+  return r;
 }
 
 StepResult Session::gradientStep(int64_t passes, const int32_t *ids,
