@@ -16,6 +16,7 @@
 
 #include "runtime/base/Error.h"
 #include "runtime/hal/Channel.h"
+#include "test/runtime/HostDevice.h"
 
 #include <chrono>
 #include <cstdio>
@@ -26,31 +27,6 @@
 using namespace fbt;
 
 namespace {
-
-/// Host memory, as the CPU device's.
-class HostDevice : public Device {
-public:
-  std::string describe() const override { return "host (test)"; }
-  bool hostMemory() const override { return true; }
-  void *allocate(size_t bytes, const std::string &) override {
-    void *p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
-    std::memset(p, 0, bytes);
-    return p;
-  }
-  void release(void *ptr) noexcept override { std::free(ptr); }
-  void upload(void *device, const void *host, size_t bytes) override {
-    std::memcpy(device, host, bytes);
-  }
-  void download(void *host, const void *device, size_t bytes) override {
-    std::memcpy(host, device, bytes);
-  }
-  void copy(void *to, const void *from, size_t bytes) override {
-    std::memcpy(to, from, bytes);
-  }
-  void zero(void *device, size_t bytes) override { std::memset(device, 0, bytes); }
-  std::unique_ptr<StepRunner> makeRunner(const StepPlan &) override { return nullptr; }
-  Json tuneKey() const override { return Json::object(); }
-};
 
 int failures = 0;
 
