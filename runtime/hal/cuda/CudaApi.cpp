@@ -3,6 +3,7 @@
 #include "runtime/hal/cuda/CudaApi.h"
 
 #include "runtime/base/Error.h"
+#include "runtime/base/LoadOnce.h"
 
 #include <dlfcn.h>
 
@@ -82,22 +83,6 @@ BlasLt loadBlasLt() {
                      "libcublasLt.so's path): " + tried);
 }
 
-/// Loads once; a failure is remembered and thrown again on every call.
-template <typename T> const T &loadOnce(T (*load)()) {
-  static std::once_flag once;
-  static T value;
-  static std::string error;
-  std::call_once(once, [&] {
-    try {
-      value = load();
-    } catch (const RuntimeError &e) {
-      error = e.what();
-    }
-  });
-  if (!error.empty())
-    throw RuntimeError(error);
-  return value;
-}
 } // namespace
 
 const Driver &driver() { return loadOnce(loadDriver); }

@@ -3,6 +3,7 @@
 #include "runtime/hal/nccl/NcclApi.h"
 
 #include "runtime/base/Error.h"
+#include "runtime/base/LoadOnce.h"
 
 #include <dlfcn.h>
 
@@ -63,22 +64,7 @@ Api load() {
 
 } // namespace
 
-const Api &api() {
-  // Loaded once; a failure is remembered and thrown again on every call.
-  static std::once_flag once;
-  static Api value;
-  static std::string error;
-  std::call_once(once, [] {
-    try {
-      value = load();
-    } catch (const RuntimeError &e) {
-      error = e.what();
-    }
-  });
-  if (!error.empty())
-    throw RuntimeError(error);
-  return value;
-}
+const Api &api() { return loadOnce(load); }
 
 std::string versionText(int code) {
   int major = code / 10000, minor = code / 100 % 100;
