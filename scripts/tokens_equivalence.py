@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""Tokens-equivalence: how many training tokens a plain transformer needs to
+match an FBT regime's held-out loss.
+
+Given plain baselines of the same spec (fusion "none") trained on multiples
+m of the FBT run's tokens (each with its own full schedule) and their
+held-out losses L(m), the multiplier of an FBT regime with loss L is the m
+at which the plain curve reaches L, interpolated linearly in log tokens
+between the two baselines that bracket it:
+
+    log m = log m_i + (L_i - L) / (L_i - L_{i+1}) * (log m_{i+1} - log m_i)
+
+where i + 1 is the first baseline (in order of tokens) whose loss is at or
+below L. A regime worse than the smallest baseline gets "< m_0 x" (no
+multiplier); one better than every baseline gets "> m_max x".
+
+    tokens_equivalence.py RESULTS.json [--out DIR]
+
+reads the experiment runner's results.json (scripts/experiment.py) and writes
+DIR/tokens_equivalence.{md,jsonl,png}; experiment.py calls the same code.
+"""
+
+import argparse
+import json
+import math
+import os
+
+
+def multiplier(plain, loss):
+    """The plain multiplier matching `loss`.
+
+    plain: [(multiplier, loss)] of the plain baselines (any order; at least
+    one). Returns (value, bound): value is the interpolated multiplier, or
+    None outside the measured range, where bound is "<" (worse than the
+    smallest baseline) or ">" (better than every baseline); bound is None
+    when value is set.
+    """
+    pts = sorted((float(m), float(l)) for m, l in plain)
+    if not pts:
+        raise ValueError("no plain baselines")
+    if any(m <= 0 for m, _ in pts):
+        raise ValueError("multipliers must be positive")
+    if any(not math.isfinite(l) for _, l in pts) or not math.isfinite(loss):
+        raise ValueError("losses must be finite")
+    m0, l0 = pts[0]
+    if loss > l0:
+        return None, "<"
+    if loss == l0:
+        return m0, None
+    for (ma, la), (mb, lb) in zip(pts, pts[1:]):
+        if lb <= loss:  # the first baseline at or below: la > loss >= lb
+            t = (la - loss) / (la - lb)
+            return math.exp(math.log(ma) + t * (math.log(mb) - math.log(ma))), None
+    return None, ">"
+
+
+def label(value, bound, plain):
+    """The table's cell: "1.84x", "< 1x", "> 3x"."""
+    ms = sorted(float(m) for m, _ in plain)
+    if value is not None:
+        return "%.2fx" % value
+    edge = ms[0] if bound == "<" else ms[-1]
+    return "%s %gx" % (bound, edge)
+
+
+def table(plain, regimes):
+    """Rows for each FBT regime: {regime, loss, multiplier, bound, label}.
+
+    plain: [(multiplier, loss)]; regimes: {name: loss} in report order.
+    """
+    rows = []
+    for name, loss in regimes.items():
+        value, bound = multiplier(plain, loss)
+        rows.append({"regime": name, "loss": loss, "multiplier": value, "bound": bound,
+                     "label": label(value, bound, plain)})
+    return rows
+
+
+def from_results(results):
+    """(plain, regimes, fbt_tokens) from the runner's results: the plain
+    baselines' standard continuation loss per multiplier, and the FBT's loss
+    per regime."""
+    fbt = results["fbt"]
+    plain = []
+    for r in results.values():
+        if r.get("kind") == "plain" and r.get("multiplier") is not None:
+            plain.append((r["multiplier"], r["losses"]["regimes"]["standard"]["loss"]))
+    plain = sorted(set(plain))
+    regimes = {k: v["loss"] for k, v in fbt["losses"]["regimes"].items()}
+    return plain, regimes, fbt["tokens"]
+
+
+def write(out, plain, regimes, fbt_tokens, title=""):
+    """DIR/tokens_equivalence.md, .jsonl and .png; returns the markdown."""
+    rows = table(plain, regimes)
+    with open(os.path.join(out, "tokens_equivalence.jsonl"), "w") as f:
+        for r in rows:
+            f.write(json.dumps(dict(r, fbt_tokens=fbt_tokens)) + "\n")
+        for m, l in plain:
+            f.write(json.dumps({"plain_multiplier": m, "tokens": m * fbt_tokens,
+                                "loss": l}) + "\n")
+    md = ["| plain tokens | " + " | ".join("%gx (%.3g)" % (m, m * fbt_tokens) for m, _ in plain) + " |",
+          "|---|" + "---|" * len(plain),
+          "| held-out loss | " + " | ".join("%.4f" % l for _, l in plain) + " |",
+          "",
+          "| FBT regime (%.3g tokens) | held-out loss | plain tokens to match |" % fbt_tokens,
+          "|---|---|---|"]
+    for r in rows:
+        md.append("| %s | %.4f | %s |" % (r["regime"], r["loss"], r["label"]))
+    text = "\n".join(md) + "\n"
+    with open(os.path.join(out, "tokens_equivalence.md"), "w") as f:
+        f.write(text)
+    plot(os.path.join(out, "tokens_equivalence.png"), plain, rows, fbt_tokens, title)
+    return text
+
+
+def plot(path, plain, rows, fbt_tokens, title=""):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    xs = [m * fbt_tokens for m, _ in plain]
+    ax.plot(xs, [l for _, l in plain], marker="o", color="black", label="plain (fusion none)")
+    for m, l in plain:
+        ax.annotate("%gx" % m, (m * fbt_tokens, l), textcoords="offset points", xytext=(4, 4),
+                    fontsize=8)
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for i, r in enumerate(rows):
+        c = colors[i % len(colors)]
+        ax.scatter([fbt_tokens], [r["loss"]], color=c, marker="*", s=90, zorder=3,
+                   label="FBT %s: %s" % (r["regime"], r["label"]))
+        end = r["multiplier"] * fbt_tokens if r["multiplier"] is not None else (
+            xs[-1] if r["bound"] == ">" else fbt_tokens)
+        ax.plot([fbt_tokens, end], [r["loss"], r["loss"]], color=c, linestyle=":")
+    ax.set_xscale("log")
+    ax.set_xlabel("training tokens")
+    ax.set_ylabel("held-out loss (nats/token)")
+    ax.set_title("Tokens-equivalence" + (": " + title if title else ""))
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("results", help="results.json of scripts/experiment.py")
+    ap.add_argument("--out", help="output folder (default: the results' folder)")
+    args = ap.parse_args()
+    with open(args.results) as f:
+        results = json.load(f)
+    plain, regimes, tokens = from_results(results)
+    print(write(args.out or os.path.dirname(os.path.abspath(args.results)), plain, regimes, tokens),
+          end="")
+
+
+if __name__ == "__main__":
+    main()
