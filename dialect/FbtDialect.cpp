@@ -41,6 +41,8 @@ void FbtDialect::initialize() {
 //                    before it has last read its operands (Kernels.h)
 // On step results:   fbt.name = "..", fbt.updates = i (the argument i it
 //                    replaces, of the same type)
+// On in-place ops:   fbt.shard = "<param>" (ZeRO-1: runs on the parameter's
+//                    owner only; elsewhere each result is its tied operand)
 //===----------------------------------------------------------------------===//
 
 namespace {
@@ -115,6 +117,18 @@ LogicalResult FbtDialect::verifyOperationAttribute(Operation *op,
   if (name == "fbt.variant_of") {
     if (!isFunc || !op->hasAttr("fbt.kernel") || !isa<FlatSymbolRefAttr>(value))
       return badAttr(op, attr, "a symbol (the kernel) on a kernel (fbt.kernel)");
+    return success();
+  }
+  if (name == "fbt.shard") {
+    // ZeRO-1: the op runs on the owner of this parameter only, its results
+    // elsewhere being their tied operands, so it must have some.
+    auto s = dyn_cast<StringAttr>(value);
+    auto inPlace = dyn_cast<InPlaceOpInterface>(op);
+    bool tied = inPlace && op->getNumResults() > 0 &&
+                llvm::any_of(llvm::seq(op->getNumResults()),
+                             [&](unsigned r) { return inPlace.getTiedOperand(r) >= 0; });
+    if (!s || s.getValue().empty() || !tied)
+      return badAttr(op, attr, "a parameter name on an op whose results have tied operands");
     return success();
   }
   return op->emitOpError() << "unknown attribute '" << name << "'";

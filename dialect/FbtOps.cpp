@@ -728,25 +728,66 @@ LogicalResult AdamWOp::verify() {
   return success();
 }
 
-LogicalResult AllReduceOp::verify() {
-  if (getReduction() != "sum" && getReduction() != "mean")
-    return emitOpError() << "reduction must be \"sum\" or \"mean\", got \""
-                         << getReduction() << "\"";
-  if (getInputs().empty())
-    return emitOpError() << "reduces nothing";
-  if (getResults().size() != getInputs().size())
-    return emitOpError() << "has " << getInputs().size() << " operands but "
-                         << getResults().size() << " results";
-  for (auto [i, in, out] : llvm::enumerate(getInputs(), getResults()))
+namespace {
+/// What every collective checks: operands to reduce, one result and one
+/// name (and shard, where it has them) per operand, of the operand's type.
+LogicalResult verifyCollective(Operation *op, ValueRange inputs, ValueRange results,
+                               ArrayAttr names, ArrayAttr shards, int64_t bucket) {
+  if (inputs.empty())
+    return op->emitOpError() << "has no operands";
+  if (results.size() != inputs.size())
+    return op->emitOpError() << "has " << inputs.size() << " operands but "
+                             << results.size() << " results";
+  for (auto [i, in, out] : llvm::enumerate(inputs, results))
     if (in.getType() != out.getType())
-      return emitOpError() << "result " << i << " is " << out.getType()
-                           << ", operand " << i << " is " << in.getType();
-  if (getNames().size() != getInputs().size())
-    return emitOpError() << "names " << getNames().size() << " operands, it has "
-                         << getInputs().size();
-  if (getBucket() < 0)
-    return emitOpError() << "bucket must be >= 0, got " << getBucket();
+      return op->emitOpError() << "result " << i << " is " << out.getType()
+                               << ", operand " << i << " is " << in.getType();
+  if (names.size() != inputs.size())
+    return op->emitOpError() << "names " << names.size() << " operands, it has "
+                             << inputs.size();
+  if (shards && shards.size() != inputs.size())
+    return op->emitOpError() << "shards " << shards.size() << " operands, it has "
+                             << inputs.size();
+  if (shards)
+    for (auto [i, s] : llvm::enumerate(shards.getAsValueRange<StringAttr>()))
+      if (s.empty())
+        return op->emitOpError() << "operand " << i << " belongs to no parameter";
+  if (bucket < 0)
+    return op->emitOpError() << "bucket must be >= 0, got " << bucket;
   return success();
+}
+
+LogicalResult verifyReduction(Operation *op, StringRef reduction) {
+  if (reduction != "sum" && reduction != "mean")
+    return op->emitOpError() << "reduction must be \"sum\" or \"mean\", got \""
+                             << reduction << "\"";
+  return success();
+}
+} // namespace
+
+LogicalResult AllReduceOp::verify() {
+  if (failed(verifyReduction(*this, getReduction())))
+    return failure();
+  return verifyCollective(*this, getInputs(), getResults(), getNames(), ArrayAttr(),
+                          getBucket());
+}
+
+LogicalResult ReduceScatterOp::verify() {
+  if (failed(verifyReduction(*this, getReduction())))
+    return failure();
+  return verifyCollective(*this, getInputs(), getResults(), getNames(), getShards(),
+                          getBucket());
+}
+
+LogicalResult AllGatherOp::verify() {
+  return verifyCollective(*this, getInputs(), getResults(), getNames(), getShards(),
+                          getBucket());
+}
+
+int64_t AllGatherOp::getTiedOperand(unsigned result) { return result; }
+
+int64_t AccumulateSquaresOp::getTiedOperand(unsigned result) {
+  return result == 0 ? 1 : -1; // acc
 }
 
 //===----------------------------------------------------------------------===//

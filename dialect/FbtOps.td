@@ -669,6 +669,48 @@ def Fbt_AllReduceOp : Fbt_Op<"all_reduce"> {
   let hasVerifier = 1;
 }
 
+def Fbt_ReduceScatterOp : Fbt_Op<"reduce_scatter"> {
+  let summary = "each operand reduced over the ranks onto the rank that owns it";
+  let description = [{
+    ZeRO-1's reduction of the gradients: `results[i]` is, on the rank that
+    owns parameter `shards[i]`, what `fbt.all_reduce` would give (the sum or
+    mean of `inputs[i]` over every rank and accumulated micro-batch); on
+    every other rank it is unspecified, and nothing may read it there. The
+    semantics of upstream MLIR's `shard.reduce_scatter` over a 1-D grid,
+    with whole tensors as the shards: which rank owns which parameter is the
+    runtime's partition of the step's parameters by bytes
+    (runtime/format/ZeroShards.h), made for the run's number of ranks, so
+    one bundle serves every world size.
+
+    `bucket` and `names` as for `fbt.all_reduce`. Not `Pure`, for the same
+    reason.
+  }];
+  let arguments = (ins Variadic<Fbt_FloatTensor>:$inputs, StrAttr:$reduction,
+                       I64Attr:$bucket, StrArrayAttr:$names, StrArrayAttr:$shards);
+  let results = (outs Variadic<Fbt_FloatTensor>:$results);
+  let assemblyFormat = "$inputs attr-dict `:` functional-type($inputs, $results)";
+  let hasVerifier = 1;
+}
+
+def Fbt_AllGatherOp : Fbt_Op<"all_gather", [
+    DeclareOpInterfaceMethods<Fbt_InPlaceOpInterface>]> {
+  let summary = "each operand, as its owner holds it, on every rank";
+  let description = [{
+    ZeRO-1's gather of the updated parameters: `results[i]` on every rank
+    is `inputs[i]` as the rank that owns parameter `shards[i]` holds it (what
+    the other ranks hold is not read). Upstream `shard.all_gather` over a
+    1-D grid with whole tensors as the shards (see `fbt.reduce_scatter`).
+    Each result may be written over its operand: the runtime gathers the
+    parameters in place. `bucket` numbers it among the step's collectives
+    and `names` names each operand. Not `Pure`.
+  }];
+  let arguments = (ins Variadic<Fbt_FloatTensor>:$inputs, I64Attr:$bucket,
+                       StrArrayAttr:$names, StrArrayAttr:$shards);
+  let results = (outs Variadic<Fbt_FloatTensor>:$results);
+  let assemblyFormat = "$inputs attr-dict `:` functional-type($inputs, $results)";
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Kernel level (fbt-to-kernels)
 //===----------------------------------------------------------------------===//
@@ -715,8 +757,15 @@ def Fbt_CallKernelOp : Fbt_Op<"call_kernel", [Pure,
   let hasVerifier = 1;
 }
 
-def Fbt_AccumulateSquaresOp : Fbt_Op<"accumulate_squares", [Pure]> {
+def Fbt_AccumulateSquaresOp : Fbt_Op<"accumulate_squares", [Pure,
+    DeclareOpInterfaceMethods<Fbt_InPlaceOpInterface>]> {
   let summary = "acc + sum(input^2): one link of the global gradient norm";
+  let description = [{
+    Its result may be written over `acc`. Under ZeRO-1 a link carries
+    `fbt.shard = "<param>"` and runs only on the rank that owns the
+    parameter; elsewhere its result is `acc` (the link's tied operand), so
+    each rank's chain sums the squares of the gradients it owns.
+  }];
   let arguments = (ins Fbt_FloatTensor:$input, Fbt_Scalar:$acc);
   let results = (outs Fbt_Scalar:$result);
   let assemblyFormat = "$input `,` $acc attr-dict `:` functional-type(operands, results)";

@@ -124,7 +124,8 @@ constexpr StringRef kTrainingKeys[] = {"single_pass_fraction",
                                        "warmup_steps",
                                        "min_learning_rate",
                                        "grad_clip",
-                                       "seed"};
+                                       "seed",
+                                       "zero"};
 constexpr StringRef kInferenceKeys[] = {"batch_size", "max_prompt_length",
                                         "max_sequence_length"};
 
@@ -503,6 +504,9 @@ void readTraining(Reader &r, const json::Object &o, TrainingSpec &t) {
   // 0 turns clipping off.
   r.number(o, s, "grad_clip", t.gradClip, Range::NonNegative);
   r.unsignedInteger(o, s, "seed", t.seed);
+  r.integer(o, s, "zero", t.zero, 0);
+  if (t.zero > 1)
+    r.expected("training.zero", "0 or 1 (ZeRO-1 shards the optimizer state)", Twine(t.zero));
 }
 
 /// Rules between fields, checked once every field has its value.

@@ -108,6 +108,9 @@ struct TrainingSpec {
   double minLearningRate = 1e-4;
   double gradClip = 1.0;
   uint64_t seed = 1234;
+  /// ZeRO stage of data-parallel runs: 0 (every rank keeps all of AdamW's
+  /// state) or 1 (each rank keeps and updates its share of the parameters).
+  int64_t zero = 0;
 };
 
 struct InferenceSpec {

@@ -27,7 +27,8 @@ llvm::json::Value fbt::specToJson(const ModelSpec &s) {
                   {"warmup_steps", t.warmupSteps},
                   {"min_learning_rate", t.minLearningRate},
                   {"grad_clip", t.gradClip},
-                  {"seed", (int64_t)t.seed}};
+                  {"seed", (int64_t)t.seed},
+                  {"zero", t.zero}};
   if (!t.passDistribution.empty())
     training["pass_distribution"] = std::move(distribution);
   return Object{

@@ -9,12 +9,23 @@
 // loss and per-pass losses are reduced too, so what a step reports is the
 // global batch's.
 //
+// ZeRO-1 (zero=1) keeps every rank's AdamW state to its share of the
+// parameters, whole tensors each (the runtime's partition by bytes,
+// runtime/format/ZeroShards.h): the gradient buckets are reduce-scattered
+// onto their owners, each rank sums the squares of the gradients it owns
+// and one scalar all-reduce makes the global norm, AdamW runs on the owner
+// (`fbt.shard`), and each bucket's updated parameters are all-gathered as
+// soon as its last AdamW is done.
+//
 //===----------------------------------------------------------------------===//
 
 #include "dialect/FbtOps.h"
 #include "passes/Passes.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include <type_traits>
 
 #include <optional>
 
@@ -65,7 +76,7 @@ struct DataParallel : mlir::fbt::impl::FbtDataParallelBase<DataParallel> {
   LogicalResult reduce(func::FuncOp fn) {
     Block &body = fn.getBody().front();
     for (Operation &op : body)
-      if (isa<AllReduceOp>(op))
+      if (isa<AllReduceOp, ReduceScatterOp>(op))
         return success(); // already reduced
     DenseMap<Operation *, int64_t> position;
     for (auto [i, op] : llvm::enumerate(body))
@@ -107,29 +118,108 @@ struct DataParallel : mlir::fbt::impl::FbtDataParallelBase<DataParallel> {
 
     int64_t bucket = 0;
     if (!losses.empty())
-      insertReduction(body, losses, bucket++);
+      insertReduction<AllReduceOp>(body, losses, bucket++);
     // Buckets in the order the gradients become ready; a layer boundary
     // closes one once it is large enough.
     llvm::stable_sort(grads, [](const Reduced &a, const Reduced &b) {
       return a.position < b.position;
     });
-    SmallVector<Reduced> open;
+    SmallVector<SmallVector<Reduced>> buckets(1);
     int64_t openBytes = 0;
     for (const Reduced &g : grads) {
-      if (!open.empty() && g.layer != open.back().layer && openBytes >= minBucketBytes) {
-        insertReduction(body, open, bucket++);
-        open.clear();
+      if (!buckets.back().empty() && g.layer != buckets.back().back().layer &&
+          openBytes >= minBucketBytes) {
+        buckets.emplace_back();
         openBytes = 0;
       }
-      open.push_back(g);
+      buckets.back().push_back(g);
       openBytes += bytesOf(g.value);
     }
-    insertReduction(body, open, bucket++);
+    for (ArrayRef<Reduced> b : buckets) {
+      if (zero == 0)
+        insertReduction<AllReduceOp>(body, b, bucket++);
+      else
+        insertReduction<ReduceScatterOp>(body, b, bucket++);
+    }
+    if (zero == 0)
+      return success();
+    return shardOptimizer(fn, buckets, bucket);
+  }
+
+  /// ZeRO-1 past the reduce-scatters: the global norm from each rank's
+  /// owned gradients, AdamW on the owner, the parameters all-gathered.
+  LogicalResult shardOptimizer(func::FuncOp fn, ArrayRef<SmallVector<Reduced>> buckets,
+                               int64_t bucket) {
+    Block &body = fn.getBody().front();
+    SmallVector<AdamWOp> adams(body.getOps<AdamWOp>());
+    DenseMap<Value, std::string> paramOf; // reduced gradient -> its parameter
+    for (AdamWOp adam : adams) {
+      auto param = cast<BlockArgument>(adam.getParam());
+      std::string name =
+          fn.getArgAttrOfType<StringAttr>(param.getArgNumber(), "fbt.name").str();
+      paramOf[adam.getGrad()] = name;
+      adam->setAttr("fbt.shard", StringAttr::get(&getContext(), name));
+    }
+    // The norm: squares of the owned gradients, in the order the global
+    // norm reads them, then one scalar summed over the ranks.
+    SmallVector<GlobalNormOp> norms(body.getOps<GlobalNormOp>());
+    if (norms.size() != 1)
+      return fn.emitOpError() << "fbt-data-parallel: ZeRO-1 expects one global norm, found "
+                              << norms.size();
+    GlobalNormOp norm = norms.front();
+    OpBuilder b(norm);
+    Location loc = norm.getLoc();
+    auto scalar = cast<RankedTensorType>(norm.getType());
+    Value acc = arith::ConstantOp::create(
+        b, loc, scalar, DenseElementsAttr::get(scalar, b.getF32FloatAttr(0).getValue()));
+    for (Value g : norm.getInputs()) {
+      auto owner = paramOf.find(g);
+      if (owner == paramOf.end())
+        return norm.emitOpError() << "fbt-data-parallel: a gradient no AdamW reads";
+      auto link = AccumulateSquaresOp::create(b, loc, scalar, g, acc);
+      link->setAttr("fbt.shard", b.getStringAttr(owner->second));
+      acc = link.getResult();
+    }
+    auto total = AllReduceOp::create(b, loc, TypeRange{scalar}, ValueRange{acc},
+                                     b.getStringAttr("sum"), b.getI64IntegerAttr(bucket++),
+                                     b.getStrArrayAttr({""}));
+    Value root = SqrtOp::create(b, loc, scalar, total.getResult(0));
+    norm.replaceAllUsesWith(root);
+    norm.erase();
+
+    // Each bucket's updated parameters, gathered after its last AdamW.
+    DenseMap<StringRef, AdamWOp> adamOf;
+    for (AdamWOp adam : adams)
+      adamOf[adam->getAttrOfType<StringAttr>("fbt.shard").getValue()] = adam;
+    for (ArrayRef<Reduced> grads : buckets) {
+      SmallVector<Value> inputs;
+      SmallVector<Type> types;
+      SmallVector<StringRef> names;
+      AdamWOp last;
+      for (const Reduced &g : grads) {
+        StringRef param = StringRef(g.name).drop_front(5); // "grad."
+        AdamWOp adam = adamOf.lookup(param);
+        if (!adam)
+          return fn.emitOpError() << "fbt-data-parallel: no AdamW updates " << param;
+        inputs.push_back(adam.getNewParam());
+        types.push_back(adam.getNewParam().getType());
+        names.push_back(param);
+        if (!last || last->isBeforeInBlock(adam))
+          last = adam;
+      }
+      b.setInsertionPointAfter(last);
+      auto gather = AllGatherOp::create(b, last.getLoc(), types, inputs,
+                                        b.getI64IntegerAttr(bucket++), b.getStrArrayAttr(names),
+                                        b.getStrArrayAttr(names));
+      for (auto [in, out] : llvm::zip(inputs, gather.getResults()))
+        in.replaceAllUsesExcept(out, gather);
+    }
     return success();
   }
 
-  /// One all_reduce of `values`, right after the last of them is defined;
-  /// every later use reads its result.
+  /// One collective (all_reduce or reduce_scatter) of `values`, right
+  /// after the last of them is defined; every later use reads its result.
+  template <typename Collective>
   void insertReduction(Block &body, ArrayRef<Reduced> values, int64_t bucket) {
     const Reduced *last = &values.front();
     for (const Reduced &r : values)
@@ -148,10 +238,20 @@ struct DataParallel : mlir::fbt::impl::FbtDataParallelBase<DataParallel> {
       types.push_back(r.value.getType());
       names.push_back(r.name);
     }
-    auto reduce = AllReduceOp::create(b, values.front().value.getLoc(), types, inputs,
-                                      b.getStringAttr("mean"), b.getI64IntegerAttr(bucket),
-                                      b.getStrArrayAttr(names));
-    for (auto [in, out] : llvm::zip(inputs, reduce.getResults()))
+    Operation *reduce;
+    if constexpr (std::is_same_v<Collective, AllReduceOp>) {
+      reduce = AllReduceOp::create(b, values.front().value.getLoc(), types, inputs,
+                                   b.getStringAttr("mean"), b.getI64IntegerAttr(bucket),
+                                   b.getStrArrayAttr(names));
+    } else {
+      SmallVector<StringRef> shards;
+      for (StringRef name : names)
+        shards.push_back(name.drop_front(5)); // "grad."
+      reduce = ReduceScatterOp::create(b, values.front().value.getLoc(), types, inputs,
+                                       b.getStringAttr("mean"), b.getI64IntegerAttr(bucket),
+                                       b.getStrArrayAttr(names), b.getStrArrayAttr(shards));
+    }
+    for (auto [in, out] : llvm::zip(inputs, reduce->getResults()))
       in.replaceUsesWithIf(out, [&](OpOperand &use) {
         Operation *user = body.findAncestorOpInBlock(*use.getOwner());
         return user && user != reduce && reduce->isBeforeInBlock(user);

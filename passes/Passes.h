@@ -45,6 +45,9 @@ struct TrainPipelineOptions
   Option<double> maxGradNorm{*this, "max-grad-norm", llvm::cl::init(1.0)};
   Option<bool> keepGradientStep{*this, "keep-gradient-step",
                                 llvm::cl::init(false)};
+  Option<int64_t> zero{*this, "zero",
+                       llvm::cl::desc("ZeRO stage of the data-parallel step (0 or 1)"),
+                       llvm::cl::init(0)};
 };
 
 /// expand-multipass, fuse-feedback-gate, autodiff, decompose, optimizer,

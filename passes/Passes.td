@@ -95,10 +95,20 @@ def FbtDataParallel : Pass<"fbt-data-parallel", "::mlir::ModuleOp"> {
     bucket's reduction stands right after its last gradient, so the runtime
     overlaps it with the backward of the layers below. With one rank the
     reductions copy; one bundle serves every world size.
+
+    With `zero=1` (ZeRO-1) each rank keeps AdamW's state for its share of
+    the parameters only: the gradient buckets become `fbt.reduce_scatter`
+    (each gradient reduced onto the rank owning its parameter), the global
+    norm sums each rank's owned gradients' squares (`fbt.accumulate_squares`
+    links marked `fbt.shard`) and all-reduces that one scalar, AdamW runs
+    on the owner only (`fbt.shard`), and an `fbt.all_gather` per bucket
+    brings every rank the updated parameters.
   }];
   let options = [
     Option<"minBucketBytes", "min-bucket-bytes", "int64_t", /*default=*/"0",
-           "Merge consecutive layers' gradients until a bucket holds this many bytes">
+           "Merge consecutive layers' gradients until a bucket holds this many bytes">,
+    Option<"zero", "zero", "int64_t", /*default=*/"0",
+           "ZeRO stage: 0 all-reduces the gradients, 1 shards the optimizer">
   ];
   let dependentDialects = ["::mlir::fbt::FbtDialect"];
 }

@@ -27,7 +27,9 @@ void fbt::buildTrainPipeline(OpPassManager &pm,
     adam.maxGradNorm = opts.maxGradNorm;
     adam.keepGradientStep = opts.keepGradientStep;
     pm.addPass(createFbtOptimizer(adam));
-    pm.addPass(createFbtDataParallel());
+    FbtDataParallelOptions dp;
+    dp.zero = opts.zero;
+    pm.addPass(createFbtDataParallel(dp));
   }
   // CSE merges the recomputed and pass-independent GEMMs (W_G e is shared by
   // every fused pass); canonicalize drops gradients nobody returns.

@@ -81,7 +81,7 @@ struct ToKernels : fbt::impl::FbtToKernelsBase<ToKernels> {
     // Constants stay: the memory plan turns them into initialized buffers;
     // so do packs, whose operands it places in the pack's slots, and the
     // collectives, which the runtime runs.
-    if (isa<arith::ConstantOp, PackOp, AllReduceOp>(op))
+    if (isa<arith::ConstantOp, PackOp, AllReduceOp, ReduceScatterOp, AllGatherOp>(op))
       return success();
     if (auto stop = dyn_cast<StopGradientOp>(op)) {
       stop.replaceAllUsesWith(stop.getInput());
@@ -139,6 +139,9 @@ struct ToKernels : fbt::impl::FbtToKernelsBase<ToKernels> {
       if (llvm::any_of(tied, [](int64_t o) { return o >= 0; }))
         call.setTied(tied);
     }
+    // ZeRO-1: the call runs on the parameter's owner only.
+    if (Attribute shard = op->getAttr("fbt.shard"))
+      call->setAttr("fbt.shard", shard);
     op->replaceAllUsesWith(call);
     op->erase();
     return success();
@@ -241,9 +244,9 @@ struct ToKernels : fbt::impl::FbtToKernelsBase<ToKernels> {
         work.push_back(adam.getGrad());
       if (auto norm = dyn_cast<GlobalNormOp>(op))
         llvm::append_range(work, norm.getInputs());
-      if (auto reduce = dyn_cast<AllReduceOp>(op)) { // its types are its operands'
-        llvm::append_range(work, reduce.getInputs());
-        llvm::append_range(work, reduce.getResults());
+      if (isa<AllReduceOp, ReduceScatterOp, AllGatherOp>(op)) { // its types are its operands'
+        llvm::append_range(work, op->getOperands());
+        llvm::append_range(work, op->getResults());
       }
       if (isa<func::ReturnOp>(op))
         llvm::append_range(work, op->getOperands());

@@ -28,10 +28,11 @@ KernelKey mlir::fbt::kernelKey(Operation *op, TypeRange storedResults) {
   for (Type t : storedResults)
     key.push_back(t.getAsOpaquePointer());
   // Attributes are part of the code (epsilon, heads, theta), except the
-  // ones passed as data (jitter's stream).
+  // ones passed as data (jitter's stream) and the dialect's discardable
+  // ones, which say where a call runs (fbt.shard), not what it computes.
   SmallVector<NamedAttribute> code;
   for (NamedAttribute a : op->getAttrs())
-    if (!isDataAttribute(op, a.getName()))
+    if (!isDataAttribute(op, a.getName()) && !a.getName().getValue().starts_with("fbt."))
       code.push_back(a);
   key.push_back(DictionaryAttr::get(op->getContext(), code).getAsOpaquePointer());
   return key;

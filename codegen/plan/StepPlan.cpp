@@ -124,6 +124,36 @@ int64_t placeInArena(ArrayRef<Tenant> tenants, DenseMap<Value, BufferRef> &where
   return arenaBytes;
 }
 
+std::vector<std::string> strings(ArrayAttr names) {
+  std::vector<std::string> out;
+  for (StringRef n : names.getAsValueRange<StringAttr>())
+    out.push_back(n.str());
+  return out;
+}
+
+/// The values from `arg` to `v` along which each may be written over the
+/// one before (InPlaceOpInterface): [v] when v's producer updates `arg`
+/// itself, [v, u] when it updates u, which updates `arg` (ZeRO-1: the
+/// all_gather over AdamW's parameter), ... Each value between is read by
+/// the next link alone. Empty when there is no such chain.
+SmallVector<Value> inPlaceChain(Value v, Value arg) {
+  SmallVector<Value> chain;
+  for (Value cur = v; cur != arg;) {
+    auto result = dyn_cast<OpResult>(cur);
+    auto inPlace = result ? dyn_cast<InPlaceOpInterface>(result.getOwner()) : nullptr;
+    int64_t tied = inPlace ? inPlace.getTiedOperand(result.getResultNumber()) : -1;
+    if (tied < 0)
+      return {};
+    Value from = result.getOwner()->getOperand(tied);
+    if (!writesInPlace(result.getOwner(), result.getResultNumber(), from) ||
+        (from != arg && !from.hasOneUse()))
+      return {};
+    chain.push_back(cur);
+    cur = from;
+  }
+  return chain;
+}
+
 /// The call `op` makes: a GEMM or a kernel, its operands and results where
 /// `where` put them. Constants and packs make none (nullopt).
 FailureOr<std::optional<PlanOp>> planCall(Operation *op,
@@ -140,12 +170,27 @@ FailureOr<std::optional<PlanOp>> planCall(Operation *op,
     p.resultType = dtypeOf(gemm.getType());
   } else if (auto call = dyn_cast<CallKernelOp>(op)) {
     p.kernel = call.getKernel().str();
+    if (auto shard = op->getAttrOfType<StringAttr>("fbt.shard")) {
+      p.shard = shard.str();
+      for (unsigned r = 0; r < op->getNumResults(); ++r)
+        p.tied.push_back(call.getTiedOperand(r));
+    }
   } else if (auto reduce = dyn_cast<AllReduceOp>(op)) {
     p.collective = "all_reduce";
     p.reduction = reduce.getReduction().str();
     p.bucket = reduce.getBucket();
-    for (Attribute name : reduce.getNames())
-      p.names.push_back(cast<StringAttr>(name).str());
+    p.names = strings(reduce.getNames());
+  } else if (auto scatter = dyn_cast<ReduceScatterOp>(op)) {
+    p.collective = "reduce_scatter";
+    p.reduction = scatter.getReduction().str();
+    p.bucket = scatter.getBucket();
+    p.names = strings(scatter.getNames());
+    p.shards = strings(scatter.getShards());
+  } else if (auto gather = dyn_cast<AllGatherOp>(op)) {
+    p.collective = "all_gather";
+    p.bucket = gather.getBucket();
+    p.names = strings(gather.getNames());
+    p.shards = strings(gather.getShards());
   } else if (isa<arith::ConstantOp, PackOp>(op)) {
     return std::optional<PlanOp>();
   } else {
@@ -201,18 +246,18 @@ FailureOr<StepPlan> mlir::fbt::planStep(func::FuncOp fn) {
     bool seen = where.count(v); // an argument, or returned twice
     if (auto upd = fn.getResultAttrOfType<IntegerAttr>(j, "fbt.updates")) {
       Value arg = fn.getArgument(upd.getInt());
-      Operation *producer = v.getDefiningOp();
-      // The producer is the input's last reader, and the step does not
-      // also return the input itself (copied out after the step).
-      bool lastReader =
-          producer && llvm::all_of(arg.getUsers(), [&](Operation *u) {
-            return u != ret && position.lookup(u) <= position.lookup(producer);
-          });
-      if (!seen && lastReader && !updated.count(upd.getInt()) &&
-          writesInPlace(producer, cast<OpResult>(v).getResultNumber(), arg)) {
+      SmallVector<Value> chain = seen ? SmallVector<Value>() : inPlaceChain(v, arg);
+      // The chain's first link is the input's last reader, and the step
+      // does not also return the input itself (copied out after the step).
+      Operation *first = chain.empty() ? nullptr : chain.back().getDefiningOp();
+      bool lastReader = first && llvm::all_of(arg.getUsers(), [&](Operation *u) {
+                          return u != ret && position.lookup(u) <= position.lookup(first);
+                        });
+      if (lastReader && !updated.count(upd.getInt())) {
         updated.insert(upd.getInt()); // one result per input
         info.updates = upd.getInt();
-        where[v] = {BufferRef::Kind::Input, upd.getInt(), 0, info.bytes};
+        for (Value link : chain)
+          where[link] = {BufferRef::Kind::Input, upd.getInt(), 0, info.bytes};
       }
     }
     bool computed = v.getDefiningOp() && !isa<arith::ConstantOp>(v.getDefiningOp());
@@ -238,15 +283,23 @@ FailureOr<StepPlan> mlir::fbt::planStep(func::FuncOp fn) {
   // any of its results (its wait), reading its operands all along.
   DenseMap<Operation *, int64_t> waitAt;
   std::map<int64_t, SmallVector<int64_t>> bucketsReadyAt; // position -> buckets
-  for (Operation *op : ops)
-    if (auto reduce = dyn_cast<AllReduceOp>(op)) {
-      int64_t first = endOfStep;
-      for (Value r : op->getResults())
-        for (Operation *u : r.getUsers())
-          first = std::min(first, u == ret ? endOfStep : position.lookup(u));
-      waitAt[op] = first;
-      bucketsReadyAt[first].push_back(reduce.getBucket());
-    }
+  for (Operation *op : ops) {
+    std::optional<int64_t> bucket;
+    if (auto c = dyn_cast<AllReduceOp>(op))
+      bucket = c.getBucket();
+    if (auto c = dyn_cast<ReduceScatterOp>(op))
+      bucket = c.getBucket();
+    if (auto c = dyn_cast<AllGatherOp>(op))
+      bucket = c.getBucket();
+    if (!bucket)
+      continue;
+    int64_t first = endOfStep;
+    for (Value r : op->getResults())
+      for (Operation *u : r.getUsers())
+        first = std::min(first, u == ret ? endOfStep : position.lookup(u));
+    waitAt[op] = first;
+    bucketsReadyAt[first].push_back(*bucket);
+  }
 
   // Liveness: the last op reading each value.
   auto lastUse = [&](Value v) {

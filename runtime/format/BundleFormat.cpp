@@ -132,7 +132,7 @@ bool overlap(const BufferRef &a, const BufferRef &b) {
          b.offset < a.offset + a.bytes;
 }
 
-/// An all_reduce names each operand and pairs it with a result of its size;
+/// A collective names each operand and pairs it with a result of its size;
 /// each bucket is started once and waited for once, after its start.
 void checkCollective(const StepPlan &p, const PlanOp &op) {
   auto bad = [&](const std::string &what) {
@@ -143,7 +143,7 @@ void checkCollective(const StepPlan &p, const PlanOp &op) {
     for (const PlanOp &o : p.ops) {
       if (&o == &op)
         break;
-      started |= o.collective == "all_reduce" && o.bucket == op.bucket;
+      started |= o.isCollective() && o.collective != "wait" && o.bucket == op.bucket;
       waited |= o.collective == "wait" && o.bucket == op.bucket;
     }
     if (!started || waited)
@@ -151,19 +151,22 @@ void checkCollective(const StepPlan &p, const PlanOp &op) {
                 (waited ? " twice" : " before starting it"));
     return;
   }
-  if (op.collective != "all_reduce")
-    throw bad("unknown collective '" + op.collective + "'");
-  if (op.reduction != "mean" && op.reduction != "sum")
-    throw bad("an all_reduce's reduction must be mean or sum, got '" + op.reduction + "'");
+  const std::string &c = op.collective;
+  if (c != "all_reduce" && c != "reduce_scatter" && c != "all_gather")
+    throw bad("unknown collective '" + c + "'");
+  if (c != "all_gather" && op.reduction != "mean" && op.reduction != "sum")
+    throw bad("a " + c + "'s reduction must be mean or sum, got '" + op.reduction + "'");
   size_t n = op.names.size();
   if (n == 0 || op.args.size() != 2 * n)
-    throw bad("an all_reduce needs one name, one operand and one result per tensor");
+    throw bad("a " + c + " needs one name, one operand and one result per tensor");
+  if ((c == "all_reduce") != op.shards.empty() || (!op.shards.empty() && op.shards.size() != n))
+    throw bad("a " + c + (c == "all_reduce" ? " has no shards" : " needs one shard per tensor"));
   for (size_t i = 0; i < n; ++i)
     if (op.args[i].bytes != op.args[n + i].bytes || op.args[i].bytes % 4)
-      throw bad("all_reduce operand '" + op.names[i] + "' and its result differ in size");
+      throw bad(c + " operand '" + op.names[i] + "' and its result differ in size");
   for (const PlanOp &o : p.ops)
-    if (&o != &op && o.collective == "all_reduce" && o.bucket == op.bucket)
-      throw bad("two all_reduce ops share bucket " + std::to_string(op.bucket));
+    if (&o != &op && o.isCollective() && o.collective != "wait" && o.bucket == op.bucket)
+      throw bad("two collectives share bucket " + std::to_string(op.bucket));
 }
 
 void checkPlan(const StepPlan &p, const std::vector<std::string> &kernels,
@@ -175,6 +178,16 @@ void checkPlan(const StepPlan &p, const std::vector<std::string> &kernels,
         known |= k == op.kernel;
       if (!known)
         throw RuntimeError("step '" + p.name + "' calls unknown kernel '" + op.kernel + "'");
+      // A sharded call's results pass their tied operands through.
+      int64_t operands = (int64_t)op.args.size() - (int64_t)op.tied.size();
+      for (int64_t t : op.tied)
+        if (t < -1 || t >= operands)
+          throw RuntimeError("step '" + p.name + "': kernel call '" + op.kernel +
+                             "' ties a result to operand " + std::to_string(t) + " of " +
+                             std::to_string(std::max<int64_t>(operands, 0)));
+      if (!op.shard.empty() && op.tied.empty())
+        throw RuntimeError("step '" + p.name + "': kernel call '" + op.kernel +
+                           "' is sharded but ties no result");
       auto early = earlyWrites.find(op.kernel);
       if (early != earlyWrites.end())
         for (int64_t e : early->second) {
@@ -276,7 +289,12 @@ Json toJson(const StepPlan &plan) {
     for (const BufferRef &r : p.args)
       args.push_back(refJson(r));
     if (!p.kernel.empty()) {
-      ops.push_back(Json::object({{"kernel", p.kernel}, {"args", std::move(args)}}));
+      Json call = Json::object({{"kernel", p.kernel}, {"args", std::move(args)}});
+      if (!p.shard.empty()) {
+        call["shard"] = p.shard;
+        call["tied"] = p.tied;
+      }
+      ops.push_back(std::move(call));
       continue;
     }
     if (p.collective == "wait") {
@@ -284,11 +302,15 @@ Json toJson(const StepPlan &plan) {
       continue;
     }
     if (p.isCollective()) {
-      ops.push_back(Json::object({{"collective", p.collective},
-                                  {"reduction", p.reduction},
-                                  {"bucket", p.bucket},
-                                  {"names", p.names},
-                                  {"args", std::move(args)}}));
+      Json c = Json::object({{"collective", p.collective},
+                             {"bucket", p.bucket},
+                             {"names", p.names},
+                             {"args", std::move(args)}});
+      if (!p.reduction.empty())
+        c["reduction"] = p.reduction;
+      if (!p.shards.empty())
+        c["shards"] = p.shards;
+      ops.push_back(std::move(c));
       continue;
     }
     Json gemm = Json::object({{"gemm", Json::array({p.m, p.n, p.k})},
@@ -332,15 +354,24 @@ StepPlan stepPlanFromJson(const std::string &name, const Json &j,
     PlanOp op;
     if (const Json *k = jsonFind(o, "kernel")) {
       op.kernel = asString(*k);
+      if (const Json *s = jsonFind(o, "shard")) {
+        op.shard = asString(*s);
+        for (const Json &t : asArray(jsonAt(o, "tied")))
+          op.tied.push_back(asInt(t));
+      }
     } else if (const Json *w = jsonFind(o, "wait")) {
       op.collective = "wait";
       op.bucket = asInt(*w);
     } else if (const Json *c = jsonFind(o, "collective")) {
       op.collective = asString(*c);
-      op.reduction = asString(jsonAt(o, "reduction"));
+      if (op.collective != "all_gather")
+        op.reduction = asString(jsonAt(o, "reduction"));
       op.bucket = asInt(jsonAt(o, "bucket"));
       for (const Json &n : asArray(jsonAt(o, "names")))
         op.names.push_back(asString(n));
+      if (const Json *s = jsonFind(o, "shards"))
+        for (const Json &n : asArray(*s))
+          op.shards.push_back(asString(n));
     } else {
       const Json::array_t &g = asArray(jsonAt(o, "gemm"));
       const Json::array_t &t = asArray(jsonAt(o, "transpose"));

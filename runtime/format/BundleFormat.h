@@ -68,14 +68,28 @@ struct ConstantSpec {
 /// row-major GEMM result = lhs x rhs.
 struct PlanOp {
   std::string kernel; ///< kernel symbol, or "" for a GEMM or a collective
-  /// "all_reduce": args are operands then results, each result the mean (or
-  /// sum) over every rank and accumulated micro-batch of its operand,
-  /// started here; "wait": all_reduce `bucket`'s results are ready from
-  /// here on (its operands stay untouched until then). "" otherwise.
+  /// ZeRO-1 (a kernel call): the parameter whose owner alone makes this
+  /// call (runtime/format/ZeroShards.h); on the other ranks each result is
+  /// its `tied` operand, copied where the two are apart. "": every rank.
+  std::string shard;
+  std::vector<int64_t> tied; ///< per result: its operand, or -1 (with `shard`)
+  /// Started here, args being operands then results, one per tensor:
+  ///   "all_reduce"     each result the mean (or sum) over every rank and
+  ///                    accumulated micro-batch of its operand;
+  ///   "reduce_scatter" the same on the rank owning the tensor's parameter
+  ///                    (`shards`), unspecified elsewhere;
+  ///   "all_gather"     each result, on every rank, the operand as the
+  ///                    owner of its parameter holds it.
+  /// "wait": collective `bucket`'s results are ready from here on (its
+  /// operands stay untouched until then). "" otherwise.
   std::string collective;
-  std::string reduction;          ///< all_reduce: "mean" or "sum"
-  int64_t bucket = -1;            ///< all_reduce, wait
-  std::vector<std::string> names; ///< all_reduce: the operands' step-output names
+  std::string reduction;          ///< all_reduce, reduce_scatter: "mean" or "sum"
+  int64_t bucket = -1;            ///< a collective, wait
+  /// A collective's operands by name: what the gradient-only step returns
+  /// them as, which accumulated micro-batches add in ("" for a value of the
+  /// step alone); an all_gather's are parameters.
+  std::vector<std::string> names;
+  std::vector<std::string> shards; ///< reduce_scatter, all_gather: each operand's parameter
   int64_t m = 0, n = 0, k = 0;
   bool transposeLhs = false, transposeRhs = false;
   /// A GEMM's element types: F32, or BF16 under bf16 storage (GPU).

@@ -517,3 +517,27 @@ func.func @all_reduce_count(%g: tensor<4xf32>) {
   %r:2 = fbt.all_reduce %g {reduction = "sum", bucket = 0 : i64, names = ["grad.w"]} : (tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
   return
 }
+
+// -----
+
+func.func @reduce_scatter_shards(%g: tensor<4xf32>, %h: tensor<4xf32>) {
+  // expected-error @+1 {{shards 1 operands, it has 2}}
+  %r:2 = fbt.reduce_scatter %g, %h {reduction = "mean", bucket = 0 : i64, names = ["grad.w", "grad.u"], shards = ["w"]} : (tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @all_gather_unowned(%p: tensor<4xf32>) {
+  // expected-error @+1 {{operand 0 belongs to no parameter}}
+  %r = fbt.all_gather %p {bucket = 0 : i64, names = ["w"], shards = [""]} : (tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @shard_without_tie(%a: tensor<4xf32>) {
+  // expected-error @+1 {{attribute 'fbt.shard' must be a parameter name on an op whose results have tied operands}}
+  %r = fbt.add %a, %a {fbt.shard = "w"} : tensor<4xf32>
+  return
+}

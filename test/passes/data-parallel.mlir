@@ -1,5 +1,6 @@
 // RUN: fbt-opt %s --fbt-data-parallel | FileCheck %s
 // RUN: fbt-opt %s --fbt-data-parallel="min-bucket-bytes=1000000" | FileCheck %s --check-prefix=MERGED
+// RUN: fbt-opt %s --fbt-data-parallel="zero=1" | FileCheck %s --check-prefix=ZERO
 
 // The losses are reduced right where they are defined; the gradients in the
 // order the backward makes them, one bucket per layer (layer 1's first),
@@ -27,6 +28,33 @@
 // MERGED: fbt.all_reduce {{.*}} {bucket = 0 : i64
 // MERGED: fbt.all_reduce {{.*}} {bucket = 1 : i64, names = ["grad.model.layers.1.attn.weight", "grad.model.layers.1.mlp.weight", "grad.model.layers.0.mlp.weight", "grad.model.embed_tokens.weight"], reduction = "mean"}
 // MERGED-NOT: fbt.all_reduce
+
+// ZeRO-1: the same buckets reduce-scattered onto each parameter's owner;
+// each rank sums the squares of the gradients it owns (links marked with
+// their parameter), one scalar all-reduce and a square root make the norm;
+// AdamW runs on the owner, and each bucket's parameters are all-gathered
+// after its last AdamW, the step returning the gathered values.
+// ZERO-LABEL: func.func @step
+// ZERO: %[[RL:.*]]:2 = fbt.all_reduce {{.*}} {bucket = 0 : i64, names = ["loss", "pass_losses"], reduction = "mean"}
+// ZERO: %[[R1:.*]]:2 = fbt.reduce_scatter {{.*}} {bucket = 1 : i64, names = ["grad.model.layers.1.attn.weight", "grad.model.layers.1.mlp.weight"], reduction = "mean", shards = ["model.layers.1.attn.weight", "model.layers.1.mlp.weight"]}
+// ZERO: %[[R0:.*]] = fbt.reduce_scatter {{.*}} {bucket = 2 : i64, names = ["grad.model.layers.0.mlp.weight"], reduction = "mean", shards = ["model.layers.0.mlp.weight"]}
+// ZERO: %[[RE:.*]] = fbt.reduce_scatter {{.*}} {bucket = 3 : i64
+// ZERO: %[[Z:.*]] = arith.constant dense<0.0{{.*}}> : tensor<f32>
+// ZERO-NEXT: %[[S0:.*]] = fbt.accumulate_squares %[[RE]], %[[Z]] {fbt.shard = "model.embed_tokens.weight"}
+// ZERO-NEXT: %[[S1:.*]] = fbt.accumulate_squares %[[R0]], %[[S0]] {fbt.shard = "model.layers.0.mlp.weight"}
+// ZERO-NEXT: %[[S2:.*]] = fbt.accumulate_squares %[[R1]]#0, %[[S1]] {fbt.shard = "model.layers.1.attn.weight"}
+// ZERO-NEXT: %[[S3:.*]] = fbt.accumulate_squares %[[R1]]#1, %[[S2]] {fbt.shard = "model.layers.1.mlp.weight"}
+// ZERO-NEXT: %[[T:.*]] = fbt.all_reduce %[[S3]] {bucket = 4 : i64, names = [""], reduction = "sum"}
+// ZERO-NEXT: %[[N:.*]] = fbt.sqrt %[[T]]
+// ZERO-NEXT: %[[PE:.*]], %{{.*}}, %{{.*}} = fbt.adamw %arg0, %[[RE]], {{.*}}, %[[N]] {{{.*}}fbt.shard = "model.embed_tokens.weight"
+// ZERO-NEXT: %[[GE:.*]] = fbt.all_gather %[[PE]] {bucket = 7 : i64, names = ["model.embed_tokens.weight"], shards = ["model.embed_tokens.weight"]}
+// ZERO-NEXT: %[[P0:.*]], %{{.*}}, %{{.*}} = fbt.adamw %arg1, %[[R0]], {{.*}}fbt.shard = "model.layers.0.mlp.weight"
+// ZERO-NEXT: %[[G0:.*]] = fbt.all_gather %[[P0]] {bucket = 6 : i64
+// ZERO-NEXT: %[[PA:.*]], %{{.*}}, %{{.*}} = fbt.adamw %arg2, %[[R1]]#0, {{.*}}fbt.shard = "model.layers.1.attn.weight"
+// ZERO-NEXT: %[[PM:.*]], %{{.*}}, %{{.*}} = fbt.adamw %arg3, %[[R1]]#1, {{.*}}fbt.shard = "model.layers.1.mlp.weight"
+// ZERO-NEXT: %[[G1:.*]]:2 = fbt.all_gather %[[PA]], %[[PM]] {bucket = 5 : i64
+// ZERO-NEXT: return %[[RL]]#0, %[[RL]]#1, %[[N]], %[[GE]], %[[G0]], %[[G1]]#0, %[[G1]]#1
+// ZERO-NOT: fbt.global_norm
 
 // A step without an optimizer (the gradient-only step) is left alone.
 // CHECK-LABEL: func.func @step_grads

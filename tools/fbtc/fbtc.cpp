@@ -175,6 +175,7 @@ void setTrainOptions(const fbt::ModelSpec &spec,
   o.maxGradNorm = spec.training.gradClip > 0 ? spec.training.gradClip : 1e30;
   o.keepGradientStep = true;
   o.fuseFeedbackGate = fuseGate;
+  o.zero = spec.training.zero;
 }
 /// The plan of every step function, by name, and the largest arena.
 LogicalResult planSteps(mlir::ModuleOp module, std::map<std::string, ::fbt::StepPlan> &steps,
