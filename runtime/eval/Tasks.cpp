@@ -8,6 +8,7 @@
 #include "runtime/text/ArithmeticFacts.h"
 
 #include <algorithm>
+#include <fstream>
 #include <set>
 
 namespace fbt {
@@ -44,6 +45,41 @@ bool seen(std::string_view text, const std::string &q, const std::string &a) {
   }
   return false;
 }
+/// file:PATH: the first `count` problems of a JSON Lines file.
+std::vector<TaskProblem> loadTaskFile(const std::string &path, int64_t count,
+                                      std::string_view trainingText) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw RuntimeError("task file " + path + ": cannot open it");
+  std::vector<TaskProblem> out;
+  std::string line;
+  for (int64_t n = 1; int64_t(out.size()) < count && std::getline(in, line); ++n) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos)
+      continue;
+    std::string where = path + ":" + std::to_string(n);
+    Json j = parseJson(line, where);
+    TaskProblem p;
+    try {
+      p.prompt = asString(jsonAt(j, "prompt"));
+      p.answer = asString(jsonAt(j, "answer"));
+      if (const Json *t = jsonFind(j, "terminator"))
+        p.terminator = asString(*t);
+    } catch (const RuntimeError &e) {
+      throw RuntimeError(where + ": " + e.what());
+    }
+    if (p.answer.empty() || (p.prompt + p.answer + p.terminator).find('\0') != std::string::npos)
+      throw RuntimeError(where + ": the answer must be non-empty and no field may hold a "
+                         "NUL byte (the byte-level BOS)");
+    std::string question = p.prompt.substr(p.prompt.rfind('\n') + 1);
+    if (seen(trainingText, question, p.answer))
+      throw RuntimeError(where + ": the problem '" + question + p.answer +
+                         "' stands as a line of the training text, so it is not held out");
+    out.push_back(std::move(p));
+  }
+  if (out.empty())
+    throw RuntimeError("task file " + path + ": no problems");
+  return out;
+}
 } // namespace
 
 const std::vector<std::string> &taskNames() {
@@ -76,6 +112,8 @@ std::vector<TaskProblem> makeTask(const std::string &name, int64_t count,
     }
     return out;
   }
+  if (name.rfind("file:", 0) == 0)
+    return loadTaskFile(name.substr(5), count, trainingText);
   if (name == "counting") {
     for (int64_t i = 0; i < count; ++i) {
       Draws d(seed, uint64_t(i));
@@ -89,7 +127,8 @@ std::vector<TaskProblem> makeTask(const std::string &name, int64_t count,
   std::string all;
   for (const std::string &t : taskNames())
     all += (all.empty() ? "" : ", ") + t;
-  throw RuntimeError("unknown task '" + name + "' (expected one of " + all + ")");
+  throw RuntimeError("unknown task '" + name + "' (expected one of " + all +
+                     ", or file:PATH)");
 }
 
 std::vector<TaskResult> evaluateTask(Session &session,

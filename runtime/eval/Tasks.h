@@ -11,6 +11,12 @@
 //               corpus's counts (which start below 81): the answer is the
 //               next three numbers, " S+3, S+4, S+5", a value carried
 //               through a list of updates.
+//   file:PATH   problems written by a generator outside the runtime (e.g.
+//               scripts/depth_task.py): a JSON Lines file, one
+//               {"prompt", "answer", "terminator"?} per line, the first
+//               --problems of them asked. A problem whose question (the
+//               prompt's last line) and answer stand as a whole line in the
+//               training text is refused: held-out means never trained on.
 // Prompts are byte-level and start with BOS, like every training document.
 //
 //===----------------------------------------------------------------------===//
@@ -41,7 +47,8 @@ struct TaskProblem {
 const std::vector<std::string> &taskNames();
 
 /// `count` problems of task `name` under `seed`, none of whose facts appear
-/// in `trainingText` (arithmetic). Throws for an unknown name.
+/// in `trainingText` (arithmetic, file:PATH). Throws for an unknown name,
+/// and for a task file that cannot be read or asks a trained problem.
 std::vector<TaskProblem> makeTask(const std::string &name, int64_t count,
                                   uint64_t seed, std::string_view trainingText);
 

@@ -1,0 +1,141 @@
+"""The depth task's generator (scripts/depth_task.py): answers right,
+difficulty as asked, and no held-out problem (question or solved example)
+ever in the training text."""
+
+import json
+import os
+import random
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+import depth_task as dt  # noqa: E402
+
+
+def affine_answer(question):
+    """An independent solver: compose the updates as affine maps x -> a x + b
+    (mod 10), then apply the composition to the start."""
+    a, b = 1, 0
+    for i in range(2, len(question), 2):
+        op, d = question[i], int(question[i + 1])
+        if op == "+":
+            a, b = a, b + d
+        elif op == "-":
+            a, b = a, b - d
+        else:
+            a, b = a * d, b * d
+    return str((a * int(question[1]) + b) % 10)
+
+
+class Answers(unittest.TestCase):
+    def test_worked_examples(self):
+        self.assertEqual(dt.solve("$7+3*9-2"), "8")    # 0, 0, 8
+        self.assertEqual(dt.solve("$0-6-1*9+2"), "9")  # 4, 3, 7, 9
+        self.assertEqual(dt.solve("$5*3"), "5")
+        self.assertEqual(dt.solve("$9+1"), "0")
+        self.assertEqual(dt.solve("$1-2"), "9")
+        self.assertEqual(dt.depth("$0-6-1*9+2"), 4)
+
+    def test_agrees_with_affine_composition(self):
+        rng = random.Random(7)
+        for _ in range(3000):
+            q = dt.random_question(rng, rng.randint(1, 12))
+            self.assertEqual(dt.solve(q), affine_answer(q), q)
+
+    def test_order_matters(self):
+        # The same updates in another order give another answer: a bag of
+        # updates does not decide it.
+        self.assertNotEqual(dt.solve("$2+1*3"), dt.solve("$2*3+1"))
+
+    def test_bad_questions(self):
+        for q in ("7+3", "$7+", "$", "$7/3"):
+            with self.assertRaises(ValueError):
+                dt.solve(q)
+
+    def test_eval_problems(self):
+        for k in (1, 2, 3, 6):
+            probs = dt.eval_problems(k, 50, seed=3)
+            self.assertEqual(len(probs), 50 if k > 1 else len(dt.heldout_questions(1, 1000, 3)))
+            questions = [p["prompt"].split("\n")[-1] for p in probs]
+            self.assertEqual(len(set(questions)), len(questions))
+            for p in probs:
+                self.assertEqual(p["k"], k)
+                self.assertEqual(p["terminator"], "\n")
+                lines = p["prompt"].split("\n")
+                self.assertEqual(len(lines), 3)
+                for line in lines[:2]:
+                    q, a = line.split("=")
+                    self.assertEqual(a, affine_answer(q))
+                    self.assertEqual(dt.depth(q), k)
+                self.assertTrue(lines[2].endswith("="))
+                self.assertEqual(p["answer"], affine_answer(lines[2][:-1]))
+                self.assertEqual(dt.depth(lines[2][:-1]), k)
+
+    def test_small_depths_ask_every_held_out_problem(self):
+        qs = dt.heldout_questions(1, 1000, seed=1)
+        every = ["$%d%s%d" % (s, op, d) for s in range(10) for op, d in dt.OPS]
+        self.assertEqual(sorted(qs), sorted(q for q in every if dt.is_heldout(q)))
+        self.assertTrue(10 <= len(qs) <= 50, len(qs))
+
+
+class HeldOut(unittest.TestCase):
+    def build(self, d, **kw):
+        base = "".join("line %d of some text\n" % i for i in range(4000))
+        held = "".join("held-out line %d\n" % i for i in range(500))
+        path = os.path.join(d, "base.txt")
+        with open(path, "w") as f:
+            f.write(base + held)
+        f = dt.exact_val_fraction(len(held), 1 + len(base) + len(held))
+        return base, held, dt.build(path, f, os.path.join(d, "task"), problems=100, **kw)
+
+    def test_no_held_out_problem_in_the_training_text(self):
+        with tempfile.TemporaryDirectory() as d:
+            base, held, task = self.build(d, fraction=0.3)
+            with open(task["data"]) as f:
+                text = f.read()
+            train_lines = set(text.splitlines())
+            task_lines = [l for l in train_lines if l.startswith("$")]
+            self.assertGreater(len(task_lines), 1000)
+            for l in task_lines:  # training problems are right and not held out
+                q, a = l.split("=")
+                self.assertEqual(a, affine_answer(q))
+                self.assertFalse(dt.is_heldout(q))
+            self.assertEqual(sorted({dt.depth(l.split("=")[0]) for l in task_lines}), list(range(1, 9)))
+            asked = 0
+            for k, path in task["problems"].items():
+                with open(path) as f:
+                    for line in f:
+                        p = json.loads(line)
+                        for q in p["prompt"].split("\n"):
+                            self.assertNotIn(q.split("=")[0] + "=", text)
+                        asked += 1
+            self.assertGreater(asked, 700)
+
+    def test_the_held_out_part_and_the_mix(self):
+        with tempfile.TemporaryDirectory() as d:
+            base, held, task = self.build(d, fraction=0.25)
+            with open(task["data"], "rb") as f:
+                data = f.read()
+            n = 1 + len(data)
+            cut = int(task["val_fraction"] * n)
+            self.assertEqual(data[len(data) - cut:], held.encode())  # unchanged, exactly
+            train = data[:len(data) - cut].decode()
+            # The base's lines in order, the task's lines between them.
+            self.assertEqual([l for l in train.splitlines() if not l.startswith("$")],
+                             base.splitlines())
+            share = task["task_bytes"] / len(train)
+            self.assertTrue(0.24 <= share <= 0.27, share)
+
+    def test_deterministic(self):
+        with tempfile.TemporaryDirectory() as d1, tempfile.TemporaryDirectory() as d2:
+            _, _, a = self.build(d1, fraction=0.1)
+            _, _, b = self.build(d2, fraction=0.1)
+            for x, y in [(a["data"], b["data"])] + list(zip(a["problems"].values(),
+                                                            b["problems"].values())):
+                with open(x, "rb") as f, open(y, "rb") as g:
+                    self.assertEqual(f.read(), g.read())
+
+
+if __name__ == "__main__":
+    unittest.main()
