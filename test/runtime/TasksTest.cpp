@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <set>
 #include <string>
 
@@ -95,7 +96,70 @@ TEST(TasksTest, UnknownTaskIsNamed) {
     makeTask("poetry", 1, 1, "");
     FAIL();
   } catch (const RuntimeError &e) {
-    EXPECT_STREQ(e.what(), "unknown task 'poetry' (expected one of arithmetic, counting)");
+    EXPECT_STREQ(e.what(),
+                 "unknown task 'poetry' (expected one of arithmetic, counting, or file:PATH)");
+  }
+}
+
+/// A task file in the test's temporary folder.
+std::string writeTaskFile(const std::string &name, const std::string &text) {
+  std::string path = ::testing::TempDir() + name;
+  std::ofstream(path, std::ios::binary) << text;
+  return path;
+}
+
+TEST(TasksTest, FileTaskAsksItsProblemsInOrder) {
+  std::string path = writeTaskFile(
+      "tasks-ok.jsonl",
+      "{\"prompt\": \"$1+2=3\\n$4*3=2\\n$7+3*9=\", \"answer\": \"0\", \"terminator\": \"\\n\"}\n"
+      "\n"
+      "{\"prompt\": \"$5-6=\", \"answer\": \"9\"}\n"
+      "{\"prompt\": \"$2*3=\", \"answer\": \"6\", \"k\": 1}\n");
+  std::vector<TaskProblem> ps = makeTask("file:" + path, 10, 1, "text\n$9+9=8\n");
+  ASSERT_EQ(ps.size(), 3u);
+  EXPECT_EQ(ps[0].prompt, "$1+2=3\n$4*3=2\n$7+3*9=");
+  EXPECT_EQ(ps[0].answer, "0");
+  EXPECT_EQ(ps[0].terminator, "\n");
+  EXPECT_EQ(ps[1].terminator, "");
+  EXPECT_EQ(ps[2].answer, "6");
+  EXPECT_EQ(makeTask("file:" + path, 2, 1, "").size(), 2u); // the first --problems
+}
+
+TEST(TasksTest, FileTaskRefusesTrainedProblemsAndBadLines) {
+  auto message = [](const std::string &name, const std::string &text,
+                    const std::string &training) {
+    std::string path = writeTaskFile(name, text);
+    try {
+      makeTask("file:" + path, 10, 1, training);
+    } catch (const RuntimeError &e) {
+      std::string what = e.what();
+      return what.substr(what.find(name));
+    }
+    return std::string("no error");
+  };
+  // The question (the prompt's last line) and its answer as a training line.
+  std::string ok = "{\"prompt\": \"$0+1=1\\n$7+3=\", \"answer\": \"0\"}\n";
+  EXPECT_EQ(message("t1.jsonl", ok, "a\n$7+3=0\nb"),
+            "t1.jsonl:1: the problem '$7+3=0' stands as a line of the training text, so "
+            "it is not held out");
+  EXPECT_EQ(message("t2.jsonl", ok, "$7+3=0"), // the whole text is the line
+            "t2.jsonl:1: the problem '$7+3=0' stands as a line of the training text, so "
+            "it is not held out");
+  // Part of a longer line is not the problem.
+  EXPECT_EQ(message("t3.jsonl", ok, "$7+3=01\n$$7+3=0\n"), "no error");
+  EXPECT_EQ(message("t4.jsonl", "{\"prompt\": 1, \"answer\": \"0\"}\n", ""),
+            "t4.jsonl:1: expected a string, got a number");
+  EXPECT_EQ(message("t5.jsonl", "{\"prompt\": \"x\"}\n", ""),
+            "t5.jsonl:1: missing key 'answer'");
+  EXPECT_EQ(message("t6.jsonl", "\n\n", ""), "t6.jsonl: no problems");
+  EXPECT_EQ(message("t7.jsonl", "{\"prompt\": \"x\", \"answer\": \"\"}\n", ""),
+            "t7.jsonl:1: the answer must be non-empty and no field may hold a NUL byte "
+            "(the byte-level BOS)");
+  try {
+    makeTask("file:" + ::testing::TempDir() + "missing.jsonl", 1, 1, "");
+    FAIL();
+  } catch (const RuntimeError &e) {
+    EXPECT_NE(std::string(e.what()).find("missing.jsonl: cannot open it"), std::string::npos);
   }
 }
 
