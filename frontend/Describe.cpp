@@ -18,6 +18,8 @@
 #include "frontend/Describe.h"
 
 #include "dialect/TruncatedPasses.h"
+#include "frontend/Parameters.h"
+#include "runtime/format/ZeroShards.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/ErrorHandling.h"
@@ -219,6 +221,12 @@ llvm::Expected<Description> fbt::tryDescribe(const ModelSpec &spec) {
 
   if (llvm::Error e = check.takeError())
     return std::move(e);
+  for (const ParameterInfo &p : parameterList(spec)) {
+    int64_t n = 1;
+    for (int64_t dim : p.shape)
+      n *= dim;
+    d.parameterElements.push_back(n);
+  }
   d.dataParallel = describeRanks(d, {8, 64});
   return d;
 }
@@ -234,6 +242,12 @@ std::vector<RankFigures> fbt::describeRanks(const Description &d,
     // N-1 times to gather: 2(N-1)/N of the buffer per rank.
     r.allReduceBytesPerRank = d.gradientBytes / n * 2 * (n - 1);
     r.optimizerBytesPerRank = d.optimizerBytes;
+    if (size_t(n) <= d.parameterElements.size()) {
+      std::vector<int64_t> shares = zeroShares(d.parameterElements, int(n));
+      // m and v, fp32 each.
+      r.zeroOptimizerBytesPerRank =
+          uint64_t(*std::max_element(shares.begin(), shares.end())) * 2 * sizeof(float);
+    }
     out.push_back(r);
   }
   return out;
@@ -361,10 +375,14 @@ void fbt::printDescription(const ModelSpec &spec, const Description &d,
   }
 
   for (const RankFigures &r : d.dataParallel) {
-    t.heading("data parallel, " + std::to_string(r.ranks) + " ranks (all-reduce)");
+    t.heading("data parallel, " + std::to_string(r.ranks) + " ranks");
     t.count("tokens per step (global batch)", r.tokensPerStep);
     t.bytes("sent per rank per step", r.allReduceBytesPerRank);
     t.bytes("AdamW moments per rank", r.optimizerBytesPerRank);
+    if (r.zeroOptimizerBytesPerRank)
+      t.bytes("ZeRO-1 moments per rank (largest)", *r.zeroOptimizerBytesPerRank);
+    else
+      t.text("ZeRO-1 moments per rank", "-", "more ranks than parameters");
   }
 
   t.heading("inference (batch " + std::to_string(spec.inference.batchSize) +
@@ -435,6 +453,8 @@ void fbt::printDescriptionJson(const ModelSpec &spec, const Description &d,
           j.attribute("tokens_per_step", r.tokensPerStep);
           j.attribute("all_reduce_bytes_per_rank", r.allReduceBytesPerRank);
           j.attribute("optimizer_bytes_per_rank", r.optimizerBytesPerRank);
+          if (r.zeroOptimizerBytesPerRank)
+            j.attribute("zero_optimizer_bytes_per_rank", *r.zeroOptimizerBytesPerRank);
         });
     });
     j.attributeObject("inference", [&] {

@@ -20,6 +20,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 namespace fbt {
@@ -45,9 +46,17 @@ struct RankFigures {
   uint64_t allReduceBytesPerRank = 0;
   /// AdamW moments each rank holds: all of them (replicated).
   uint64_t optimizerBytesPerRank = 0;
+  /// ZeRO-1 (training.zero = 1): the moments of the rank with the largest
+  /// share of whole parameters (runtime/format/ZeroShards.h); absent where
+  /// there are more ranks than parameters. What each rank sends, on
+  /// average, is allReduceBytesPerRank again: a reduction onto the owner
+  /// and a broadcast from it move (N-1)/N of each tensor per rank each.
+  std::optional<uint64_t> zeroOptimizerBytesPerRank;
 };
 
 struct Description {
+  /// Each parameter's element count, in step order (ZeRO-1's partition).
+  std::vector<int64_t> parameterElements;
   // Parameters.
   /// V*D (tied E) + L*(2D + 4D^2 + 3DF) + D (final norm).
   uint64_t sharedParams = 0;

@@ -20,6 +20,7 @@
 #ifndef FBT_FRONTEND_MODELBUILDER_H
 #define FBT_FRONTEND_MODELBUILDER_H
 
+#include "frontend/Parameters.h"
 #include "frontend/Spec.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -29,16 +30,6 @@
 #include <vector>
 
 namespace fbt {
-
-struct ParameterInfo {
-  std::string name;            // HF Llama name, or feedback.* for the FBT path
-  std::vector<int64_t> shape;
-  bool feedback = false;       // belongs to the feedback path
-  bool decay = true;           // AdamW weight decay applies (not to norms, embedding)
-};
-
-/// The model's parameters, in the order every step function takes them.
-std::vector<ParameterInfo> parameterList(const ModelSpec &spec);
 
 /// Builds the module; the caller's context must have the fbt and func
 /// dialects loaded.

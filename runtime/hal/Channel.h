@@ -52,7 +52,15 @@ public:
   /// it; the buffers stay untouched by the caller until wait(bucket).
   virtual void startAllReduce(int64_t bucket, const std::vector<ReduceBuffer> &buffers,
                               float scale) = 0;
-  /// Waits for the bucket's reduction (a no-op for one never started).
+  /// ZeRO-1's collectives, bucketed as startAllReduce is. Reduce-scatter:
+  /// out[i] = scale * (the sum over every rank of in[i]) on rank
+  /// buffers[i].root only (elsewhere out[i] is not written, or holds
+  /// anything). All-gather: out[i] = in[i] of rank buffers[i].root, on
+  /// every rank.
+  virtual void startReduceScatter(int64_t bucket, const std::vector<ReduceBuffer> &buffers,
+                                  float scale) = 0;
+  virtual void startAllGather(int64_t bucket, const std::vector<ReduceBuffer> &buffers) = 0;
+  /// Waits for the bucket's collective (a no-op for one never started).
   virtual void wait(int64_t bucket) = 0;
   /// Moves the started reductions on, without waiting. Many MPIs advance a
   /// non-blocking collective only inside their own calls, so the runner

@@ -71,7 +71,34 @@ void StepRunner::collective(const PlanOp &op, void *const *args) {
     return;
   }
   for (const ReduceBuffer &b : buffers) // the mean or sum over one rank
-    copyWithin(b.out, b.in, b.count * sizeof(float));
+    if (b.out != b.in)
+      copyWithin(b.out, b.in, b.count * sizeof(float));
+}
+
+bool StepRunner::anotherRanks(const PlanOp &op, const std::vector<void *> &inputs,
+                              const std::vector<void *> &outputs,
+                              const std::vector<char *> &constants, char *arena) {
+  if (op.shard.empty() || !collectives_ || collectives_->owns(op.shard))
+    return false;
+  size_t operands = op.args.size() - op.tied.size();
+  auto bound = [&](const BufferRef &r) {
+    return r.kind == BufferRef::Kind::Arena ||
+           (r.kind == BufferRef::Kind::Input ? inputs[r.index] : r.kind == BufferRef::Kind::Output
+                                                                     ? outputs[r.index]
+                                                                     : constants[r.index]);
+  };
+  for (size_t r = 0; r < op.tied.size(); ++r) {
+    if (op.tied[r] < 0)
+      continue;
+    const BufferRef &from = op.args[size_t(op.tied[r])], &to = op.args[operands + r];
+    if (!bound(from) || !bound(to))
+      continue; // a moment kept by its owner only
+    char *src = address(from, inputs, outputs, constants, arena);
+    char *dst = address(to, inputs, outputs, constants, arena);
+    if (src != dst)
+      copyWithin(dst, src, size_t(to.bytes));
+  }
+  return true;
 }
 
 bool StepRunner::tracing() {

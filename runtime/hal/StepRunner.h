@@ -24,12 +24,14 @@ namespace fbt {
 
 class StepRunner;
 
-/// One f32 tensor of an all-reduce: `count` elements read from `in` and the
-/// result written to `out` (device memory; in == out reduces in place).
+/// One f32 tensor of a collective: `count` elements read from `in` and the
+/// result written to `out` (device memory; in == out works in place). For a
+/// reduce-scatter or all-gather (ZeRO-1), `root` is the rank that owns it.
 struct ReduceBuffer {
   const void *in = nullptr;
   void *out = nullptr;
   int64_t count = 0;
+  int root = 0;
 };
 
 /// Runs a plan's collectives (PlanOp::collective) across the ranks of a
@@ -38,13 +40,17 @@ struct ReduceBuffer {
 class Collectives {
 public:
   virtual ~Collectives() = default;
-  /// Starts all_reduce `op` on `buffers` (one per operand, in order).
+  /// Starts collective `op` (all_reduce, reduce_scatter, all_gather) on
+  /// `buffers` (one per operand, in order; `root` unset).
   virtual void start(const PlanOp &op, const std::vector<ReduceBuffer> &buffers) = 0;
   /// Returns once bucket `bucket`'s results are ready.
   virtual void wait(int64_t bucket) = 0;
   /// Called between the step's other calls while a bucket is in flight
   /// (Channel::progress).
   virtual void progress() {}
+  /// ZeRO-1: whether this rank makes the calls of parameter `param`
+  /// (PlanOp::shard).
+  virtual bool owns(const std::string &param) const = 0;
 };
 
 /// The tuner's window into a run (runtime/tune/Tuner.h): called before each call
@@ -114,6 +120,13 @@ protected:
                 const std::vector<char *> &constants, char *arena) const;
   /// Runs collective `op` (PlanOp::collective) on its arguments' addresses.
   void collective(const PlanOp &op, void *const *args);
+  /// ZeRO-1: whether call `op` is another rank's (PlanOp::shard); if so,
+  /// each result is made its tied operand here (copied where the plan put
+  /// them apart) and the caller skips the call. The buffers of the
+  /// moments this rank does not keep are unbound (null).
+  bool anotherRanks(const PlanOp &op, const std::vector<void *> &inputs,
+                    const std::vector<void *> &outputs,
+                    const std::vector<char *> &constants, char *arena);
   /// Between calls: lets the reductions in flight move on.
   void progressCollectives() {
     if (inFlight_ > 0)

@@ -17,19 +17,43 @@
 
 namespace fbt {
 
-void Session::saveCheckpoint(const std::string &path) const {
+void Session::saveCheckpoint(const std::string &path) {
+  allocateMoments();
+  Channel &ranks = channel();
+  bool writer = ranks.rank() == 0;
   std::vector<Tensor> tensors;
   auto add = [&](const std::string &name, const ParamSpec &p, const DeviceBuffer &b) {
     Tensor t(name, DType::F32, p.shape);
     device_->download(t.bytes.data(), b.data(), t.bytes.size());
     tensors.push_back(std::move(t));
   };
+  // A moment another rank keeps (ZeRO-1) comes from its owner, one tensor
+  // at a time: every rank takes part, rank 0 keeps it.
+  auto gathered = [&](const std::string &name, const ParamSpec &p, const DeviceBuffer &b) {
+    Tensor t(name, DType::F32, p.shape);
+    int owner = sync().owner(p.name);
+    if (owner == ranks.rank())
+      device_->download(t.bytes.data(), b.data(), t.bytes.size());
+    ranks.broadcastHost(t.bytes.data(), t.bytes.size(), owner);
+    if (writer)
+      tensors.push_back(std::move(t));
+  };
   for (size_t i = 0; i < bundle_.params().size(); ++i) {
     const ParamSpec &p = bundle_.params()[i];
-    add(p.name, p, state_.params[i]);
-    add("optimizer.adam_m." + p.name, p, state_.m[i]);
-    add("optimizer.adam_v." + p.name, p, state_.v[i]);
+    if (writer)
+      add(p.name, p, state_.params[i]);
+    for (auto [name, moments] : {std::pair{"optimizer.adam_m.", &state_.m},
+                                 {"optimizer.adam_v.", &state_.v}}) {
+      if (!shardsOptimizer() || ranks.size() == 1) {
+        if (writer)
+          add(name + p.name, p, (*moments)[i]);
+      } else {
+        gathered(name + p.name, p, (*moments)[i]);
+      }
+    }
   }
+  if (!writer)
+    return;
   std::map<std::string, std::string> meta = {
       {"format", "pt"},
       {"fbt.model", model_.name},
@@ -64,6 +88,8 @@ void Session::loadCheckpoint(const std::string &path) {
   SafetensorsFile file = readSafetensors(path);
   auto fill = [&](const std::string &name, const ParamSpec &p, DeviceBuffer &b,
                   bool required) {
+    if (!b.size())
+      return; // a moment another rank keeps (ZeRO-1)
     const Tensor *t = file.find(name);
     if (!t) {
       if (required)
@@ -82,6 +108,7 @@ void Session::loadCheckpoint(const std::string &path) {
         throw RuntimeError(path + ": tensor '" + name + "' holds NaN or Inf");
     device_->upload(b.data(), values.data(), b.size());
   };
+  allocateMoments();
   for (size_t i = 0; i < bundle_.params().size(); ++i) {
     const ParamSpec &p = bundle_.params()[i];
     fill(p.name, p, state_.params[i], true);

@@ -3,10 +3,40 @@
 #include "runtime/session/GradientSync.h"
 
 #include "runtime/base/Error.h"
+#include "runtime/format/ZeroShards.h"
 
 #include <chrono>
 
 namespace fbt {
+
+GradientSync::GradientSync(Device &device, Channel &channel,
+                           const std::vector<ParamSpec> &params)
+    : device_(device), channel_(channel) {
+  for (const ParamSpec &p : params) {
+    paramNames_.push_back(p.name);
+    int64_t n = 1;
+    for (int64_t d : p.shape)
+      n *= d;
+    paramElements_.push_back(n);
+  }
+}
+
+int GradientSync::owner(const std::string &param) const {
+  if (owners_.empty()) {
+    std::vector<int> owner = zeroOwners(paramElements_, channel_.size());
+    for (size_t i = 0; i < owner.size(); ++i)
+      owners_[paramNames_[i]] = owner[i];
+  }
+  auto it = owners_.find(param);
+  if (it == owners_.end())
+    throw RuntimeError(channel_.who() + "the step shards its optimizer by '" + param +
+                       "', which is no parameter of the bundle");
+  return it->second;
+}
+
+bool GradientSync::owns(const std::string &param) const {
+  return owner(param) == channel_.rank();
+}
 
 void GradientSync::accumulate(const std::string &name, const float *values, size_t count) {
   std::vector<float> &sum = sums_[name];
@@ -34,8 +64,17 @@ double secondsSince(std::chrono::steady_clock::time_point start) {
 void GradientSync::start(const PlanOp &op, const std::vector<ReduceBuffer> &buffers) {
   auto began = std::chrono::steady_clock::now();
   std::vector<ReduceBuffer> reduce = buffers;
+  for (size_t i = 0; i < op.shards.size(); ++i)
+    reduce[i].root = owner(op.shards[i]);
+  if (op.collective == "all_gather") {
+    channel_.startAllGather(op.bucket, reduce);
+    exposedSeconds_ += secondsSince(began);
+    return;
+  }
   if (microBatches_ > 0)
     for (size_t i = 0; i < buffers.size(); ++i) {
+      if (op.names[i].empty())
+        continue; // a value of this step alone (ZeRO-1's squared norm)
       auto sum = sums_.find(op.names[i]);
       if (sum == sums_.end() || (int64_t)sum->second.size() != buffers[i].count)
         throw RuntimeError(channel_.who() + "the step reduces '" + op.names[i] +
@@ -51,8 +90,11 @@ void GradientSync::start(const PlanOp &op, const std::vector<ReduceBuffer> &buff
       reduce[i].in = buffers[i].out;
     }
   float contributions = float(channel_.size()) * float(microBatches_ + 1);
-  channel_.startAllReduce(op.bucket, reduce,
-                          op.reduction == "mean" ? 1.0f / contributions : 1.0f);
+  float scale = op.reduction == "mean" ? 1.0f / contributions : 1.0f;
+  if (op.collective == "reduce_scatter")
+    channel_.startReduceScatter(op.bucket, reduce, scale);
+  else
+    channel_.startAllReduce(op.bucket, reduce, scale);
   exposedSeconds_ += secondsSince(began);
 }
 

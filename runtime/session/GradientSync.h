@@ -13,6 +13,10 @@
 // ranks by the channel, so N ranks x A micro-batches add up what 1 rank x
 // N*A does, up to the order of the additions.
 //
+// Under ZeRO-1 it also says which rank owns which parameter (ZeroShards.h),
+// for the reduce-scatters, the all-gathers and the calls the plan gives to
+// one rank (PlanOp::shard).
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef FBT_RUNTIME_SESSION_GRADIENTSYNC_H
@@ -28,7 +32,9 @@ namespace fbt {
 
 class GradientSync : public Collectives {
 public:
-  GradientSync(Device &device, Channel &channel) : device_(device), channel_(channel) {}
+  /// `params`: the bundle's parameters, whose owners ZeRO-1's collectives
+  /// and sharded calls go by.
+  GradientSync(Device &device, Channel &channel, const std::vector<ParamSpec> &params);
 
   Channel &channel() { return channel_; }
   /// Adds a micro-batch's outputs (host memory, `count` floats) to the sum
@@ -44,6 +50,10 @@ public:
   void start(const PlanOp &op, const std::vector<ReduceBuffer> &buffers) override;
   void wait(int64_t bucket) override;
   void progress() override;
+  bool owns(const std::string &param) const override;
+  /// The rank that owns parameter `param` under ZeRO-1; RuntimeError for a
+  /// name that is no parameter, or a world ZeRO-1 cannot divide.
+  int owner(const std::string &param) const;
 
   /// Seconds spent starting reductions and waiting for them, so far: the
   /// communication the step did not overlap with its own work.
@@ -52,6 +62,9 @@ public:
 private:
   Device &device_;
   Channel &channel_;
+  std::vector<std::string> paramNames_;
+  std::vector<int64_t> paramElements_;
+  mutable std::map<std::string, int> owners_; ///< made when first asked
   std::map<std::string, std::vector<float>> sums_;
   int64_t microBatches_ = 0;
   double exposedSeconds_ = 0;

@@ -20,9 +20,43 @@ Session::Session(const std::string &path)
   for (const ParamSpec &p : bundle_.params()) {
     size_t bytes = shapeElements(p.shape) * sizeof(float);
     state_.params.emplace_back(*device_, bytes, "parameter '" + p.name + "'");
+  }
+}
+
+bool Session::shardsOptimizer() const {
+  for (const auto &[name, plan] : bundle_.steps())
+    for (const PlanOp &op : plan.ops)
+      if (!op.shard.empty())
+        return true;
+  return false;
+}
+
+bool Session::keepsMoments(size_t index) {
+  return !shardsOptimizer() || sync().owns(bundle_.params().at(index).name);
+}
+
+void Session::allocateMoments() {
+  if (!state_.m.empty())
+    return;
+  for (size_t i = 0; i < bundle_.params().size(); ++i) {
+    const ParamSpec &p = bundle_.params()[i];
+    if (!keepsMoments(i)) {
+      state_.m.emplace_back();
+      state_.v.emplace_back();
+      continue;
+    }
+    size_t bytes = shapeElements(p.shape) * sizeof(float);
     state_.m.emplace_back(*device_, bytes, "AdamW moment of '" + p.name + "'");
     state_.v.emplace_back(*device_, bytes, "AdamW moment of '" + p.name + "'");
   }
+}
+
+int64_t Session::momentBytes() {
+  allocateMoments();
+  int64_t bytes = 0;
+  for (size_t i = 0; i < state_.m.size(); ++i)
+    bytes += int64_t(state_.m[i].size() + state_.v[i].size());
+  return bytes;
 }
 
 int64_t Session::paramIndex(const std::string &name) const {
@@ -37,8 +71,11 @@ void *Session::stateBuffer(const std::string &name) {
   if (p >= 0)
     return state_.params[p].data();
   for (auto [prefix, moments] : {std::pair{"adam_m.", &state_.m}, {"adam_v.", &state_.v}})
-    if (name.rfind(prefix, 0) == 0 && (p = paramIndex(name.substr(7))) >= 0)
-      return (*moments)[p].data();
+    if (name.rfind(prefix, 0) == 0 && (p = paramIndex(name.substr(7))) >= 0) {
+      allocateMoments();
+      // Null where another rank keeps them: only its calls read them.
+      return (*moments)[p].size() ? (*moments)[p].data() : nullptr;
+    }
   return nullptr;
 }
 
@@ -83,7 +120,7 @@ Channel &Session::channel() {
 
 GradientSync &Session::sync() {
   if (!sync_)
-    sync_ = std::make_unique<GradientSync>(*device_, channel());
+    sync_ = std::make_unique<GradientSync>(*device_, channel(), bundle_.params());
   return *sync_;
 }
 
@@ -108,6 +145,7 @@ void Session::initialize(uint64_t seed) {
     feedbackKind = *fb.init == "uniform" ? InitKind::Uniform : InitKind::Normal;
   if (fb.initStd)
     feedbackStd = static_cast<float>(*fb.initStd);
+  allocateMoments();
   for (size_t i = 0; i < bundle_.params().size(); ++i) {
     const ParamSpec &p = bundle_.params()[i];
     std::vector<float> values(state_.params[i].size() / sizeof(float));
@@ -116,8 +154,9 @@ void Session::initialize(uint64_t seed) {
     else
       initParameter(values.data(), p.shape, seed, i);
     device_->upload(state_.params[i].data(), values.data(), state_.params[i].size());
-    device_->zero(state_.m[i].data(), state_.m[i].size());
-    device_->zero(state_.v[i].data(), state_.v[i].size());
+    for (DeviceBuffer *moment : {&state_.m[i], &state_.v[i]})
+      if (moment->size())
+        device_->zero(moment->data(), moment->size());
   }
   state_.step = 0;
   state_.seed = seed;
@@ -129,10 +168,16 @@ StepBinding &Session::trainBinding(const std::string &step, bool update) {
     std::set<std::string> batch = {"input_ids", "targets", "seed"};
     if (update)
       batch.insert({"lr", "step"});
+    allocateMoments();
+    std::set<std::string> elsewhere; // ZeRO-1: moments other ranks keep
+    for (size_t i = 0; i < bundle_.params().size(); ++i)
+      if (!state_.m[i].size())
+        elsewhere.insert({"adam_m." + bundle_.params()[i].name,
+                          "adam_v." + bundle_.params()[i].name});
     b = std::make_unique<StepBinding>(
         *device_, bundle_.step(step),
         [&](const std::string &name) { return stateBuffer(name); }, batch,
-        "this runtime");
+        "this runtime", elsewhere);
   }
   return *b;
 }

@@ -32,7 +32,9 @@
 namespace fbt {
 
 struct ModelState {
-  std::vector<DeviceBuffer> params, m, v; ///< in Bundle::params() order
+  /// In Bundle::params() order. Under ZeRO-1 a rank keeps the moments of
+  /// the parameters it owns only: the others' buffers are empty.
+  std::vector<DeviceBuffer> params, m, v;
   int64_t step = 0;                        ///< optimizer steps taken
   uint64_t seed = 0;
 };
@@ -77,16 +79,29 @@ public:
 
   /// Fresh parameters from `seed` (normal(0, 0.02), norms at 1), zero moments.
   void initialize(uint64_t seed);
-  void saveCheckpoint(const std::string &path) const;
+  /// Writes the model and its moments. In a run of several ranks every rank
+  /// calls it and rank 0 writes (under ZeRO-1 the others' moments are
+  /// gathered to it first).
+  void saveCheckpoint(const std::string &path);
   /// The tokenizer of this run (runtime/text/Tokenizer.h): "bytes" unless set,
   /// or recorded in a loaded checkpoint (metadata fbt.tokenizer). Its
   /// vocabulary must fit the model's.
   void setTokenizer(const std::string &name);
   const std::string &tokenizerName() const { return tokenizerName_; }
   const Tokenizer &tokenizer();
-  /// Loads parameters (and moments, if present; else zero). Every parameter
-  /// must be there with the bundle's shape.
+  /// Loads parameters (and moments, if present; else zero; under ZeRO-1
+  /// those this rank keeps). Every parameter must be there with the
+  /// bundle's shape.
   void loadCheckpoint(const std::string &path);
+
+  /// Whether the training steps shard AdamW's state over the ranks
+  /// (training.zero = 1: the plans give calls to one rank, PlanOp::shard).
+  bool shardsOptimizer() const;
+  /// Whether this rank keeps parameter `index`'s moments: every rank does,
+  /// unless the optimizer is sharded; then its owner only.
+  bool keepsMoments(size_t index);
+  /// The bytes of AdamW moments this rank keeps.
+  int64_t momentBytes();
 
   /// Joins the ranks of a data-parallel run (hal/Channel.h): the training
   /// steps' collectives then reduce over them. Until then, and when never
@@ -120,6 +135,9 @@ public:
 
 private:
   StepBinding &trainBinding(const std::string &step, bool update);
+  /// Allocates the moments this rank keeps, once (the run's ranks are known
+  /// by then: setChannel comes first).
+  void allocateMoments();
   GradientSync &sync();
   std::string tokenizerName_ = "bytes";
   bool tuned_ = false;

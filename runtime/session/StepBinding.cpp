@@ -9,10 +9,14 @@ namespace fbt {
 StepBinding::StepBinding(Device &device, const StepPlan &plan,
                          const std::function<void *(const std::string &)> &owned,
                          const std::set<std::string> &hostInputs,
-                         const std::string &who)
+                         const std::string &who, const std::set<std::string> &absent)
     : device_(device), plan_(plan) {
   for (const TensorSpec &in : plan.inputs) {
     void *ptr = owned(in.name);
+    if (!ptr && absent.count(in.name)) {
+      inputs_.push_back(nullptr);
+      continue;
+    }
     if (!ptr) {
       if (!hostInputs.count(in.name))
         throw RuntimeError("step '" + plan.name + "' takes an input '" + in.name +

@@ -25,12 +25,14 @@ namespace fbt {
 class StepBinding {
 public:
   /// `owned(name)` is the caller's device buffer for an input, or null.
-  /// Inputs named in `hostInputs` get buffers of their own; any other input
-  /// is an error naming `who` ("this runtime", "the decoder") as unable to
-  /// bind it.
+  /// Inputs named in `hostInputs` get buffers of their own, those in
+  /// `absent` stay unbound (null: ZeRO-1's moments another rank keeps, which
+  /// only that rank's calls read); any other input is an error naming `who`
+  /// ("this runtime", "the decoder") as unable to bind it.
   StepBinding(Device &device, const StepPlan &plan,
               const std::function<void *(const std::string &)> &owned,
-              const std::set<std::string> &hostInputs, const std::string &who);
+              const std::set<std::string> &hostInputs, const std::string &who,
+              const std::set<std::string> &absent = {});
 
   /// Copies `bytes` (the input's full size) from the host into input
   /// `name`; does nothing when the step has no such input.

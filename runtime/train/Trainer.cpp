@@ -522,8 +522,8 @@ EvalRecord Trainer::evaluate(int64_t stepsDone) {
 void Trainer::save(int64_t stepsDone, bool final) {
   lastCheckpoint_ = joinPath(outDir_, "latest.safetensors");
   lastCheckpointStep_ = stepsDone;
-  if (rank_ != 0)
-    return; // every rank holds the same model; rank 0 writes it
+  // Every rank holds the same model (and, under ZeRO-1, its share of the
+  // moments): each takes part, rank 0 writes.
   if (final)
     session_.saveCheckpoint(joinPath(
         outDir_, "step-" + std::to_string(stepsDone) + ".safetensors"));

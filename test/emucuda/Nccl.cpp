@@ -4,10 +4,11 @@
 // engine (runtime/hal/nccl) loads where it would load NVIDIA's, so that its
 // code runs in CI, each rank of a data-parallel run a process with an
 // emulated GPU of its own (EmuDevice.h). Only the entry points the engine
-// resolves are here, and of them only what it uses: float all-reduces,
-// summed, averaged or pre-multiplied by a host scalar.
+// resolves are here, and of them only what it uses: float all-reduces and
+// reductions onto one rank, summed, averaged or pre-multiplied by a host
+// scalar, and broadcasts.
 //
-// An all-reduce is stream work, like everything on an emulated stream: it
+// A collective is stream work, like everything on an emulated stream: it
 // runs when it is queued (or is recorded by a capture), the device pointers
 // translated to their host bytes and checked as the driver checks its own,
 // and the ranks reduce through MPI on a duplicate of MPI_COMM_WORLD made by
@@ -17,10 +18,11 @@
 // end, in order, as NCCL launches a group. Averages and pre-multiplied sums
 // scale each rank's values before the sum, as NCCL computes them for
 // floats, so the results are NCCL's to the last bit for two ranks.
+// Reductions and broadcasts go through MPI_Reduce and MPI_Bcast.
 //
 // Each refusal is a line on stderr, "emulated NCCL: <call>: <why>", and the
 // ncclResult_t NCCL would return. Two faults can be injected, each into
-// one rank's n-th all-reduce (from 0), for the engine's error paths:
+// one rank's n-th collective (from 0), for the engine's error paths:
 //   FBT_EMU_NCCL_ASYNC_ERROR=<rank>:<n>  it ends with an asynchronous
 //       ncclRemoteError, as when NCCL loses a peer (its values are reduced
 //       all the same, so that the other ranks are not left waiting);
@@ -56,7 +58,7 @@ struct ncclComm {
   MPI_Comm mpi = MPI_COMM_NULL;
   int rank = 0, size = 1;
   ncclResult_t asyncError = ncclSuccess;
-  int64_t allReduces = 0; ///< called so far
+  int64_t collectives = 0; ///< called so far
   int64_t failAt = -1;    ///< FBT_EMU_NCCL_ASYNC_ERROR's n for this rank
   int64_t hangAt = -1;    ///< FBT_EMU_NCCL_HANG's
   std::map<int, float> premulSums; ///< by ncclRedOp_t
@@ -73,9 +75,12 @@ ncclResult_t refuse(const char *call, const std::string &why, ncclResult_t resul
 
 const char kIdMagic[] = "fbt emulated NCCL unique id";
 
-/// One all-reduce, as queued: its scale is resolved when it is called, so
+/// One collective, as queued: its scale is resolved when it is called, so
 /// that its op may be destroyed before the work runs.
-struct AllReduce {
+struct Collective {
+  enum class Kind { AllReduce, Reduce, Broadcast } kind = Kind::AllReduce;
+  const char *call = "ncclAllReduce";
+  int root = 0; ///< Reduce, Broadcast
   ncclComm_t comm = nullptr;
   CUdeviceptr send = 0, recv = 0;
   size_t count = 0;
@@ -85,7 +90,7 @@ struct AllReduce {
 };
 
 int groupDepth = 0;
-std::vector<AllReduce> grouped;
+std::vector<Collective> grouped;
 
 std::string mpiError(int code) {
   char text[MPI_MAX_ERROR_STRING];
@@ -95,9 +100,10 @@ std::string mpiError(int code) {
   return std::string(text, size_t(length));
 }
 
-/// The stream work of `a`: the host bytes, scaled, then summed over the ranks.
-CUresult run(const AllReduce &a) {
-  const char *call = "ncclAllReduce";
+/// The stream work of `a`: the host bytes, scaled, then summed over the
+/// ranks (onto one, for a reduction), or the root's sent to every rank.
+CUresult run(const Collective &a) {
+  const char *call = a.call;
   size_t bytes = a.count * sizeof(float);
   std::string why;
   CUresult r;
@@ -107,19 +113,42 @@ CUresult run(const AllReduce &a) {
     refuse(call, why, ncclUnhandledCudaError);
     return r;
   }
-  if (send != recv)
-    std::memmove(recv, send, bytes);
+  bool root = a.comm->rank == a.root;
+  // A reduction's values, scaled, where the sum starts: the result buffer on
+  // the root and every rank of an all-reduce, a copy elsewhere (NCCL leaves
+  // a non-root's result alone).
+  std::vector<float> scratch;
   float *values = reinterpret_cast<float *>(recv);
-  if (a.scale != 1.0f)
+  if (a.kind == Collective::Kind::Reduce && !root) {
+    scratch.assign(reinterpret_cast<const float *>(send),
+                   reinterpret_cast<const float *>(send) + a.count);
+    values = scratch.data();
+  } else if (send != recv && (a.kind != Collective::Kind::Broadcast || root)) {
+    std::memmove(recv, send, bytes);
+  }
+  if (a.scale != 1.0f && a.kind != Collective::Kind::Broadcast)
     for (size_t i = 0; i < a.count; ++i)
       values[i] *= a.scale;
-  // In place on every rank: MPI wants MPI_IN_PLACE everywhere or nowhere.
   for (size_t offset = 0; offset < a.count; offset += INT_MAX) {
     int n = int(std::min<size_t>(INT_MAX, a.count - offset));
-    int code = MPI_Allreduce(MPI_IN_PLACE, values + offset, n, MPI_FLOAT, MPI_SUM, a.comm->mpi);
+    float *at = values + offset;
+    int code = MPI_SUCCESS;
+    const char *mpiCall = "MPI_Allreduce";
+    // In place on every rank: MPI wants MPI_IN_PLACE everywhere or nowhere
+    // (a reduction: on the root only).
+    if (a.kind == Collective::Kind::AllReduce) {
+      code = MPI_Allreduce(MPI_IN_PLACE, at, n, MPI_FLOAT, MPI_SUM, a.comm->mpi);
+    } else if (a.kind == Collective::Kind::Reduce) {
+      mpiCall = "MPI_Reduce";
+      code = MPI_Reduce(root ? MPI_IN_PLACE : at, root ? at : nullptr, n, MPI_FLOAT, MPI_SUM,
+                        a.root, a.comm->mpi);
+    } else {
+      mpiCall = "MPI_Bcast";
+      code = MPI_Bcast(at, n, MPI_FLOAT, a.root, a.comm->mpi);
+    }
     if (code != MPI_SUCCESS) {
       // A lost peer: NCCL reports it asynchronously, not at the call.
-      refuse(call, "MPI_Allreduce failed: " + mpiError(code), ncclSystemError);
+      refuse(call, std::string(mpiCall) + " failed: " + mpiError(code), ncclSystemError);
       a.comm->asyncError = ncclSystemError;
       return CUDA_SUCCESS;
     }
@@ -132,13 +161,13 @@ CUresult run(const AllReduce &a) {
   return CUDA_SUCCESS;
 }
 
-ncclResult_t queue(const AllReduce &a) {
+ncclResult_t queue(const Collective &a) {
   if (a.hangs) {
-    refuse("ncclAllReduce", "FBT_EMU_NCCL_HANG: this all-reduce never completes", ncclSuccess);
+    refuse(a.call, "FBT_EMU_NCCL_HANG: this collective never completes", ncclSuccess);
     hang(a.stream);
     return ncclSuccess;
   }
-  CUresult r = enqueue(a.stream, "ncclAllReduce", [a] { return run(a); });
+  CUresult r = enqueue(a.stream, a.call, [a] { return run(a); });
   return r == CUDA_SUCCESS ? ncclSuccess : ncclUnhandledCudaError;
 }
 
@@ -152,6 +181,62 @@ int64_t faultAt(const char *variable, int rank) {
   return n;
 }
 
+} // namespace
+
+namespace {
+/// Checks and queues (or holds, inside a group) collective `a`, whose
+/// reduction `op` is resolved to its scale here.
+ncclResult_t call(Collective a, ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm) {
+  const char *call = a.call;
+  if (!comm)
+    return refuse(call, "a null communicator", ncclInvalidArgument);
+  if (datatype != ncclFloat32)
+    return refuse(call,
+                  "type " + std::to_string(int(datatype)) + " is not emulated (only ncclFloat32)",
+                  ncclInvalidArgument);
+  if (a.stream && !isStream(a.stream))
+    return refuse(call, "not a live stream", ncclInvalidArgument);
+  if (a.root < 0 || a.root >= comm->size)
+    return refuse(call, "root " + std::to_string(a.root) + " is not a rank", ncclInvalidArgument);
+  a.comm = comm;
+  if (op == ncclAvg)
+    a.scale = 1.0f / float(comm->size);
+  else if (op != ncclSum) {
+    auto it = comm->premulSums.find(int(op));
+    if (it == comm->premulSums.end())
+      return refuse(call, "op " + std::to_string(int(op)) + " is not emulated (ncclSum, "
+                          "ncclAvg and pre-multiplied sums of this communicator are)",
+                    ncclInvalidArgument);
+    a.scale = it->second;
+  }
+  std::string why;
+  CUresult r;
+  size_t bytes = a.count * sizeof(float);
+  if (a.count > 0 && (!lookup(a.send, bytes, &why, &r) || !lookup(a.recv, bytes, &why, &r)))
+    return refuse(call, why, ncclInvalidArgument);
+  a.failAfter = comm->collectives == comm->failAt;
+  a.hangs = comm->collectives++ == comm->hangAt;
+  if (a.count == 0)
+    return ncclSuccess;
+  if (groupDepth > 0) {
+    grouped.push_back(a);
+    return ncclSuccess;
+  }
+  return queue(a);
+}
+
+Collective collective(Collective::Kind kind, const char *name, const void *sendbuff,
+                     void *recvbuff, size_t count, int root, cudaStream_t stream) {
+  Collective a;
+  a.kind = kind;
+  a.call = name;
+  a.root = root;
+  a.send = reinterpret_cast<CUdeviceptr>(sendbuff);
+  a.recv = reinterpret_cast<CUdeviceptr>(recvbuff);
+  a.count = count;
+  a.stream = stream;
+  return a;
+}
 } // namespace
 
 extern "C" {
@@ -273,10 +358,10 @@ ncclResult_t ncclGroupEnd() {
     return refuse("ncclGroupEnd", "no ncclGroupStart to end", ncclInvalidUsage);
   if (--groupDepth > 0)
     return ncclSuccess;
-  std::vector<AllReduce> held;
+  std::vector<Collective> held;
   held.swap(grouped);
   ncclResult_t result = ncclSuccess;
-  for (const AllReduce &a : held)
+  for (const Collective &a : held)
     if (ncclResult_t r = queue(a); r != ncclSuccess && result == ncclSuccess)
       result = r;
   return result;
@@ -285,45 +370,25 @@ ncclResult_t ncclGroupEnd() {
 ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count,
                            ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                            cudaStream_t stream) {
-  const char *call = "ncclAllReduce";
-  if (!comm)
-    return refuse(call, "a null communicator", ncclInvalidArgument);
-  if (datatype != ncclFloat32)
-    return refuse(call,
-                  "type " + std::to_string(int(datatype)) + " is not emulated (only ncclFloat32)",
-                  ncclInvalidArgument);
-  if (stream && !isStream(stream))
-    return refuse(call, "not a live stream", ncclInvalidArgument);
-  AllReduce a;
-  a.comm = comm;
-  a.send = reinterpret_cast<CUdeviceptr>(sendbuff);
-  a.recv = reinterpret_cast<CUdeviceptr>(recvbuff);
-  a.count = count;
-  a.stream = stream;
-  if (op == ncclAvg)
-    a.scale = 1.0f / float(comm->size);
-  else if (op != ncclSum) {
-    auto it = comm->premulSums.find(int(op));
-    if (it == comm->premulSums.end())
-      return refuse(call, "op " + std::to_string(int(op)) + " is not emulated (ncclSum, "
-                          "ncclAvg and pre-multiplied sums of this communicator are)",
-                    ncclInvalidArgument);
-    a.scale = it->second;
-  }
-  std::string why;
-  CUresult r;
-  size_t bytes = count * sizeof(float);
-  if (count > 0 && (!lookup(a.send, bytes, &why, &r) || !lookup(a.recv, bytes, &why, &r)))
-    return refuse(call, why, ncclInvalidArgument);
-  a.failAfter = comm->allReduces == comm->failAt;
-  a.hangs = comm->allReduces++ == comm->hangAt;
-  if (count == 0)
-    return ncclSuccess;
-  if (groupDepth > 0) {
-    grouped.push_back(a);
-    return ncclSuccess;
-  }
-  return queue(a);
+  return call(collective(Collective::Kind::AllReduce, "ncclAllReduce", sendbuff, recvbuff, count,
+                         0, stream),
+              datatype, op, comm);
+}
+
+ncclResult_t ncclReduce(const void *sendbuff, void *recvbuff, size_t count,
+                        ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm,
+                        cudaStream_t stream) {
+  return call(collective(Collective::Kind::Reduce, "ncclReduce", sendbuff, recvbuff, count, root,
+                         stream),
+              datatype, op, comm);
+}
+
+ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff, size_t count,
+                           ncclDataType_t datatype, int root, ncclComm_t comm,
+                           cudaStream_t stream) {
+  return call(collective(Collective::Kind::Broadcast, "ncclBroadcast", sendbuff, recvbuff, count,
+                         root, stream),
+              datatype, ncclSum, comm);
 }
 
 ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t *op, void *scalar, ncclDataType_t datatype,

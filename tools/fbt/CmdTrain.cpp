@@ -99,6 +99,12 @@ public:
       std::fprintf(stderr, "ranks    %d x %lld micro-batches of %lld (%s)\n", t.ranks(),
                    (long long)t.accumulate(), (long long)t.batchSize(),
                    session_.channel().describe().c_str());
+    if (session_.shardsOptimizer()) {
+      double mib = 1024.0 * 1024.0;
+      double whole = 2.0 * sizeof(float) * double(session_.bundle().parameterCount());
+      std::fprintf(stderr, "zero     1: rank 0 keeps %.2f MiB of AdamW's %.2f MiB\n",
+                   double(session_.momentBytes()) / mib, whole / mib);
+    }
     std::fprintf(stderr, "schedule %lld steps: %s; lr %g -> %g, seed %llu\n",
                  (long long)s.steps, describe(t.passSchedule()).c_str(),
                  s.learningRate, s.minLearningRate, (unsigned long long)s.seed);

@@ -66,6 +66,8 @@ void CpuStepRunner::run(const std::vector<void *> &inputs,
     if (tracing())
       std::fprintf(stderr, "fbt: %s #%zu %s\n", plan_.name.c_str(), i,
                    symbols_[i].c_str());
+    if (anotherRanks(op, inputs, outputs, constantAddresses_, arena))
+      continue; // ZeRO-1: this parameter's owner makes the call
     if (!op.isCollective() && op.args.size() > 16)
       throw RuntimeError("kernel '" + op.kernel + "' takes too many buffers");
     for (size_t a = 0; a < op.args.size(); ++a)

@@ -140,6 +140,8 @@ void CudaStepRunner::enqueue(const std::vector<void *> &inputs,
       std::fprintf(stderr, "fbt: %s #%zu %s\n", plan_.name.c_str(), i, name);
     if (profile_)
       check(d.cuEventRecord(events_[i], stream), "cuEventRecord");
+    if (anotherRanks(op, inputs, outputs, constantAddresses_, arena))
+      continue; // ZeRO-1: this parameter's owner makes the call
     // Every launch takes the kernel's whole argument list, one device
     // pointer per buffer; kernelParams[j] points at pointer j.
     pointers_.resize(op.args.size());

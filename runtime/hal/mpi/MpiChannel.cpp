@@ -135,12 +135,7 @@ public:
 
   void startAllReduce(int64_t bucket, const std::vector<ReduceBuffer> &buffers,
                       float scale) override {
-    if (pending_.count(bucket))
-      throw RuntimeError(prefix() + "the all-reduce of bucket " + std::to_string(bucket) +
-                         " was started again before it was waited for");
-    Pending &p = pending_[bucket];
-    p.buffers = buffers;
-    p.scale = scale;
+    Pending &p = begin(bucket, "all-reduce", buffers, scale);
     for (const ReduceBuffer &b : buffers) {
       // MPI requires every rank to pass MPI_IN_PLACE or none: the plan is
       // the same on every rank, so its buffers are.
@@ -151,6 +146,46 @@ public:
         MPI_Request request;
         check(MPI_Iallreduce(in, out, count, MPI_FLOAT, MPI_SUM, comm_, &request),
               "MPI_Iallreduce");
+        p.requests.push_back(request);
+      });
+    }
+  }
+
+  void startReduceScatter(int64_t bucket, const std::vector<ReduceBuffer> &buffers,
+                          float scale) override {
+    // Whole tensors as the shards: one reduction onto each tensor's owner.
+    std::vector<ReduceBuffer> mine;
+    for (const ReduceBuffer &b : buffers)
+      if (b.root == rank_)
+        mine.push_back(b);
+    Pending &p = begin(bucket, "reduce-scatter", mine, scale);
+    for (const ReduceBuffer &b : buffers) {
+      checkRoot(b.root);
+      bool root = b.root == rank_;
+      inChunks(b.count, [&](int64_t offset, int count) {
+        const float *in = static_cast<const float *>(b.in) + offset;
+        float *out = static_cast<float *>(b.out) + offset;
+        MPI_Request request;
+        check(MPI_Ireduce(root && b.in == b.out ? MPI_IN_PLACE : in, root ? out : nullptr,
+                          count, MPI_FLOAT, MPI_SUM, b.root, comm_, &request),
+              "MPI_Ireduce");
+        p.requests.push_back(request);
+      });
+    }
+  }
+
+  void startAllGather(int64_t bucket, const std::vector<ReduceBuffer> &buffers) override {
+    // The owner's values broadcast into every rank's `out`.
+    Pending &p = begin(bucket, "all-gather", {}, 1.0f);
+    for (const ReduceBuffer &b : buffers) {
+      checkRoot(b.root);
+      if (b.root == rank_ && b.in != b.out)
+        std::copy_n(static_cast<const float *>(b.in), b.count, static_cast<float *>(b.out));
+      inChunks(b.count, [&](int64_t offset, int count) {
+        MPI_Request request;
+        check(MPI_Ibcast(static_cast<float *>(b.out) + offset, count, MPI_FLOAT, b.root, comm_,
+                         &request),
+              "MPI_Ibcast");
         p.requests.push_back(request);
       });
     }
@@ -170,9 +205,9 @@ public:
     if (it == pending_.end())
       return;
     Pending &p = it->second;
-    complete(p.requests, "the all-reduce of bucket " + std::to_string(bucket));
+    complete(p.requests, "the " + p.what + " of bucket " + std::to_string(bucket));
     if (p.scale != 1.0f)
-      for (const ReduceBuffer &b : p.buffers) {
+      for (const ReduceBuffer &b : p.scaled) {
         float *out = static_cast<float *>(b.out);
         for (int64_t i = 0; i < b.count; ++i)
           out[i] *= p.scale;
@@ -227,12 +262,32 @@ public:
 private:
   /// A started bucket: its requests, and what to scale when they are done.
   struct Pending {
+    std::string what; ///< "all-reduce", ...
     std::vector<MPI_Request> requests;
-    std::vector<ReduceBuffer> buffers;
+    std::vector<ReduceBuffer> scaled;
     float scale = 1;
   };
 
   std::string prefix() const { return "rank " + std::to_string(rank_) + ": "; }
+
+  /// Bucket `bucket`'s record, new; RuntimeError if it is still in flight.
+  Pending &begin(int64_t bucket, const std::string &what,
+                 const std::vector<ReduceBuffer> &scaled, float scale) {
+    if (pending_.count(bucket))
+      throw RuntimeError(prefix() + "the " + what + " of bucket " + std::to_string(bucket) +
+                         " was started again before it was waited for");
+    Pending &p = pending_[bucket];
+    p.what = what;
+    p.scaled = scaled;
+    p.scale = scale;
+    return p;
+  }
+
+  void checkRoot(int root) const {
+    if (root < 0 || root >= size_)
+      throw RuntimeError(prefix() + "a collective rooted at rank " + std::to_string(root) +
+                         ", which is not one of the " + std::to_string(size_) + " ranks");
+  }
 
   /// RuntimeError naming this rank and `call` unless `code` is success.
   void check(int code, const char *call) {

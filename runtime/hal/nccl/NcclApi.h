@@ -30,6 +30,8 @@ namespace fbt::nccl {
   X(ncclGroupStart)                                                            \
   X(ncclGroupEnd)                                                              \
   X(ncclAllReduce)                                                             \
+  X(ncclReduce)                                                                \
+  X(ncclBroadcast)                                                             \
   X(ncclRedOpCreatePreMulSum)                                                  \
   X(ncclRedOpDestroy)
 

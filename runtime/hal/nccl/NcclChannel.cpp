@@ -100,28 +100,37 @@ public:
 
   void startAllReduce(int64_t bucket, const std::vector<ReduceBuffer> &buffers,
                       float scale) override {
-    Bucket &b = buckets_[bucket];
-    if (b.pending)
-      throw RuntimeError(prefix() + "the all-reduce of bucket " + std::to_string(bucket) +
-                         " was started again before it was waited for");
-    if (!b.ready) {
-      // Timing would make every record a synchronization point.
-      checkCuda(cu_.cuEventCreate(&b.ready, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
-      checkCuda(cu_.cuEventCreate(&b.done, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
-    }
-    checkCuda(cu_.cuEventRecord(b.ready, device_.stream()), "cuEventRecord");
-    checkCuda(cu_.cuStreamWaitEvent(stream_, b.ready, 0), "cuStreamWaitEvent");
     ncclRedOp_t op = reduction(scale);
-    // One launch for the bucket's tensors.
-    checkNccl(nccl_.ncclGroupStart(), "ncclGroupStart");
-    for (const ReduceBuffer &r : buffers)
-      if (r.count > 0)
-        checkNccl(nccl_.ncclAllReduce(r.in, r.out, size_t(r.count), ncclFloat32, op, comm_,
-                                      stream_),
-                  "ncclAllReduce");
-    checkNccl(nccl_.ncclGroupEnd(), "ncclGroupEnd");
-    checkCuda(cu_.cuEventRecord(b.done, stream_), "cuEventRecord");
-    b.pending = true;
+    enqueue(bucket, "all-reduce", [&] {
+      for (const ReduceBuffer &r : buffers)
+        if (r.count > 0)
+          checkNccl(nccl_.ncclAllReduce(r.in, r.out, size_t(r.count), ncclFloat32, op, comm_,
+                                        stream_),
+                    "ncclAllReduce");
+    });
+  }
+
+  void startReduceScatter(int64_t bucket, const std::vector<ReduceBuffer> &buffers,
+                          float scale) override {
+    // Whole tensors as the shards: one reduction onto each tensor's owner.
+    ncclRedOp_t op = reduction(scale);
+    enqueue(bucket, "reduce-scatter", [&] {
+      for (const ReduceBuffer &r : buffers)
+        if (r.count > 0)
+          checkNccl(nccl_.ncclReduce(r.in, r.out, size_t(r.count), ncclFloat32, op, r.root,
+                                     comm_, stream_),
+                    "ncclReduce");
+    });
+  }
+
+  void startAllGather(int64_t bucket, const std::vector<ReduceBuffer> &buffers) override {
+    enqueue(bucket, "all-gather", [&] {
+      for (const ReduceBuffer &r : buffers)
+        if (r.count > 0)
+          checkNccl(nccl_.ncclBroadcast(r.in, r.out, size_t(r.count), ncclFloat32, r.root,
+                                        comm_, stream_),
+                    "ncclBroadcast");
+    });
   }
 
   void wait(int64_t bucket) override {
@@ -131,7 +140,7 @@ public:
     Bucket &b = it->second;
     // The compute stream's later work (the optimizer) reads the results.
     checkCuda(cu_.cuStreamWaitEvent(device_.stream(), b.done, 0), "cuStreamWaitEvent");
-    std::string what = "the all-reduce of bucket " + std::to_string(bucket);
+    std::string what = "the " + b.what + " of bucket " + std::to_string(bucket);
     using Clock = std::chrono::steady_clock;
     Clock::time_point deadline =
         Clock::now() +
@@ -173,7 +182,31 @@ private:
   struct Bucket {
     CUevent ready = nullptr, done = nullptr;
     bool pending = false;
+    std::string what; ///< "all-reduce", ...
   };
+
+  /// Queues bucket `bucket`'s NCCL calls (`calls`, one group: one launch)
+  /// on the communication stream, after the compute stream's work so far.
+  template <typename Calls>
+  void enqueue(int64_t bucket, const std::string &what, Calls calls) {
+    Bucket &b = buckets_[bucket];
+    if (b.pending)
+      throw RuntimeError(prefix() + "the " + what + " of bucket " + std::to_string(bucket) +
+                         " was started again before it was waited for");
+    if (!b.ready) {
+      // Timing would make every record a synchronization point.
+      checkCuda(cu_.cuEventCreate(&b.ready, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+      checkCuda(cu_.cuEventCreate(&b.done, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+    }
+    checkCuda(cu_.cuEventRecord(b.ready, device_.stream()), "cuEventRecord");
+    checkCuda(cu_.cuStreamWaitEvent(stream_, b.ready, 0), "cuStreamWaitEvent");
+    checkNccl(nccl_.ncclGroupStart(), "ncclGroupStart");
+    calls();
+    checkNccl(nccl_.ncclGroupEnd(), "ncclGroupEnd");
+    checkCuda(cu_.cuEventRecord(b.done, stream_), "cuEventRecord");
+    b.pending = true;
+    b.what = what;
+  }
 
   std::string prefix() const { return "rank " + std::to_string(rank()) + ": "; }
 
