@@ -92,6 +92,28 @@ void checkReductions(Channel &channel) {
   channel.wait(9);
   expectValues(channel, z, [](float) { return 5.0f; }, "bucket 9 unscaled");
 
+  // ZeRO-1: tensor a reduced onto rank 1 (in place, scaled), b onto rank 0
+  // (out of place); then each owner's values gathered to every rank.
+  std::vector<float> a(n), b(m), bOut(m, -1);
+  for (size_t i = 0; i < n; ++i)
+    a[i] = (r + 1) * float(i);
+  for (size_t i = 0; i < m; ++i)
+    b[i] = r == 0 ? 7 : float(i);
+  ReduceBuffer ra{a.data(), a.data(), int64_t(n), 1}, rb{b.data(), bOut.data(), int64_t(m), 0};
+  channel.startReduceScatter(5, {ra, rb}, 0.5f);
+  channel.wait(5);
+  if (r == 1)
+    expectValues(channel, a, [](float i) { return 1.5f * i; }, "reduce-scatter onto rank 1");
+  else
+    expectValues(channel, bOut, [](float i) { return 0.5f * (7 + i); },
+                 "reduce-scatter onto rank 0");
+  std::vector<float> p(n, float(r + 10)), q(m, float(r + 20));
+  channel.startAllGather(6, {{p.data(), p.data(), int64_t(n), 1},
+                             {q.data(), q.data(), int64_t(m), 0}});
+  channel.wait(6);
+  expectValues(channel, p, [](float) { return 11.0f; }, "all-gather from rank 1");
+  expectValues(channel, q, [](float) { return 20.0f; }, "all-gather from rank 0");
+
   double host[3] = {r + 1, 0.25 * r, -1};
   channel.allReduceHost(host, 3);
   expect(host[0] == 3 && host[1] == 0.25 && host[2] == -2, channel,
