@@ -1,4 +1,4 @@
-"""Data parallelism on this CPU: 2 ranks x 1 thread against 1 rank x 2 threads.
+"""Data parallelism on this CPU: 2 ranks x 1 thread (with and without ZeRO-1) against 1 rank x 2 threads.
 
 usage: /usr/bin/python3 bench/cpu_data_parallel.py [--spec specs/tiny.json]
                                                    [--steps N] [--ranks 2]
@@ -6,15 +6,14 @@ usage: /usr/bin/python3 bench/cpu_data_parallel.py [--spec specs/tiny.json]
 Both train the same global batch (N compiled batches per step: the single
 rank accumulates N micro-batches, each of N ranks runs one) for the same
 steps from the same seed, in the same run, alternating twice, so they
-compute the same model (the script checks the final losses agree). Prints,
-per configuration, the median tokens/s over the steps after the first few
-(warm-up), the ratio, and for the ranks the share of each step a rank spent
-in its collectives without overlapping them (metrics' collective_s: the
-starts and the waits for the gradient buckets), median and p90.
-
-The default is the tiny spec: on small (batch 32 x 256, K up to 8) the
-single rank's --accumulate keeps the gradient-only step's arena beside the
-training step's for every K, which outgrows a 24 GiB machine.
+compute the same model (the script checks the final losses agree). The
+ranks run twice: all-reducing the gradients, and under ZeRO-1 (the spec
+with training.zero = 1: reduce-scatter, AdamW on each parameter's owner,
+all-gather). Prints, per configuration, the median tokens/s over the steps
+after the first few (warm-up), the ratios, and for the ranks the share of
+each step a rank spent in its collectives without overlapping them
+(metrics' collective_s: the starts and the waits for the buckets), median
+and p90.
 
 The peer is fbt itself on one process: the question is what splitting the
 cores into ranks costs or gains against splitting each step's work into
@@ -57,38 +56,49 @@ def main():
     cores = os.cpu_count() or 1
     warm = min(5, args.steps // 3)
     with tempfile.TemporaryDirectory() as work:
+        spec = json.load(open(args.spec))
         bundle = os.path.join(work, "model.fbtb")
         subprocess.run([FBTC, args.spec, "--target=cpu", "-o", bundle], check=True)
+        spec["training"]["zero"] = 1
+        zero_spec, zero = os.path.join(work, "zero.json"), os.path.join(work, "zero.fbtb")
+        json.dump(spec, open(zero_spec, "w"))
+        subprocess.run([FBTC, zero_spec, "--target=cpu", "-o", zero], check=True)
+        per_rank = max(1, cores // args.ranks)
         configs = {
-            f"1 rank x {cores} threads, --accumulate {args.ranks}": (1, cores, args.ranks),
-            f"{args.ranks} ranks x {max(1, cores // args.ranks)} thread(s)":
-                (args.ranks, max(1, cores // args.ranks), 1),
+            f"1 rank x {cores} threads, --accumulate {args.ranks}":
+                (bundle, 1, cores, args.ranks),
+            f"{args.ranks} ranks x {per_rank} thread(s)": (bundle, args.ranks, per_rank, 1),
+            f"{args.ranks} ranks x {per_rank} thread(s), ZeRO-1": (zero, args.ranks, per_rank, 1),
         }
         rates = {name: [] for name in configs}
-        shares, finals = [], {}
-        training = json.load(open(args.spec))["training"]
+        shares = {name: [] for name in configs}
+        finals = {}
+        training = spec["training"]
         tokens_per_step = training["batch_size"] * training["sequence_length"] * args.ranks
         for rep in range(2):
-            for name, (ranks, threads, acc) in configs.items():
-                rows = train(bundle, os.path.join(work, f"{rep}-{ranks}"), args.steps, ranks,
+            for i, (name, (model, ranks, threads, acc)) in enumerate(configs.items()):
+                rows = train(model, os.path.join(work, f"{rep}-{i}"), args.steps, ranks,
                              threads, acc)
                 rates[name] += [r["tokens_per_s"] for r in rows[warm:]]
                 finals[name] = rows[-1]["loss"]
                 # A step's seconds are its tokens over its rate.
-                shares += [r["collective_s"] * r["tokens_per_s"] / tokens_per_step
-                           for r in rows[warm:] if ranks > 1]
-    base, dp = list(rates)
+                shares[name] += [r["collective_s"] * r["tokens_per_s"] / tokens_per_step
+                                 for r in rows[warm:] if ranks > 1]
+    base = list(rates)[0]
     med = {n: statistics.median(v) for n, v in rates.items()}
     print(f"{os.path.basename(args.spec)}, {args.steps} steps x 2, {cores} cores")
     for n in rates:
-        print(f"  {n:40s} {med[n]:10.0f} tokens/s   final loss {finals[n]:.6f}")
-    print(f"  ratio (ranks / threads)                  {med[dp] / med[base]:10.2f}x")
-    shares.sort()
-    print(f"  collectives not overlapped, share of a rank's step: median "
-          f"{100 * statistics.median(shares):.1f}%, p90 "
-          f"{100 * shares[int(0.9 * (len(shares) - 1))]:.1f}%")
-    if abs(finals[base] - finals[dp]) > 1e-3 * abs(finals[base]):
-        sys.exit("the two configurations trained different models")
+        print(f"  {n:44s} {med[n]:10.0f} tokens/s  {med[n] / med[base]:5.2f}x"
+              f"   final loss {finals[n]:.6f}")
+    for n, s in shares.items():
+        if not s:
+            continue
+        s.sort()
+        print(f"  {n}: collectives not overlapped, share of a rank's step: median "
+              f"{100 * statistics.median(s):.1f}%, p90 {100 * s[int(0.9 * (len(s) - 1))]:.1f}%")
+    for n in rates:
+        if abs(finals[base] - finals[n]) > 1e-3 * abs(finals[base]):
+            sys.exit(f"'{n}' trained another model than '{base}'")
 
 
 

@@ -75,6 +75,14 @@ void StepRunner::collective(const PlanOp &op, void *const *args) {
       copyWithin(b.out, b.in, b.count * sizeof(float));
 }
 
+void StepRunner::shareArena(void *arena, int64_t bytes) {
+  if (bytes < plan_.arenaBytes)
+    throw RuntimeError("step '" + plan_.name + "' needs an arena of " +
+                       std::to_string(plan_.arenaBytes) + " bytes, given " +
+                       std::to_string(bytes));
+  sharedArena_ = static_cast<char *>(arena);
+}
+
 bool StepRunner::anotherRanks(const PlanOp &op, const std::vector<void *> &inputs,
                               const std::vector<void *> &outputs,
                               const std::vector<char *> &constants, char *arena) {

@@ -93,6 +93,11 @@ public:
   /// Runs the plan's collectives through `collectives` (null: a world of
   /// one).
   void setCollectives(Collectives *collectives) { collectives_ = collectives; }
+  /// Runs in `arena` (device memory of at least the plan's arenaBytes)
+  /// instead of an arena of its own: steps that never run at the same time
+  /// (a training step, its gradient-only twin, validation) share one, so
+  /// accumulating micro-batches costs no second arena. Call before run().
+  void shareArena(void *arena, int64_t bytes);
   /// Seconds spent in collectives (starting them and waiting for them)
   /// over all profiled runs: what the reductions did not overlap.
   double collectiveSeconds() const { return collectiveSeconds_; }
@@ -141,6 +146,7 @@ protected:
   static bool tracing();
 
   const StepPlan &plan_;
+  char *sharedArena_ = nullptr; ///< shareArena's, or null: the runner's own
   bool profile_ = false;
   CallProbe *probe_ = nullptr;
   Collectives *collectives_ = nullptr;

@@ -100,6 +100,20 @@ StepRunner &Session::runner(const std::string &step) {
     r = device_->makeRunner(bundle_.step(step));
     r->setProbe(probe_);
     r->setCollectives(&sync());
+    auto training = [](const StepPlan &p) {
+      return p.kind == "train" || p.kind == "grads" || p.kind == "eval";
+    };
+    if (training(r->plan())) {
+      if (!trainingArena_.size()) {
+        int64_t bytes = 0;
+        for (const auto &[name, plan] : bundle_.steps())
+          if (training(plan))
+            bytes = std::max(bytes, plan.arenaBytes);
+        trainingArena_ = DeviceBuffer(*device_, size_t(std::max<int64_t>(bytes, 1)),
+                                      "the training steps' arena");
+      }
+      r->shareArena(trainingArena_.data(), int64_t(trainingArena_.size()));
+    }
   }
   return *r;
 }
@@ -133,6 +147,7 @@ void Session::setProbe(CallProbe *probe) {
 void Session::releaseSteps() {
   bindings_.clear();
   runners_.clear();
+  trainingArena_ = DeviceBuffer();
 }
 
 void Session::initialize(uint64_t seed) {

@@ -150,6 +150,9 @@ private:
   Bundle bundle_;
   ModelConfig model_; ///< parsed from bundle_.model(), before the device opens
   std::unique_ptr<Device> device_;
+  /// The arena the training, gradient-only and validation steps share
+  /// (StepRunner::shareArena): the largest of theirs, made when one first runs.
+  DeviceBuffer trainingArena_;
   std::map<std::string, std::unique_ptr<StepRunner>> runners_;
   std::map<std::string, std::unique_ptr<StepBinding>> bindings_;
   ModelState state_;

@@ -507,8 +507,12 @@ EvalRecord Trainer::evaluate(int64_t stepsDone) {
   int64_t n = valBatches_->size();
   for (int64_t i = rank_; i < n; i += ranks_) {
     Batch batch = (*valBatches_)[i];
-    StepResult r = session_.evalStep(evalPasses_, batch.inputs.data(),
-                                          batch.targets.data());
+    StepResult r;
+    try {
+      r = session_.evalStep(evalPasses_, batch.inputs.data(), batch.targets.data());
+    } catch (const RuntimeError &e) {
+      throw RuntimeError(std::string(e.what()) + "; " + lastCheckpointNote());
+    }
     sums[0] += double(r.loss) / double(n);
     for (int64_t k = 0; k < evalPasses_; ++k)
       sums[1 + k] += double(r.passLosses[k]) / double(n);

@@ -19,7 +19,7 @@ namespace fbt {
 CpuStepRunner::CpuStepRunner(const StepPlan &plan, const KernelLibrary &kernels,
                              const Bundle *emulated, const KernelChoice &choice,
                              const std::map<std::string, int> &gemms)
-    : StepRunner(plan), library_(kernels), emulated_(emulated), arena_(plan.arenaBytes) {
+    : StepRunner(plan), library_(kernels), emulated_(emulated) {
   for (const PlanOp &op : plan.ops) {
     if (!emulated && op.isGemm() &&
         (op.lhsType != DType::F32 || op.resultType != DType::F32))
@@ -53,7 +53,10 @@ CpuStepRunner::CpuStepRunner(const StepPlan &plan, const KernelLibrary &kernels,
 void CpuStepRunner::run(const std::vector<void *> &inputs,
                         const std::vector<void *> &outputs) {
   checkBinding(inputs, outputs);
-  char *arena = arena_.as<char>();
+  // Its own arena, made at the first run, unless it shares one.
+  if (!sharedArena_ && arena_.size() < size_t(plan_.arenaBytes))
+    arena_ = AlignedBuffer(size_t(plan_.arenaBytes));
+  char *arena = sharedArena_ ? sharedArena_ : arena_.as<char>();
   auto at = [&](const BufferRef &r) -> void * {
     return address(r, inputs, outputs, constantAddresses_, arena);
   };

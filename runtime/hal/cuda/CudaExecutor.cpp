@@ -17,8 +17,7 @@ CUdeviceptr devicePtr(const void *p) { return reinterpret_cast<CUdeviceptr>(p); 
 } // namespace
 
 CudaStepRunner::CudaStepRunner(const StepPlan &plan, CudaDevice &device)
-    : StepRunner(plan), device_(device),
-      arena_(device, plan.arenaBytes, "the arena of step '" + plan.name + "'") {
+    : StepRunner(plan), device_(device) {
   for (const PlanOp &op : plan.ops)
     launches_.push_back(op.kernel.empty() // GEMMs and collectives
                             ? nullptr
@@ -121,7 +120,11 @@ void CudaStepRunner::enqueue(const std::vector<void *> &inputs,
                              const std::vector<void *> &outputs) {
   const Driver &d = driver();
   CUstream stream = device_.stream();
-  char *arena = static_cast<char *>(arena_.data());
+  // Its own arena, made at the first run, unless it shares one.
+  if (!sharedArena_ && arena_.size() < size_t(plan_.arenaBytes))
+    arena_ = DeviceBuffer(device_, size_t(plan_.arenaBytes),
+                          "the arena of step '" + plan_.name + "'");
+  char *arena = sharedArena_ ? sharedArena_ : static_cast<char *>(arena_.data());
   auto at = [&](const BufferRef &r) {
     return address(r, inputs, outputs, constantAddresses_, arena);
   };
