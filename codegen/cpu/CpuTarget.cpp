@@ -179,10 +179,24 @@ int64_t largestBuffer(func::FuncOp fn) {
   return most;
 }
 
+/// Whether `par` (one loop) runs a single iteration, so that no thread but
+/// the first could ever have work: a decode step's KV write of its one new
+/// row into a large cache.
+bool singleIteration(scf::ParallelOp par) {
+  if (par.getNumLoops() != 1)
+    return false;
+  std::optional<int64_t> lo = getConstantIntValue(par.getLowerBound()[0]),
+                         hi = getConstantIntValue(par.getUpperBound()[0]),
+                         step = getConstantIntValue(par.getStep()[0]);
+  return lo && hi && step && *step > 0 && *hi - *lo <= *step;
+}
+
 /// Rewrites the parallel loops of kernels smaller than `minElements` as
-/// serial ones (scf.for), and the parallel loops nested in another parallel
-/// loop too (the outer one's threads are the parallelism), so that only
-/// worthwhile, outermost loops reach convert-scf-to-openmp. CPU kernels'
+/// serial ones (scf.for), the parallel loops nested in another parallel
+/// loop too (the outer one's threads are the parallelism) and those of a
+/// single iteration, so that only worthwhile, outermost loops reach
+/// convert-scf-to-openmp: each that does costs a fork and join of the
+/// thread pool. CPU kernels'
 /// parallel loops carry no reductions (sums are serial loops inside an
 /// iteration, kernels/KernelBuilder), so their iterations are independent
 /// and the threads' results equal the serial ones bit for bit.
@@ -191,7 +205,8 @@ void serializeSmallParallelLoops(ModuleOp kernels, int64_t minElements) {
   kernels.walk([&](scf::ParallelOp par) {
     auto fn = par->getParentOfType<func::FuncOp>();
     bool nested = par->getParentOfType<scf::ParallelOp>() != nullptr;
-    if (nested || largestBuffer(fn) < minElements || par.getNumReductions() != 0)
+    if (nested || largestBuffer(fn) < minElements || par.getNumReductions() != 0 ||
+        singleIteration(par))
       serial.push_back(par);
   });
   for (scf::ParallelOp par : serial) {

@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <cstdio>
 #include <sys/resource.h>
 
@@ -35,6 +36,23 @@ double peakRssMiB() {
   rusage u;
   getrusage(RUSAGE_SELF, &u);
   return u.ru_maxrss / 1024.0;
+}
+
+/// The five most expensive kinds of call over `runners`' profiles (kernel
+/// stems, "gemm"), each as a share of `seconds`.
+Json topCalls(const std::vector<StepRunner *> &runners, double seconds) {
+  std::map<std::string, double> byName;
+  for (StepRunner *r : runners)
+    for (const auto &[name, t] : r->profile())
+      byName[name] += t;
+  std::vector<std::pair<double, std::string>> top;
+  for (const auto &[name, t] : byName)
+    top.push_back({t, name});
+  std::sort(top.rbegin(), top.rend());
+  Json prof = Json::object();
+  for (size_t i = 0; i < top.size() && i < 5; ++i)
+    prof[top[i].second] = top[i].first / seconds;
+  return prof;
 }
 } // namespace
 
@@ -83,14 +101,7 @@ int runBench(int argc, char **argv) {
     for (int64_t i = 0; i < steps; ++i)
       s.trainStep(k, ids.data(), targets.data(), i, 1e-4f);
     double secs = now() - start;
-    // The five most expensive kind of calls, for the profile.
-    std::vector<std::pair<double, std::string>> top;
-    for (const auto &[name, t] : runner.profile())
-      top.push_back({t, name});
-    std::sort(top.rbegin(), top.rend());
-    Json prof = Json::object();
-    for (size_t i = 0; i < top.size() && i < 5; ++i)
-      prof[top[i].second] = top[i].first / secs;
+    Json prof = topCalls({&runner}, secs);
     double rss = peakRssMiB(); // the step's, before the GEMMs' own buffers
     double gemmGflops = runner.gemmAloneGflops(5);
     Json out = Json::object({{"bench", "train"},
@@ -122,6 +133,13 @@ int runBench(int argc, char **argv) {
   auto all = [](int64_t, int32_t) { return true; };
   for (int64_t i = 0; i < warmup; ++i)
     d.generate(prompts, regime, greedy, 2, all);
+  // Profiled from here: the decode steps' calls (their runners exist now).
+  std::vector<StepRunner *> decodeRunners;
+  for (const auto &[name, plan] : s.bundle().steps())
+    if (plan.kind == "decode") {
+      decodeRunners.push_back(&s.runner(name));
+      decodeRunners.back()->setProfiling(true);
+    }
   // The first token comes from the prefill; every later one costs one decode
   // step, timed between the first and the last token's arrival.
   double start = now(), first = 0, last = 0;
@@ -134,6 +152,16 @@ int runBench(int argc, char **argv) {
     return true;
   });
   double prefillSecs = first - start, decodeSecs = last - first;
+  // Where a token's time goes: every decode step's calls (the first
+  // token's prefill is not among them), per generated token.
+  double gemm = 0, kernels = 0;
+  int64_t calls = 0;
+  for (StepRunner *r : decodeRunners) {
+    gemm += r->gemmSeconds();
+    kernels += r->kernelSeconds();
+    if (r->gemmSeconds() + r->kernelSeconds() > 0)
+      calls = std::max<int64_t>(calls, int64_t(r->plan().ops.size()));
+  }
   Json out = Json::object({{"bench", "decode"},
                            {"device", s.device().describe()},
                            {"tuned", s.tuned()},
@@ -143,6 +171,10 @@ int runBench(int argc, char **argv) {
                            {"new_tokens", newTokens},
                            {"prefill_tokens_per_s", d.batchSize() * prompt / prefillSecs},
                            {"ms_per_token", 1e3 * decodeSecs / newTokens},
+                           {"calls_per_token", calls},
+                           {"gemm_share", gemm / decodeSecs},
+                           {"kernel_share", kernels / decodeSecs},
+                           {"top", topCalls(decodeRunners, decodeSecs)},
                            {"peak_rss_mib", peakRssMiB()}});
   std::printf("%s\n", dumpJson(out).c_str());
   return 0;
