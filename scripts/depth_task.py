@@ -1,43 +1,48 @@
 #!/usr/bin/env python3
 """The depth task: a digit tracked through k updates, answer first.
 
-A problem starts from a digit and applies k updates mod 10, each one byte of
-operator and one of operand: "+d" and "-d" (d in 1..9) and "*d" (d in 3, 7,
-9: the units, so every update is a bijection and none forgets the start).
-Updates that multiply do not commute with those that add, so the answer
-cannot be read off an unordered summary of the prompt: it needs the updates
-applied in order, k of them. The answer is the first thing written after
-"=", one digit, then a newline:
+A problem is a start digit and k updates mod 10, one byte each; the answer
+is the first thing written after "=", one digit, then a newline:
 
-    $7+3*9-2=8        (7+3 = 0, *9 = 0, -2 = 8)
+    $7++-+=9          (7, 8, 9, 8, 9)
+    $4+*-=4           --ops +-*: (4, 5, 5*3 = 5, 4)
 
-Difficulty is k (1..8 by default). Drawn problems pick each update's
-operator uniformly among + - *, then its operand. Guessing among the ten
-digits gets 10%.
+The updates are "+" (add 1) and "-" (subtract 1) by default (--ops +-);
+"*" (times 3) and "/" (times 7 = divide by 3) can be drawn too, and do not
+commute with the others, so with them the answer needs the updates applied
+in order. Difficulty is k; guessing among the ten digits gets 10%.
+
+Why so plain: a tiny byte-level model (2 layers, 64 wide) learns a unary
+update of a digit in a few thousand steps, but not "$3+4=7" (a table of two
+digits, whose answer no one input predicts) even alone in its data for 2000
+steps; with --ops +- and easy levels frequent it gets held-out problems of
+k = 5..8 partly right (see docs/experiments/depth-task.md for the figures).
 
 Held-out problems are a fixed part of the problem space: a problem (the text
 before "=") is held out when the SHA-256 of its text falls in the first
 --heldout-rate of the hash range (default 1/8), at every k. Training text
 only ever holds the other problems; evaluation only asks held-out ones, so
 no asked problem (nor its solved examples) is ever in the training text.
-At k = 1 and 2 the space is small (210 and 4410 problems): the held-out
-problems are all that there are (about 26 and 551), so the model has to
-compute, not recall, them too.
+A depth whose space holds fewer than --min-heldout held-out problems (the
+easy levels: 10 * |ops|^k problems in all) is trained but not asked.
 
 Training mix: lines "$...=a" in blocks of 2..6 consecutive problems, k drawn
-from --weights (default uniform over 1..8), inserted at line boundaries of a
-base text until they are --mix of its training bytes. Each evaluation
-problem is two solved held-out problems of the same k, one per line, then
-the question (the runtime adds BOS before the prompt; see fbt eval --task
-file:PATH).
+from --weights (default 1/k: easy levels first), inserted at line
+boundaries of a base text until they are --mix of its training bytes
+(default 0.5). Each evaluation problem is two solved held-out problems of
+the same k, one per line, then the question: 3 (k + 4) bytes, which the
+spec's inference.max_prompt_length must hold (the runtime adds BOS before
+the prompt; see fbt eval --task file:PATH).
 
-    depth_task.py --data TEXT --val-fraction F --out DIR [--mix 0.2]
-                  [--k 1..8] [--problems 200] [--seed S]
+    depth_task.py --data TEXT --val-fraction F --out DIR [--mix 0.5]
+                  [--k 1..8] [--weights W,...] [--ops +-] [--problems 200]
+                  [--seed S]
 
 writes DIR/train.txt (the base's training part with the task mixed in, then
 its held-out part unchanged), DIR/task.json (the new --val-fraction that
-keeps the same held-out part, and the settings) and DIR/k<K>.jsonl, the
-held-out problems of each k for `fbt eval --task file:DIR/k<K>.jsonl`.
+keeps the same held-out part, the depths asked, and the settings) and
+DIR/k<K>.jsonl, the held-out problems of each asked k for
+`fbt eval --task file:DIR/k<K>.jsonl`.
 """
 
 import argparse
@@ -47,37 +52,34 @@ import json
 import os
 import random
 
-OPS = [("+", d) for d in range(1, 10)] + [("-", d) for d in range(1, 10)] + \
-      [("*", d) for d in (3, 7, 9)]
+UPDATES = {"+": lambda v: v + 1, "-": lambda v: v - 1, "*": lambda v: 3 * v,
+           "/": lambda v: 7 * v}  # mod 10; 7 = 1/3 mod 10
+DEFAULT_OPS = "+-"
 HELDOUT_RATE = 1 / 8
 
 
-def apply(value, op, d):
-    if op == "+":
-        return (value + d) % 10
-    if op == "-":
-        return (value - d) % 10
-    if op == "*":
-        return (value * d) % 10
-    raise ValueError("unknown update %r" % op)
+def apply(value, op):
+    if op not in UPDATES:
+        raise ValueError("unknown update %r" % op)
+    return UPDATES[op](value) % 10
 
 
 def solve(question):
-    """The answer of "$7+3*9-2": the digit after the updates."""
-    if not (question.startswith("$") and len(question) % 2 == 0 and len(question) >= 4):
+    """The answer of "$7+*-": the digit after the updates, in order."""
+    if not (question.startswith("$") and len(question) >= 3 and question[1].isdigit()):
         raise ValueError("not a problem: %r" % question)
     value = int(question[1])
-    for i in range(2, len(question), 2):
-        value = apply(value, question[i], int(question[i + 1]))
+    for op in question[2:]:
+        value = apply(value, op)
     return str(value)
 
 
 def depth(question):
-    return (len(question) - 2) // 2
+    return len(question) - 2
 
 
 def question_of(start, updates):
-    return "$%d" % start + "".join("%s%d" % u for u in updates)
+    return "$%d" % start + "".join(updates)
 
 
 def is_heldout(question, rate=HELDOUT_RATE):
@@ -85,40 +87,33 @@ def is_heldout(question, rate=HELDOUT_RATE):
     return h < rate * 2 ** 64
 
 
-def random_update(rng):
-    """An operator uniform in + - *, then its operand."""
-    op = rng.choice("+-*")
-    return op, rng.choice((3, 7, 9) if op == "*" else range(1, 10))
+def random_question(rng, k, ops=DEFAULT_OPS):
+    return question_of(rng.randrange(10), [rng.choice(ops) for _ in range(k)])
 
 
-def random_question(rng, k):
-    return question_of(rng.randrange(10), [random_update(rng) for _ in range(k)])
-
-
-def heldout_questions(k, count, seed, rate=HELDOUT_RATE):
+def heldout_questions(k, count, seed, rate=HELDOUT_RATE, ops=DEFAULT_OPS):
     """`count` distinct held-out questions of depth k (fewer when the space
     holds fewer), in a seeded order."""
-    rng = random.Random("heldout/%d/%d" % (seed, k))
-    space = 10 * len(OPS) ** k
+    rng = random.Random("heldout/%d/%d/%s" % (seed, k, ops))
+    space = 10 * len(ops) ** k
     if space <= 200000:  # small: every held-out question, shuffled
-        found = [question_of(s, u) for s in range(10)
-                 for u in itertools.product(OPS, repeat=k)]
+        found = [question_of(s, u) for s in range(10) for u in itertools.product(ops, repeat=k)]
         found = [q for q in found if is_heldout(q, rate)]
         rng.shuffle(found)
         return found[:count]
     found, seen = [], set()
     while len(found) < count:
-        q = random_question(rng, k)
+        q = random_question(rng, k, ops)
         if q not in seen and is_heldout(q, rate):
             seen.add(q)
             found.append(q)
     return found
 
 
-def eval_problems(k, count, seed, rate=HELDOUT_RATE):
+def eval_problems(k, count, seed, rate=HELDOUT_RATE, ops=DEFAULT_OPS):
     """Held-out problems of depth k: {prompt, answer, terminator, k}; each
     prompt is two solved held-out problems of depth k, then the question."""
-    qs = heldout_questions(k, count + 2, seed, rate)
+    qs = heldout_questions(k, count + 2, seed, rate, ops)
     if len(qs) < 3:
         raise ValueError("depth %d has too few held-out problems" % k)
     n = min(count, len(qs))
@@ -131,12 +126,12 @@ def eval_problems(k, count, seed, rate=HELDOUT_RATE):
     return out
 
 
-def training_lines(rng, nbytes, ks, weights, rate=HELDOUT_RATE):
+def training_lines(rng, nbytes, ks, weights, rate=HELDOUT_RATE, ops=DEFAULT_OPS):
     """Lines "$...=a" (no newline) of training problems, about nbytes in all."""
     lines, total = [], 0
     while total < nbytes:
         k = rng.choices(ks, weights)[0]
-        q = random_question(rng, k)
+        q = random_question(rng, k, ops)
         if is_heldout(q, rate):
             continue
         lines.append(q + "=" + solve(q))
@@ -144,19 +139,19 @@ def training_lines(rng, nbytes, ks, weights, rate=HELDOUT_RATE):
     return lines
 
 
-def mix(base, fraction, seed, ks, weights, rate=HELDOUT_RATE):
+def mix(base, fraction, seed, ks, weights, rate=HELDOUT_RATE, ops=DEFAULT_OPS):
     """base with task blocks inserted at its line boundaries so that they make
     up `fraction` of the result's bytes."""
     if not 0 <= fraction < 1:
         raise ValueError("the mix fraction must be in [0, 1)")
     rng = random.Random("mix/%d" % seed)
     size = len(base.encode("utf-8", "surrogateescape"))
-    lines = training_lines(rng, fraction / (1 - fraction) * size, ks, weights, rate)
-    blocks = []
-    while lines:
+    lines = training_lines(rng, fraction / (1 - fraction) * size, ks, weights, rate, ops)
+    blocks, i = [], 0
+    while i < len(lines):
         n = rng.randint(2, 6)
-        blocks.append("".join(l + "\n" for l in lines[:n]))
-        lines = lines[n:]
+        blocks.append("".join(l + "\n" for l in lines[i:i + n]))
+        i += n
     base_lines = base.splitlines(keepends=True)
     if base_lines and not base_lines[-1].endswith("\n"):
         base_lines[-1] += "\n"
@@ -184,29 +179,43 @@ def exact_val_fraction(heldout, total):
     return f
 
 
-def build(data, val_fraction, out, fraction=0.2, ks=range(1, 9), weights=None,
-          problems=200, seed=20261201, rate=HELDOUT_RATE):
+def default_weights(ks):
+    """1/k: the easy levels, which the model learns first, most often."""
+    return [1 / k for k in ks]
+
+
+def build(data, val_fraction, out, fraction=0.5, ks=range(1, 9), weights=None,
+          problems=200, seed=20261201, rate=HELDOUT_RATE, ops=DEFAULT_OPS, min_heldout=10):
     """Writes train.txt, task.json and k<K>.jsonl into out; returns task.json."""
     ks = list(ks)
-    weights = list(weights) if weights else [1] * len(ks)
+    weights = list(weights) if weights else default_weights(ks)
+    if len(weights) != len(ks) or min(ks) < 1:
+        raise ValueError("one weight per depth, depths >= 1")
     with open(data, "rb") as f:
         train, heldout = split_bytes(f.read(), val_fraction)
     # Bytes that are not UTF-8 (or a character cut by the split) pass through.
+    if not ops or any(op not in UPDATES for op in ops) or len(set(ops)) != len(ops):
+        raise ValueError("ops must be distinct updates of %s" % "".join(UPDATES))
     mixed = mix(train.decode("utf-8", "surrogateescape"), fraction, seed, ks, weights,
-                rate).encode("utf-8", "surrogateescape")
+                rate, ops).encode("utf-8", "surrogateescape")
     os.makedirs(out, exist_ok=True)
     path = os.path.join(out, "train.txt")
     with open(path, "wb") as f:
         f.write(mixed + heldout)
     total = 1 + len(mixed) + len(heldout)
     files = {}
-    for k in ks:
+    for k in ks:  # depths with too small a space to hold problems out are trained only
+        if len(heldout_questions(k, min_heldout, seed, rate, ops)) < min_heldout:
+            continue
         files[k] = os.path.join(out, "k%d.jsonl" % k)
         with open(files[k], "w") as f:
-            for p in eval_problems(k, problems, seed, rate):
+            for p in eval_problems(k, problems, seed, rate, ops):
                 f.write(json.dumps(p) + "\n")
+    if not files:
+        raise ValueError("no depth has %d held-out problems: ask for larger k" % min_heldout)
     task = {"data": path, "val_fraction": exact_val_fraction(len(heldout), total),
-            "mix": fraction, "k": ks, "weights": weights, "seed": seed,
+            "mix": fraction, "k": ks, "eval_k": sorted(files), "weights": weights, "seed": seed,
+            "ops": ops,
             "heldout_rate": rate, "problems": {str(k): v for k, v in files.items()},
             "task_bytes": len(mixed) - len(train)}
     with open(os.path.join(out, "task.json"), "w") as f:
@@ -227,16 +236,24 @@ def main():
     ap.add_argument("--val-fraction", type=float, default=0.1,
                     help="its held-out part, as fbt train --val-fraction (default 0.1)")
     ap.add_argument("--out", required=True)
-    ap.add_argument("--mix", type=float, default=0.2, help="task share of the training bytes")
+    ap.add_argument("--mix", type=float, default=0.5,
+                    help="task share of the training bytes (default 0.5)")
     ap.add_argument("--k", default="1..8", help="depths: LO..HI or a list (default 1..8)")
-    ap.add_argument("--weights", help="comma-separated weights of the depths (default uniform)")
+    ap.add_argument("--weights", help="comma-separated weights of the depths (default 1/k)")
     ap.add_argument("--problems", type=int, default=200, help="held-out problems per depth")
+    ap.add_argument("--ops", default=DEFAULT_OPS,
+                    help="the updates drawn, of + - * / (default %s)" % DEFAULT_OPS)
+    ap.add_argument("--heldout-rate", type=float, default=HELDOUT_RATE,
+                    help="the held-out share of the problem space (default 1/8)")
+    ap.add_argument("--min-heldout", type=int, default=10,
+                    help="ask a depth only with this many held-out problems (default 10)")
     ap.add_argument("--seed", type=int, default=20261201)
     args = ap.parse_args()
     ks = parse_ks(args.k)
     weights = [float(w) for w in args.weights.split(",")] if args.weights else None
     print(json.dumps(build(args.data, args.val_fraction, args.out, args.mix, ks, weights,
-                           args.problems, args.seed), indent=1))
+                           args.problems, args.seed, args.heldout_rate, args.ops,
+                           args.min_heldout), indent=1))
 
 
 if __name__ == "__main__":

@@ -17,46 +17,44 @@ def affine_answer(question):
     """An independent solver: compose the updates as affine maps x -> a x + b
     (mod 10), then apply the composition to the start."""
     a, b = 1, 0
-    for i in range(2, len(question), 2):
-        op, d = question[i], int(question[i + 1])
-        if op == "+":
-            a, b = a, b + d
-        elif op == "-":
-            a, b = a, b - d
-        else:
-            a, b = a * d, b * d
+    for op in question[2:]:
+        m, c = {"+": (1, 1), "-": (1, -1), "*": (3, 0), "/": (7, 0)}[op]
+        a, b = m * a, m * b + c
     return str((a * int(question[1]) + b) % 10)
 
 
 class Answers(unittest.TestCase):
     def test_worked_examples(self):
-        self.assertEqual(dt.solve("$7+3*9-2"), "8")    # 0, 0, 8
-        self.assertEqual(dt.solve("$0-6-1*9+2"), "9")  # 4, 3, 7, 9
-        self.assertEqual(dt.solve("$5*3"), "5")
-        self.assertEqual(dt.solve("$9+1"), "0")
-        self.assertEqual(dt.solve("$1-2"), "9")
-        self.assertEqual(dt.depth("$0-6-1*9+2"), 4)
+        self.assertEqual(dt.solve("$7++-+"), "9")   # 8, 9, 8, 9
+        self.assertEqual(dt.solve("$4+*-"), "4")    # 5, 5, 4
+        self.assertEqual(dt.solve("$9+"), "0")
+        self.assertEqual(dt.solve("$0-"), "9")
+        self.assertEqual(dt.solve("$7/"), "9")
+        self.assertEqual(dt.solve("$3*/"), "3")     # 7 = 1/3 mod 10
+        self.assertEqual(dt.depth("$0-+*+"), 4)
 
     def test_agrees_with_affine_composition(self):
         rng = random.Random(7)
-        for _ in range(3000):
-            q = dt.random_question(rng, rng.randint(1, 12))
-            self.assertEqual(dt.solve(q), affine_answer(q), q)
+        for ops in ("+-", "+-*", "+-*/", "+*"):
+            for _ in range(2000):
+                q = dt.random_question(rng, rng.randint(1, 12), ops)
+                self.assertTrue(set(q[2:]) <= set(ops))
+                self.assertEqual(dt.solve(q), affine_answer(q), q)
 
-    def test_order_matters(self):
+    def test_order_matters_with_multiplication(self):
         # The same updates in another order give another answer: a bag of
         # updates does not decide it.
-        self.assertNotEqual(dt.solve("$2+1*3"), dt.solve("$2*3+1"))
+        self.assertNotEqual(dt.solve("$2+*"), dt.solve("$2*+"))
 
     def test_bad_questions(self):
-        for q in ("7+3", "$7+", "$", "$7/3"):
+        for q in ("7+3", "$+", "$", "$7x", "$a+"):
             with self.assertRaises(ValueError):
                 dt.solve(q)
 
     def test_eval_problems(self):
-        for k in (1, 2, 3, 6):
-            probs = dt.eval_problems(k, 50, seed=3)
-            self.assertEqual(len(probs), 50 if k > 1 else len(dt.heldout_questions(1, 1000, 3)))
+        for ops, k in (("+-", 5), ("+-", 8), ("+-*", 3), ("+-*/", 6)):
+            probs = dt.eval_problems(k, 50, seed=3, ops=ops)
+            self.assertEqual(len(probs), min(50, len(dt.heldout_questions(k, 1000, 3, ops=ops))))
             questions = [p["prompt"].split("\n")[-1] for p in probs]
             self.assertEqual(len(set(questions)), len(questions))
             for p in probs:
@@ -68,15 +66,18 @@ class Answers(unittest.TestCase):
                     q, a = line.split("=")
                     self.assertEqual(a, affine_answer(q))
                     self.assertEqual(dt.depth(q), k)
+                    self.assertTrue(dt.is_heldout(q))
                 self.assertTrue(lines[2].endswith("="))
+                self.assertTrue(dt.is_heldout(lines[2][:-1]))
                 self.assertEqual(p["answer"], affine_answer(lines[2][:-1]))
                 self.assertEqual(dt.depth(lines[2][:-1]), k)
 
     def test_small_depths_ask_every_held_out_problem(self):
-        qs = dt.heldout_questions(1, 1000, seed=1)
-        every = ["$%d%s%d" % (s, op, d) for s in range(10) for op, d in dt.OPS]
+        qs = dt.heldout_questions(5, 1000, seed=1, ops="+-")
+        every = ["$%d%s" % (s, "".join(u)) for s in range(10)
+                 for u in __import__("itertools").product("+-", repeat=5)]
         self.assertEqual(sorted(qs), sorted(q for q in every if dt.is_heldout(q)))
-        self.assertTrue(10 <= len(qs) <= 50, len(qs))
+        self.assertTrue(20 <= len(qs) <= 60, len(qs))
 
 
 class HeldOut(unittest.TestCase):
@@ -89,28 +90,44 @@ class HeldOut(unittest.TestCase):
         f = dt.exact_val_fraction(len(held), 1 + len(base) + len(held))
         return base, held, dt.build(path, f, os.path.join(d, "task"), problems=100, **kw)
 
+    def asked(self, task):
+        for k, path in task["problems"].items():
+            with open(path) as f:
+                for line in f:
+                    yield int(k), json.loads(line)
+
     def test_no_held_out_problem_in_the_training_text(self):
-        with tempfile.TemporaryDirectory() as d:
-            base, held, task = self.build(d, fraction=0.3)
-            with open(task["data"]) as f:
-                text = f.read()
-            train_lines = set(text.splitlines())
-            task_lines = [l for l in train_lines if l.startswith("$")]
-            self.assertGreater(len(task_lines), 1000)
-            for l in task_lines:  # training problems are right and not held out
-                q, a = l.split("=")
-                self.assertEqual(a, affine_answer(q))
-                self.assertFalse(dt.is_heldout(q))
-            self.assertEqual(sorted({dt.depth(l.split("=")[0]) for l in task_lines}), list(range(1, 9)))
-            asked = 0
-            for k, path in task["problems"].items():
-                with open(path) as f:
-                    for line in f:
-                        p = json.loads(line)
-                        for q in p["prompt"].split("\n"):
-                            self.assertNotIn(q.split("=")[0] + "=", text)
-                        asked += 1
-            self.assertGreater(asked, 700)
+        for ops in ("+-", "+-*"):
+            with tempfile.TemporaryDirectory() as d:
+                base, held, task = self.build(d, fraction=0.3, ops=ops)
+                with open(task["data"]) as f:
+                    text = f.read()
+                train_lines = set(text.splitlines())
+                task_lines = [l for l in train_lines if l.startswith("$")]
+                self.assertGreater(len(task_lines), 700)
+                for l in task_lines:  # training problems are right and not held out
+                    q, a = l.split("=")
+                    self.assertEqual(a, affine_answer(q))
+                    self.assertFalse(dt.is_heldout(q))
+                    self.assertTrue(set(q[2:]) <= set(ops))
+                self.assertEqual(sorted({dt.depth(l.split("=")[0]) for l in task_lines}),
+                                 list(range(1, 9)))
+                asked = 0
+                for k, p in self.asked(task):
+                    for q in p["prompt"].split("\n"):
+                        self.assertNotIn(q.split("=")[0] + "=", text)
+                    asked += 1
+                self.assertGreater(asked, 300)
+                # Depths too small to hold problems out are trained, not asked.
+                self.assertEqual(task["eval_k"], [int(k) for k in task["problems"]])
+                self.assertEqual(task["eval_k"], list(range(3 if ops == "+-" else 2, 9)))
+
+    def test_easy_levels_are_drawn_most(self):
+        rng = random.Random(2)
+        lines = dt.training_lines(rng, 200000, list(range(1, 9)), dt.default_weights(range(1, 9)))
+        counts = [sum(1 for l in lines if dt.depth(l.split("=")[0]) == k) for k in range(1, 9)]
+        self.assertEqual(counts, sorted(counts, reverse=True))
+        self.assertGreater(counts[0], 3 * counts[-1])
 
     def test_the_held_out_part_and_the_mix(self):
         with tempfile.TemporaryDirectory() as d:
