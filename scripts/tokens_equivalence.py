@@ -60,7 +60,7 @@ def label(value, bound, plain):
     if value is not None:
         return "%.2fx" % value
     edge = ms[0] if bound == "<" else ms[-1]
-    return "%s %gx" % (bound, edge)
+    return "%s %.3gx" % (bound, edge)
 
 
 def table(plain, regimes):
@@ -99,7 +99,7 @@ def write(out, plain, regimes, fbt_tokens, title=""):
         for m, l in plain:
             f.write(json.dumps({"plain_multiplier": m, "tokens": m * fbt_tokens,
                                 "loss": l}) + "\n")
-    md = ["| plain tokens | " + " | ".join("%gx (%.3g)" % (m, m * fbt_tokens) for m, _ in plain) + " |",
+    md = ["| plain tokens | " + " | ".join("%.3gx (%.3g)" % (m, m * fbt_tokens) for m, _ in plain) + " |",
           "|---|" + "---|" * len(plain),
           "| held-out loss | " + " | ".join("%.4f" % l for _, l in plain) + " |",
           "",
@@ -123,7 +123,7 @@ def plot(path, plain, rows, fbt_tokens, title=""):
     xs = [m * fbt_tokens for m, _ in plain]
     ax.plot(xs, [l for _, l in plain], marker="o", color="black", label="plain (fusion none)")
     for m, l in plain:
-        ax.annotate("%gx" % m, (m * fbt_tokens, l), textcoords="offset points", xytext=(4, 4),
+        ax.annotate("%.3gx" % m, (m * fbt_tokens, l), textcoords="offset points", xytext=(4, 4),
                     fontsize=8)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for i, r in enumerate(rows):
