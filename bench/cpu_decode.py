@@ -8,6 +8,13 @@ and `--decode soft` R times (medians), and times the same greedy decoding in
 PyTorch eager with a KV cache (bench/torch_fbt.py), standard and soft. Prints
 prefill tokens/s, ms per generated token, and the soft/standard ratio (the
 method's claim: soft decoding costs two D x D GEMVs and a gate more).
+
+Batch-1 decoding streams every weight once per token, so the floor is one
+pass over the model's weight bytes: measured in the same run as a GEMV of
+that many fp32 weights (PyTorch, same threads, median of 50), and fbt's
+ms/token given as a multiple of it. fbt's own profile of a token (from
+`fbt bench`: calls per token, the share in GEMMs and the costliest kernels)
+says where the rest goes.
 """
 
 import argparse
@@ -37,6 +44,14 @@ for soft in (False, True):
     t0 = time.perf_counter(); M.decode(model, prompt, 1, soft); t1 = time.perf_counter()
     M.decode(model, prompt, n + 1, soft); t2 = time.perf_counter()
     out["soft" if soft else "standard"] = 1e3 * ((t2 - t1) - (t1 - t0)) / n
+# The floor: one GEMV over the model's weights, as many fp32 values.
+weights = int(sys.argv[5]); d = c["hidden_size"]
+w = torch.randn(weights // d, d); x = torch.randn(d)
+for _ in range(5): torch.mv(w, x)
+times = []
+for _ in range(50):
+    t0 = time.perf_counter(); torch.mv(w, x); times.append(time.perf_counter() - t0)
+times.sort(); out["floor"] = 1e3 * times[len(times) // 2]
 print(json.dumps(out))
 """
 
@@ -48,8 +63,11 @@ def main():
     ap.add_argument("--repeats", type=int, default=5)
     args = ap.parse_args()
     bundle = os.path.join(tempfile.mkdtemp(), "model.fbtb")
-    subprocess.run([os.path.join(BUILD, "tools", "fbtc", "fbtc"), args.spec, "--target=cpu",
-                    "-o", bundle], check=True)
+    fbtc = os.path.join(BUILD, "tools", "fbtc", "fbtc")
+    subprocess.run([fbtc, args.spec, "--target=cpu", "-o", bundle], check=True)
+    described = json.loads(subprocess.run([fbtc, args.spec, "--describe", "--json"], check=True,
+                                          capture_output=True, text=True).stdout)
+    weights = described["params"]["total"]
     runs = {"standard": [], "soft": []}
     for _ in range(args.repeats):
         for mode in runs:
@@ -58,7 +76,7 @@ def main():
                                  check=True, capture_output=True, text=True).stdout
             runs[mode].append(json.loads(out))
     peer = json.loads(subprocess.run(["/usr/bin/python3", "-c", PEER, os.path.join(ROOT, "bench"),
-                                      args.spec, str(args.tokens), str(THREADS)],
+                                      args.spec, str(args.tokens), str(THREADS), str(weights)],
                                      check=True, capture_output=True, text=True).stdout)
     med = {m: statistics.median(r["ms_per_token"] for r in runs[m]) for m in runs}
     pre = {m: statistics.median(r["prefill_tokens_per_s"] for r in runs[m]) for m in runs}
@@ -71,6 +89,12 @@ def main():
         print("%-10s %14.3f %14.3f %14.0f" % (m, med[m], peer[m], pre[m]))
     print("soft / standard: fbt %.3f, torch %.3f" % (med["soft"] / med["standard"],
                                                      peer["soft"] / peer["standard"]))
+    print("floor (a GEMV over the %.1f MB of weights): %.3f ms; fbt standard is %.2fx it"
+          % (4e-6 * weights, peer["floor"], med["standard"] / peer["floor"]))
+    last = runs["standard"][-1]
+    print("fbt standard, a token: %d calls, %.0f%% in GEMMs, %.0f%% in kernels; costliest: %s"
+          % (last["calls_per_token"], 100 * last["gemm_share"], 100 * last["kernel_share"],
+             ", ".join("%s %.0f%%" % (k, 100 * v) for k, v in last["top"].items())))
 
 
 if __name__ == "__main__":

@@ -23,6 +23,13 @@ void singleThreadedBlas() {
 
 void sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a,
            int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc) {
+  if (m == 1) {
+    // One row (batch-1 decoding): a GEMV streams B once, where a GEMM
+    // would pack it first. c = B^T a for B stored k x n, B a for n x k.
+    cblas_sgemv(CblasRowMajor, tb ? CblasNoTrans : CblasTrans, tb ? (int)n : (int)k,
+                tb ? (int)k : (int)n, 1.0f, b, (int)ldb, a, ta ? (int)lda : 1, 0.0f, c, 1);
+    return;
+  }
   cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
               tb ? CblasTrans : CblasNoTrans, (int)m, (int)n, (int)k, 1.0f, a,
               (int)lda, b, (int)ldb, 0.0f, c, (int)ldc);
