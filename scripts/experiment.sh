@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # The FBT against its baselines on the same data: installs what is missing,
-# builds, then trains and evaluates the spec's FBT, a plain transformer on the
-# same tokens and one on the same training FLOPs, and writes report.md and
-# PNG plots (scripts/experiment.py --help for the options).
+# builds, then trains and evaluates the spec's FBT, plain transformers on 1,
+# 1.5, 2 and 3x its tokens and one on the same training FLOPs, and writes
+# report.md, the tokens-equivalence table and PNG plots
+# (scripts/experiment.py --help for the options; docs/experiments/).
 #
-#   scripts/experiment.sh [SPEC] [--steps N] [--out DIR] [--data FILE]
+#   scripts/experiment.sh [SPEC] [--steps N] [--out DIR]
+#                         [--data FILE | --recipe code [--tokenizer bytes|sp]]
+#                         [--depth-task] [--multipliers 1,1.5,2,3]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
