@@ -36,13 +36,16 @@ void sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a,
 }
 
 /// Below this many multiply-adds a GEMM runs on one thread: splitting it
-/// costs more than it saves.
+/// costs more than it saves. A GEMV (one row) is bound by the bytes of B it
+/// streams, which a second thread's memory bandwidth shares: worth a fork
+/// from a smaller size.
 constexpr int64_t kSplitWork = 1 << 18;
+constexpr int64_t kSplitGemvWork = 1 << 15;
 } // namespace
 
 bool gemmIsSplit(int64_t m, int64_t n, int64_t k) {
 #ifdef FBT_HAVE_OPENMP
-  return cpuThreads() > 1 && m * n * k >= kSplitWork;
+  return cpuThreads() > 1 && m * n * k >= (m == 1 ? kSplitGemvWork : kSplitWork);
 #else
   (void)m, (void)n, (void)k;
   return false;
