@@ -338,8 +338,10 @@ def write_depth(out, results, ks):
                 style = dict(color="red" if reg == "standard" else "orange", linewidth=2)
             ax.plot(ks, ys, marker=".", label="FBT " + reg, **style)
         else:
-            ax.plot(ks, ys, linestyle="--", color="gray", alpha=0.4 + 0.6 * (label == "same-tokens"),
-                    label=label)
+            plains = [l for l, _, _ in rows if l != "fbt"]
+            i = plains.index(label)
+            ax.plot(ks, ys, linestyle="--", color=str(0.15 + 0.6 * i / max(1, len(plains) - 1)),
+                    marker="xs^v<>"[i % 6], markersize=4, label=label + " (plain)")
     ax.axhline(0.1, color="black", linestyle=":", linewidth=1, label="guessing (10%)")
     ax.set_xlabel("k (updates)")
     ax.set_ylabel("exact match (held-out problems)")
