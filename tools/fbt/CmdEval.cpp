@@ -181,8 +181,9 @@ int runEval(int argc, char **argv) {
       .text("regimes", "LIST",
             "comma-separated regimes (default standard,soft,fused:2,fused:3)")
       .text("task", "NAME",
-            "arithmetic|counting: exact-match accuracy of greedy answers to "
-            "--problems held-out problems, per regime")
+            "arithmetic|counting|file:PATH: exact-match accuracy of greedy "
+            "answers to --problems held-out problems (file: the first of a JSON "
+            "Lines file's {prompt, answer}), per regime")
       .integer("problems", "N", "--task: problems (default 200)")
       .integer("seed", "S", "--task: the problems' seed (default 20261201)")
       .flag("contraction",
