@@ -21,15 +21,12 @@ Session::Session(const std::string &path)
     size_t bytes = shapeElements(p.shape) * sizeof(float);
     state_.params.emplace_back(*device_, bytes, "parameter '" + p.name + "'");
   }
-}
-
-bool Session::shardsOptimizer() const {
   for (const auto &[name, plan] : bundle_.steps())
     for (const PlanOp &op : plan.ops)
-      if (!op.shard.empty())
-        return true;
-  return false;
+      shardsOptimizer_ = shardsOptimizer_ || !op.shard.empty();
 }
+
+bool Session::shardsOptimizer() const { return shardsOptimizer_; }
 
 bool Session::keepsMoments(size_t index) {
   return !shardsOptimizer() || sync().owns(bundle_.params().at(index).name);

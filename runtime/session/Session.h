@@ -141,6 +141,7 @@ private:
   GradientSync &sync();
   std::string tokenizerName_ = "bytes";
   bool tuned_ = false;
+  bool shardsOptimizer_ = false; ///< a plan gives calls to one rank (ZeRO-1)
   CallProbe *probe_ = nullptr;
   std::unique_ptr<Tokenizer> tokenizer_;
 
