@@ -159,8 +159,10 @@ void checkCollective(const StepPlan &p, const PlanOp &op) {
   size_t n = op.names.size();
   if (n == 0 || op.args.size() != 2 * n)
     throw bad("a " + c + " needs one name, one operand and one result per tensor");
-  if ((c == "all_reduce") != op.shards.empty() || (!op.shards.empty() && op.shards.size() != n))
-    throw bad("a " + c + (c == "all_reduce" ? " has no shards" : " needs one shard per tensor"));
+  if (c == "all_reduce" && !op.shards.empty())
+    throw bad("an all_reduce has no shards");
+  if (c != "all_reduce" && op.shards.size() != n)
+    throw bad("a " + c + " needs one shard per tensor");
   for (size_t i = 0; i < n; ++i)
     if (op.args[i].bytes != op.args[n + i].bytes || op.args[i].bytes % 4)
       throw bad(c + " operand '" + op.names[i] + "' and its result differ in size");

@@ -89,11 +89,9 @@ bool StepRunner::anotherRanks(const PlanOp &op, const std::vector<void *> &input
   if (op.shard.empty() || !collectives_ || collectives_->owns(op.shard))
     return false;
   size_t operands = op.args.size() - op.tied.size();
+  // Only inputs can be unbound here: the moments another rank keeps.
   auto bound = [&](const BufferRef &r) {
-    return r.kind == BufferRef::Kind::Arena ||
-           (r.kind == BufferRef::Kind::Input ? inputs[r.index] : r.kind == BufferRef::Kind::Output
-                                                                     ? outputs[r.index]
-                                                                     : constants[r.index]);
+    return r.kind != BufferRef::Kind::Input || inputs[r.index];
   };
   for (size_t r = 0; r < op.tied.size(); ++r) {
     if (op.tied[r] < 0)
