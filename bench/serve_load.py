@@ -1,59 +1,65 @@
 """A bounded load test of `fbt serve` on loopback.
 
 usage: /usr/bin/python3 bench/serve_load.py [--spec specs/tiny.json] [--clients 16]
-                                           [--requests 200] [--steps 60] [--batch 1 8]
+                                           [--requests 96] [--steps 60] [--batch 1 8]
+                                           [--mix generation prompt]
 
 Compiles the spec once per decode batch (inference.batch_size; the weights do
 not depend on it), trains it briefly (or reuses --ckpt), and for each batch
-starts the server on a free port and sends --requests completions from
---clients concurrent clients: mixed regimes (standard, soft, fused:2), half of
-them streaming, prompts drawn from a few shared prefixes with distinct
-endings, max_tokens 8..32. Prints, per batch, throughput (requests/s,
-generated tokens/s, and its ratio to the first batch's: continuous batching
-against one request at a time), latency p50/p99, the mean decode-batch
-occupancy and the prefix cache's hit rate (from /metrics), and counts errors
-and lost requests (both must be 0); each server is stopped with SIGTERM and
-must exit 0.
+and each mix starts the server on a free port and sends --requests
+completions from --clients concurrent clients, mixed regimes (standard, soft,
+fused:2), half of them streaming:
+  generation  short prompts (a few shared prefixes, distinct endings),
+              64-256 new tokens
+  prompt      prompts of 100-500 tokens (fused ones at most the bundle's
+              max_prompt_length), 16-32 new tokens
+(both scaled down to fit the context of a spec whose context is shorter).
+Prints, per mix and batch, throughput (generated tokens/s and its ratio to
+the first batch's), the efficiency: the time the compiled steps alone need
+for the same work over the wall time, where the need is each request's
+prompt tokens (times its passes, fused:N) at the best prefill rate and its
+new tokens at the batch's decode step, both measured in the same run by
+`fbt bench --decode`; time to first token and the gap between streamed
+tokens (p50/p99), the mean decode-batch occupancy, and errors and lost
+requests (both must be 0); each server is stopped with SIGTERM and must
+exit 0.
 """
 
-import argparse
-import json
-import os
-import random
-import signal
-import subprocess
-import sys
-import tempfile
-import threading
-import time
-import urllib.request
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BUILD = os.environ.get("FBT_BUILD_DIR", os.path.join(ROOT, "build"))
-FBT = os.path.join(BUILD, "tools", "fbt", "fbt")
-
 PREFIXES = ["The cat sat on the ", "Once upon a time, ", "Count: 1, 2, 3, ", "In the beginning "]
+WORDS = ("the of and to in is was for on that with as by at from it his an were are which "
+         "this be or has had not but one first its new after who they have two been her "
+         "time story cat dog sat ran home light water under over while city river").split()
+REGIMES = ["standard", "soft", "fused:2"]
 
 
 def post(url, body, stream):
+    """One completion: (seconds, completion tokens, prompt tokens, time to
+    first token or None, gaps between streamed tokens)."""
     req = urllib.request.Request(url, data=json.dumps(body).encode(),
                                  headers={"Content-Type": "application/json"})
     t0 = time.perf_counter()
-    with urllib.request.urlopen(req, timeout=120) as r:
+    with urllib.request.urlopen(req, timeout=600) as r:
         if not stream:
             reply = json.load(r)
-            return time.perf_counter() - t0, reply["usage"]["completion_tokens"]
-        tokens, done = 0, False
+            u = reply["usage"]
+            return time.perf_counter() - t0, u["completion_tokens"], u["prompt_tokens"], None, []
+        stamps, done, usage = [], False, None
         for line in r:
             line = line.decode().strip()
             if line == "data: [DONE]":
                 done = True
             elif line.startswith("data: "):
                 chunk = json.loads(line[6:])
-                tokens += 1 if chunk["choices"][0]["text"] else 0
+                if chunk.get("usage"):
+                    usage = chunk["usage"]
+                if chunk["choices"] and chunk["choices"][0]["text"]:
+                    stamps.append(time.perf_counter())
         if not done:
             raise RuntimeError("stream ended without [DONE]")
-        return time.perf_counter() - t0, tokens
+        ttft = stamps[0] - t0 if stamps else None
+        gaps = [b - a for a, b in zip(stamps, stamps[1:])]
+        return (time.perf_counter() - t0, usage["completion_tokens"], usage["prompt_tokens"],
+                ttft, gaps)
 
 
 def metrics(url):
@@ -62,11 +68,41 @@ def metrics(url):
                 if l and l[0] != "#" and "{" not in l}
 
 
-def load(bundle, ckpt, args, work):
-    """Runs the load against one bundle; returns its figures."""
+def text_of(rng, n):
+    """About n bytes of words (the specs tokenize bytes)."""
+    words = []
+    while sum(len(w) + 1 for w in words) < n:
+        words.append(rng.choice(WORDS))
+    return " ".join(words)[:n]
+
+
+def requests_for(mix, n, context, max_prompt):
+    """The mix's n requests (body, streamed), fitting the spec's context."""
+    rng = random.Random(0)
+    jobs = []
+    for i in range(n):
+        regime = rng.choice(REGIMES)
+        if mix == "generation":
+            prompt = rng.choice(PREFIXES) + str(i % 50)
+            new = rng.randint(64, 256)
+        else:
+            new = rng.randint(16, 32)
+            longest = min(500, context - 2 - 32 - len(PREFIXES[0]))
+            if regime.startswith("fused"):  # N passes over the whole prompt
+                longest = min(longest, max_prompt - 1 - len(PREFIXES[0]))
+            prompt = rng.choice(PREFIXES) + text_of(rng, rng.randint(min(100, longest), longest))
+        new = min(new, context - len(prompt) - 2)
+        jobs.append(({"prompt": prompt, "max_tokens": new, "temperature": rng.choice([0, 0.8]),
+                      "seed": i, "regime": regime, "stream": i % 2 == 0,
+                      "stream_options": {"include_usage": True}}, i % 2 == 0))
+    return jobs
+
+
+def load(bundle, ckpt, jobs, args, work):
+    """Runs `jobs` against one bundle's server; returns its figures."""
     log = open(os.path.join(work, "server.log"), "w+")
     server = subprocess.Popen([FBT, "serve", bundle, "--ckpt", ckpt, "--port", "0",
-                               "--max-queue", str(args.requests)], stderr=log)
+                               "--max-queue", str(len(jobs))], stderr=log)
     url = None
     for _ in range(200):
         log.seek(0)
@@ -80,13 +116,8 @@ def load(bundle, ckpt, args, work):
         sys.exit("the server did not start")
     base = "http://%s/v1/completions" % url
 
-    rng = random.Random(0)
-    jobs = []
-    for i in range(args.requests):
-        jobs.append(({"prompt": rng.choice(PREFIXES) + str(i % 50), "max_tokens": rng.randint(8, 32),
-                      "temperature": rng.choice([0, 0.8]), "seed": i,
-                      "regime": rng.choice(["standard", "soft", "fused:2"])},
-                     i % 2 == 0))
+    jobs = list(jobs)
+    total = len(jobs)
     lock = threading.Lock()
     results, errors = [], []
 
@@ -96,11 +127,10 @@ def load(bundle, ckpt, args, work):
                 if not jobs:
                     return
                 body, stream = jobs.pop()
-            body["stream"] = stream
             try:
                 r = post(base, body, stream)
                 with lock:
-                    results.append(r)
+                    results.append(r + (body["regime"],))
             except Exception as e:  # noqa: BLE001 - every failure counts
                 with lock:
                     errors.append(repr(e))
@@ -116,15 +146,38 @@ def load(bundle, ckpt, args, work):
     server.send_signal(signal.SIGTERM)
     code = server.wait(timeout=60)
 
-    lat = sorted(r[0] for r in results)
-    pct = lambda p: lat[min(len(lat) - 1, int(p * len(lat)))] if lat else float("nan")
-    lookups = m["fbt_prefix_cache_hits_total"] + m["fbt_prefix_cache_misses_total"]
-    return {"requests_per_s": len(results) / wall,
+    def pct(values, p):
+        values = sorted(values)
+        return values[min(len(values) - 1, int(p * len(values)))] if values else float("nan")
+    lat = [r[0] for r in results]
+    ttft = [r[3] for r in results if r[3] is not None]
+    gaps = [g for r in results for g in r[4]]
+    return {"wall": wall, "results": results,
             "tokens_per_s": sum(r[1] for r in results) / wall,
-            "p50": pct(0.5), "p99": pct(0.99),
+            "p50": pct(lat, 0.5), "p99": pct(lat, 0.99),
+            "ttft50": pct(ttft, 0.5), "ttft99": pct(ttft, 0.99),
+            "itl50": pct(gaps, 0.5), "itl99": pct(gaps, 0.99),
             "occupancy": m["fbt_decode_row_steps_total"] / max(1, m["fbt_decode_steps_total"]),
-            "hit_rate": m["fbt_prefix_cache_hits_total"] / max(1, lookups),
-            "errors": errors, "lost": args.requests - len(results) - len(errors), "exit": code}
+            "errors": errors, "lost": total - len(results) - len(errors), "exit": code}
+
+
+def step_rates(bundle, mode, tokens=None):
+    """`fbt bench --decode MODE` on the bundle: its JSON figures."""
+    cmd = [FBT, "bench", bundle, "--decode", mode, "--steps", "32"]
+    if tokens:
+        cmd += ["--tokens", str(tokens)]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def need_seconds(results, prefill_rate, step_ms, batch):
+    """What the compiled steps alone need for the requests' work."""
+    secs = 0.0
+    for r in results:
+        passes = int(r[5].split(":")[1]) if r[5].startswith("fused") else 1
+        # The prompt as the engine runs it: the separator, then its tokens.
+        secs += (r[2] + 1) * passes / prefill_rate + r[1] * step_ms / 1e3 / batch
+    return secs
 
 
 def main():
@@ -132,14 +185,18 @@ def main():
     ap.add_argument("--spec", default=os.path.join(ROOT, "specs", "tiny.json"))
     ap.add_argument("--ckpt")
     ap.add_argument("--clients", type=int, default=16)
-    ap.add_argument("--requests", type=int, default=200)
+    ap.add_argument("--requests", type=int, default=96, help="per mix")
     ap.add_argument("--steps", type=int, default=60)
     ap.add_argument("--batch", type=int, nargs="+", default=[1, 8])
+    ap.add_argument("--mix", nargs="+", default=["generation", "prompt"],
+                    choices=["generation", "prompt"])
     args = ap.parse_args()
     work = tempfile.mkdtemp()
     bundles = {}
+    base = json.load(open(args.spec))
+    inf = base["inference"]
     for b in args.batch:
-        spec = json.load(open(args.spec))
+        spec = json.loads(json.dumps(base))
         spec["inference"]["batch_size"] = b
         path = os.path.join(work, "spec%d.json" % b)
         json.dump(spec, open(path, "w"))
@@ -152,21 +209,35 @@ def main():
                         os.path.join(work, "run"), "--quiet"], check=True, stdout=subprocess.DEVNULL)
         ckpt = os.path.join(work, "run", "latest.safetensors")
 
-    print("fbt serve on %s: %d clients, %d requests (mixed regimes, half streaming)"
-          % (os.path.basename(args.spec), args.clients, args.requests))
-    print("%6s %10s %9s %7s %8s %8s %10s %9s  %s" % ("batch", "requests/s", "tokens/s", "x first",
-                                                    "p50 s", "p99 s", "occupancy", "cache hit",
-                                                    "errors/lost/exit"))
-    failed, first = False, None
-    for b in args.batch:
-        r = load(bundles[b], ckpt, args, work)
-        first = first or r["tokens_per_s"]
-        print("%6d %10.2f %9.0f %7.2f %8.3f %8.3f %10.2f %9.2f  %d/%d/%d"
-              % (b, r["requests_per_s"], r["tokens_per_s"], r["tokens_per_s"] / first, r["p50"],
-                 r["p99"], r["occupancy"], r["hit_rate"], len(r["errors"]), r["lost"], r["exit"]))
-        for e in r["errors"][:5]:
-            print("   ", e)
-        failed |= bool(r["errors"]) or r["lost"] != 0 or r["exit"] != 0
+    # The steps alone, this run: the best prefill rate of any bundle (one
+    # prompt of max_prompt_length, or a batch of them) and each batch's
+    # decode step (soft: the step a batch with any feedback row takes).
+    rates = {b: step_rates(bundles[b], "soft") for b in args.batch}
+    prefill = max(r["prefill_tokens_per_s"] for r in rates.values())
+    print("fbt serve on %s: %d clients, %d requests per mix (regimes %s, half streaming)"
+          % (os.path.basename(args.spec), args.clients, args.requests, ", ".join(REGIMES)))
+    print("steps alone: best prefill %.0f tokens/s; decode step %s"
+          % (prefill, ", ".join("batch %d %.2f ms" % (b, rates[b]["ms_per_token"])
+                                for b in args.batch)))
+    print("%-10s %5s %9s %7s %10s %8s %8s %9s %9s %8s %8s %9s  %s"
+          % ("mix", "batch", "tokens/s", "x first", "efficiency", "p50 s", "p99 s", "ttft p50",
+             "ttft p99", "itl p50", "itl p99", "occupancy", "errors/lost/exit"))
+    failed = False
+    for mix in args.mix:
+        jobs = requests_for(mix, args.requests, inf["max_sequence_length"], inf["max_prompt_length"])
+        first = None
+        for b in args.batch:
+            r = load(bundles[b], ckpt, jobs, args, work)
+            first = first or r["tokens_per_s"]
+            eff = need_seconds(r["results"], prefill, rates[b]["ms_per_token"], b) / r["wall"]
+            print("%-10s %5d %9.0f %7.2f %10.2f %8.3f %8.3f %9.3f %9.3f %8.4f %8.4f %9.2f  %d/%d/%d"
+                  % (mix, b, r["tokens_per_s"], r["tokens_per_s"] / first, eff, r["p50"], r["p99"],
+                     r["ttft50"], r["ttft99"], r["itl50"], r["itl99"], r["occupancy"],
+                     len(r["errors"]), r["lost"], r["exit"]))
+            sys.stdout.flush()
+            for e in r["errors"][:5]:
+                print("   ", e)
+            failed |= bool(r["errors"]) or r["lost"] != 0 or r["exit"] != 0
     sys.exit(1 if failed else 0)
 
 

@@ -236,18 +236,28 @@ LogicalResult AttentionOp::verify() {
   ArrayRef<int64_t> k = shapeOf(getKey());
   if (failed(expectHeads(*this, q[2], getNumHeads(), /*even=*/false)))
     return failure();
+  if (getQueryRows() && !getQueryPositions())
+    return emitOpError() << "query_rows needs query_positions (a query reads "
+                            "another row only against a KV cache)";
   int64_t s = getQueryPositions() ? k[1] : q[1];
-  StringRef why = getQueryPositions()
+  // With query_rows a query picks its row: the keys' rows are the cache's.
+  int64_t rows = getQueryRows() ? kDyn : q[0];
+  StringRef why = getQueryRows() ? "[R, S, D] with D of the query"
+                  : getQueryPositions()
                       ? "[B, S, D] with B, D of the query"
                       : "[B, T, D] like the query: without query_positions "
                         "attention is causal over one sequence";
-  if (failed(expectShape(*this, getKey(), "key", {q[0], s, q[2]}, why)) ||
+  if (failed(expectShape(*this, getKey(), "key", {rows, s, q[2]}, why)) ||
       failed(expectShape(*this, getValue(), "value", shapeOf(getKey()),
                          "same as the key")))
     return failure();
   if (getQueryPositions() &&
       failed(expectShape(*this, getQueryPositions(), "query_positions",
                          {q[0], q[1]}, "[B, T] of the query")))
+    return failure();
+  if (getQueryRows() &&
+      failed(expectShape(*this, getQueryRows(), "query_rows", {q[0], q[1]},
+                         "[B, T] of the query")))
     return failure();
   return expectShape(*this, getResult(), "result", q, "same as the query");
 }
@@ -262,11 +272,17 @@ LogicalResult KVWriteOp::verify() {
   if (!getPositions() && u[1] != kDyn && c[1] != kDyn && u[1] > c[1])
     return emitOpError() << "operand #1 ('update') has " << u[1]
                          << " positions, more than the cache's " << c[1];
-  if (failed(expectShape(*this, getUpdate(), "update", {c[0], kDyn, c[2]},
-                         "[B, T, D] with B, D of the cache")) ||
+  if (getRows() && !getPositions())
+    return emitOpError() << "rows needs positions";
+  if (failed(expectShape(*this, getUpdate(), "update",
+                         {getRows() ? kDyn : c[0], kDyn, c[2]},
+                         getRows() ? "[N, T, D] with D of the cache"
+                                   : "[B, T, D] with B, D of the cache")) ||
       (getPositions() &&
        failed(expectShape(*this, getPositions(), "positions", {u[0], u[1]},
-                          "[B, T] of the update"))))
+                          "[B, T] of the update"))) ||
+      (getRows() && failed(expectShape(*this, getRows(), "rows", {u[0], u[1]},
+                                       "[B, T] of the update"))))
     return failure();
   return expectShape(*this, getResult(), "result", c, "same as the cache");
 }
@@ -294,11 +310,14 @@ LogicalResult GatherPositionsOp::verify() {
       failed(expectRank(*this, getInput(), "input", 3, "[B, T, D]")))
     return failure();
   ArrayRef<int64_t> x = shapeOf(getInput());
-  if (failed(expectShape(*this, getIndex(), "index", {x[0]},
-                         "[B] of the input")))
+  if (failed(expectRank(*this, getIndex(), "index", 1, "[B]")))
     return failure();
-  return expectShape(*this, getResult(), "result", {x[0], 1, x[2]},
-                     "[B, 1, D]");
+  // One input row serves every index (a mixed batch's tokens).
+  int64_t b = x[0] == 1 ? shapeOf(getIndex())[0] : x[0];
+  if (failed(expectShape(*this, getIndex(), "index", {b},
+                         "[B] of the input, or any [B] for an input of one row")))
+    return failure();
+  return expectShape(*this, getResult(), "result", {b, 1, x[2]}, "[B, 1, D]");
 }
 
 //===----------------------------------------------------------------------===//

@@ -145,38 +145,50 @@ def Fbt_RopeOp : Fbt_Op<"rope", [Pure, Differentiable]> {
   let hasVerifier = 1;
 }
 
-def Fbt_AttentionOp : Fbt_Op<"attention", [Pure, Differentiable]> {
+def Fbt_AttentionOp : Fbt_Op<"attention", [Pure, Differentiable,
+    AttrSizedOperandSegments]> {
   let summary = "causal multi-head scaled dot-product attention";
   let description = [{
     `query` is `[B, T, D]`, `key` and `value` are `[B, S, D]`, each viewed as
     `num_heads` heads. Query `t` sees key `j` iff `j <= pos(t)`, where `pos(t)`
     is `query_positions[b, t]` when given (decoding against a KV cache) and `t`
     otherwise (then `S == T`). Scores are scaled by `1/sqrt(D / num_heads)`.
+    With `query_rows` (`[B, T]`, positions required), query `(b, t)` reads
+    row `query_rows[b, t]` of the keys and values instead of row `b`, and the
+    keys may have any number of rows: one step carries tokens of many
+    sequences (a mixed batch, `[1, N, D]`). A query whose position lies
+    outside `[0, S)` is padding: it sees key 0 only.
   }];
   let arguments = (ins Fbt_FloatTensor:$query, Fbt_FloatTensor:$key,
                        Fbt_FloatTensor:$value,
                        Optional<Fbt_IntTensor>:$query_positions,
+                       Optional<Fbt_IntTensor>:$query_rows,
                        I64Attr:$num_heads);
   let results = (outs Fbt_FloatTensor:$result);
   let assemblyFormat = [{
-    $query `,` $key `,` $value (`,` $query_positions^)? attr-dict `:` functional-type(operands, results)
+    $query `,` $key `,` $value (`,` $query_positions^)? (`rows` $query_rows^)? attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }
 
-def Fbt_KVWriteOp : Fbt_Op<"kv_write", [Pure,
+def Fbt_KVWriteOp : Fbt_Op<"kv_write", [Pure, AttrSizedOperandSegments,
     DeclareOpInterfaceMethods<Fbt_InPlaceOpInterface>]> {
   let summary = "write new keys or values into a KV cache at given positions";
   let description = [{
     `cache` is `[B, S, D]`, `update` is `[B, T, D]`, `positions` is `[B, T]`:
     `result = cache` with `result[b, positions[b, t], :] = update[b, t, :]`.
     Without `positions`, row `t` goes to position `t` (a prefill from 0).
-    Value semantics; bufferization makes it an in-place store.
+    With `rows` (`[B, T]`, positions required), update `(b, t)` goes to
+    cache row `rows[b, t]` instead of `b`, and the update may have any number
+    of rows (a mixed batch, `[1, N, D]`). Positions outside `[0, S)` are
+    dropped (padding). Value semantics; bufferization makes it an in-place
+    store.
   }];
   let arguments = (ins Fbt_FloatTensor:$cache, Fbt_FloatTensor:$update,
-                       Optional<Fbt_IntTensor>:$positions);
+                       Optional<Fbt_IntTensor>:$positions,
+                       Optional<Fbt_IntTensor>:$rows);
   let results = (outs Fbt_FloatTensor:$result);
-  let assemblyFormat = "$cache `,` $update (`,` $positions^)? attr-dict `:` functional-type(operands, results)";
+  let assemblyFormat = "$cache `,` $update (`,` $positions^)? (`rows` $rows^)? attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
 }
 
@@ -201,7 +213,9 @@ def Fbt_GatherPositionsOp : Fbt_Op<"gather_positions", [Pure]> {
   let summary = "pick one position per sequence: result[b, 0] = input[b, index[b]]";
   let description = [{
     `input` is `[B, T, D]`, `index` is `[B]`, the result is `[B, 1, D]`. Used to
-    take the last prompt position of each sequence of a padded batch.
+    take the last prompt position of each sequence of a padded batch. An
+    input of one row (`[1, N, D]`, a mixed batch's tokens) serves every `b`:
+    `result[b, 0] = input[0, index[b]]`.
   }];
   let arguments = (ins Fbt_FloatTensor:$input, Fbt_IntTensor:$index);
   let results = (outs Fbt_FloatTensor:$result);

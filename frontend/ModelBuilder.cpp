@@ -53,6 +53,8 @@ struct Params {
 struct KVSource {
   /// Decoding: positions [B, T] of the new tokens; null in training/prefill.
   Value positions;
+  /// A mixed batch ([1, N] tokens of many sequences): each token's cache row.
+  Value rows;
   /// Prefill and decoding: this layer's caches, updated in place (by value).
   Value *kCache = nullptr, *vCache = nullptr;
 };
@@ -94,6 +96,13 @@ public:
       if (feedback)
         buildPrefill(/*fused=*/true, 1, t);
     }
+    // Mixed batches (mixed_n<N>) of max_prompt_length tokens, a quarter, ..
+    // while more than the batch: a server runs the running rows' next tokens
+    // and the joining rows' prompt chunks in one step, the smallest that
+    // holds them.
+    if (bs > 1)
+      for (int64_t n = spec.inference.maxPromptLength; n > bs; n /= 4)
+        buildMixedStep(n, feedback);
     return module;
   }
 
@@ -191,15 +200,15 @@ private:
     Value attn;
     if (kv.kCache) {
       *kv.kCache = ops::KVWriteOp::create(b, loc, kv.kCache->getType(),
-                                          *kv.kCache, k, kv.positions);
+                                          *kv.kCache, k, kv.positions, kv.rows);
       *kv.vCache = ops::KVWriteOp::create(b, loc, kv.vCache->getType(),
-                                          *kv.vCache, v, kv.positions);
+                                          *kv.vCache, v, kv.positions, kv.rows);
     }
     if (kv.positions) // decoding: attend over the cache
       attn = ops::AttentionOp::create(b, loc, x, q, *kv.kCache, *kv.vCache,
-                                      kv.positions, heads);
+                                      kv.positions, kv.rows, heads);
     else // training and prefill: causal over the sequence itself
-      attn = ops::AttentionOp::create(b, loc, x, q, k, v, Value(), heads);
+      attn = ops::AttentionOp::create(b, loc, x, q, k, v, Value(), Value(), heads);
     Value o = ops::MatmulOp::create(b, loc, x, attn, w.wo);
     z = ops::ResidualOp::create(b, loc, x, z, o, scale);
 
@@ -216,9 +225,10 @@ private:
 
   /// The stack; caches (one pair per layer) are updated when given.
   Value stack(Value z, const Params &p, Value positions,
-              MutableArrayRef<Value> kCaches, MutableArrayRef<Value> vCaches) {
+              MutableArrayRef<Value> kCaches, MutableArrayRef<Value> vCaches,
+              Value rows = Value()) {
     for (auto [l, w] : llvm::enumerate(p.layers)) {
-      KVSource kv{positions};
+      KVSource kv{positions, rows};
       if (!kCaches.empty()) {
         kv.kCache = &kCaches[l];
         kv.vCache = &vCaches[l];
@@ -467,6 +477,48 @@ private:
     Value h = stack(u, p, positions, kc, vc);
     auto [normed, logits] = head(h, p);
     SmallVector<Value> outs = {logits, carried(h, normed)};
+    outs.append(kc.begin(), kc.end());
+    outs.append(vc.begin(), vc.end());
+    func::ReturnOp::create(b, loc, outs);
+    b.setInsertionPointAfter(fn);
+  }
+
+  /// mixed_n<N>: N tokens, each of its own row of the decode batch at its own
+  /// position (rows, positions): a running row's next token (fed back where
+  /// feedback_on, with its row's state in token_states) or a piece of a
+  /// joining row's prompt (plain). Each row's logits and carried state are
+  /// those of its token `picks[row]`. A token at position -1 is padding:
+  /// nothing is written for it.
+  void buildMixedStep(int64_t n, bool feedback) {
+    const int64_t bs = spec.inference.batchSize;
+    auto x = f32({1, n, D()}), rowOut = f32({bs, 1, D()});
+    SmallVector<std::pair<StringRef, Type>> inputs = {
+        {"input_ids", i32({1, n})}, {"positions", i32({1, n})},
+        {"rows", i32({1, n})}, {"picks", i32({bs})}};
+    if (feedback)
+      inputs.append({{"token_states", x}, {"feedback_on", f32({1, n})}});
+    SmallVector<std::pair<std::string, Type>> results = {
+        {"logits", f32({bs, 1, spec.vocabSize})}, {"state", rowOut}};
+    addCaches(inputs, results, bs);
+
+    auto [fn, args] = startFunction(step::mixed(n), inputs, results, "decode");
+    Params p = Params::bind(ValueRange(args).take_front(params.size()),
+                            spec.numHiddenLayers);
+    unsigned i = params.size();
+    Value ids = args[i++], positions = args[i++], rows = args[i++],
+          picks = args[i++];
+    auto [kc, vc] = caches(args);
+
+    Value e = ops::EmbeddingOp::create(b, loc, x, p.embed, ids);
+    Value u = plainInputs(e);
+    if (feedback) {
+      Value state = args[i++], feedbackOn = args[i++];
+      u = ops::WhereOp::create(b, loc, x, feedbackOn, fuse(e, u, state, p), u);
+    }
+    Value h = stack(u, p, positions, kc, vc, rows);
+    Value last = ops::GatherPositionsOp::create(b, loc, rowOut, h, picks);
+    auto [normed, logits] = head(last, p);
+    SmallVector<Value> outs = {logits, carried(last, normed)};
     outs.append(kc.begin(), kc.end());
     outs.append(vc.begin(), vc.end());
     func::ReturnOp::create(b, loc, outs);

@@ -12,6 +12,10 @@
 //   prefill_row_t<T>, prefill_fused_row_t<T>  one row over T positions (a
 //                quarter of max_prompt_length, a sixteenth, .. down to 16):
 //                a short prompt's prefill costs what its length does
+//   mixed_n<N>   N tokens of any rows at their own positions (max_prompt_length
+//                tokens, a quarter, .. while more than the batch): a server's
+//                running rows' next tokens and joining rows' prompt chunks
+//                in one step (chunked prefill)
 // Every step takes the same parameter list first, in `parameterNames` order,
 // so one set of weights serves them all.
 //

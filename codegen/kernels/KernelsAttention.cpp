@@ -29,6 +29,13 @@ ArrayRef<int64_t> shape(Value v) {
 /// Queries per block of the CPU's attention backward (Knob::QueryBlock).
 constexpr int64_t kQueryBlock = 4;
 
+/// `i` where it is in [0, n) (a negative i32 is far above n as an index),
+/// else 0.
+Value inRange(KernelBuilder &kb, Value i, int64_t n) {
+  return kb.select(kb.icmp(arith::CmpIPredicate::ult, i, kb.index(n)), i,
+                   kb.index(0));
+}
+
 /// q . k over one head's channels.
 Value dot(KernelBuilder &kb, Value a, Value aBase, Value b, Value bBase,
           int64_t n) {
@@ -70,21 +77,21 @@ void attendRow(KernelBuilder &kb, Value q, Value qBase, Value k, Value v,
 
 AttentionQuery mlir::fbt::attentionQuery(KernelBuilder &kb, Value id, int64_t t,
                                          int64_t s, int64_t d, int64_t h,
-                                         bool hasPositions) {
+                                         bool hasPositions, int64_t kvRows) {
   // id = (b * H + head) * T + tq
   int64_t dh = d / h;
   Value tq = kb.irem(id, t), bh = kb.idiv(id, t);
   Value head = kb.irem(bh, h), b = kb.idiv(bh, h);
   Value row = kb.iadd(kb.imul(b, t), tq);
+  Value kvRow = b;
+  if (kvRows > 0) // the query's own cache row; one outside the cache reads row 0
+    kvRow = inRange(kb, kb.toIndex(kb.load(kb.arg(4), row)), kvRows);
   AttentionQuery q;
   q.base = kb.iadd(kb.imul(row, d), kb.imul(head, dh));
-  q.kvBase = kb.iadd(kb.imul(kb.imul(b, s), d), kb.imul(head, dh));
+  q.kvBase = kb.iadd(kb.imul(kb.imul(kvRow, s), d), kb.imul(head, dh));
   q.last = tq;
-  if (hasPositions) { // the last cache position this query sees, clamped
-    Value p = kb.toIndex(kb.load(kb.arg(3), row));
-    q.last = kb.select(kb.icmp(arith::CmpIPredicate::ult, p, kb.index(s)), p,
-                       kb.index(s - 1));
-  }
+  if (hasPositions) // the last cache position this query sees; padding sees 0
+    q.last = inRange(kb, kb.toIndex(kb.load(kb.arg(3), row)), s);
   return q;
 }
 
@@ -136,17 +143,19 @@ FailureOr<func::FuncOp> buildRope(KernelBuilder &kb, RopeOp rope) {
 
 /// Causal attention over the KV rows, a parallel unit per (batch, head, query).
 FailureOr<func::FuncOp> buildAttention(KernelBuilder &kb, AttentionOp attn) {
-  // Args: q [B,T,D], k, v [B,S,D], [positions [B,T]], out [B,T,D].
+  // Args: q [B,T,D], k, v [B,S,D] (or [R,S,D]), [positions [B,T]],
+  // [query rows [B,T]], out [B,T,D].
   ArrayRef<int64_t> q = shape(attn.getQuery()), k = shape(attn.getKey());
   int64_t bsz = q[0], t = q[1], d = q[2], s = k[1], h = attn.getNumHeads(),
           dh = d / h;
   bool hasPos = bool(attn.getQueryPositions());
-  unsigned outArg = hasPos ? 4 : 3;
+  int64_t kvRows = attn.getQueryRows() ? k[0] : 0;
+  unsigned outArg = 3 + hasPos + (kvRows > 0);
   double scale = 1.0 / std::sqrt((double)dh);
   if (kb.gpu())
-    return buildAttentionGpu(kb, bsz, t, s, d, h, hasPos, outArg);
+    return buildAttentionGpu(kb, bsz, t, s, d, h, hasPos, kvRows, outArg);
   kb.parallel(bsz * h * t, [&](Value id) {
-    AttentionQuery q = attentionQuery(kb, id, t, s, d, h, hasPos);
+    AttentionQuery q = attentionQuery(kb, id, t, s, d, h, hasPos, kvRows);
     attendRow(kb, kb.arg(0), q.base, kb.arg(1), kb.arg(2), q.kvBase, d,
               q.last, dh, scale, kb.scratch(s), kb.arg(outArg), q.base);
   });
@@ -238,13 +247,26 @@ FailureOr<func::FuncOp> buildAttentionGrad(KernelBuilder &kb, AttentionGradOp g)
 
 /// New rows into a KV cache, in place where the runtime allows it.
 FailureOr<func::FuncOp> buildKVWrite(KernelBuilder &kb, KVWriteOp w) {
-  // Args: cache [B,S,D], update [B,T,D], [positions [B,T]], out [B,S,D].
-  // The runtime runs this in place (out is the cache); otherwise the cache
-  // is copied first.
+  // Args: cache [B,S,D], update [N,T,D], [positions [N,T]], [rows [N,T]],
+  // out [B,S,D]. The runtime runs this in place (out is the cache);
+  // otherwise the cache is copied first. Without rows N is B and update row
+  // n goes to cache row n.
   ArrayRef<int64_t> c = shape(w.getCache()), u = shape(w.getUpdate());
-  int64_t bsz = c[0], s = c[1], d = c[2], t = u[1];
-  bool hasPos = bool(w.getPositions());
-  Value out = kb.arg(hasPos ? 3 : 2);
+  int64_t bsz = c[0], s = c[1], d = c[2], n = u[0], t = u[1];
+  bool hasPos = bool(w.getPositions()), hasRows = bool(w.getRows());
+  Value out = kb.arg(2 + hasPos + hasRows);
+  // Where update row `row` goes: its cache row's base, and whether it is
+  // written at all (a position or row outside the cache is padding).
+  auto target = [&](Value row, function_ref<void(Value)> write) {
+    Value pos = hasPos ? kb.toIndex(kb.load(kb.arg(2), row)) : kb.irem(row, t);
+    Value b0 = hasRows ? kb.toIndex(kb.load(kb.arg(3), row)) : kb.idiv(row, t);
+    Value inside = kb.icmp(arith::CmpIPredicate::ult, pos, kb.index(s));
+    if (hasRows)
+      inside = arith::AndIOp::create(
+          kb.builder(), kb.location(), inside,
+          kb.icmp(arith::CmpIPredicate::ult, b0, kb.index(bsz)));
+    kb.ifThen(inside, [&] { write(kb.imul(kb.iadd(kb.imul(b0, s), pos), d)); });
+  };
   OpBuilder &b = kb.builder();
   Location loc = kb.location();
   if (kb.gpu()) {
@@ -256,12 +278,10 @@ FailureOr<func::FuncOp> buildKVWrite(KernelBuilder &kb, KVWriteOp w) {
       kb.ifThen(kb.icmp(arith::CmpIPredicate::ne, src, dst),
                 [&] { kb.store(kb.load(kb.arg(0), i), out, i); });
     });
-    kb.elements(bsz * t, d, [&](Value row, Value ch) {
-      Value b0 = kb.idiv(row, t);
-      Value pos = hasPos ? kb.toIndex(kb.load(kb.arg(2), row)) : kb.irem(row, t);
-      kb.ifThen(kb.icmp(arith::CmpIPredicate::ult, pos, kb.index(s)), [&] {
-        Value dst = kb.iadd(kb.imul(kb.iadd(kb.imul(b0, s), pos), d), ch);
-        kb.store(kb.load(kb.arg(1), kb.iadd(kb.imul(row, d), ch)), out, dst);
+    kb.elements(n * t, d, [&](Value row, Value ch) {
+      target(row, [&](Value dstBase) {
+        kb.store(kb.load(kb.arg(1), kb.iadd(kb.imul(row, d), ch)), out,
+                 kb.iadd(dstBase, ch));
       });
     });
     return kb.finish();
@@ -273,12 +293,8 @@ FailureOr<func::FuncOp> buildKVWrite(KernelBuilder &kb, KVWriteOp w) {
       kb.store(kb.load(kb.arg(0), i), out, i);
     });
   });
-  kb.parallel(bsz * t, [&](Value row) {
-    Value b0 = kb.idiv(row, t);
-    Value pos = hasPos ? kb.toIndex(kb.load(kb.arg(2), row)) : kb.irem(row, t);
-    // Positions past the cache are dropped (the runtime rejects them first).
-    kb.ifThen(kb.icmp(arith::CmpIPredicate::ult, pos, kb.index(s)), [&] {
-      Value dstBase = kb.imul(kb.iadd(kb.imul(b0, s), pos), d);
+  kb.parallel(n * t, [&](Value row) {
+    target(row, [&](Value dstBase) {
       kb.loop(d, [&](Value ch) {
         kb.store(kb.load(kb.arg(1), kb.iadd(kb.imul(row, d), ch)), out,
                  kb.iadd(dstBase, ch));
@@ -290,14 +306,16 @@ FailureOr<func::FuncOp> buildKVWrite(KernelBuilder &kb, KVWriteOp w) {
 
 /// One row per batch entry, at its position (the last prompt token's).
 FailureOr<func::FuncOp> buildGatherPositions(KernelBuilder &kb, GatherPositionsOp g) {
-  // Args: input [B,T,D], index [B], out [B,1,D].
+  // Args: input [B,T,D] (or [1,T,D], every b's), index [B], out [B,1,D].
   ArrayRef<int64_t> x = shape(g.getInput());
-  int64_t t = x[1], d = x[2];
-  kb.elements(x[0], d, [&](Value b, Value c) {
+  int64_t t = x[1], d = x[2], bsz = shape(g.getIndex())[0];
+  bool shared = x[0] == 1;
+  kb.elements(bsz, d, [&](Value b, Value c) {
     Value p = kb.toIndex(kb.load(kb.arg(1), b));
     Value safe = kb.select(kb.icmp(arith::CmpIPredicate::ult, p, kb.index(t)),
                            p, kb.index(t - 1));
-    Value srcBase = kb.imul(kb.iadd(kb.imul(b, t), safe), d);
+    Value first = shared ? safe : kb.iadd(kb.imul(b, t), safe);
+    Value srcBase = kb.imul(first, d);
     kb.store(kb.load(kb.arg(0), kb.iadd(srcBase, c)), kb.arg(2),
              kb.iadd(kb.imul(b, d), c));
   });

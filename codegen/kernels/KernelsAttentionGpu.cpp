@@ -232,14 +232,14 @@ FailureOr<func::FuncOp> buildAttentionTiled(KernelBuilder &kb, int64_t bsz,
 
 FailureOr<func::FuncOp> mlir::fbt::buildAttentionGpu(
     KernelBuilder &kb, int64_t bsz, int64_t t, int64_t s, int64_t d, int64_t h,
-    bool hasPos, unsigned outArg) {
+    bool hasPos, int64_t kvRows, unsigned outArg) {
   if (!hasPos && s == t)
     return buildAttentionTiled(kb, bsz, t, d, h, outArg);
   // With a KV cache: a warp per query, reading its keys itself.
   int64_t dh = d / h;
   double scale = 1.0 / std::sqrt((double)dh);
   kb.rows(bsz * h * t, 32, [&](Value id) {
-    AttentionQuery query = attentionQuery(kb, id, t, s, d, h, hasPos);
+    AttentionQuery query = attentionQuery(kb, id, t, s, d, h, hasPos, kvRows);
     Value qBase = query.base, kvBase = query.kvBase, last = query.last;
     LaneChannels lanes(kb, dh);
     SmallVector<Value> q = lanes.loadAll(kb.arg(0), qBase);

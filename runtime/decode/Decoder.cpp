@@ -28,9 +28,13 @@ Decoder::Decoder(Session &s) : session_(s) {
                          "the KV cache");
   lastLogits_ = AlignedBuffer(batch_ * vocab_ * sizeof(float));
   // prefill_row_t<T>: one row's prefill over T positions.
-  for (const auto &[name, plan] : s.bundle().steps())
+  for (const auto &[name, plan] : s.bundle().steps()) {
     if (int64_t t = step::rowPrefillLength(name))
       rowPrefills_.push_back(t);
+    if (int64_t n = step::mixedTokens(name))
+      mixedSizes_.push_back(n);
+  }
+  std::sort(mixedSizes_.begin(), mixedSizes_.end());
   state_ = AlignedBuffer(batch_ * width_ * sizeof(float));
 }
 
@@ -285,28 +289,114 @@ Decoder::generate(const std::vector<std::vector<int32_t>> &prompts,
   return out;
 }
 
+int64_t Decoder::longestPrompt(const Regime &regime) const {
+  if (regime.kind == Regime::Kind::Fused || mixedSizes_.empty())
+    return maxPrompt_;
+  return maxSequence_ - 1; // room for one token after it
+}
+
+void Decoder::mixed(const std::vector<MixedToken> &tokens) {
+  if (tokens.empty())
+    return;
+  auto size = std::lower_bound(mixedSizes_.begin(), mixedSizes_.end(),
+                               (int64_t)tokens.size());
+  if (size == mixedSizes_.end())
+    throw RuntimeError(std::to_string(tokens.size()) + " tokens for one mixed step; "
+                       "the bundle's largest takes " + std::to_string(mixedCapacity()));
+  int64_t n = *size;
+  // Padding: position -1 and row -1, written nowhere.
+  std::vector<int32_t> ids(n, 0), positions(n, -1), rows(n, -1), picks(batch_, 0);
+  std::vector<float> on(n, 0.0f), states(n * width_, 0.0f);
+  std::vector<bool> seen(batch_, false);
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    const MixedToken &t = tokens[i];
+    if (t.row < 0 || t.row >= batch_ || t.position < 0 || t.position >= maxSequence_ ||
+        t.id < 0 || t.id >= vocab_)
+      throw RuntimeError("mixed-step token " + std::to_string(i) + " (row " +
+                         std::to_string(t.row) + ", position " +
+                         std::to_string(t.position) + ", id " + std::to_string(t.id) +
+                         ") is outside the batch, the context or the vocabulary");
+    ids[i] = t.id;
+    positions[i] = t.position;
+    rows[i] = (int32_t)t.row;
+    picks[t.row] = (int32_t)i; // a row's last token gives its logits
+    seen[t.row] = true;
+    if (t.feedback) {
+      on[i] = 1.0f;
+      std::copy(state(t.row), state(t.row) + width_, states.begin() + i * width_);
+    }
+  }
+  std::string name = step::mixed(n);
+  StepRunner &runner = session_.runner(name);
+  bool feedback = runner.plan().inputIndex("feedback_on") >= 0;
+  std::set<std::string> inputs = {"input_ids", "positions", "rows", "picks"};
+  if (feedback)
+    inputs.insert({"token_states", "feedback_on"});
+  StepBinding &b = binding(name, inputs);
+  b.set("input_ids", ids.data(), ids.size() * sizeof(int32_t));
+  b.set("positions", positions.data(), positions.size() * sizeof(int32_t));
+  b.set("rows", rows.data(), rows.size() * sizeof(int32_t));
+  b.set("picks", picks.data(), picks.size() * sizeof(int32_t));
+  if (feedback) {
+    b.set("token_states", states.data(), states.size() * sizeof(float));
+    b.set("feedback_on", on.data(), on.size() * sizeof(float));
+  } else {
+    for (const MixedToken &t : tokens)
+      if (t.feedback)
+        throw RuntimeError("this model has no feedback path (fusion none): a mixed "
+                           "step cannot feed a state back");
+  }
+  b.run(runner);
+  std::vector<float> logits = b.readFloats("logits"), out = b.readFloats("state");
+  for (int64_t r = 0; r < batch_; ++r)
+    if (seen[r]) {
+      std::copy_n(logits.begin() + r * vocab_, vocab_, lastLogits_.as<float>() + r * vocab_);
+      std::copy_n(out.begin() + r * width_, width_, state_.as<float>() + r * width_);
+    }
+}
+
 void Decoder::setPrefillCache(size_t entries) { cache_.setCapacity(entries); }
 
-void Decoder::prefillCached(const std::vector<int32_t> &prompt,
-                            const Regime &regime, int64_t row) {
-  int64_t kind = regime.kind == Regime::Kind::Fused ? regime.passes : 1;
+namespace {
+/// The prefill cache's key for a regime: the passes its prefill runs.
+int64_t prefillKind(const Regime &regime) {
+  return regime.kind == Regime::Kind::Fused ? regime.passes : 1;
+}
+} // namespace
+
+bool Decoder::restoreCached(int64_t row, const std::vector<int32_t> &prompt,
+                            const Regime &regime) {
+  const PrefillCache::Entry *p = cache_.find(prompt, prefillKind(regime));
+  if (!p)
+    return false;
   size_t rowBytes = prompt.size() * width_ * sizeof(float);
   // Row `row` of each cache starts at position 0 of that row.
   size_t rowStart = row * maxSequence_ * width_ * sizeof(float);
-  if (const PrefillCache::Entry *p = cache_.find(prompt, kind)) {
-    for (size_t i = 0; i < caches_.size(); ++i)
-      session_.device().upload(static_cast<char *>(caches_[i].data()) + rowStart,
-                               p->kv[i].data(), rowBytes);
-    std::copy(p->state.begin(), p->state.end(), state_.as<float>() + row * width_);
-    std::copy(p->logits.begin(), p->logits.end(), lastLogits_.as<float>() + row * vocab_);
+  for (size_t i = 0; i < caches_.size(); ++i)
+    session_.device().upload(static_cast<char *>(caches_[i].data()) + rowStart,
+                             p->kv[i].data(), rowBytes);
+  std::copy(p->state.begin(), p->state.end(), state_.as<float>() + row * width_);
+  std::copy(p->logits.begin(), p->logits.end(), lastLogits_.as<float>() + row * vocab_);
+  return true;
+}
+
+void Decoder::prefillCached(const std::vector<int32_t> &prompt,
+                            const Regime &regime, int64_t row) {
+  if (restoreCached(row, prompt, regime))
     return;
-  }
   runPrefill({prompt}, regime, row, 1, {});
+  storeCached(row, prompt, regime);
+}
+
+void Decoder::storeCached(int64_t row, const std::vector<int32_t> &prompt,
+                          const Regime &regime) {
   if (cache_.capacity() == 0)
     return;
+  size_t rowBytes = prompt.size() * width_ * sizeof(float);
+  size_t rowStart = row * maxSequence_ * width_ * sizeof(float);
   PrefillCache::Entry p;
   p.prompt = prompt;
-  p.kind = kind;
+  p.kind = prefillKind(regime);
   for (const DeviceBuffer &c : caches_) {
     p.kv.emplace_back(prompt.size() * width_);
     session_.device().download(p.kv.back().data(),

@@ -12,7 +12,8 @@
 // position, and padding never reaches a real position (causal attention).
 // A sequence can also join a running batch (admit): prefill_row and
 // prefill_fused_row prefill its row alone, into that row's slice of the
-// caches.
+// caches; or, in pieces, beside the other rows' decoding (mixed: the
+// mixed_n<N> steps, tokens of any rows at their own positions).
 //
 //===----------------------------------------------------------------------===//
 
@@ -75,6 +76,32 @@ public:
   /// ones). Rows without feedback anywhere take the plain step.
   void step(const std::vector<int32_t> &tokens, const std::vector<int32_t> &positions,
             const std::vector<bool> &feedback);
+  /// One token of a mixed step (mixed): a running row's next token (with
+  /// its row's state fed back when `feedback`), or a piece of a joining
+  /// row's prompt (plain), written to row `row`'s cache at `position`.
+  struct MixedToken {
+    int64_t row;
+    int32_t id, position;
+    bool feedback = false;
+  };
+  /// The most tokens one mixed step takes; 0 when the bundle has no mixed
+  /// steps (a decode batch of one).
+  int64_t mixedCapacity() const { return mixedSizes_.empty() ? 0 : mixedSizes_.back(); }
+  /// The longest prompt `regime` takes: with mixed steps a standard or soft
+  /// prompt is prefilled in pieces, so only the context bounds it.
+  int64_t longestPrompt(const Regime &regime) const;
+  /// One mixed step (chunked prefill beside decoding): every token in
+  /// `tokens`, at most mixedCapacity(), over the smallest mixed step that
+  /// holds them. Each row with a token in it takes the logits and state of
+  /// its last one; the other rows keep theirs.
+  void mixed(const std::vector<MixedToken> &tokens);
+  /// Whether the prefill cache holds `prompt` for `regime`; if so it is
+  /// restored into row `row` (its caches, state and logits), as admit would.
+  bool restoreCached(int64_t row, const std::vector<int32_t> &prompt, const Regime &regime);
+  /// Keeps row `row`'s prefill of `prompt` (its caches, state and logits) in
+  /// the prefill cache, as admit keeps what it prefills.
+  void storeCached(int64_t row, const std::vector<int32_t> &prompt, const Regime &regime);
+
   /// Row `row`'s logits after its admission or the last step ([V]).
   const float *logits(int64_t row) const { return lastLogits_.as<float>() + row * vocab_; }
   /// The token `sampling` chooses from `logits`; `counter` numbers the draw
@@ -123,6 +150,8 @@ private:
   /// The positions of the bundle's shorter one-row prefills
   /// (prefill_row_t<T>, prefill_fused_row_t<T>).
   std::vector<int64_t> rowPrefills_;
+  /// The token counts of the bundle's mixed steps (mixed_n<N>), ascending.
+  std::vector<int64_t> mixedSizes_;
 
   /// Prefills `prompt` in row `row` alone (the other rows keep their caches,
   /// state and logits), or restores it from the cache.

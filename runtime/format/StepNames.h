@@ -14,6 +14,9 @@
 //                       it, over the longest prompt or T positions
 //   decode_step, decode_step_plain
 //                       one token per row, with and without the feedback
+//   mixed_n<N>          N tokens of any rows of the decode batch, each at
+//                       its own row and position: the running rows' next
+//                       tokens beside the joining rows' prompt chunks
 //
 // Header-only and dependency-free, so the compiler can include it.
 //
@@ -71,6 +74,14 @@ inline int64_t passesOf(const std::string &name) {
   if (int64_t k = detail::numberBetween(name, "train_k", kGradsSuffix))
     return k;
   return detail::numberBetween(name, "eval_k", "");
+}
+
+/// "mixed_n256": a mixed batch of `tokens` tokens.
+inline std::string mixed(int64_t tokens) { return "mixed_n" + std::to_string(tokens); }
+
+/// The N of mixed_n<N>; 0 for any other name.
+inline int64_t mixedTokens(const std::string &name) {
+  return detail::numberBetween(name, "mixed_n", "");
 }
 
 /// The T of prefill_row_t<T> (a one-row plain prefill of T positions); 0

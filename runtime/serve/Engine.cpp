@@ -4,6 +4,7 @@
 
 #include "runtime/base/Error.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 
@@ -55,10 +56,12 @@ std::shared_ptr<Job> Engine::prepare(const std::string &body, bool chat) const {
   } catch (const RuntimeError &e) {
     throw ApiError{400, std::string("the prompt cannot be tokenized: ") + e.what(), field};
   }
-  if ((int64_t)job->prompt.size() > decoder_.maxPrompt())
+  int64_t longest = decoder_.longestPrompt(job->req.regime);
+  if ((int64_t)job->prompt.size() > longest)
     throw ApiError{400, "the prompt has " + std::to_string(job->prompt.size()) +
                             " tokens; this model takes at most " +
-                            std::to_string(decoder_.maxPrompt()),
+                            std::to_string(longest) + " in the " +
+                            job->req.regime.name() + " regime",
                    field};
   job->id = requestId(chat);
   job->created = std::chrono::duration_cast<std::chrono::seconds>(
@@ -104,7 +107,12 @@ void Engine::loop() {
     }
     try {
       admitPending();
-      if (active() > 0)
+      bool joining = false;
+      for (const auto &row : rows_)
+        joining |= row && row->joining;
+      if (joining)
+        mixedStep();
+      else if (active() > 0)
         stepAll();
     } catch (const std::exception &e) { // fails every sequence in flight
       for (auto &row : rows_)
@@ -151,10 +159,81 @@ void Engine::admitPending() {
         finish(s);
         continue;
       }
-      decoder_.admit((int64_t)r, s.job->prompt, s.job->req.regime);
+      const Regime &regime = s.job->req.regime;
+      bool pieces = decoder_.mixedCapacity() > 0 && regime.kind != Regime::Kind::Fused;
+      if (pieces && !decoder_.restoreCached((int64_t)r, s.job->prompt, regime)) {
+        s.joining = true; // its prompt goes through the next mixed steps
+        s.order = admitted_++;
+        rows_[r] = std::move(s);
+        continue;
+      }
+      if (!pieces)
+        decoder_.admit((int64_t)r, s.job->prompt, regime);
       if (take(s, decoder_.sample(decoder_.logits(r), s.sampling, 0)))
         rows_[r] = std::move(s);
     }
+}
+
+/// One mixed step: every running row's next token, then the joining rows'
+/// prompt tokens, oldest first, as many as fit.
+void Engine::mixedStep() {
+  std::vector<Decoder::MixedToken> tokens;
+  std::vector<int64_t> running, joining;
+  for (int64_t r = 0; r < (int64_t)rows_.size(); ++r) {
+    if (!rows_[r])
+      continue;
+    Sequence &s = *rows_[r];
+    if (s.joining && s.job->cancelled) { // nothing more to prefill for it
+      finish(s);
+      rows_[r].reset();
+    } else if (s.joining) {
+      joining.push_back(r);
+    } else {
+      running.push_back(r);
+      tokens.push_back({r, s.next, s.position,
+                        s.job->req.regime.kind != Regime::Kind::Standard});
+    }
+  }
+  std::sort(joining.begin(), joining.end(),
+            [&](int64_t a, int64_t b) { return rows_[a]->order < rows_[b]->order; });
+  std::vector<std::pair<int64_t, int64_t>> pieces; // row, tokens
+  int64_t room = decoder_.mixedCapacity() - (int64_t)tokens.size();
+  for (int64_t r : joining) {
+    Sequence &s = *rows_[r];
+    const std::vector<int32_t> &prompt = s.job->prompt;
+    int64_t n = std::min<int64_t>(room, (int64_t)prompt.size() - s.prefilled);
+    if (n <= 0)
+      break;
+    for (int64_t i = s.prefilled; i < s.prefilled + n; ++i)
+      tokens.push_back({r, prompt[i], (int32_t)i, false});
+    pieces.push_back({r, n});
+    room -= n;
+  }
+  if (tokens.empty())
+    return;
+  decoder_.mixed(tokens);
+  ++metrics_.steps;
+  metrics_.rowSteps += (int64_t)running.size();
+  for (int64_t r : running)
+    advance(*rows_[r], r);
+  for (auto [r, n] : pieces) {
+    Sequence &s = *rows_[r];
+    s.prefilled += n;
+    if (s.prefilled < (int64_t)s.job->prompt.size())
+      continue;
+    // The prompt is in: its last token's logits choose the first new one.
+    s.joining = false;
+    decoder_.storeCached(r, s.job->prompt, s.job->req.regime);
+    if (!take(s, decoder_.sample(decoder_.logits(r), s.sampling, 0)))
+      rows_[r].reset();
+  }
+}
+
+/// A running row after a step: its next position and token.
+void Engine::advance(Sequence &s, int64_t row) {
+  ++s.position;
+  if (!take(s, decoder_.sample(decoder_.logits(row), s.sampling, (uint64_t)s.produced)))
+    rows_[row].reset();
 }
 
 void Engine::stepAll() {
@@ -171,12 +250,8 @@ void Engine::stepAll() {
   ++metrics_.steps;
   metrics_.rowSteps += active();
   for (int64_t r = 0; r < b; ++r)
-    if (rows_[r]) {
-      Sequence &s = *rows_[r];
-      ++s.position;
-      if (!take(s, decoder_.sample(decoder_.logits(r), s.sampling, (uint64_t)s.produced)))
-        rows_[r].reset();
-    }
+    if (rows_[r])
+      advance(*rows_[r], r);
 }
 
 /// Takes sequence `s`'s next token `id`; false once `s` has ended (then

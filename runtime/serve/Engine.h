@@ -2,12 +2,20 @@
 //
 // fbt serve without the HTTP. One engine thread owns the decoder and
 // batches requests continuously: each of a request's n choices is a
-// sequence that takes a row of the decode batch when one is free (its
-// prompt prefilled into that row alone, Decoder::admit), decodes one token
-// per step beside the others, each row in its own regime and with its own
-// sampling, and frees the row when it ends. Jobs (Job.h) carry the results
-// back to whichever thread waits for them. The decoder keeps the last
-// `prefixCache` prefills (Decoder::setPrefillCache).
+// sequence that takes a row of the decode batch when one is free, decodes
+// one token per step beside the others, each row in its own regime and with
+// its own sampling, and frees the row when it ends. Jobs (Job.h) carry the
+// results back to whichever thread waits for them. The decoder keeps the
+// last `prefixCache` prefills (Decoder::setPrefillCache).
+//
+// Prompts are prefilled in pieces beside the running rows (chunked
+// prefill, where the bundle has mixed steps): while any row is joining,
+// each step carries every running row's next token and, oldest joining row
+// first, as many prompt tokens as the largest mixed step has room for. So
+// a running row waits at most one such step for its next token, and
+// joining prompts share their steps, whatever their lengths. A fused:N
+// prompt (N passes over the whole prompt) is prefilled into its row alone
+// (Decoder::admit), as is every prompt without mixed steps.
 //
 //===----------------------------------------------------------------------===//
 
@@ -66,6 +74,11 @@ private:
     int32_t position = 0; ///< where it goes
     int64_t produced = 0, maxNew = 0;
     bool done = false;
+    /// Joining through mixed steps: prompt tokens in the cache so far, and
+    /// the admission order (the oldest joining row's prompt goes first).
+    bool joining = false;
+    int64_t prefilled = 0;
+    uint64_t order = 0;
   };
 
   void loop();
@@ -73,6 +86,8 @@ private:
   Sequence makeSequence(const std::shared_ptr<Job> &job, int64_t choice);
   void admitPending();
   void stepAll();
+  void mixedStep();
+  void advance(Sequence &s, int64_t row);
   bool take(Sequence &s, int32_t id);
   void extend(Sequence &s, const std::string &now);
   void finish(Sequence &s);
@@ -89,6 +104,7 @@ private:
   std::deque<Sequence> pending_;              ///< engine thread only
   std::vector<std::optional<Sequence>> rows_; ///< engine thread only
   bool busy_ = false, stopping_ = false;
+  uint64_t admitted_ = 0; ///< engine thread only
   std::thread worker_;
 };
 

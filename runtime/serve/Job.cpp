@@ -26,6 +26,10 @@ std::string Job::takeEvents(std::chrono::milliseconds timeout, bool &ended) {
     started_[d.index] = true;
   }
   ended = done;
+  if (ended && error.empty() && req.streamUsage)
+    events += "data: " +
+              usageChunkJson(req, id, created, promptTokens(), completionTokens) +
+              "\n\n";
   if (ended)
     events += error.empty() ? "data: [DONE]\n\n"
                             : "data: " + ApiError{500, error, "", "server_error"}.body() +

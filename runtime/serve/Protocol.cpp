@@ -122,8 +122,7 @@ GenerationRequest parseGenerationRequest(const std::string &body, bool chat,
   // Accepted for compatibility; they do not change what we generate.
   static const std::set<std::string> ignored = {
       "user", "logit_bias", "presence_penalty", "frequency_penalty", "logprobs",
-      "top_logprobs", "echo", "best_of", "stream_options", "response_format",
-      "suffix"};
+      "top_logprobs", "echo", "best_of", "response_format", "suffix"};
   for (const auto &[key, v] : asObject(root)) {
     if (key == "model") {
       r.model = text(v, key);
@@ -160,6 +159,18 @@ GenerationRequest parseGenerationRequest(const std::string &body, bool chat,
       if (!v.is_boolean() && !v.is_null())
         bad(key, "'stream' must be true or false");
       r.stream = v.is_boolean() && asBool(v);
+    } else if (key == "stream_options") {
+      if (v.is_null())
+        continue;
+      if (!v.is_object())
+        bad(key, "'stream_options' must be an object");
+      for (const auto &[option, value] : asObject(v)) {
+        if (option != "include_usage")
+          bad(key, "unknown stream option '" + option + "'");
+        if (!value.is_boolean())
+          bad(key, "'stream_options.include_usage' must be true or false");
+        r.streamUsage = asBool(value);
+      }
     } else if (key == "stop") {
       if (v.is_string()) {
         r.stop = {asString(v)};
@@ -186,6 +197,8 @@ GenerationRequest parseGenerationRequest(const std::string &body, bool chat,
       bad(key, "unknown field '" + key + "'");
     }
   }
+  if (r.streamUsage && !r.stream)
+    bad("stream_options", "'stream_options' is only allowed with 'stream': true");
   if (!havePrompt)
     bad(chat ? "messages" : "prompt",
         chat ? "'messages' is required" : "'prompt' is required");
@@ -253,6 +266,14 @@ size_t stopHoldback(const std::string &text, const GenerationRequest &r) {
   return held;
 }
 
+namespace {
+Json usageJson(int64_t promptTokens, int64_t completionTokens) {
+  return Json::object({{"prompt_tokens", promptTokens},
+                       {"completion_tokens", completionTokens},
+                       {"total_tokens", promptTokens + completionTokens}});
+}
+} // namespace
+
 std::string replyJson(const GenerationRequest &r, const std::string &id,
                       int64_t created, const std::vector<Choice> &choices,
                       int64_t promptTokens, int64_t completionTokens) {
@@ -275,10 +296,19 @@ std::string replyJson(const GenerationRequest &r, const std::string &id,
        {"created", created},
        {"model", r.model},
        {"choices", std::move(out)},
-       {"usage",
-        Json::object({{"prompt_tokens", promptTokens},
-                      {"completion_tokens", completionTokens},
-                      {"total_tokens", promptTokens + completionTokens}})}}));
+       {"usage", usageJson(promptTokens, completionTokens)}}));
+}
+
+std::string usageChunkJson(const GenerationRequest &r, const std::string &id,
+                           int64_t created, int64_t promptTokens,
+                           int64_t completionTokens) {
+  return dumpJson(Json::object(
+      {{"id", id},
+       {"object", r.chat ? "chat.completion.chunk" : "text_completion"},
+       {"created", created},
+       {"model", r.model},
+       {"choices", Json::array()},
+       {"usage", usageJson(promptTokens, completionTokens)}}));
 }
 
 std::string chunkJson(const GenerationRequest &r, const std::string &id,

@@ -10,11 +10,12 @@
 // messages (chat: [{role: system|user|assistant, content: string}]),
 // max_tokens (default 16; max_completion_tokens for chat too), temperature
 // (0..2, default 1), top_p (0..1], stop (a string or up to 4), seed, n
-// (1..8), stream, and fbt's own: regime ("standard" | "soft" | "fused:N";
-// default the server's). Fields OpenAI defines that do not change our
-// output (user, logit_bias, presence_penalty, frequency_penalty, logprobs,
-// echo, best_of, stream_options, response_format) are accepted if their
-// type is right; any other field is an error, so a typo is not ignored.
+// (1..8), stream, stream_options ({include_usage}: a last chunk with the
+// usage and no choices), and fbt's own: regime ("standard" | "soft" |
+// "fused:N"; default the server's). Fields OpenAI defines that do not
+// change our output (user, logit_bias, presence_penalty, frequency_penalty,
+// logprobs, echo, best_of, response_format) are accepted if their type is
+// right; any other field is an error, so a typo is not ignored.
 //
 // The chat template, plain text a byte-level or BPE model can learn:
 //   "<|system|>\n{content}\n" ... "<|user|>\n{content}\n" ...
@@ -55,6 +56,7 @@ struct GenerationRequest {
   std::vector<std::string> stop;
   int64_t n = 1;
   bool stream = false;
+  bool streamUsage = false; ///< stream_options.include_usage
   Regime regime;
 };
 
@@ -95,6 +97,10 @@ std::string replyJson(const GenerationRequest &r, const std::string &id,
 std::string chunkJson(const GenerationRequest &r, const std::string &id,
                       int64_t created, int64_t index, const std::string &delta,
                       const std::string &finishReason, bool first);
+/// The last chunk of a stream that asked for its usage: no choices.
+std::string usageChunkJson(const GenerationRequest &r, const std::string &id,
+                           int64_t created, int64_t promptTokens,
+                           int64_t completionTokens);
 
 } // namespace fbt
 

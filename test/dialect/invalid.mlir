@@ -186,6 +186,22 @@ func.func @kv_write_update(%c: tensor<2x128x64xf32>, %u: tensor<2x1x32xf32>, %p:
 
 // -----
 
+func.func @kv_write_rows_need_positions(%c: tensor<2x128x64xf32>, %u: tensor<1x6x64xf32>, %r: tensor<1x6xi32>) {
+  // expected-error @+1 {{rows needs positions}}
+  %w = fbt.kv_write %c, %u rows %r : (tensor<2x128x64xf32>, tensor<1x6x64xf32>, tensor<1x6xi32>) -> tensor<2x128x64xf32>
+  return
+}
+
+// -----
+
+func.func @attention_rows_shape(%q: tensor<1x6x64xf32>, %k: tensor<2x16x64xf32>, %p: tensor<1x6xi32>, %r: tensor<1x5xi32>) {
+  // expected-error @+1 {{operand #4 ('query_rows') must have shape [1, 6] ([B, T] of the query), got [1, 5]}}
+  %a = fbt.attention %q, %k, %k, %p rows %r {num_heads = 4 : i64} : (tensor<1x6x64xf32>, tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<1x6xi32>, tensor<1x5xi32>) -> tensor<1x6x64xf32>
+  return
+}
+
+// -----
+
 func.func @kv_write_positions(%c: tensor<2x128x64xf32>, %u: tensor<2x1x64xf32>, %p: tensor<2xi32>) {
   // expected-error @+1 {{operand #2 ('positions') must have shape [2, 1] ([B, T] of the update), got [2]}}
   %r = fbt.kv_write %c, %u, %p : (tensor<2x128x64xf32>, tensor<2x1x64xf32>, tensor<2xi32>) -> tensor<2x128x64xf32>
@@ -211,7 +227,7 @@ func.func @residual_shapes(%z: tensor<2x8x64xf32>, %b: tensor<2x8x32xf32>) {
 // -----
 
 func.func @gather_positions_index(%x: tensor<2x8x64xf32>, %i: tensor<3xi32>) {
-  // expected-error @+1 {{operand #1 ('index') must have shape [2] ([B] of the input), got [3]}}
+  // expected-error @+1 {{operand #1 ('index') must have shape [2] ([B] of the input, or any [B] for an input of one row), got [3]}}
   %g = fbt.gather_positions %x, %i : (tensor<2x8x64xf32>, tensor<3xi32>) -> tensor<2x1x64xf32>
   return
 }

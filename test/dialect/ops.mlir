@@ -50,6 +50,19 @@ func.func @kv_cache(%cache: tensor<2x128x64xf32>, %new: tensor<2x1x64xf32>, %pos
   return %a, %g : tensor<2x1x64xf32>, tensor<2x1x64xf32>
 }
 
+// A mixed batch: 6 tokens of any of the cache's 2 rows, each at its position.
+// CHECK-LABEL: func.func @mixed_batch
+func.func @mixed_batch(%cache: tensor<2x128x64xf32>, %new: tensor<1x6x64xf32>, %pos: tensor<1x6xi32>,
+                       %rows: tensor<1x6xi32>, %picks: tensor<2xi32>) -> tensor<2x1x64xf32> {
+  // CHECK: fbt.kv_write %{{.*}}, %{{.*}}, %{{.*}} rows %{{.*}} : (tensor<2x128x64xf32>, tensor<1x6x64xf32>, tensor<1x6xi32>, tensor<1x6xi32>) -> tensor<2x128x64xf32>
+  %c = fbt.kv_write %cache, %new, %pos rows %rows : (tensor<2x128x64xf32>, tensor<1x6x64xf32>, tensor<1x6xi32>, tensor<1x6xi32>) -> tensor<2x128x64xf32>
+  // CHECK: fbt.attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} rows %{{.*}} {num_heads = 4 : i64}
+  %a = fbt.attention %new, %c, %c, %pos rows %rows {num_heads = 4 : i64} : (tensor<1x6x64xf32>, tensor<2x128x64xf32>, tensor<2x128x64xf32>, tensor<1x6xi32>, tensor<1x6xi32>) -> tensor<1x6x64xf32>
+  // CHECK: fbt.gather_positions %{{.*}}, %{{.*}} : (tensor<1x6x64xf32>, tensor<2xi32>) -> tensor<2x1x64xf32>
+  %g = fbt.gather_positions %a, %picks : (tensor<1x6x64xf32>, tensor<2xi32>) -> tensor<2x1x64xf32>
+  return %g : tensor<2x1x64xf32>
+}
+
 // CHECK-LABEL: func.func @feedback_path
 func.func @feedback_path(%e: tensor<2x8x64xf32>, %h: tensor<2x8x64xf32>, %wu: tensor<64x64xf32>,
                          %wg: tensor<64x64xf32>, %wc: tensor<64x128xf32>, %ids: tensor<2x8xi32>,

@@ -9,9 +9,12 @@
 
 #include "runtime/serve/Engine.h"
 
+#include "runtime/base/Error.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <thread>
 
@@ -188,4 +191,96 @@ TEST_F(ServeEngineTest, AStopStringOfSeveralTokensIsWithheldWhole) {
   }
   EXPECT_EQ(streamed, want);
   EXPECT_NE(events.find("\"finish_reason\":\"stop\""), std::string::npos);
+}
+
+TEST_F(ServeEngineTest, APromptPrefilledInPiecesMatchesOnePrefill) {
+  // The same prompt into row 1 by the one-row prefill, and into row 2 by
+  // mixed steps of 7 prompt tokens each, beside row 0 decoding: the same
+  // logits and state, to rounding.
+  Decoder d(*session_);
+  ASSERT_GT(d.mixedCapacity(), 8) << "the bundle has no mixed steps";
+  std::vector<int32_t> prompt;
+  for (int i = 0; i < 40; ++i)
+    prompt.push_back(1 + (i * 37) % 250);
+  Regime standard = Regime::parse("standard");
+  d.admit(0, {1, 2, 3}, standard);
+  d.admit(1, prompt, standard);
+  std::vector<float> whole(d.logits(1), d.logits(1) + d.vocab());
+  std::vector<float> wholeState(d.state(1), d.state(1) + d.width());
+  int32_t position = 3;
+  for (size_t at = 0; at < prompt.size(); at += 7) {
+    std::vector<Decoder::MixedToken> tokens = {{0, 5, position++, true}};
+    for (size_t i = at; i < std::min(prompt.size(), at + 7); ++i)
+      tokens.push_back({2, prompt[i], (int32_t)i, false});
+    d.mixed(tokens);
+  }
+  float most = 0, worst = 0;
+  for (int64_t v = 0; v < d.vocab(); ++v) {
+    most = std::max(most, std::fabs(whole[v]));
+    worst = std::max(worst, std::fabs(whole[v] - d.logits(2)[v]));
+  }
+  EXPECT_LE(worst, 1e-4f * most);
+  for (int64_t c = 0; c < d.width(); ++c)
+    EXPECT_NEAR(wholeState[c], d.state(2)[c], 1e-4f * (1 + std::fabs(wholeState[c])));
+  // A padding-free check of bad input: a token outside the context.
+  EXPECT_THROW(d.mixed({{0, 5, (int32_t)d.maxSequence(), false}}), RuntimeError);
+}
+
+TEST_F(ServeEngineTest, ALongPromptJoinsInPiecesWhileOthersDecode) {
+  // Longer than the compiled prefill (max_prompt_length): only the mixed
+  // steps can take it, a piece per step.
+  std::string longPrompt;
+  for (int i = 0; longPrompt.size() < 150; ++i)
+    longPrompt += "word" + std::to_string(i) + " ";
+  std::vector<std::string> bodies = {request(longPrompt, "standard"),
+                                     request(longPrompt, "soft"),
+                                     request("The cat", "soft"), request("A dog", "standard")};
+  std::vector<std::vector<std::string>> alone;
+  {
+    Engine engine(*session_, options_, metrics_);
+    for (const std::string &b : bodies)
+      alone.push_back(runAlone(engine, b));
+  }
+  options_.prefixCache = 0; // together, every prompt is prefilled again
+  Engine fresh(*session_, options_, metrics_);
+  std::vector<std::shared_ptr<Job>> jobs;
+  for (int round = 0; round < 2; ++round)
+    for (const std::string &b : bodies) {
+      jobs.push_back(fresh.prepare(b, false));
+      ASSERT_TRUE(fresh.submit(jobs.back()));
+    }
+  for (size_t i = 0; i < jobs.size(); ++i)
+    EXPECT_EQ(texts(jobs[i]->waitForReply()), alone[i % bodies.size()]) << i;
+  // fused:N runs N passes over the whole prompt: at most max_prompt_length.
+  try {
+    fresh.prepare(request(longPrompt, "fused:2"), false);
+    ADD_FAILURE() << "a fused prompt longer than the prefill was accepted";
+  } catch (const ApiError &e) {
+    EXPECT_EQ(e.param, "prompt");
+    EXPECT_NE(std::string(e.message).find("fused:2"), std::string::npos) << e.message;
+  }
+}
+
+TEST_F(ServeEngineTest, AStreamAsksForItsUsageLast) {
+  Engine engine(*session_, options_, metrics_);
+  std::shared_ptr<Job> job = engine.prepare(
+      request("Once upon", "soft",
+              ", \"stream\": true, \"stream_options\": {\"include_usage\": true}"),
+      false);
+  ASSERT_TRUE(engine.submit(job));
+  std::string events;
+  for (bool ended = false; !ended;)
+    events += job->takeEvents(std::chrono::milliseconds(200), ended);
+  size_t last = events.rfind("data: {");
+  size_t end = events.find("\n\n", last);
+  Json chunk = parseJson(events.substr(last + 6, end - last - 6), "chunk");
+  EXPECT_TRUE(chunk.at("choices").empty());
+  EXPECT_EQ(chunk.at("usage").at("prompt_tokens").get<int64_t>(), 9); // "Once upon"
+  int64_t completion = chunk.at("usage").at("completion_tokens").get<int64_t>();
+  EXPECT_TRUE(completion >= 1 && completion <= 12) << completion;
+  EXPECT_EQ(events.substr(events.size() - 14), "data: [DONE]\n\n");
+  EXPECT_THROW(engine.prepare(request("x", "soft", ", \"stream_options\": "
+                                                   "{\"include_usage\": true}"),
+                              false),
+               ApiError);
 }
