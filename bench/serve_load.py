@@ -11,9 +11,9 @@ completions from --clients concurrent clients, mixed regimes (standard, soft,
 fused:2), half of them streaming:
   generation  short prompts (a few shared prefixes, distinct endings),
               64-256 new tokens
-  prompt      prompts of 100-500 tokens (fused ones at most the bundle's
-              max_prompt_length), 16-32 new tokens
-(both scaled down to fit the context of a spec whose context is shorter).
+  prompt      prompts of 100-500 tokens, 16-32 new tokens
+(both scaled down to fit a spec whose context is shorter: the bundles' max
+prompt length, --max-prompt, is half the context, at most 520).
 Prints, per mix and batch, throughput (generated tokens/s and its ratio to
 the first batch's), the efficiency: the time the compiled steps alone need
 for the same work over the wall time, where the need is each request's
@@ -24,6 +24,23 @@ tokens (p50/p99), the mean decode-batch occupancy, and errors and lost
 requests (both must be 0); each server is stopped with SIGTERM and must
 exit 0.
 """
+
+import argparse
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUILD = os.environ.get("FBT_BUILD_DIR", os.path.join(ROOT, "build"))
+FBT = os.path.join(BUILD, "tools", "fbt", "fbt")
 
 PREFIXES = ["The cat sat on the ", "Once upon a time, ", "Count: 1, 2, 3, ", "In the beginning "]
 WORDS = ("the of and to in is was for on that with as by at from it his an were are which "
@@ -87,14 +104,16 @@ def requests_for(mix, n, context, max_prompt):
             new = rng.randint(64, 256)
         else:
             new = rng.randint(16, 32)
-            longest = min(500, context - 2 - 32 - len(PREFIXES[0]))
-            if regime.startswith("fused"):  # N passes over the whole prompt
-                longest = min(longest, max_prompt - 1 - len(PREFIXES[0]))
+            # Every bundle takes max_prompt_length (the separator, then the
+            # prompt's bytes), fused ones and those without mixed steps too.
+            longest = min(500, max_prompt - 1 - len(PREFIXES[0]))
             prompt = rng.choice(PREFIXES) + text_of(rng, rng.randint(min(100, longest), longest))
         new = min(new, context - len(prompt) - 2)
-        jobs.append(({"prompt": prompt, "max_tokens": new, "temperature": rng.choice([0, 0.8]),
-                      "seed": i, "regime": regime, "stream": i % 2 == 0,
-                      "stream_options": {"include_usage": True}}, i % 2 == 0))
+        body = {"prompt": prompt, "max_tokens": new, "temperature": rng.choice([0, 0.8]),
+                "seed": i, "regime": regime, "stream": i % 2 == 0}
+        if body["stream"]:
+            body["stream_options"] = {"include_usage": True}
+        jobs.append((body, body["stream"]))
     return jobs
 
 
@@ -131,6 +150,9 @@ def load(bundle, ckpt, jobs, args, work):
                 r = post(base, body, stream)
                 with lock:
                     results.append(r + (body["regime"],))
+            except urllib.error.HTTPError as e:
+                with lock:
+                    errors.append("%d %s" % (e.code, e.read().decode(errors="replace")[:300]))
             except Exception as e:  # noqa: BLE001 - every failure counts
                 with lock:
                     errors.append(repr(e))
@@ -190,11 +212,15 @@ def main():
     ap.add_argument("--batch", type=int, nargs="+", default=[1, 8])
     ap.add_argument("--mix", nargs="+", default=["generation", "prompt"],
                     choices=["generation", "prompt"])
+    ap.add_argument("--max-prompt", type=int,
+                    help="inference.max_prompt_length of the bundles (default: half the "
+                    "context, at most 520: the prompt mix's prompts, and the largest mixed step)")
     args = ap.parse_args()
     work = tempfile.mkdtemp()
     bundles = {}
     base = json.load(open(args.spec))
     inf = base["inference"]
+    inf["max_prompt_length"] = args.max_prompt or min(520, inf["max_sequence_length"] // 2)
     for b in args.batch:
         spec = json.loads(json.dumps(base))
         spec["inference"]["batch_size"] = b
@@ -209,22 +235,30 @@ def main():
                         os.path.join(work, "run"), "--quiet"], check=True, stdout=subprocess.DEVNULL)
         ckpt = os.path.join(work, "run", "latest.safetensors")
 
-    # The steps alone, this run: the best prefill rate of any bundle (one
-    # prompt of max_prompt_length, or a batch of them) and each batch's
-    # decode step (soft: the step a batch with any feedback row takes).
-    rates = {b: step_rates(bundles[b], "soft") for b in args.batch}
-    prefill = max(r["prefill_tokens_per_s"] for r in rates.values())
+    # The steps alone, this run, per mix: each batch's decode step at the
+    # mix's mean context (soft: the step a batch with any feedback row
+    # takes), and the best prefill rate of any prefill or mixed step.
+    mixes = {}
+    for mix in args.mix:
+        jobs = requests_for(mix, args.requests, inf["max_sequence_length"], inf["max_prompt_length"])
+        context = sum(len(j[0]["prompt"]) + 1 + j[0]["max_tokens"] // 2 for j in jobs) // len(jobs)
+        rates = {b: step_rates(bundles[b], "soft", min(context, inf["max_prompt_length"]))
+                 for b in args.batch}
+        mixes[mix] = (jobs, context, rates)
+    prefill = max(max(r["prefill_tokens_per_s"], r["mixed_tokens_per_s"])
+                  for m in mixes.values() for r in m[2].values())
     print("fbt serve on %s: %d clients, %d requests per mix (regimes %s, half streaming)"
           % (os.path.basename(args.spec), args.clients, args.requests, ", ".join(REGIMES)))
-    print("steps alone: best prefill %.0f tokens/s; decode step %s"
-          % (prefill, ", ".join("batch %d %.2f ms" % (b, rates[b]["ms_per_token"])
-                                for b in args.batch)))
+    print("steps alone: best prefill %.0f tokens/s; decode step at the mix's mean context: %s"
+          % (prefill, "; ".join("%s (%d) %s" % (mix, m[1], ", ".join(
+              "batch %d %.2f ms" % (b, m[2][b]["ms_per_token"]) for b in args.batch))
+              for mix, m in mixes.items())))
     print("%-10s %5s %9s %7s %10s %8s %8s %9s %9s %8s %8s %9s  %s"
           % ("mix", "batch", "tokens/s", "x first", "efficiency", "p50 s", "p99 s", "ttft p50",
              "ttft p99", "itl p50", "itl p99", "occupancy", "errors/lost/exit"))
     failed = False
     for mix in args.mix:
-        jobs = requests_for(mix, args.requests, inf["max_sequence_length"], inf["max_prompt_length"])
+        jobs, _, rates = mixes[mix]
         first = None
         for b in args.batch:
             r = load(bundles[b], ckpt, jobs, args, work)

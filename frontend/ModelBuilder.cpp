@@ -488,7 +488,10 @@ private:
   /// feedback_on, with its row's state in token_states) or a piece of a
   /// joining row's prompt (plain). Each row's logits and carried state are
   /// those of its token `picks[row]`. A token at position -1 is padding:
-  /// nothing is written for it.
+  /// nothing is written for it. With a feedback path it also returns every
+  /// token's carried state (states): a fused:N prompt goes through mixed
+  /// steps pass after pass, each pass's tokens fed the states of the pass
+  /// before, as prefill_fused feeds them.
   void buildMixedStep(int64_t n, bool feedback) {
     const int64_t bs = spec.inference.batchSize;
     auto x = f32({1, n, D()}), rowOut = f32({bs, 1, D()});
@@ -499,6 +502,8 @@ private:
       inputs.append({{"token_states", x}, {"feedback_on", f32({1, n})}});
     SmallVector<std::pair<std::string, Type>> results = {
         {"logits", f32({bs, 1, spec.vocabSize})}, {"state", rowOut}};
+    if (feedback)
+      results.push_back({"states", x});
     addCaches(inputs, results, bs);
 
     auto [fn, args] = startFunction(step::mixed(n), inputs, results, "decode");
@@ -519,6 +524,8 @@ private:
     Value last = ops::GatherPositionsOp::create(b, loc, rowOut, h, picks);
     auto [normed, logits] = head(last, p);
     SmallVector<Value> outs = {logits, carried(last, normed)};
+    if (feedback)
+      outs.push_back(spec.feedback.state == StateSource::PostNorm ? finalNorm(h, p) : h);
     outs.append(kc.begin(), kc.end());
     outs.append(vc.begin(), vc.end());
     func::ReturnOp::create(b, loc, outs);

@@ -23,6 +23,7 @@ Decoder::Decoder(Session &s) : session_(s) {
   vocab_ = c.vocabSize;
   width_ = c.hiddenSize;
   layers_ = c.numHiddenLayers;
+  bos_ = (int32_t)c.bosTokenId;
   for (int64_t i = 0; i < 2 * layers_; ++i)
     caches_.emplace_back(s.device(), batch_ * maxSequence_ * width_ * sizeof(float),
                          "the KV cache");
@@ -290,12 +291,14 @@ Decoder::generate(const std::vector<std::vector<int32_t>> &prompts,
 }
 
 int64_t Decoder::longestPrompt(const Regime &regime) const {
+  // A fused prompt's passes run alone wherever there are no mixed steps
+  // (generate, score): the same bound everywhere.
   if (regime.kind == Regime::Kind::Fused || mixedSizes_.empty())
     return maxPrompt_;
   return maxSequence_ - 1; // room for one token after it
 }
 
-void Decoder::mixed(const std::vector<MixedToken> &tokens) {
+void Decoder::mixed(const std::vector<MixedToken> &tokens, std::vector<float> *states) {
   if (tokens.empty())
     return;
   auto size = std::lower_bound(mixedSizes_.begin(), mixedSizes_.end(),
@@ -306,7 +309,7 @@ void Decoder::mixed(const std::vector<MixedToken> &tokens) {
   int64_t n = *size;
   // Padding: position -1 and row -1, written nowhere.
   std::vector<int32_t> ids(n, 0), positions(n, -1), rows(n, -1), picks(batch_, 0);
-  std::vector<float> on(n, 0.0f), states(n * width_, 0.0f);
+  std::vector<float> on(n, 0.0f), fed(n * width_, 0.0f);
   std::vector<bool> seen(batch_, false);
   for (size_t i = 0; i < tokens.size(); ++i) {
     const MixedToken &t = tokens[i];
@@ -323,7 +326,8 @@ void Decoder::mixed(const std::vector<MixedToken> &tokens) {
     seen[t.row] = true;
     if (t.feedback) {
       on[i] = 1.0f;
-      std::copy(state(t.row), state(t.row) + width_, states.begin() + i * width_);
+      const float *from = t.state ? t.state : state(t.row);
+      std::copy(from, from + width_, fed.begin() + i * width_);
     }
   }
   std::string name = step::mixed(n);
@@ -338,16 +342,25 @@ void Decoder::mixed(const std::vector<MixedToken> &tokens) {
   b.set("rows", rows.data(), rows.size() * sizeof(int32_t));
   b.set("picks", picks.data(), picks.size() * sizeof(int32_t));
   if (feedback) {
-    b.set("token_states", states.data(), states.size() * sizeof(float));
+    b.set("token_states", fed.data(), fed.size() * sizeof(float));
     b.set("feedback_on", on.data(), on.size() * sizeof(float));
   } else {
     for (const MixedToken &t : tokens)
       if (t.feedback)
         throw RuntimeError("this model has no feedback path (fusion none): a mixed "
                            "step cannot feed a state back");
+    if (states)
+      throw RuntimeError("this model has no feedback path (fusion none): its mixed "
+                         "steps keep no states");
   }
   b.run(runner);
   std::vector<float> logits = b.readFloats("logits"), out = b.readFloats("state");
+  if (states) {
+    states->resize(tokens.size() * width_);
+    // The real tokens' part: padding comes last.
+    session_.device().download(states->data(), b.output("states"),
+                               states->size() * sizeof(float));
+  }
   for (int64_t r = 0; r < batch_; ++r)
     if (seen[r]) {
       std::copy_n(logits.begin() + r * vocab_, vocab_, lastLogits_.as<float>() + r * vocab_);
@@ -357,16 +370,9 @@ void Decoder::mixed(const std::vector<MixedToken> &tokens) {
 
 void Decoder::setPrefillCache(size_t entries) { cache_.setCapacity(entries); }
 
-namespace {
-/// The prefill cache's key for a regime: the passes its prefill runs.
-int64_t prefillKind(const Regime &regime) {
-  return regime.kind == Regime::Kind::Fused ? regime.passes : 1;
-}
-} // namespace
-
 bool Decoder::restoreCached(int64_t row, const std::vector<int32_t> &prompt,
                             const Regime &regime) {
-  const PrefillCache::Entry *p = cache_.find(prompt, prefillKind(regime));
+  const PrefillCache::Entry *p = cache_.find(prompt, regime.prefillPasses());
   if (!p)
     return false;
   size_t rowBytes = prompt.size() * width_ * sizeof(float);
@@ -396,7 +402,7 @@ void Decoder::storeCached(int64_t row, const std::vector<int32_t> &prompt,
   size_t rowStart = row * maxSequence_ * width_ * sizeof(float);
   PrefillCache::Entry p;
   p.prompt = prompt;
-  p.kind = prefillKind(regime);
+  p.kind = regime.prefillPasses();
   for (const DeviceBuffer &c : caches_) {
     p.kv.emplace_back(prompt.size() * width_);
     session_.device().download(p.kv.back().data(),

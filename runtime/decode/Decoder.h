@@ -83,18 +83,30 @@ public:
     int64_t row;
     int32_t id, position;
     bool feedback = false;
+    /// The state fed back ([D]); null for the row's own (state(row)).
+    const float *state = nullptr;
   };
   /// The most tokens one mixed step takes; 0 when the bundle has no mixed
   /// steps (a decode batch of one).
   int64_t mixedCapacity() const { return mixedSizes_.empty() ? 0 : mixedSizes_.back(); }
   /// The longest prompt `regime` takes: with mixed steps a standard or soft
-  /// prompt is prefilled in pieces, so only the context bounds it.
+  /// prompt is prefilled in pieces, so only the context bounds it; a fused
+  /// one keeps the compiled prefill's bound (its passes run alone where
+  /// there are no mixed steps).
   int64_t longestPrompt(const Regime &regime) const;
   /// One mixed step (chunked prefill beside decoding): every token in
   /// `tokens`, at most mixedCapacity(), over the smallest mixed step that
   /// holds them. Each row with a token in it takes the logits and state of
-  /// its last one; the other rows keep theirs.
-  void mixed(const std::vector<MixedToken> &tokens);
+  /// its last one; the other rows keep theirs. With `states`, every token's
+  /// carried state as well ([tokens.size() * D]; a model with a feedback
+  /// path only), for a fused prompt's next pass.
+  void mixed(const std::vector<MixedToken> &tokens, std::vector<float> *states = nullptr);
+  /// Whether a fused pass feeds position `t` of `prompt` the state of the
+  /// pass before (not at its start nor at a document start), as
+  /// prefill_fused does.
+  bool fusesAt(const std::vector<int32_t> &prompt, int64_t t) const {
+    return t > 0 && prompt[t] != bos_;
+  }
   /// Whether the prefill cache holds `prompt` for `regime`; if so it is
   /// restored into row `row` (its caches, state and logits), as admit would.
   bool restoreCached(int64_t row, const std::vector<int32_t> &prompt, const Regime &regime);
@@ -144,6 +156,7 @@ private:
 
   Session &session_;
   int64_t batch_, maxPrompt_, maxSequence_, vocab_, width_, layers_;
+  int32_t bos_;
   std::vector<DeviceBuffer> caches_;    ///< k_cache.0.., v_cache.0.. (device)
   AlignedBuffer lastLogits_, state_;    ///< [B, 1, V], [B, 1, D] (host)
   std::map<std::string, std::unique_ptr<StepBinding>> bindings_;

@@ -22,6 +22,8 @@ struct Regime {
   /// every command, the API and the reports use (name() writes it).
   static Regime parse(const std::string &text);
   std::string name() const;
+  /// The passes a prompt's prefill runs: n for fused:n, else 1.
+  int64_t prefillPasses() const { return kind == Kind::Fused ? passes : 1; }
 };
 
 } // namespace fbt

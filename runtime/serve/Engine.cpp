@@ -160,7 +160,7 @@ void Engine::admitPending() {
         continue;
       }
       const Regime &regime = s.job->req.regime;
-      bool pieces = decoder_.mixedCapacity() > 0 && regime.kind != Regime::Kind::Fused;
+      bool pieces = decoder_.mixedCapacity() > 0;
       if (pieces && !decoder_.restoreCached((int64_t)r, s.job->prompt, regime)) {
         s.joining = true; // its prompt goes through the next mixed steps
         s.order = admitted_++;
@@ -175,7 +175,9 @@ void Engine::admitPending() {
 }
 
 /// One mixed step: every running row's next token, then the joining rows'
-/// prompt tokens, oldest first, as many as fit.
+/// prompt tokens, oldest first, as many as fit. A fused:N row's prompt goes
+/// N times, each pass's tokens fed (where prefill_fused feeds them) the
+/// state its pass before carried from the position before.
 void Engine::mixedStep() {
   std::vector<Decoder::MixedToken> tokens;
   std::vector<int64_t> running, joining;
@@ -196,7 +198,12 @@ void Engine::mixedStep() {
   }
   std::sort(joining.begin(), joining.end(),
             [&](int64_t a, int64_t b) { return rows_[a]->order < rows_[b]->order; });
-  std::vector<std::pair<int64_t, int64_t>> pieces; // row, tokens
+  struct Piece {
+    int64_t row, first, n; // tokens[first, first + n)
+  };
+  std::vector<Piece> pieces;
+  const int64_t width = decoder_.width();
+  bool keepStates = false; // a fused pass that another follows
   int64_t room = decoder_.mixedCapacity() - (int64_t)tokens.size();
   for (int64_t r : joining) {
     Sequence &s = *rows_[r];
@@ -204,25 +211,46 @@ void Engine::mixedStep() {
     int64_t n = std::min<int64_t>(room, (int64_t)prompt.size() - s.prefilled);
     if (n <= 0)
       break;
-    for (int64_t i = s.prefilled; i < s.prefilled + n; ++i)
-      tokens.push_back({r, prompt[i], (int32_t)i, false});
-    pieces.push_back({r, n});
+    pieces.push_back({r, (int64_t)tokens.size(), n});
+    for (int64_t i = s.prefilled; i < s.prefilled + n; ++i) {
+      bool fed = s.pass > 1 && decoder_.fusesAt(prompt, i);
+      tokens.push_back({r, prompt[i], (int32_t)i, fed,
+                        fed ? s.before.data() + (i - 1) * width : nullptr});
+    }
+    keepStates |= s.pass < s.job->req.regime.prefillPasses();
     room -= n;
   }
   if (tokens.empty())
     return;
-  decoder_.mixed(tokens);
+  std::vector<float> states;
+  decoder_.mixed(tokens, keepStates ? &states : nullptr);
   ++metrics_.steps;
   metrics_.rowSteps += (int64_t)running.size();
   for (int64_t r : running)
     advance(*rows_[r], r);
-  for (auto [r, n] : pieces) {
+  for (const Piece &piece : pieces) {
+    int64_t r = piece.row;
     Sequence &s = *rows_[r];
-    s.prefilled += n;
-    if (s.prefilled < (int64_t)s.job->prompt.size())
+    int64_t length = (int64_t)s.job->prompt.size();
+    int64_t passes = s.job->req.regime.prefillPasses();
+    if (s.pass < passes) { // the next pass reads these
+      s.now.resize(length * width);
+      std::copy_n(states.begin() + piece.first * width, piece.n * width,
+                  s.now.begin() + s.prefilled * width);
+    }
+    s.prefilled += piece.n;
+    if (s.prefilled < length)
       continue;
+    if (s.pass < passes) { // again over the prompt, fed this pass's states
+      ++s.pass;
+      s.prefilled = 0;
+      std::swap(s.before, s.now);
+      continue;
+    }
     // The prompt is in: its last token's logits choose the first new one.
     s.joining = false;
+    s.before = {};
+    s.now = {};
     decoder_.storeCached(r, s.job->prompt, s.job->req.regime);
     if (!take(s, decoder_.sample(decoder_.logits(r), s.sampling, 0)))
       rows_[r].reset();

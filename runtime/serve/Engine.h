@@ -14,8 +14,10 @@
 // first, as many prompt tokens as the largest mixed step has room for. So
 // a running row waits at most one such step for its next token, and
 // joining prompts share their steps, whatever their lengths. A fused:N
-// prompt (N passes over the whole prompt) is prefilled into its row alone
-// (Decoder::admit), as is every prompt without mixed steps.
+// prompt goes through them N times, pass after pass, each pass's tokens
+// fed the states of the pass before (as prefill_fused feeds them). Without
+// mixed steps (a decode batch of one) a prompt is prefilled into its row
+// alone (Decoder::admit).
 //
 //===----------------------------------------------------------------------===//
 
@@ -79,6 +81,10 @@ private:
     bool joining = false;
     int64_t prefilled = 0;
     uint64_t order = 0;
+    /// fused:N: the pass in the cache now (1..N), the carried states of the
+    /// pass before ([prompt, D]) and those of this one so far.
+    int64_t pass = 1;
+    std::vector<float> before, now;
   };
 
   void loop();

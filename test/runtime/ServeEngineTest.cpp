@@ -222,8 +222,31 @@ TEST_F(ServeEngineTest, APromptPrefilledInPiecesMatchesOnePrefill) {
   EXPECT_LE(worst, 1e-4f * most);
   for (int64_t c = 0; c < d.width(); ++c)
     EXPECT_NEAR(wholeState[c], d.state(2)[c], 1e-4f * (1 + std::fabs(wholeState[c])));
-  // A padding-free check of bad input: a token outside the context.
+  // A token outside the context is refused.
   EXPECT_THROW(d.mixed({{0, 5, (int32_t)d.maxSequence(), false}}), RuntimeError);
+
+  // fused:2: the prompt twice through mixed steps, the second pass fed the
+  // first's states, against prefill_fused_row.
+  d.admit(1, prompt, Regime::parse("fused:2"));
+  whole.assign(d.logits(1), d.logits(1) + d.vocab());
+  std::vector<float> before(prompt.size() * d.width()), states;
+  for (int pass = 1; pass <= 2; ++pass)
+    for (size_t at = 0; at < prompt.size(); at += 9) {
+      std::vector<Decoder::MixedToken> tokens = {{0, 5, position++, true}};
+      for (size_t i = at; i < std::min(prompt.size(), at + 9); ++i) {
+        bool fed = pass == 2 && d.fusesAt(prompt, (int64_t)i);
+        tokens.push_back({3, prompt[i], (int32_t)i, fed,
+                          fed ? before.data() + (i - 1) * d.width() : nullptr});
+      }
+      d.mixed(tokens, &states);
+      if (pass == 1)
+        std::copy(states.begin() + d.width(), states.end(), before.begin() + at * d.width());
+    }
+  worst = 0;
+  for (int64_t v = 0; v < d.vocab(); ++v)
+    worst = std::max(worst, std::fabs(whole[v] - d.logits(3)[v]));
+  EXPECT_LE(worst, 1e-4f * most);
+  EXPECT_GT(worst, 0.0f) << "not a test: the mixed steps' rounding differs from one prefill's";
 }
 
 TEST_F(ServeEngineTest, ALongPromptJoinsInPiecesWhileOthersDecode) {

@@ -5,7 +5,8 @@
 //   --train K     optimizer steps of train_k<K>: tokens/s, ms per step, and
 //                 how the time splits between BLAS GEMMs and generated kernels,
 //                 and the rate of the step's GEMMs run alone (the ceiling)
-//   --decode MODE prefill tokens/s and per-token decode latency
+//   --decode MODE prefill tokens/s, per-token decode latency and (a decode
+//                 batch of more than one) the largest mixed step's tokens/s
 //
 //===----------------------------------------------------------------------===//
 
@@ -162,6 +163,20 @@ int runBench(int argc, char **argv) {
     if (r->gemmSeconds() + r->kernelSeconds() > 0)
       calls = std::max<int64_t>(calls, int64_t(r->plan().ops.size()));
   }
+  // The largest mixed step full of one prompt's tokens: a server's chunked
+  // prefill rate.
+  double mixedRate = 0;
+  if (int64_t n = d.mixedCapacity()) {
+    std::vector<Decoder::MixedToken> chunk;
+    for (int64_t i = 0; i < n; ++i)
+      chunk.push_back({0, prompts[0][i % prompt], (int32_t)i, false});
+    d.mixed(chunk);
+    int64_t reps = std::max<int64_t>(1, std::min<int64_t>(steps, 5));
+    double t0 = now();
+    for (int64_t i = 0; i < reps; ++i)
+      d.mixed(chunk);
+    mixedRate = n * reps / (now() - t0);
+  }
   Json out = Json::object({{"bench", "decode"},
                            {"device", s.device().describe()},
                            {"tuned", s.tuned()},
@@ -171,6 +186,8 @@ int runBench(int argc, char **argv) {
                            {"new_tokens", newTokens},
                            {"prefill_tokens_per_s", d.batchSize() * prompt / prefillSecs},
                            {"ms_per_token", 1e3 * decodeSecs / newTokens},
+                           {"mixed_tokens", d.mixedCapacity()},
+                           {"mixed_tokens_per_s", mixedRate},
                            {"calls_per_token", calls},
                            {"gemm_share", gemm / decodeSecs},
                            {"kernel_share", kernels / decodeSecs},
