@@ -20,7 +20,9 @@ for the same work over the wall time, where the need is each request's
 prompt tokens (times its passes, fused:N) at the best prefill rate and its
 new tokens at the batch's decode step, both measured in the same run by
 `fbt bench --decode`; time to first token and the gap between streamed
-tokens (p50/p99), the mean decode-batch occupancy, and errors and lost
+tokens (p50/p99; a running row waits at most one chunk, a mixed step of
+max_prompt_length tokens, whose time is printed), the mean decode-batch
+occupancy, and errors and lost
 requests (both must be 0); each server is stopped with SIGTERM and must
 exit 0.
 """
@@ -247,12 +249,19 @@ def main():
         mixes[mix] = (jobs, context, rates)
     prefill = max(max(r["prefill_tokens_per_s"], r["mixed_tokens_per_s"])
                   for m in mixes.values() for r in m[2].values())
+    # The longest a running row should wait for its next token: one mixed
+    # step full of prompt tokens.
+    chunks = [(r["mixed_tokens"], r["mixed_tokens"] / r["mixed_tokens_per_s"])
+              for m in mixes.values() for r in m[2].values() if r["mixed_tokens"]]
     print("fbt serve on %s: %d clients, %d requests per mix (regimes %s, half streaming)"
           % (os.path.basename(args.spec), args.clients, args.requests, ", ".join(REGIMES)))
     print("steps alone: best prefill %.0f tokens/s; decode step at the mix's mean context: %s"
           % (prefill, "; ".join("%s (%d) %s" % (mix, m[1], ", ".join(
               "batch %d %.2f ms" % (b, m[2][b]["ms_per_token"]) for b in args.batch))
               for mix, m in mixes.items())))
+    if chunks:
+        print("one chunk (a mixed step of %d prompt tokens): %.3f s, the longest a running row "
+              "should wait (compare itl p99)" % (chunks[0][0], max(c[1] for c in chunks)))
     print("%-10s %5s %9s %7s %10s %8s %8s %9s %9s %8s %8s %9s  %s"
           % ("mix", "batch", "tokens/s", "x first", "efficiency", "p50 s", "p99 s", "ttft p50",
              "ttft p99", "itl p50", "itl p99", "occupancy", "errors/lost/exit"))
