@@ -6,6 +6,7 @@ inference mode, and writes report.md with PNG plots.
                   [--data FILE | --recipe embedded|code [--tokenizer bytes|sp]]
                   [--depth-task [--depth-k 1..8] [--depth-mix 0.5] [--depth-ops +-]]
                   [--multipliers 1,1.5,2,3] [--set SECTION.KEY=VALUE ...]
+                  [--fbt-set SECTION.KEY=VALUE ...] [--baselines DIR]
                   [--problems N] [--build BUILD_DIR] [--quick]
 
 The models, one spec:
@@ -17,11 +18,13 @@ The models, one spec:
   plain-Mx       fusion "none" on M times the FBT's tokens (--multipliers;
                  same-tokens is 1x), each with its own full schedule
 `--set` changes a field of the spec for all of them (e.g. a smaller batch to
-fit a time budget: --set training.batch_size=8). Each is trained with `fbt
-train` and measured with `fbt eval`: held-out loss per pass and per decoding
-regime (standard, soft, fused:2, fused:3), task accuracy (arithmetic,
-counting; on the embedded corpus) per regime, and for the FBT the
-contraction of its feedback map.
+fit a time budget: --set training.batch_size=8); `--fbt-set` the FBT's alone
+(a recipe variant), and `--baselines DIR` then takes the plain runs from an
+earlier run of the same spec and data instead of training them again. Each
+is trained with `fbt train` and measured with `fbt eval`: held-out loss per
+pass and per decoding regime (standard, soft, fused:2, fused:3), task
+accuracy (arithmetic, counting; on the embedded corpus) per regime, and for
+the FBT the contraction of its feedback map.
 
 Tokens-equivalence: the plain runs' held-out loss against their training
 tokens, and for each FBT regime the multiple of the FBT's tokens at which a
@@ -181,6 +184,12 @@ def main():
                     help="--depth-task: the FBT's regimes fused:1..N (default 8)")
     ap.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
                     help="change a spec field for every model (a JSON value)")
+    ap.add_argument("--fbt-set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                    help="change a spec field for the FBT only (a recipe variant)")
+    ap.add_argument("--baselines", metavar="DIR",
+                    help="take the plain runs from an earlier run's folder instead of "
+                    "training them again (its plain spec must be this run's: only the "
+                    "FBT's recipe may differ); for recipe searches")
     ap.add_argument("--problems", type=int, default=200, help="problems per task")
     ap.add_argument("--build", default=os.environ.get("FBT_BUILD_DIR", "build"))
     ap.add_argument("--quick", action="store_true",
@@ -196,32 +205,23 @@ def main():
     steps = args.steps or spec.get("training", {}).get("steps", 1000)
     out = args.out or os.path.join("runs", "experiment-" + name)
     os.makedirs(out, exist_ok=True)
-    for change in args.set:
-        path, eq, value = change.partition("=")
-        if not eq:
-            sys.exit("experiment: --set %r: expected SECTION.KEY=VALUE" % change)
-        node, keys = spec, path.split(".")
-        for key in keys[:-1]:
-            node = node.setdefault(key, {})
-        try:
-            node[keys[-1]] = json.loads(value)
-        except ValueError:
-            node[keys[-1]] = value  # a bare string
+    apply_changes(spec, args.set, "--set")
     if spec.get("feedback", {}).get("fusion", "glu") == "none":
         sys.exit("experiment: the spec has no feedback path (fusion none); give an FBT spec")
     if args.quick and not args.depth_problems:
         args.depth_problems = 20
     data = prepare_data(args, out, fbt)
     spec.update(data["spec"])
-    if args.set or data["spec"]:  # the FBT's own spec, as changed
-        fbt_spec = os.path.join(out, "fbt.json")
-        with open(fbt_spec, "w") as f:
-            json.dump(spec, f, indent=2)
-        args.spec = fbt_spec
 
     # The models: the spec, and the spec without its feedback path.
     plain = json.loads(json.dumps(spec))
     plain["name"] = name + "-plain"
+    apply_changes(spec, args.fbt_set, "--fbt-set")
+    if args.set or args.fbt_set or data["spec"]:  # the FBT's own spec, as changed
+        fbt_spec = os.path.join(out, "fbt.json")
+        with open(fbt_spec, "w") as f:
+            json.dump(spec, f, indent=2)
+        args.spec = fbt_spec
     plain["feedback"]["fusion"] = "none"
     specs = {"fbt": args.spec, "plain": os.path.join(out, "plain.json")}
     with open(specs["plain"], "w") as f:
@@ -256,9 +256,14 @@ def main():
     problems = ["--problems", str(20 if args.quick else args.problems)]
     fbt_regimes = ["standard", "soft"] + ["fused:%d" % n for n in range(1, args.depth_passes + 1)]
     results, trained = {}, {}
+    reuse = earlier_plain_runs(args.baselines, plain) if args.baselines else {}
     for label, kind, n in models:
         if (kind, n) in trained:  # the same run under another name
             results[label] = dict(results[trained[(kind, n)]], alias_of=trained[(kind, n)])
+            continue
+        if kind == "plain" and n in reuse:
+            trained[(kind, n)] = label
+            results[label] = reuse[n]
             continue
         trained[(kind, n)] = label
         rundir = os.path.join(out, label)
@@ -295,6 +300,43 @@ def main():
                    for k, v in results.items()}, f, indent=2)
     write_report(out, spec, steps, weights, results, describe, data)
     print("report: " + os.path.join(out, "report.md"))
+
+
+def apply_changes(spec, changes, flag):
+    """SECTION.KEY=VALUE changes (a JSON value, or a bare string) into `spec`."""
+    for change in changes:
+        path, eq, value = change.partition("=")
+        if not eq:
+            sys.exit("experiment: %s %r: expected SECTION.KEY=VALUE" % (flag, change))
+        node, keys = spec, path.split(".")
+        for key in keys[:-1]:
+            node = node.setdefault(key, {})
+        try:
+            node[keys[-1]] = json.loads(value)
+        except ValueError:
+            node[keys[-1]] = value  # a bare string
+
+
+def earlier_plain_runs(folder, plain):
+    """{steps: result} of the plain runs an earlier run trained, with their
+    metrics; exits unless its plain spec is `plain` (names aside)."""
+    try:
+        with open(os.path.join(folder, "plain.json")) as f:
+            theirs = json.load(f)
+        with open(os.path.join(folder, "results.json")) as f:
+            earlier = json.load(f)
+    except (OSError, ValueError) as e:
+        sys.exit("experiment: --baselines %s: %s" % (folder, e))
+    if dict(theirs, name=None) != dict(plain, name=None):
+        sys.exit("experiment: --baselines %s: its plain spec differs from this run's "
+                 "(only the FBT's recipe may differ)" % folder)
+    runs = {}
+    for label, r in earlier.items():
+        if r["kind"] == "plain" and "alias_of" not in r:
+            r = dict(r, reused_from=os.path.join(folder, label))
+            r["metrics"] = read_metrics(os.path.join(folder, label, "metrics.jsonl"))
+            runs[r["steps"]] = r
+    return runs
 
 
 def write_depth(out, results, ks):

@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""The feedback recipe by measurement: one experiment (scripts/experiment.py)
+with its plain baselines, then each variant's FBT alone against the same
+baselines (--fbt-set, --baselines), and a table of tokens-equivalence per
+regime and the held-out losses.
+
+    recipe_search.py --spec SPEC.json [--steps N] [--out DIR]
+                     [--variant NAME=SECTION.KEY=VALUE[;SECTION.KEY=VALUE..] ...]
+                     [-- EXPERIMENT_ARGS...]
+
+Without --variant it searches the schedule's and the loss's knobs one at a
+time: the K=1 fraction (single_pass_fraction), the passes gradients flow
+through (grad_passes), the auxiliary loss weight (aux_loss_weight, lambda),
+a shallow pass distribution (K in 2..3) and prefix mix-in. Arguments after
+`--` go to every experiment (e.g. --recipe code). Writes DIR/search.md and
+DIR/search.jsonl; each variant's full report is DIR/<name>/report.md.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import tokens_equivalence  # noqa: E402
+
+DEFAULT_VARIANTS = [
+    "k1-0.1=training.single_pass_fraction=0.1",
+    "k1-0.5=training.single_pass_fraction=0.5",
+    "grad-1=training.grad_passes=1",
+    "grad-4=training.grad_passes=4",
+    "aux-0.3=feedback.aux_loss_weight=0.3",
+    "aux-3=feedback.aux_loss_weight=3.0",
+    'shallow=training.pass_distribution={"2": 1, "3": 1}',
+    "mixin=feedback.prefix_mixin=true",
+]
+
+
+def parse_variant(text):
+    """NAME=CHANGE[;CHANGE..] -> (name, [CHANGE..]), CHANGE = SECTION.KEY=VALUE."""
+    name, eq, changes = text.partition("=")
+    parts = [c for c in changes.split(";") if c]
+    if not eq or not name or not parts or any("=" not in c for c in parts):
+        sys.exit("recipe_search: --variant %r: expected NAME=SECTION.KEY=VALUE[;...]" % text)
+    return name, parts
+
+
+def measure(out):
+    """The run's (plain curve, {regime: loss}, fbt tokens)."""
+    with open(os.path.join(out, "results.json")) as f:
+        return tokens_equivalence.from_results(json.load(f))
+
+
+def main():
+    argv = sys.argv[1:]
+    extra = []
+    if "--" in argv:
+        at = argv.index("--")
+        argv, extra = argv[:at], argv[at + 1:]
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--spec", required=True)
+    ap.add_argument("--steps", type=int)
+    ap.add_argument("--out", default=os.path.join("runs", "recipe-search"))
+    ap.add_argument("--variant", action="append", default=[],
+                    help="NAME=SECTION.KEY=VALUE[;SECTION.KEY=VALUE..] (default: the knobs above)")
+    args = ap.parse_args(argv)
+    variants = [parse_variant(v) for v in (args.variant or DEFAULT_VARIANTS)]
+    common = [sys.executable, os.path.join(HERE, "experiment.py"), "--spec", args.spec] + \
+        (["--steps", str(args.steps)] if args.steps else []) + extra
+
+    base = os.path.join(args.out, "default")
+    runs = [("default", [], base)]
+    runs += [(name, changes, os.path.join(args.out, name)) for name, changes in variants]
+    rows = []
+    for name, changes, out in runs:
+        cmd = common + ["--out", out]
+        for c in changes:
+            cmd += ["--fbt-set", c]
+        if out != base:
+            cmd += ["--baselines", base]
+        print("recipe_search: %s" % name, file=sys.stderr, flush=True)
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+        plain, regimes, tokens = measure(out)
+        te = {r["regime"]: r for r in tokens_equivalence.table(plain, regimes)}
+        rows.append({"variant": name, "changes": changes, "losses": regimes,
+                     "multipliers": {k: (r["multiplier"], r["label"]) for k, r in te.items()}})
+
+    regimes = [k for k in rows[0]["losses"] if k in ("standard", "soft", "fused:2", "fused:3")]
+    md = ["| variant | change | " + " | ".join("%s loss (plain tokens to match)" % r
+                                               for r in regimes) + " |",
+          "|---|---|" + "---|" * len(regimes)]
+    for row in rows:
+        cells = ["%.4f (%s)" % (row["losses"][r], row["multipliers"][r][1]) for r in regimes]
+        md.append("| %s | %s | %s |" % (row["variant"], ", ".join(row["changes"]) or "(the spec)",
+                                        " | ".join(cells)))
+    text = "\n".join(md) + "\n"
+    with open(os.path.join(args.out, "search.md"), "w") as f:
+        f.write(text)
+    with open(os.path.join(args.out, "search.jsonl"), "w") as f:
+        for row in rows:
+            f.write(json.dumps(row) + "\n")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
