@@ -28,7 +28,7 @@ Decoder::Decoder(Session &s) : session_(s) {
     caches_.emplace_back(s.device(), batch_ * maxSequence_ * width_ * sizeof(float),
                          "the KV cache");
   lastLogits_ = AlignedBuffer(batch_ * vocab_ * sizeof(float));
-  // prefill_row_t<T>: one row's prefill over T positions.
+  // prefill_row_t<T> (one row's prefill over T positions) and mixed_n<N>.
   for (const auto &[name, plan] : s.bundle().steps()) {
     if (int64_t t = step::rowPrefillLength(name))
       rowPrefills_.push_back(t);
