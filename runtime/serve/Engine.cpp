@@ -151,8 +151,20 @@ Engine::Sequence Engine::makeSequence(const std::shared_ptr<Job> &job, int64_t c
 
 /// Prefills waiting sequences into free rows and chooses their first token.
 void Engine::admitPending() {
+  // A choice whose sibling's prompt is still joining waits for it, then
+  // restores that prefill from the cache instead of prefilling it again.
+  auto siblingJoining = [&](const Job *job) {
+    if (options_.prefixCache == 0 || decoder_.mixedCapacity() == 0)
+      return false;
+    for (const auto &row : rows_)
+      if (row && row->joining && row->job.get() == job)
+        return true;
+    return false;
+  };
   for (size_t r = 0; r < rows_.size(); ++r)
     while (!rows_[r] && !pending_.empty()) {
+      if (siblingJoining(pending_.front().job.get()))
+        return; // in order: the others wait behind it
       Sequence s = std::move(pending_.front());
       pending_.pop_front();
       if (s.job->cancelled || s.maxNew == 0) {

@@ -284,6 +284,18 @@ TEST_F(ServeEngineTest, ALongPromptJoinsInPiecesWhileOthersDecode) {
   }
 }
 
+TEST_F(ServeEngineTest, ChoicesOfOneRequestShareTheirPromptsPrefill) {
+  Engine engine(*session_, options_, metrics_);
+  std::vector<std::string> choices =
+      runAlone(engine, request("A prompt no test sent before", "soft", ", \"n\": 3"));
+  ASSERT_EQ(choices.size(), 3u);
+  EXPECT_EQ(choices[0], choices[2]); // greedy
+  // The first choice prefilled it; the other two restored it.
+  ASSERT_TRUE(becomesIdle(engine));
+  EXPECT_EQ(metrics_.cacheMisses.load(), 1);
+  EXPECT_EQ(metrics_.cacheHits.load(), 2);
+}
+
 TEST_F(ServeEngineTest, AStreamAsksForItsUsageLast) {
   Engine engine(*session_, options_, metrics_);
   std::shared_ptr<Job> job = engine.prepare(
