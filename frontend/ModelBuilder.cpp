@@ -300,6 +300,18 @@ private:
     return fb.outputNorm ? normalize(u) : u;
   }
 
+  /// The inputs of a decoding step's tokens: plain, or, with a state,
+  /// fused with it where feedbackOn is 1 (standard and soft rows, or a fused
+  /// pass's prompt tokens, in one step).
+  Value switchedInputs(RankedTensorType x, Value ids, const Params &p, Value state,
+                       Value feedbackOn) {
+    Value e = ops::EmbeddingOp::create(b, loc, x, p.embed, ids);
+    Value u = plainInputs(e);
+    if (!state)
+      return u;
+    return ops::WhereOp::create(b, loc, x, feedbackOn, fuse(e, u, state, p), u);
+  }
+
   /// train_k<K>: the K-pass objective as training runs it (jitter, prefix
   /// mix-in, gradients later). eval_k<K>: the same K passes in inference
   /// mode, forward only: no jitter, fed back wherever decoding would (t >= 1
@@ -468,12 +480,8 @@ private:
     auto [kc, vc] = caches(args);
 
     // standard: u = e. soft: u = fuse(e, h_{t-1}).
-    Value e = ops::EmbeddingOp::create(b, loc, x, p.embed, ids);
-    Value u = plainInputs(e);
-    if (feedback) {
-      Value state = args[i++], feedbackOn = args[i++];
-      u = ops::WhereOp::create(b, loc, x, feedbackOn, fuse(e, u, state, p), u);
-    }
+    Value u = switchedInputs(x, ids, p, feedback ? args[i] : Value(),
+                             feedback ? args[i + 1] : Value());
     Value h = stack(u, p, positions, kc, vc);
     auto [normed, logits] = head(h, p);
     SmallVector<Value> outs = {logits, carried(h, normed)};
@@ -514,12 +522,8 @@ private:
           picks = args[i++];
     auto [kc, vc] = caches(args);
 
-    Value e = ops::EmbeddingOp::create(b, loc, x, p.embed, ids);
-    Value u = plainInputs(e);
-    if (feedback) {
-      Value state = args[i++], feedbackOn = args[i++];
-      u = ops::WhereOp::create(b, loc, x, feedbackOn, fuse(e, u, state, p), u);
-    }
+    Value u = switchedInputs(x, ids, p, feedback ? args[i] : Value(),
+                             feedback ? args[i + 1] : Value());
     Value h = stack(u, p, positions, kc, vc, rows);
     Value last = ops::GatherPositionsOp::create(b, loc, rowOut, h, picks);
     auto [normed, logits] = head(last, p);
