@@ -28,6 +28,7 @@ exit 0.
 """
 
 import argparse
+import collections
 import json
 import os
 import random
@@ -51,9 +52,13 @@ WORDS = ("the of and to in is was for on that with as by at from it his an were 
 REGIMES = ["standard", "soft", "fused:2"]
 
 
+# One completion as a client saw it: time to first token (streamed only,
+# else None) and the gaps between streamed tokens, in seconds.
+Reply = collections.namedtuple("Reply", "seconds completion prompt ttft gaps regime")
+
+
 def post(url, body, stream):
-    """One completion: (seconds, completion tokens, prompt tokens, time to
-    first token or None, gaps between streamed tokens)."""
+    """One completion: a Reply."""
     req = urllib.request.Request(url, data=json.dumps(body).encode(),
                                  headers={"Content-Type": "application/json"})
     t0 = time.perf_counter()
@@ -61,7 +66,8 @@ def post(url, body, stream):
         if not stream:
             reply = json.load(r)
             u = reply["usage"]
-            return time.perf_counter() - t0, u["completion_tokens"], u["prompt_tokens"], None, []
+            return Reply(time.perf_counter() - t0, u["completion_tokens"], u["prompt_tokens"],
+                         None, [], body["regime"])
         stamps, done, usage = [], False, None
         for line in r:
             line = line.decode().strip()
@@ -77,8 +83,8 @@ def post(url, body, stream):
             raise RuntimeError("stream ended without [DONE]")
         ttft = stamps[0] - t0 if stamps else None
         gaps = [b - a for a, b in zip(stamps, stamps[1:])]
-        return (time.perf_counter() - t0, usage["completion_tokens"], usage["prompt_tokens"],
-                ttft, gaps)
+        return Reply(time.perf_counter() - t0, usage["completion_tokens"],
+                     usage["prompt_tokens"], ttft, gaps, body["regime"])
 
 
 def metrics(url):
@@ -151,7 +157,7 @@ def load(bundle, ckpt, jobs, args, work):
             try:
                 r = post(base, body, stream)
                 with lock:
-                    results.append(r + (body["regime"],))
+                    results.append(r)
             except urllib.error.HTTPError as e:
                 with lock:
                     errors.append("%d %s" % (e.code, e.read().decode(errors="replace")[:300]))
@@ -173,11 +179,11 @@ def load(bundle, ckpt, jobs, args, work):
     def pct(values, p):
         values = sorted(values)
         return values[min(len(values) - 1, int(p * len(values)))] if values else float("nan")
-    lat = [r[0] for r in results]
-    ttft = [r[3] for r in results if r[3] is not None]
-    gaps = [g for r in results for g in r[4]]
+    lat = [r.seconds for r in results]
+    ttft = [r.ttft for r in results if r.ttft is not None]
+    gaps = [g for r in results for g in r.gaps]
     return {"wall": wall, "results": results,
-            "tokens_per_s": sum(r[1] for r in results) / wall,
+            "tokens_per_s": sum(r.completion for r in results) / wall,
             "p50": pct(lat, 0.5), "p99": pct(lat, 0.99),
             "ttft50": pct(ttft, 0.5), "ttft99": pct(ttft, 0.99),
             "itl50": pct(gaps, 0.5), "itl99": pct(gaps, 0.99),
@@ -198,9 +204,10 @@ def need_seconds(results, prefill_rate, step_ms, batch):
     """What the compiled steps alone need for the requests' work."""
     secs = 0.0
     for r in results:
-        passes = int(r[5].split(":")[1]) if r[5].startswith("fused") else 1
+        passes = int(r.regime.split(":")[1]) if r.regime.startswith("fused") else 1
         # The prompt as the engine runs it: the separator, then its tokens.
-        secs += (r[2] + 1) * passes / prefill_rate + r[1] * step_ms / 1e3 / batch
+        secs += ((r.prompt + 1) * passes / prefill_rate
+                 + r.completion * step_ms / 1e3 / batch)
     return secs
 
 

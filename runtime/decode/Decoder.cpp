@@ -45,8 +45,7 @@ StepBinding &Decoder::binding(const std::string &step,
   if (b)
     return *b;
   // A step over fewer rows than the batch (prefill_row) sees the caches from
-  // row `row` on: rows are contiguous, [B, maxSequence, D].
-  size_t offset = row * maxSequence_ * width_ * sizeof(float);
+  // row `row` on.
   auto owned = [&](const std::string &name) -> void * {
     if (void *p = session_.stateBuffer(name))
       return p;
@@ -57,7 +56,7 @@ StepBinding &Decoder::binding(const std::string &step,
           throw RuntimeError("step '" + step + "' takes a cache for layer " +
                              std::to_string(layer) + ", but the model has " +
                              std::to_string(layers_));
-        return static_cast<char *>(caches_[first * layers_ + layer].data()) + offset;
+        return cacheRow(first * layers_ + layer, row);
       }
     return nullptr;
   };
@@ -354,18 +353,27 @@ void Decoder::mixed(const std::vector<MixedToken> &tokens, std::vector<float> *s
                          "steps keep no states");
   }
   b.run(runner);
-  std::vector<float> logits = b.readFloats("logits"), out = b.readFloats("state");
+  Device &device = session_.device();
   if (states) {
     states->resize(tokens.size() * width_);
     // The real tokens' part: padding comes last.
-    session_.device().download(states->data(), b.output("states"),
-                               states->size() * sizeof(float));
+    device.download(states->data(), b.output("states"), states->size() * sizeof(float));
   }
+  // Only the rows with a token take their logits and state.
+  const float *logits = static_cast<const float *>(b.output("logits"));
+  const float *out = static_cast<const float *>(b.output("state"));
   for (int64_t r = 0; r < batch_; ++r)
     if (seen[r]) {
-      std::copy_n(logits.begin() + r * vocab_, vocab_, lastLogits_.as<float>() + r * vocab_);
-      std::copy_n(out.begin() + r * width_, width_, state_.as<float>() + r * width_);
+      device.download(lastLogits_.as<float>() + r * vocab_, logits + r * vocab_,
+                      vocab_ * sizeof(float));
+      device.download(state_.as<float>() + r * width_, out + r * width_,
+                      width_ * sizeof(float));
     }
+}
+
+char *Decoder::cacheRow(size_t cache, int64_t row) const {
+  // Rows are contiguous: [B, maxSequence, D].
+  return static_cast<char *>(caches_[cache].data()) + row * maxSequence_ * width_ * sizeof(float);
 }
 
 void Decoder::setPrefillCache(size_t entries) { cache_.setCapacity(entries); }
@@ -375,12 +383,9 @@ bool Decoder::restoreCached(int64_t row, const std::vector<int32_t> &prompt,
   const PrefillCache::Entry *p = cache_.find(prompt, regime.prefillPasses());
   if (!p)
     return false;
-  size_t rowBytes = prompt.size() * width_ * sizeof(float);
-  // Row `row` of each cache starts at position 0 of that row.
-  size_t rowStart = row * maxSequence_ * width_ * sizeof(float);
   for (size_t i = 0; i < caches_.size(); ++i)
-    session_.device().upload(static_cast<char *>(caches_[i].data()) + rowStart,
-                             p->kv[i].data(), rowBytes);
+    session_.device().upload(cacheRow(i, row), p->kv[i].data(),
+                             prompt.size() * width_ * sizeof(float));
   std::copy(p->state.begin(), p->state.end(), state_.as<float>() + row * width_);
   std::copy(p->logits.begin(), p->logits.end(), lastLogits_.as<float>() + row * vocab_);
   return true;
@@ -398,15 +403,13 @@ void Decoder::storeCached(int64_t row, const std::vector<int32_t> &prompt,
                           const Regime &regime) {
   if (cache_.capacity() == 0)
     return;
-  size_t rowBytes = prompt.size() * width_ * sizeof(float);
-  size_t rowStart = row * maxSequence_ * width_ * sizeof(float);
   PrefillCache::Entry p;
   p.prompt = prompt;
   p.kind = regime.prefillPasses();
-  for (const DeviceBuffer &c : caches_) {
+  for (size_t i = 0; i < caches_.size(); ++i) {
     p.kv.emplace_back(prompt.size() * width_);
-    session_.device().download(p.kv.back().data(),
-                               static_cast<const char *>(c.data()) + rowStart, rowBytes);
+    session_.device().download(p.kv.back().data(), cacheRow(i, row),
+                               prompt.size() * width_ * sizeof(float));
   }
   const float *state = state_.as<float>() + row * width_;
   const float *logits = lastLogits_.as<float>() + row * vocab_;

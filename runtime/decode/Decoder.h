@@ -158,6 +158,8 @@ private:
   int64_t batch_, maxPrompt_, maxSequence_, vocab_, width_, layers_;
   int32_t bos_;
   std::vector<DeviceBuffer> caches_;    ///< k_cache.0.., v_cache.0.. (device)
+  /// Position 0 of row `row` in caches_[cache] (device memory).
+  char *cacheRow(size_t cache, int64_t row) const;
   AlignedBuffer lastLogits_, state_;    ///< [B, 1, V], [B, 1, D] (host)
   std::map<std::string, std::unique_ptr<StepBinding>> bindings_;
   /// The positions of the bundle's shorter one-row prefills

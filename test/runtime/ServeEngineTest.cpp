@@ -64,6 +64,29 @@ std::vector<std::string> runAlone(Engine &engine, const std::string &body) {
   EXPECT_TRUE(engine.submit(job));
   return texts(job->waitForReply());
 }
+
+/// Each body twice, all at once (more sequences than rows, admitted as
+/// rows come free): each reply's texts are the ones it got alone.
+void expectSameTogether(Engine &engine, const std::vector<std::string> &bodies,
+                        const std::vector<std::vector<std::string>> &alone) {
+  std::vector<std::shared_ptr<Job>> jobs;
+  for (int round = 0; round < 2; ++round)
+    for (const std::string &b : bodies) {
+      jobs.push_back(engine.prepare(b, false));
+      ASSERT_TRUE(engine.submit(jobs.back()));
+    }
+  for (size_t i = 0; i < jobs.size(); ++i)
+    EXPECT_EQ(texts(jobs[i]->waitForReply()), alone[i % bodies.size()])
+        << bodies[i % bodies.size()];
+}
+
+/// A streamed job's server-sent events, up to its end.
+std::string allEvents(Job &job) {
+  std::string events;
+  for (bool ended = false; !ended;)
+    events += job.takeEvents(std::chrono::milliseconds(200), ended);
+  return events;
+}
 } // namespace
 
 TEST_F(ServeEngineTest, TextDoesNotDependOnTheRowsItSharesAStepWith) {
@@ -76,15 +99,7 @@ TEST_F(ServeEngineTest, TextDoesNotDependOnTheRowsItSharesAStepWith) {
     alone.push_back(runAlone(engine, b));
   EXPECT_EQ(alone[3].size(), 3u);
   EXPECT_EQ(alone[3][0], alone[3][1]); // greedy: every choice the same
-  // Together: more sequences than rows, admitted as rows come free.
-  std::vector<std::shared_ptr<Job>> jobs;
-  for (int round = 0; round < 2; ++round)
-    for (const std::string &b : bodies) {
-      jobs.push_back(engine.prepare(b, false));
-      ASSERT_TRUE(engine.submit(jobs.back()));
-    }
-  for (size_t i = 0; i < jobs.size(); ++i)
-    EXPECT_EQ(texts(jobs[i]->waitForReply()), alone[i % bodies.size()]) << bodies[i % 4];
+  expectSameTogether(engine, bodies, alone);
   EXPECT_TRUE(becomesIdle(engine));
   // Prompts seen before skipped their prefill.
   EXPECT_GT(metrics_.cacheHits.load(), 0);
@@ -96,9 +111,7 @@ TEST_F(ServeEngineTest, StreamedPiecesAddUpToTheReply) {
   std::shared_ptr<Job> job =
       engine.prepare(request("Once upon", "soft", ", \"stream\": true"), false);
   ASSERT_TRUE(engine.submit(job));
-  std::string events, streamed;
-  for (bool ended = false; !ended;)
-    events += job->takeEvents(std::chrono::milliseconds(200), ended);
+  std::string events = allEvents(*job), streamed;
   size_t at = 0, count = 0;
   while ((at = events.find("data: {", at)) != std::string::npos) {
     size_t end = events.find("\n\n", at);
@@ -178,9 +191,7 @@ TEST_F(ServeEngineTest, AStopStringOfSeveralTokensIsWithheldWhole) {
   std::shared_ptr<Job> job =
       engine.prepare(request("The cat", "standard", extra + ", \"stream\": true"), false);
   ASSERT_TRUE(engine.submit(job));
-  std::string events, streamed;
-  for (bool ended = false; !ended;)
-    events += job->takeEvents(std::chrono::milliseconds(200), ended);
+  std::string events = allEvents(*job), streamed;
   for (size_t p = 0; (p = events.find("data: {", p)) != std::string::npos;) {
     size_t end = events.find("\n\n", p);
     streamed += parseJson(events.substr(p + 6, end - p - 6), "chunk")
@@ -266,14 +277,7 @@ TEST_F(ServeEngineTest, ALongPromptJoinsInPiecesWhileOthersDecode) {
   }
   options_.prefixCache = 0; // together, every prompt is prefilled again
   Engine fresh(*session_, options_, metrics_);
-  std::vector<std::shared_ptr<Job>> jobs;
-  for (int round = 0; round < 2; ++round)
-    for (const std::string &b : bodies) {
-      jobs.push_back(fresh.prepare(b, false));
-      ASSERT_TRUE(fresh.submit(jobs.back()));
-    }
-  for (size_t i = 0; i < jobs.size(); ++i)
-    EXPECT_EQ(texts(jobs[i]->waitForReply()), alone[i % bodies.size()]) << i;
+  expectSameTogether(fresh, bodies, alone);
   // fused:N runs N passes over the whole prompt: at most max_prompt_length.
   try {
     fresh.prepare(request(longPrompt, "fused:2"), false);
@@ -303,9 +307,7 @@ TEST_F(ServeEngineTest, AStreamAsksForItsUsageLast) {
               ", \"stream\": true, \"stream_options\": {\"include_usage\": true}"),
       false);
   ASSERT_TRUE(engine.submit(job));
-  std::string events;
-  for (bool ended = false; !ended;)
-    events += job->takeEvents(std::chrono::milliseconds(200), ended);
+  std::string events = allEvents(*job);
   size_t last = events.rfind("data: {");
   size_t end = events.find("\n\n", last);
   Json chunk = parseJson(events.substr(last + 6, end - last - 6), "chunk");
