@@ -4,17 +4,20 @@ usage: /usr/bin/python3 bench/cpu_decode.py [--spec specs/small.json] [--tokens 
                                             [--repeats R]
 
 In one run: compiles the spec, then alternates `fbt bench --decode standard`
-and `--decode soft` R times (medians), and times the same greedy decoding in
+and `--decode soft` R times (medians; soft/standard the median of each
+repeat's pair), and times the same greedy decoding in
 PyTorch eager with a KV cache (bench/torch_fbt.py), standard and soft. Prints
 prefill tokens/s, ms per generated token, and the soft/standard ratio (the
 method's claim: soft decoding costs two D x D GEMVs and a gate more).
 
 Batch-1 decoding streams every weight once per token, so the floor is one
-pass over the model's weight bytes: measured in the same run as a GEMV of
-that many fp32 weights (PyTorch, same threads, median of 50), and fbt's
-ms/token given as a multiple of it. fbt's own profile of a token (from
-`fbt bench`: calls per token, the share in GEMMs and the costliest kernels)
-says where the rest goes.
+pass over the model's weight bytes: a GEMV of that many fp32 weights
+(PyTorch, same threads), timed in this process right before and after each
+`fbt bench` run, so that both see the machine as it is then (on a shared
+host the memory bandwidth drifts by tens of percent within minutes). fbt's
+ms/token is given as the median over the runs of its ratio to the floor
+beside it. fbt's own profile of a token (from `fbt bench`: calls per token,
+the share in GEMMs and the costliest kernels) says where the rest goes.
 """
 
 import argparse
@@ -23,6 +26,7 @@ import os
 import statistics
 import subprocess
 import tempfile
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.environ.get("FBT_BUILD_DIR", os.path.join(ROOT, "build"))
@@ -44,16 +48,30 @@ for soft in (False, True):
     t0 = time.perf_counter(); M.decode(model, prompt, 1, soft); t1 = time.perf_counter()
     M.decode(model, prompt, n + 1, soft); t2 = time.perf_counter()
     out["soft" if soft else "standard"] = 1e3 * ((t2 - t1) - (t1 - t0)) / n
-# The floor: one GEMV over the model's weights, as many fp32 values.
-weights = int(sys.argv[5]); d = c["hidden_size"]
-w = torch.randn(weights // d, d); x = torch.randn(d)
-for _ in range(5): torch.mv(w, x)
-times = []
-for _ in range(50):
-    t0 = time.perf_counter(); torch.mv(w, x); times.append(time.perf_counter() - t0)
-times.sort(); out["floor"] = 1e3 * times[len(times) // 2]
 print(json.dumps(out))
 """
+
+
+class Floor:
+    """One GEMV over as many fp32 weights as the model has (rows of the
+    hidden size), on the benchmark's threads: the batch-1 decode floor."""
+
+    def __init__(self, weights, hidden):
+        import torch
+        self.torch = torch
+        torch.set_num_threads(THREADS)
+        self.w = torch.randn(weights // hidden, hidden)
+        self.x = torch.randn(hidden)
+        self.sample(5)
+
+    def sample(self, n=20):
+        """The median of n timed GEMVs, in ms."""
+        times = []
+        for _ in range(n):
+            t0 = time.perf_counter()
+            self.torch.mv(self.w, self.x)
+            times.append(time.perf_counter() - t0)
+        return 1e3 * statistics.median(times)
 
 
 def main():
@@ -68,16 +86,24 @@ def main():
     described = json.loads(subprocess.run([fbtc, args.spec, "--describe", "--json"], check=True,
                                           capture_output=True, text=True).stdout)
     weights = described["params"]["total"]
+    floor = Floor(weights, described["config"]["hidden_size"])
     runs = {"standard": [], "soft": []}
+    floors, ratios, soft = [], [], []
     for _ in range(args.repeats):
         for mode in runs:
+            before = floor.sample()
             out = subprocess.run([os.path.join(BUILD, "tools", "fbt", "fbt"), "bench", bundle,
                                   "--decode", mode, "--steps", str(args.tokens)],
                                  check=True, capture_output=True, text=True).stdout
+            beside = (before + floor.sample()) / 2
             runs[mode].append(json.loads(out))
+            if mode == "standard":
+                floors.append(beside)
+                ratios.append(runs[mode][-1]["ms_per_token"] / beside)
     peer = json.loads(subprocess.run(["/usr/bin/python3", "-c", PEER, os.path.join(ROOT, "bench"),
-                                      args.spec, str(args.tokens), str(THREADS), str(weights)],
+                                      args.spec, str(args.tokens), str(THREADS)],
                                      check=True, capture_output=True, text=True).stdout)
+        soft.append(runs["soft"][-1]["ms_per_token"] / runs["standard"][-1]["ms_per_token"])
     med = {m: statistics.median(r["ms_per_token"] for r in runs[m]) for m in runs}
     pre = {m: statistics.median(r["prefill_tokens_per_s"] for r in runs[m]) for m in runs}
     first = runs["standard"][0]
@@ -87,10 +113,13 @@ def main():
     print("%-10s %14s %14s %14s" % ("mode", "fbt ms/token", "torch ms/token", "fbt prefill tok/s"))
     for m in ("standard", "soft"):
         print("%-10s %14.3f %14.3f %14.0f" % (m, med[m], peer[m], pre[m]))
-    print("soft / standard: fbt %.3f, torch %.3f" % (med["soft"] / med["standard"],
-                                                     peer["soft"] / peer["standard"]))
-    print("floor (a GEMV over the %.1f MB of weights): %.3f ms; fbt standard is %.2fx it"
-          % (4e-6 * weights, peer["floor"], med["standard"] / peer["floor"]))
+    print("soft / standard: fbt %.3f (the median of each repeat's pair: %s), torch %.3f"
+          % (statistics.median(soft), " ".join("%.3f" % r for r in soft),
+             peer["soft"] / peer["standard"]))
+    print("floor (a GEMV over the %.1f MB of weights, beside each run): %.3f ms (%.3f-%.3f); "
+          "fbt standard is %.2fx it (runs: %s)"
+          % (4e-6 * weights, statistics.median(floors), min(floors), max(floors),
+             statistics.median(ratios), " ".join("%.2f" % r for r in ratios)))
     last = runs["standard"][-1]
     print("fbt standard, a token: %d calls, %.0f%% in GEMMs, %.0f%% in kernels; costliest: %s"
           % (last["calls_per_token"], 100 * last["gemm_share"], 100 * last["kernel_share"],

@@ -18,6 +18,7 @@ constexpr KnobInfo kKnobs[] = {
     {Knob::RowThreads, "row_threads"}, {Knob::BlockThreads, "block_threads"},
     {Knob::PerThread, "per_thread"},   {Knob::QueryBlock, "query_block"},
     {Knob::KeyTile, "key_tile"},       {Knob::Grain, "grain"},
+    {Knob::HeadGroup, "head_group"},
 };
 
 /// The values a knob takes in a space, before the default is added.
@@ -41,6 +42,8 @@ std::vector<int64_t> knobValues(Knob k, TuneSpace space) {
   case Knob::Grain:
     return wide ? std::vector<int64_t>{0, 1, 2, 4, 8, 16, 64}
                 : std::vector<int64_t>{0, 1, 8};
+  case Knob::HeadGroup:
+    return wide ? std::vector<int64_t>{1, 2, 4, 8, 16} : std::vector<int64_t>{1, 2, 8};
   }
   return {};
 }

@@ -32,6 +32,7 @@ enum class Knob {
   QueryBlock,  ///< attention: queries per block (GPU warps, CPU backward)
   KeyTile,     ///< GPU attention: rows per shared-memory tile
   Grain,       ///< CPU: iterations per OpenMP chunk (0: one even split)
+  HeadGroup,   ///< CPU attention: heads that walk the keys together
 };
 
 /// Its name in `fbt.config`, the bundle's variant table and the tune cache.

@@ -15,6 +15,7 @@
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -29,6 +30,17 @@ ArrayRef<int64_t> shape(Value v) {
 /// Queries per block of the CPU's attention backward (Knob::QueryBlock).
 constexpr int64_t kQueryBlock = 4;
 
+/// Heads per parallel unit of the CPU's attention (Knob::HeadGroup).
+constexpr int64_t kHeadGroup = 2;
+
+/// The largest divisor of `h` heads that is at most `wanted`.
+int64_t headGroup(int64_t wanted, int64_t h) {
+  int64_t g = std::clamp<int64_t>(wanted, 1, h);
+  while (h % g)
+    --g;
+  return g;
+}
+
 /// `i` where it is in [0, n) (a negative i32 is far above n as an index),
 /// else 0.
 Value inRange(KernelBuilder &kb, Value i, int64_t n) {
@@ -42,35 +54,53 @@ Value dot(KernelBuilder &kb, Value a, Value aBase, Value b, Value bBase,
   return kb.dot(a, aBase, b, bBase, n);
 }
 
-/// Output for one query (its head's channels at `oBase`) over keys [0, last]:
+/// Output for one query over keys [0, last], for `g` neighbouring heads
+/// (their channels at `qBase`, `kvBase` and `oBase`, `dh` each):
 ///   o = sum_j softmax_j(scale * q.k_j) v_j,
-/// in three passes over `row`, a scratch row of scores: the scores and their
-/// max, the exponentials and their sum (a loop LLVM vectorizes, exp
-/// included), then the weighted values. One exp per key, where an online
-/// softmax needs two and rescales the output at every key.
-void attendRow(KernelBuilder &kb, Value q, Value qBase, Value k, Value v,
-               Value kvBase, int64_t kvStride, Value last, int64_t dh,
-               double scale, Value row, Value o, Value oBase) {
+/// in three passes over `row`, a scratch row of `s` scores per head: the
+/// scores and their max, the exponentials and their sum (a loop LLVM
+/// vectorizes, exp included), then the weighted values. One exp per key,
+/// where an online softmax needs two and rescales the output at every key.
+/// The heads of a group walk each key row once, together: at batch 1 a
+/// decode step's attention reads the cache from memory, and g heads read
+/// g * dh contiguous channels per row where one reads a strided dh.
+void attendHeads(KernelBuilder &kb, Value q, Value qBase, Value k, Value v,
+                 Value kvBase, int64_t kvStride, Value last, int64_t dh,
+                 int64_t g, int64_t s, double scale, Value row, Value o,
+                 Value oBase) {
   Value end = kb.iadd(last, 1);
   Value ninf = kb.f32(-std::numeric_limits<float>::infinity());
-  auto keyRow = [&](Value j) { return kb.iadd(kvBase, kb.imul(j, kvStride)); };
-  Value m = kb.foldRows(kb.index(0), end, {ninf},
-                    [&](Value j, ValueRange c) -> SmallVector<Value> {
-                      Value s = kb.mul(dot(kb, q, qBase, k, keyRow(j), dh),
-                                       kb.f32(scale));
-                      kb.store(s, row, j);
-                      return {kb.max(c[0], s)};
-                    })[0];
-  Value l = kb.fold(kb.index(0), end, {kb.f32(0)},
-                    [&](Value j, ValueRange c) -> SmallVector<Value> {
-                      Value p = kb.exp(kb.sub(kb.load(row, j), m));
-                      kb.store(p, row, j);
-                      return {kb.accumulate(c[0], p)};
-                    })[0];
-  Value inv = kb.div(kb.f32(1), l);
-  kb.loop(dh, [&](Value c) { kb.store(kb.f32(0), o, kb.iadd(oBase, c)); });
+  auto keyRow = [&](Value j, int64_t head) {
+    return kb.iadd(kb.iadd(kvBase, kb.imul(j, kvStride)), head * dh);
+  };
+  auto at = [&](int64_t head, Value j) { return kb.iadd(j, head * s); };
+  SmallVector<Value> m = kb.foldRows(
+      kb.index(0), end, SmallVector<Value>(g, ninf),
+      [&](Value j, ValueRange c) -> SmallVector<Value> {
+        SmallVector<Value> next;
+        for (int64_t i = 0; i < g; ++i) {
+          Value sc = kb.mul(dot(kb, q, kb.iadd(qBase, i * dh), k, keyRow(j, i), dh),
+                            kb.f32(scale));
+          kb.store(sc, row, at(i, j));
+          next.push_back(kb.max(c[i], sc));
+        }
+        return next;
+      });
+  SmallVector<Value> inv;
+  for (int64_t i = 0; i < g; ++i) {
+    Value l = kb.fold(kb.index(0), end, {kb.f32(0)},
+                      [&](Value j, ValueRange c) -> SmallVector<Value> {
+                        Value p = kb.exp(kb.sub(kb.load(row, at(i, j)), m[i]));
+                        kb.store(p, row, at(i, j));
+                        return {kb.accumulate(c[0], p)};
+                      })[0];
+    inv.push_back(kb.div(kb.f32(1), l));
+  }
+  kb.loop(g * dh, [&](Value c) { kb.store(kb.f32(0), o, kb.iadd(oBase, c)); });
   kb.loop(kb.index(0), end, [&](Value j) {
-    kb.axpy(kb.mul(kb.load(row, j), inv), v, keyRow(j), o, oBase, dh);
+    for (int64_t i = 0; i < g; ++i)
+      kb.axpy(kb.mul(kb.load(row, at(i, j)), inv[i]), v, keyRow(j, i), o,
+              kb.iadd(oBase, i * dh), dh);
   });
 }
 } // namespace
@@ -154,10 +184,14 @@ FailureOr<func::FuncOp> buildAttention(KernelBuilder &kb, AttentionOp attn) {
   double scale = 1.0 / std::sqrt((double)dh);
   if (kb.gpu())
     return buildAttentionGpu(kb, bsz, t, s, d, h, hasPos, kvRows, outArg);
-  kb.parallel(bsz * h * t, [&](Value id) {
-    AttentionQuery q = attentionQuery(kb, id, t, s, d, h, hasPos, kvRows);
-    attendRow(kb, kb.arg(0), q.base, kb.arg(1), kb.arg(2), q.kvBase, d,
-              q.last, dh, scale, kb.scratch(s), kb.arg(outArg), q.base);
+  // A parallel unit per (batch, group of heads, query): attentionQuery's
+  // "head" is then the group, of g * dh channels.
+  int64_t g = headGroup(kb.knob(Knob::HeadGroup, kHeadGroup), h);
+  kb.parallel(bsz * (h / g) * t, [&](Value id) {
+    AttentionQuery q = attentionQuery(kb, id, t, s, d, h / g, hasPos, kvRows);
+    attendHeads(kb, kb.arg(0), q.base, kb.arg(1), kb.arg(2), q.kvBase, d,
+                q.last, dh, g, s, scale, kb.scratch(g * s), kb.arg(outArg),
+                q.base);
   });
   return kb.finish();
 }

@@ -56,3 +56,21 @@ func.func @grad(%d: tensor<1x8x128xf32>, %q: tensor<1x8x128xf32>, %k: tensor<1x8
   %dq, %dk, %dv = fbt.attention_grad %d, %q, %k, %v, %o {num_heads = 1 : i64} : (tensor<1x8x128xf32>, tensor<1x8x128xf32>, tensor<1x8x128xf32>, tensor<1x8x128xf32>, tensor<1x8x128xf32>) -> (tensor<1x8x128xf32>, tensor<1x8x128xf32>, tensor<1x8x128xf32>)
   return %dq, %dk, %dv : tensor<1x8x128xf32>, tensor<1x8x128xf32>, tensor<1x8x128xf32>
 }
+
+// -----
+
+// The CPU's attention walks each key row once for a group of heads (two by
+// default: g * dh contiguous channels per row instead of a strided dh); the
+// group is a knob, clamped to a divisor of the heads. The GPU's forward has
+// its own knobs and not this one.
+// CHECK-LABEL: func.func @decode
+// CHECK-NOT: head_group
+// CPU-LABEL: func.func @decode
+// CPU: func.func @k0_attention({{.*}}) attributes {fbt.config = {head_group = 2 : i64}, fbt.kernel}
+// CPU: func.func @k0_attention__v1({{.*}}) attributes {fbt.config = {head_group = 1 : i64}
+// CPU: func.func @k0_attention__v2({{.*}}) attributes {fbt.config = {head_group = 8 : i64}
+func.func @decode(%q: tensor<2x1x64xf32>, %k: tensor<2x128x64xf32>, %v: tensor<2x128x64xf32>, %p: tensor<2x1xi32>)
+    -> tensor<2x1x64xf32> attributes {fbt.step = "decode"} {
+  %a = fbt.attention %q, %k, %v, %p {num_heads = 4 : i64} : (tensor<2x1x64xf32>, tensor<2x128x64xf32>, tensor<2x128x64xf32>, tensor<2x1xi32>) -> tensor<2x1x64xf32>
+  return %a : tensor<2x1x64xf32>
+}

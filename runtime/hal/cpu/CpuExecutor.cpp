@@ -86,6 +86,23 @@ void CpuStepRunner::run(const std::vector<void *> &inputs,
       probe_->beforeCall(*this, i);
       probedOp_ = ~size_t(0);
     }
+    if (size_t n = batchable(i) ? gemmBatch(i, inputs, outputs, arena) : 0; n > 1) {
+      // Independent GEMMs in a row: one parallel region (CpuGemm.h), its
+      // time shared out evenly in the profile.
+      double share = 0;
+      parallelSgemms(batch_);
+      if (profile_)
+        share = std::chrono::duration<double>(Clock::now() - start).count() / n;
+      for (size_t j = i; j < i + n; ++j) {
+        if (tracing() && j > i)
+          std::fprintf(stderr, "fbt: %s #%zu %s\n", plan_.name.c_str(), j,
+                       symbols_[j].c_str());
+        if (profile_)
+          record(j, share);
+      }
+      i += n - 1;
+      continue;
+    }
     if (op.kernel.empty())
       gemm(op, args[0], args[1], args[2], splits_[i]);
     else
@@ -96,6 +113,27 @@ void CpuStepRunner::run(const std::vector<void *> &inputs,
   }
   for (const OutputCopy &c : plan_.copies)
     std::memcpy(outputs[c.output], at(c.source), c.source.bytes);
+}
+
+bool CpuStepRunner::batchable(size_t i) const {
+  const PlanOp &op = plan_.ops[i];
+  return op.isGemm() && !emulated_ && !probe_ && op.shard.empty() &&
+         splits_[i] == GemmSplit::Auto && gemmIsSplit(op.m, op.n, op.k);
+}
+
+size_t CpuStepRunner::gemmBatch(size_t i, const std::vector<void *> &inputs,
+                                const std::vector<void *> &outputs, char *arena) {
+  auto at = [&](const BufferRef &r) {
+    return reinterpret_cast<float *>(address(r, inputs, outputs, constantAddresses_, arena));
+  };
+  batch_.clear();
+  for (size_t j = i; j < plan_.ops.size() && batchable(j); ++j) {
+    const PlanOp &op = plan_.ops[j];
+    batch_.push_back({op.transposeLhs, op.transposeRhs, op.m, op.n, op.k,
+                      at(op.args[0]), at(op.args[1]), at(op.args[2])});
+  }
+  batch_.resize(independentGemms(batch_));
+  return batch_.size();
 }
 
 void CpuStepRunner::copyWithin(void *to, const void *from, size_t bytes) {

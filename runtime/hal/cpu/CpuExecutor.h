@@ -54,6 +54,13 @@ private:
     const KernelLaunch *shape;
   };
   void gemm(const PlanOp &op, void *a, void *b, void *c, GemmSplit split);
+  /// Whether call `i` may run in a batch of GEMMs (parallelSgemms): an f32
+  /// GEMM on the default split, outside a probe and ZeRO's shards.
+  bool batchable(size_t i) const;
+  /// Fills batch_ with the independent batchable GEMMs from call `i` on
+  /// and returns how many.
+  size_t gemmBatch(size_t i, const std::vector<void *> &inputs,
+                   const std::vector<void *> &outputs, char *arena);
   /// Runs a kernel call: `fn` on the CPU, else the emulated launches.
   void call(KernelLibrary::Kernel fn, const std::vector<Launch> &launches,
             size_t count);
@@ -73,6 +80,7 @@ private:
   std::vector<GemmSplit> splits_;              // per op: a GEMM's split
   std::vector<std::vector<Launch>> launches_;  // per op, emulated GPU only
   std::vector<float> lhs_, rhs_, result_;      // bf16 GEMMs widened to f32
+  std::vector<GemmCall> batch_;                // the GEMMs run together
   AlignedBuffer arena_;
   std::vector<AlignedBuffer> constants_;
   std::vector<char *> constantAddresses_;

@@ -52,37 +52,101 @@ bool gemmIsSplit(int64_t m, int64_t n, int64_t k) {
 #endif
 }
 
+namespace {
+/// A part of a GEMM that one BLAS call computes: rows lo.. of A (columns
+/// when transposed) and of C, or columns lo.. of B (rows when transposed)
+/// and of C.
+struct Panel {
+  const GemmCall *call;
+  int64_t lo, len;
+  bool byRows;
+};
+
+/// Panels of the output's longer side (by default), in multiples of 16
+/// (BLAS's register blocks), so that every thread's panel is a whole GEMM.
+void splitInto(const GemmCall &g, GemmSplit split, int threads,
+               std::vector<Panel> &out) {
+  bool other = split == GemmSplit::Other || split == GemmSplit::OtherFine;
+  bool fine = split == GemmSplit::AutoFine || split == GemmSplit::OtherFine;
+  bool byRows = (g.m > g.n) != other;
+  int64_t extent = byRows ? g.m : g.n;
+  int64_t pieces = fine ? 2 * threads : threads;
+  int64_t panel = (extent + pieces - 1) / pieces;
+  panel = std::max<int64_t>(16, (panel + 15) / 16 * 16);
+  for (int64_t lo = 0; lo < extent; lo += panel)
+    out.push_back({&g, lo, std::min(panel, extent - lo), byRows});
+}
+
+void runPanel(const Panel &p) {
+  const GemmCall &g = *p.call;
+  int64_t lda = g.ta ? g.m : g.k, ldb = g.tb ? g.k : g.n;
+  if (p.byRows)
+    sgemm(g.ta, g.tb, p.len, g.n, g.k, g.ta ? g.a + p.lo : g.a + p.lo * lda, lda,
+          g.b, ldb, g.c + p.lo * g.n, g.n);
+  else
+    sgemm(g.ta, g.tb, g.m, p.len, g.k, g.a, lda, g.tb ? g.b + p.lo * ldb : g.b + p.lo,
+          ldb, g.c + p.lo, g.n);
+}
+
+void runPanels(const std::vector<Panel> &panels) {
+#ifdef FBT_HAVE_OPENMP
+  int64_t count = panels.size();
+#pragma omp parallel for num_threads(cpuThreads()) schedule(static, 1)
+  for (int64_t p = 0; p < count; ++p)
+    runPanel(panels[p]);
+#else
+  for (const Panel &p : panels)
+    runPanel(p);
+#endif
+}
+} // namespace
+
 void parallelSgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
                    const float *a, const float *b, float *c, GemmSplit split) {
-  int64_t lda = ta ? m : k, ldb = tb ? k : n;
-#ifdef FBT_HAVE_OPENMP
   singleThreadedBlas();
-  int threads = cpuThreads();
+  GemmCall g{ta, tb, m, n, k, a, b, c};
   if (gemmIsSplit(m, n, k) && split != GemmSplit::Serial) {
-    // Panels of the output's longer side (by default), in multiples of 16
-    // (BLAS's register blocks), so that every thread's panel is a whole GEMM.
-    bool other = split == GemmSplit::Other || split == GemmSplit::OtherFine;
-    bool fine = split == GemmSplit::AutoFine || split == GemmSplit::OtherFine;
-    bool byRows = (m > n) != other;
-    int64_t extent = byRows ? m : n;
-    int64_t pieces = fine ? 2 * threads : threads;
-    int64_t panel = (extent + pieces - 1) / pieces;
-    panel = std::max<int64_t>(16, (panel + 15) / 16 * 16);
-    int64_t panels = (extent + panel - 1) / panel;
-#pragma omp parallel for num_threads(threads) schedule(static, 1)
-    for (int64_t p = 0; p < panels; ++p) {
-      int64_t lo = p * panel, len = std::min(panel, extent - lo);
-      if (byRows) // rows lo.. of A (columns when transposed) and of C
-        sgemm(ta, tb, len, n, k, ta ? a + lo : a + lo * lda, lda, b, ldb,
-              c + lo * n, n);
-      else // columns lo.. of B (rows when transposed) and of C
-        sgemm(ta, tb, m, len, k, a, lda, tb ? b + lo * ldb : b + lo, ldb,
-              c + lo, n);
-    }
+    std::vector<Panel> panels;
+    splitInto(g, split, cpuThreads(), panels);
+    runPanels(panels);
     return;
   }
-#endif
-  sgemm(ta, tb, m, n, k, a, lda, b, ldb, c, n);
+  runPanel({&g, 0, m, true});
+}
+
+void parallelSgemms(const std::vector<GemmCall> &calls) {
+  singleThreadedBlas();
+  std::vector<Panel> panels;
+  for (const GemmCall &g : calls) {
+    if (gemmIsSplit(g.m, g.n, g.k))
+      splitInto(g, GemmSplit::Auto, cpuThreads(), panels);
+    else
+      panels.push_back({&g, 0, g.m, true});
+  }
+  runPanels(panels);
+}
+
+size_t independentGemms(const std::vector<GemmCall> &calls) {
+  using Range = std::pair<const float *, const float *>;
+  std::vector<Range> written, read;
+  auto overlaps = [](const std::vector<Range> &ranges, Range r) {
+    for (const Range &w : ranges)
+      if (r.first < w.second && w.first < r.second)
+        return true;
+    return false;
+  };
+  size_t n = 0;
+  for (const GemmCall &g : calls) {
+    Range a{g.a, g.a + g.m * g.k}, b{g.b, g.b + g.k * g.n}, c{g.c, g.c + g.m * g.n};
+    if (overlaps(written, a) || overlaps(written, b) || overlaps(written, c) ||
+        overlaps(read, c))
+      break;
+    written.push_back(c);
+    read.push_back(a);
+    read.push_back(b);
+    ++n;
+  }
+  return n;
 }
 
 } // namespace fbt

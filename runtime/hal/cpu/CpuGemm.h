@@ -14,7 +14,9 @@
 
 #include "runtime/hal/cpu/CpuThreads.h"
 
+#include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace fbt {
 
@@ -39,6 +41,27 @@ bool gemmIsSplit(int64_t m, int64_t n, int64_t k);
 void parallelSgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
                    const float *a, const float *b, float *c,
                    GemmSplit split = GemmSplit::Auto);
+
+/// One GEMM of a batch that parallelSgemms runs together.
+struct GemmCall {
+  bool ta = false, tb = false;
+  int64_t m = 0, n = 0, k = 0;
+  const float *a = nullptr, *b = nullptr;
+  float *c = nullptr;
+};
+
+/// Independent GEMMs (none reads what another writes), each split as
+/// parallelSgemm's Auto splits it, in one parallel region: their panels are
+/// shared out over the threads together. A decode step's projections are
+/// GEMVs of a few hundred KiB; one fork and join per GEMM costs as much as
+/// a tenth of streaming its weights, and each join waits for the slower
+/// thread where a batch of panels evens out.
+void parallelSgemms(const std::vector<GemmCall> &calls);
+
+/// How many of `calls`, from the first, may run as one parallelSgemms
+/// batch: up to the first that reads what an earlier one writes, or writes
+/// what an earlier one reads or writes.
+size_t independentGemms(const std::vector<GemmCall> &calls);
 
 } // namespace fbt
 
