@@ -100,6 +100,7 @@ void CpuStepRunner::run(const std::vector<void *> &inputs,
         if (profile_)
           record(j, share);
       }
+      progressCollectives();
       i += n - 1;
       continue;
     }
