@@ -100,10 +100,10 @@ def main():
             if mode == "standard":
                 floors.append(beside)
                 ratios.append(runs[mode][-1]["ms_per_token"] / beside)
+        soft.append(runs["soft"][-1]["ms_per_token"] / runs["standard"][-1]["ms_per_token"])
     peer = json.loads(subprocess.run(["/usr/bin/python3", "-c", PEER, os.path.join(ROOT, "bench"),
                                       args.spec, str(args.tokens), str(THREADS)],
                                      check=True, capture_output=True, text=True).stdout)
-        soft.append(runs["soft"][-1]["ms_per_token"] / runs["standard"][-1]["ms_per_token"])
     med = {m: statistics.median(r["ms_per_token"] for r in runs[m]) for m in runs}
     pre = {m: statistics.median(r["prefill_tokens_per_s"] for r in runs[m]) for m in runs}
     first = runs["standard"][0]
