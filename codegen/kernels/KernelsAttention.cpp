@@ -171,7 +171,8 @@ FailureOr<func::FuncOp> buildRope(KernelBuilder &kb, RopeOp rope) {
   return kb.finish();
 }
 
-/// Causal attention over the KV rows, a parallel unit per (batch, head, query).
+/// Causal attention over the KV rows, a parallel unit per (batch, group of
+/// heads, query) on the CPU.
 FailureOr<func::FuncOp> buildAttention(KernelBuilder &kb, AttentionOp attn) {
   // Args: q [B,T,D], k, v [B,S,D] (or [R,S,D]), [positions [B,T]],
   // [query rows [B,T]], out [B,T,D].
