@@ -40,6 +40,9 @@ public:
 
   int64_t batchSize() const { return batch_; }
   int64_t maxPrompt() const { return maxPrompt_; }
+  /// The T of each one-row prefill over fewer positions (prefill_row_t<T>),
+  /// which a prompt of at most T tokens runs.
+  const std::vector<int64_t> &rowPrefillLengths() const { return rowPrefills_; }
   int64_t maxSequence() const { return maxSequence_; }
   int64_t vocab() const { return vocab_; }
 

@@ -496,12 +496,6 @@ std::vector<Workload> workloads(const Bundle &bundle, const ModelConfig &c) {
     std::vector<std::string> regimes = {"standard", "soft"};
     if (bundle.hasStep(step::prefill(true)))
       regimes.push_back("fused");
-    // One-row prefills over fewer positions (prefill_row_t<T>), which a
-    // short prompt runs: each once, so that their kernels are timed too.
-    std::vector<int64_t> rowLengths;
-    for (const auto &[name, plan] : bundle.steps())
-      if (int64_t t = step::rowPrefillLength(name))
-        rowLengths.push_back(t);
     std::vector<Workload> decoding;
     for (const std::string &r : regimes)
       decoding.push_back(
@@ -514,7 +508,9 @@ std::vector<Workload> workloads(const Bundle &bundle, const ModelConfig &c) {
              SamplingOptions greedy;
              d.generate(prompts, Regime::parse(r), greedy, 8,
                         [](int64_t, int32_t) { return true; });
-             for (int64_t t : rowLengths)
+             // Each one-row prefill once (a prompt of its length), so that
+             // its kernels are timed too.
+             for (int64_t t : d.rowPrefillLengths())
                d.generate({tokens(t, 9, i)}, Regime::parse(r), greedy, 2,
                           [](int64_t, int32_t) { return true; });
            },

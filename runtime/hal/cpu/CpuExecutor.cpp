@@ -86,9 +86,9 @@ void CpuStepRunner::run(const std::vector<void *> &inputs,
       probe_->beforeCall(*this, i);
       probedOp_ = ~size_t(0);
     }
-    if (size_t n = batchable(i) ? gemmBatch(i, inputs, outputs, arena) : 0; n > 1) {
-      // Independent GEMMs in a row: one parallel region (CpuGemm.h), its
-      // time shared out evenly in the profile.
+    if (size_t n = batchable(i) ? gemmBatch(i, inputs, outputs, arena) : 0) {
+      // This GEMM and the independent ones right after it: one parallel
+      // region (CpuGemm.h), its time shared out evenly in the profile.
       double share = 0;
       parallelSgemms(batch_);
       if (profile_)

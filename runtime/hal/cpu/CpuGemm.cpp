@@ -88,6 +88,14 @@ void runPanel(const Panel &p) {
           ldb, g.c + p.lo, g.n);
 }
 
+/// The calling thread's panels, kept between calls: decode runs a few
+/// dozen GEMMs per token, none of which should allocate.
+std::vector<Panel> &panelBuffer() {
+  thread_local std::vector<Panel> panels;
+  panels.clear();
+  return panels;
+}
+
 void runPanels(const std::vector<Panel> &panels) {
 #ifdef FBT_HAVE_OPENMP
   int64_t count = panels.size();
@@ -106,7 +114,7 @@ void parallelSgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
   singleThreadedBlas();
   GemmCall g{ta, tb, m, n, k, a, b, c};
   if (gemmIsSplit(m, n, k) && split != GemmSplit::Serial) {
-    std::vector<Panel> panels;
+    std::vector<Panel> &panels = panelBuffer();
     splitInto(g, split, cpuThreads(), panels);
     runPanels(panels);
     return;
@@ -116,7 +124,7 @@ void parallelSgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
 
 void parallelSgemms(const std::vector<GemmCall> &calls) {
   singleThreadedBlas();
-  std::vector<Panel> panels;
+  std::vector<Panel> &panels = panelBuffer();
   for (const GemmCall &g : calls) {
     if (gemmIsSplit(g.m, g.n, g.k))
       splitInto(g, GemmSplit::Auto, cpuThreads(), panels);
@@ -127,26 +135,21 @@ void parallelSgemms(const std::vector<GemmCall> &calls) {
 }
 
 size_t independentGemms(const std::vector<GemmCall> &calls) {
-  using Range = std::pair<const float *, const float *>;
-  std::vector<Range> written, read;
-  auto overlaps = [](const std::vector<Range> &ranges, Range r) {
-    for (const Range &w : ranges)
-      if (r.first < w.second && w.first < r.second)
-        return true;
-    return false;
+  auto overlap = [](const float *p, int64_t n, const float *q, int64_t m) {
+    return p < q + m && q < p + n;
   };
-  size_t n = 0;
-  for (const GemmCall &g : calls) {
-    Range a{g.a, g.a + g.m * g.k}, b{g.b, g.b + g.k * g.n}, c{g.c, g.c + g.m * g.n};
-    if (overlaps(written, a) || overlaps(written, b) || overlaps(written, c) ||
-        overlaps(read, c))
-      break;
-    written.push_back(c);
-    read.push_back(a);
-    read.push_back(b);
-    ++n;
+  for (size_t j = 0; j < calls.size(); ++j) {
+    const GemmCall &g = calls[j];
+    for (size_t i = 0; i < j; ++i) {
+      const GemmCall &e = calls[i];
+      int64_t written = e.m * e.n;
+      if (overlap(g.a, g.m * g.k, e.c, written) || overlap(g.b, g.k * g.n, e.c, written) ||
+          overlap(g.c, g.m * g.n, e.c, written) || overlap(g.c, g.m * g.n, e.a, e.m * e.k) ||
+          overlap(g.c, g.m * g.n, e.b, e.k * e.n))
+        return j;
+    }
   }
-  return n;
+  return calls.size();
 }
 
 } // namespace fbt
