@@ -1,12 +1,14 @@
 """Decode latency on the CPU: standard against soft decoding, and PyTorch.
 
 usage: /usr/bin/python3 bench/cpu_decode.py [--spec specs/small.json] [--tokens N]
-                                            [--repeats R]
+                                            [--repeats R] [--rounds N]
 
-In one run: compiles the spec, then alternates `fbt bench --decode standard`
-and `--decode soft` R times (medians; soft/standard the median of each
-repeat's pair), and times the same greedy decoding in
-PyTorch eager with a KV cache (bench/torch_fbt.py), standard and soft. Prints
+In one run: compiles the spec, then runs `fbt bench --decode standard
+--versus soft` R times: each run times standard and soft decoding in
+alternating rounds in one process (--rounds), so soft/standard is the
+median of round-by-round ratios that the host's drift between separate
+runs does not blur. It also times the same greedy decoding in PyTorch
+eager with a KV cache (bench/torch_fbt.py), standard and soft. Prints
 prefill tokens/s, ms per generated token, and the soft/standard ratio (the
 method's claim: soft decoding costs two D x D GEMVs and a gate more).
 
@@ -79,6 +81,8 @@ def main():
     ap.add_argument("--spec", default=os.path.join(ROOT, "specs", "small.json"))
     ap.add_argument("--tokens", type=int, default=64)
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--rounds", type=int, default=10,
+                    help="alternating standard/soft rounds per fbt bench run")
     args = ap.parse_args()
     bundle = os.path.join(tempfile.mkdtemp(), "model.fbtb")
     fbtc = os.path.join(BUILD, "tools", "fbtc", "fbtc")
@@ -87,40 +91,43 @@ def main():
                                           capture_output=True, text=True).stdout)
     weights = described["params"]["total"]
     floor = Floor(weights, described["config"]["hidden_size"])
-    runs = {"standard": [], "soft": []}
-    floors, ratios, soft = [], [], []
+    runs, floors, ratios = [], [], []
     for _ in range(args.repeats):
-        for mode in runs:
-            before = floor.sample()
-            out = subprocess.run([os.path.join(BUILD, "tools", "fbt", "fbt"), "bench", bundle,
-                                  "--decode", mode, "--steps", str(args.tokens)],
-                                 check=True, capture_output=True, text=True).stdout
-            beside = (before + floor.sample()) / 2
-            runs[mode].append(json.loads(out))
-            if mode == "standard":
-                floors.append(beside)
-                ratios.append(runs[mode][-1]["ms_per_token"] / beside)
-        soft.append(runs["soft"][-1]["ms_per_token"] / runs["standard"][-1]["ms_per_token"])
+        before = floor.sample()
+        out = subprocess.run([os.path.join(BUILD, "tools", "fbt", "fbt"), "bench", bundle,
+                              "--decode", "standard", "--versus", "soft",
+                              "--rounds", str(args.rounds), "--steps", str(args.tokens)],
+                             check=True, capture_output=True, text=True).stdout
+        beside = (before + floor.sample()) / 2
+        runs.append(json.loads(out))
+        floors.append(beside)
+        ratios.append(runs[-1]["versus"]["base_ms_per_token"] / beside)
+    soft = [r for run in runs for r in run["versus"]["ratios"]]
     peer = json.loads(subprocess.run(["/usr/bin/python3", "-c", PEER, os.path.join(ROOT, "bench"),
                                       args.spec, str(args.tokens), str(THREADS)],
                                      check=True, capture_output=True, text=True).stdout)
-    med = {m: statistics.median(r["ms_per_token"] for r in runs[m]) for m in runs}
-    pre = {m: statistics.median(r["prefill_tokens_per_s"] for r in runs[m]) for m in runs}
-    first = runs["standard"][0]
-    print("decode on the CPU (%d threads): %s, batch %d, prompt %d, %d new tokens, median of %d"
-          % (THREADS, os.path.basename(args.spec), first["batch"], first["prompt_tokens"],
-             first["new_tokens"], args.repeats))
-    print("%-10s %14s %14s %14s" % ("mode", "fbt ms/token", "torch ms/token", "fbt prefill tok/s"))
+    med = {"standard": statistics.median(r["versus"]["base_ms_per_token"] for r in runs),
+           "soft": statistics.median(r["versus"]["ms_per_token"] for r in runs)}
+    first = runs[0]
+    print("decode on the CPU (%d threads): %s, batch %d, prompt %d, %d new tokens, "
+          "%d runs of %d rounds" % (THREADS, os.path.basename(args.spec), first["batch"],
+                                    first["prompt_tokens"], first["new_tokens"], args.repeats,
+                                    args.rounds))
+    print("%-10s %14s %14s" % ("mode", "fbt ms/token", "torch ms/token"))
     for m in ("standard", "soft"):
-        print("%-10s %14.3f %14.3f %14.0f" % (m, med[m], peer[m], pre[m]))
-    print("soft / standard: fbt %.3f (the median of each repeat's pair: %s), torch %.3f"
-          % (statistics.median(soft), " ".join("%.3f" % r for r in soft),
+        print("%-10s %14.3f %14.3f" % (m, med[m], peer[m]))
+    print("fbt prefill: %.0f tokens/s" % statistics.median(r["prefill_tokens_per_s"] for r in runs))
+    quartiles = statistics.quantiles(soft, n=4)
+    print("soft / standard: fbt %.3f (the median of %d rounds; quartiles %.3f-%.3f; "
+          "runs: %s), torch %.3f"
+          % (statistics.median(soft), len(soft), quartiles[0], quartiles[2],
+             " ".join("%.3f" % r["versus"]["ratio"] for r in runs),
              peer["soft"] / peer["standard"]))
     print("floor (a GEMV over the %.1f MB of weights, beside each run): %.3f ms (%.3f-%.3f); "
           "fbt standard is %.2fx it (runs: %s)"
           % (4e-6 * weights, statistics.median(floors), min(floors), max(floors),
              statistics.median(ratios), " ".join("%.2f" % r for r in ratios)))
-    last = runs["standard"][-1]
+    last = runs[-1]
     print("fbt standard, a token: %d calls, %.0f%% in GEMMs, %.0f%% in kernels; costliest: %s"
           % (last["calls_per_token"], 100 * last["gemm_share"], 100 * last["kernel_share"],
              ", ".join("%s %.0f%%" % (k, 100 * v) for k, v in last["top"].items())))

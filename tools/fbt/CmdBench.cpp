@@ -6,7 +6,9 @@
 //                 how the time splits between BLAS GEMMs and generated kernels,
 //                 and the rate of the step's GEMMs run alone (the ceiling)
 //   --decode MODE prefill tokens/s, per-token decode latency and (a decode
-//                 batch of more than one) the largest mixed step's tokens/s
+//                 batch of more than one) the largest mixed step's tokens/s;
+//                 with --versus MODE2, both modes timed in alternating
+//                 rounds in this process and the median of their ratio
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,14 +16,16 @@
 #include "Commands.h"
 
 #include "runtime/base/Error.h"
+#include "runtime/base/Median.h"
 #include "runtime/base/Random.h"
 #include "runtime/decode/Decoder.h"
 #include "runtime/format/StepNames.h"
 
 #include <algorithm>
 #include <chrono>
-#include <map>
 #include <cstdio>
+#include <map>
+#include <optional>
 #include <sys/resource.h>
 
 namespace fbt {
@@ -70,10 +74,17 @@ int runBench(int argc, char **argv) {
       .integer("steps", "N", "timed steps, or decode tokens (default 20)")
       .integer("warmup", "W", "untimed warm-up runs (default 3)")
       .integer("tokens", "N",
-               "--decode: prompt tokens (default: the bundle's max prompt)");
+               "--decode: prompt tokens (default: the bundle's max prompt)")
+      .text("versus", "MODE2",
+            "--decode: also time MODE2, alternating with MODE round by round "
+            "(MODE2 then MODE, MODE then MODE2, ...), and report the median "
+            "of each round's MODE2/MODE ratio: a comparison that the host's "
+            "drift between separate runs does not blur")
+      .integer("rounds", "R", "--versus: timed rounds (default 10)");
   if (!args.parse(argc, argv))
     return 0;
-  if (args.has("train") == args.has("decode")) {
+  if (args.has("train") == args.has("decode") ||
+      (args.has("versus") && !args.has("decode"))) {
     std::fputs(args.help().c_str(), stderr);
     return 2;
   }
@@ -123,6 +134,12 @@ int runBench(int argc, char **argv) {
   }
 
   Regime regime = Regime::parse(args.get("decode"));
+  std::optional<Regime> other;
+  if (args.has("versus"))
+    other = Regime::parse(args.get("versus"));
+  int64_t rounds = args.getInt("rounds", 10);
+  if (rounds < 1)
+    throw RuntimeError("--rounds must be >= 1");
   Decoder d(s);
   int64_t prompt = std::min<int64_t>(d.maxPrompt(), args.getInt("tokens", d.maxPrompt()));
   int64_t newTokens = std::min<int64_t>(steps, d.maxSequence() - prompt);
@@ -142,17 +159,21 @@ int runBench(int argc, char **argv) {
       decodeRunners.back()->setProfiling(true);
     }
   // The first token comes from the prefill; every later one costs one decode
-  // step, timed between the first and the last token's arrival.
-  double start = now(), first = 0, last = 0;
-  d.generate(prompts, regime, greedy, newTokens + 1, [&](int64_t row, int32_t) {
-    if (row == 0) {
-      last = now();
-      if (first == 0)
-        first = last;
-    }
-    return true;
-  });
-  double prefillSecs = first - start, decodeSecs = last - first;
+  // step, timed between the first and the last token's arrival. Returns the
+  // prefill's and the decode steps' seconds.
+  auto timeDecode = [&](const Regime &r) {
+    double start = now(), first = 0, last = 0;
+    d.generate(prompts, r, greedy, newTokens + 1, [&](int64_t row, int32_t) {
+      if (row == 0) {
+        last = now();
+        if (first == 0)
+          first = last;
+      }
+      return true;
+    });
+    return std::pair<double, double>{first - start, last - first};
+  };
+  auto [prefillSecs, decodeSecs] = timeDecode(regime);
   // Where a token's time goes: every decode step's calls (the first
   // token's prefill is not among them), per generated token.
   double gemm = 0, kernels = 0;
@@ -177,6 +198,35 @@ int runBench(int argc, char **argv) {
                            {"kernel_share", kernels / decodeSecs},
                            {"top", topCalls(decodeRunners, decodeSecs)},
                            {"peak_rss_mib", peakRssMiB()}});
+  if (other) {
+    // Unprofiled rounds of both modes, each round's order the reverse of
+    // the last's, so that a drift of the host's speed within a round
+    // weighs on both sides alike.
+    for (StepRunner *r : decodeRunners)
+      r->setProfiling(false);
+    for (int64_t i = 0; i < warmup; ++i)
+      d.generate(prompts, *other, greedy, 2, all);
+    std::vector<double> base, versus, ratios;
+    for (int64_t i = 0; i < rounds; ++i) {
+      double a, b;
+      if (i % 2) {
+        a = timeDecode(regime).second;
+        b = timeDecode(*other).second;
+      } else {
+        b = timeDecode(*other).second;
+        a = timeDecode(regime).second;
+      }
+      base.push_back(1e3 * a / newTokens);
+      versus.push_back(1e3 * b / newTokens);
+      ratios.push_back(b / a);
+    }
+    out["versus"] = Json::object({{"mode", other->name()},
+                                  {"rounds", rounds},
+                                  {"base_ms_per_token", median(base)},
+                                  {"ms_per_token", median(versus)},
+                                  {"ratio", median(ratios)},
+                                  {"ratios", Json(ratios)}});
+  }
   // The largest mixed step full of one prompt's tokens: a server's chunked
   // prefill rate (after the profile, which is the decode steps' alone).
   double mixedRate = 0;
