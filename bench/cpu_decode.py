@@ -76,6 +76,21 @@ class Floor:
         return 1e3 * statistics.median(times)
 
 
+def median_interval(samples, level=0.95):
+    """A distribution-free confidence interval for the median of `samples`:
+    the order statistics x(j), x(n-1-j) with the largest j for which
+    P(j < Binomial(n, 1/2) <= n-1-j) is at least `level` (None: too few)."""
+    from math import comb
+    x, n = sorted(samples), len(samples)
+    best = None
+    for j in range((n + 1) // 2):
+        inside = sum(comb(n, i) for i in range(j + 1, n - j)) / 2 ** n
+        if inside < level:
+            break
+        best = (x[j], x[n - 1 - j])
+    return best
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--spec", default=os.path.join(ROOT, "specs", "small.json"))
@@ -117,10 +132,11 @@ def main():
     for m in ("standard", "soft"):
         print("%-10s %14.3f %14.3f" % (m, med[m], peer[m]))
     print("fbt prefill: %.0f tokens/s" % statistics.median(r["prefill_tokens_per_s"] for r in runs))
-    quartiles = statistics.quantiles(soft, n=4)
-    print("soft / standard: fbt %.3f (the median of %d rounds; quartiles %.3f-%.3f; "
+    interval = median_interval(soft)
+    print("soft / standard: fbt %.3f (the median of %d rounds, 95%% interval %s; "
           "runs: %s), torch %.3f"
-          % (statistics.median(soft), len(soft), quartiles[0], quartiles[2],
+          % (statistics.median(soft), len(soft),
+             "%.3f-%.3f" % interval if interval else "- (too few rounds)",
              " ".join("%.3f" % r["versus"]["ratio"] for r in runs),
              peer["soft"] / peer["standard"]))
     print("floor (a GEMV over the %.1f MB of weights, beside each run): %.3f ms (%.3f-%.3f); "
