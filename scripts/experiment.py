@@ -491,11 +491,12 @@ def write_report(out, spec, steps, weights, results, describe, data):
                  "mix-in). Loss in nats per token; bpb = bits per byte." % data_name)
     lines.append("")
     lines.append("FBT recipe: fusion %s, state %s, input_norm %s, gate_norm %s, state_norm %s, "
-                 "output_norm %s, token_residual %s, prefix_mixin %s; schedule %s, grad_passes %s." % (
+                 "output_norm %s, token_residual %s, prefix_mixin %s, aux_loss_weight %s; "
+                 "schedule %s, grad_passes %s." % (
                      fb.get("fusion", "glu"), fb.get("state", "post_norm"), fb.get("input_norm", False),
                      fb.get("gate_norm", True), fb.get("state_norm", False),
                      fb.get("output_norm", False), fb.get("token_residual", True),
-                     fb.get("prefix_mixin", False),
+                     fb.get("prefix_mixin", False), fb.get("aux_loss_weight", 1.0),
                      ", ".join("K=%d %.0f%%" % (k, 100 * w) for k, w in sorted(weights.items())),
                      spec.get("training", {}).get("grad_passes", 2)))
     lines.append("")
