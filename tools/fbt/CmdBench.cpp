@@ -84,7 +84,8 @@ int runBench(int argc, char **argv) {
   if (!args.parse(argc, argv))
     return 0;
   if (args.has("train") == args.has("decode") ||
-      (args.has("versus") && !args.has("decode"))) {
+      (args.has("versus") && !args.has("decode")) ||
+      (args.has("rounds") && !args.has("versus"))) {
     std::fputs(args.help().c_str(), stderr);
     return 2;
   }
