@@ -28,21 +28,23 @@ easy levels: 10 * |ops|^k problems in all) is trained but not asked.
 
 Training mix: lines "$...=a" in blocks of 2..6 consecutive problems, k drawn
 from --weights (default 1/k: easy levels first), inserted at line
-boundaries of a base text until they are --mix of its training bytes
-(default 0.5). Each evaluation problem is two solved held-out problems of
+boundaries of each training document of a base data set (JSON Lines, one
+{"text"} a document) until they are --mix of its bytes (default 0.5). Each evaluation problem is two solved held-out problems of
 the same k, one per line, then the question: 3 (k + 4) bytes, which the
 spec's inference.max_prompt_length must hold (the runtime adds BOS before
 the prompt; see fbt eval --task file:PATH).
 
-    depth_task.py --data TEXT --val-fraction F --out DIR [--mix 0.5]
-                  [--k 1..8] [--weights W,...] [--ops +-] [--problems 200]
-                  [--seed S]
+    depth_task.py --data BASE.jsonl --validation-docs N --test-docs N --out DIR
+                  [--mix 0.5] [--k 1..8] [--weights W,...] [--ops +-]
+                  [--problems 200] [--seed S]
 
-writes DIR/train.txt (the base's training part with the task mixed in, then
-its held-out part unchanged), DIR/task.json (the new --val-fraction that
-keeps the same held-out part, the depths asked, and the settings) and
-DIR/k<K>.jsonl, the held-out problems of each asked k for
-`fbt eval --task file:DIR/k<K>.jsonl`.
+where the base's last --test-docs documents are its test part and the
+--validation-docs before them its validation part (as the code recipe
+writes them), writes DIR/train.jsonl (the base's training documents with the
+task mixed in, then its validation and test documents unchanged),
+DIR/task.json (the --val-fraction and --test-fraction that keep the same
+parts, the depths asked, and the settings) and DIR/k<K>.jsonl, the held-out
+problems of each asked k for `fbt eval --task file:DIR/k<K>.jsonl`.
 """
 
 import argparse
@@ -51,6 +53,10 @@ import itertools
 import json
 import os
 import random
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from code_corpus import exact_fractions  # noqa: E402
 
 UPDATES = {"+": lambda v: v + 1, "-": lambda v: v - 1, "*": lambda v: 3 * v,
            "/": lambda v: 7 * v}  # mod 10; 7 = 1/3 mod 10
@@ -166,43 +172,34 @@ def mix(base, fraction, seed, ks, weights, rate=HELDOUT_RATE, ops=DEFAULT_OPS):
     return "".join(out)
 
 
-def split_bytes(data, val_fraction):
-    """(training, held-out) parts of a byte-level text file as fbt splits it:
-    one document, BOS then the bytes; the last floor(F * n) tokens held out."""
-    held = int(val_fraction * (1 + len(data)))
-    return data[:len(data) - held], data[len(data) - held:]
-
-
-def exact_val_fraction(heldout, total):
-    f = (heldout + 0.5) / total
-    assert int(f * total) == heldout, (heldout, total)
-    return f
-
-
 def default_weights(ks):
     """1/k: the easy levels, which the model learns first, most often."""
     return [1 / k for k in ks]
 
 
-def build(data, val_fraction, out, fraction=0.5, ks=range(1, 9), weights=None,
+def build(data, validation_docs, test_docs, out, fraction=0.5, ks=range(1, 9), weights=None,
           problems=200, seed=20261201, rate=HELDOUT_RATE, ops=DEFAULT_OPS, min_heldout=10):
-    """Writes train.txt, task.json and k<K>.jsonl into out; returns task.json."""
+    """Writes train.jsonl, task.json and k<K>.jsonl into out; returns task.json."""
     ks = list(ks)
     weights = list(weights) if weights else default_weights(ks)
     if len(weights) != len(ks) or min(ks) < 1:
         raise ValueError("one weight per depth, depths >= 1")
-    with open(data, "rb") as f:
-        train, heldout = split_bytes(f.read(), val_fraction)
-    # Bytes that are not UTF-8 (or a character cut by the split) pass through.
     if not ops or any(op not in UPDATES for op in ops) or len(set(ops)) != len(ops):
         raise ValueError("ops must be distinct updates of %s" % "".join(UPDATES))
-    mixed = mix(train.decode("utf-8", "surrogateescape"), fraction, seed, ks, weights,
-                rate, ops).encode("utf-8", "surrogateescape")
+    with open(data) as f:
+        docs = [json.loads(line)["text"] for line in f if line.strip()]
+    held = validation_docs + test_docs
+    if not 0 < held < len(docs):
+        raise ValueError("%s has %d documents: too few for %d held out" % (data, len(docs), held))
+    train, kept = docs[:len(docs) - held], docs[len(docs) - held:]
+    mixed = [mix(doc, fraction, seed * 1000003 + i, ks, weights, rate, ops)
+             for i, doc in enumerate(train)]
     os.makedirs(out, exist_ok=True)
-    path = os.path.join(out, "train.txt")
-    with open(path, "wb") as f:
-        f.write(mixed + heldout)
-    total = 1 + len(mixed) + len(heldout)
+    path = os.path.join(out, "train.jsonl")
+    with open(path, "w") as f:
+        for doc in mixed + kept:
+            f.write(json.dumps({"text": doc}) + "\n")
+    tokens = [1 + len(doc.encode("utf-8", "surrogateescape")) for doc in mixed + kept]
     files = {}
     for k in ks:  # depths with too small a space to hold problems out are trained only
         if len(heldout_questions(k, min_heldout, seed, rate, ops)) < min_heldout:
@@ -213,11 +210,14 @@ def build(data, val_fraction, out, fraction=0.5, ks=range(1, 9), weights=None,
                 f.write(json.dumps(p) + "\n")
     if not files:
         raise ValueError("no depth has %d held-out problems: ask for larger k" % min_heldout)
-    task = {"data": path, "val_fraction": exact_val_fraction(len(heldout), total),
+    n = len(tokens)
+    val_f, test_f = exact_fractions(sum(tokens), sum(tokens[n - held:n - test_docs]),
+                                    sum(tokens[n - test_docs:]))
+    task = {"data": path, "val_fraction": val_f, "test_fraction": test_f,
             "mix": fraction, "k": ks, "eval_k": sorted(files), "weights": weights, "seed": seed,
             "ops": ops,
             "heldout_rate": rate, "problems": {str(k): v for k, v in files.items()},
-            "task_bytes": len(mixed) - len(train)}
+            "task_bytes": sum(len(m) for m in mixed) - sum(len(t) for t in train)}
     with open(os.path.join(out, "task.json"), "w") as f:
         json.dump(task, f, indent=1)
     return task
@@ -232,9 +232,11 @@ def parse_ks(text):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--data", required=True, help="byte-level training text (UTF-8)")
-    ap.add_argument("--val-fraction", type=float, default=0.1,
-                    help="its held-out part, as fbt train --val-fraction (default 0.1)")
+    ap.add_argument("--data", required=True,
+                    help="the base data set: JSON Lines, one {\"text\"} a document")
+    ap.add_argument("--validation-docs", type=int, required=True,
+                    help="its validation documents (before the test documents)")
+    ap.add_argument("--test-docs", type=int, required=True, help="its last, test documents")
     ap.add_argument("--out", required=True)
     ap.add_argument("--mix", type=float, default=0.5,
                     help="task share of the training bytes (default 0.5)")
@@ -251,7 +253,8 @@ def main():
     args = ap.parse_args()
     ks = parse_ks(args.k)
     weights = [float(w) for w in args.weights.split(",")] if args.weights else None
-    print(json.dumps(build(args.data, args.val_fraction, args.out, args.mix, ks, weights,
+    print(json.dumps(build(args.data, args.validation_docs, args.test_docs, args.out, args.mix,
+                           ks, weights,
                            args.problems, args.seed, args.heldout_rate, args.ops,
                            args.min_heldout), indent=1))
 

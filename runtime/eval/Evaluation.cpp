@@ -4,10 +4,13 @@
 
 #include "runtime/base/Error.h"
 #include "runtime/format/StepNames.h"
+#include "runtime/text/DataSplits.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
+#include <set>
 
 namespace fbt {
 
@@ -19,6 +22,48 @@ double crossEntropy(const std::vector<float> &logits, int32_t target) {
   for (float l : logits)
     sum += std::exp(double(l) - double(top));
   return std::log(sum) + double(top) - double(logits[target]);
+}
+
+/// The mean of `v` (units of equal weight) with its standard error, and the
+/// cluster standard error over the groups `group[i]` names (0 with fewer
+/// than two groups): sqrt(G / (G - 1) * sum_g S_g^2) / n, S_g the sum of a
+/// group's deviations from the mean.
+MeanLoss meanLoss(const std::vector<double> &v, const std::vector<int64_t> &group) {
+  MeanLoss m;
+  const double n = double(v.size());
+  if (v.empty())
+    return m;
+  for (double x : v)
+    m.loss += x / n;
+  double squares = 0;
+  std::map<int64_t, double> sums;
+  for (size_t i = 0; i < v.size(); ++i) {
+    double d = v[i] - m.loss;
+    squares += d * d;
+    if (!group.empty())
+      sums[group[i]] += d;
+  }
+  if (v.size() > 1)
+    m.se = std::sqrt(squares / (n - 1) / n);
+  if (sums.size() > 1) {
+    double g = double(sums.size()), between = 0;
+    for (const auto &[id, sum] : sums)
+      between += sum * sum;
+    m.seDocuments = std::sqrt(g / (g - 1) * between) / n;
+  }
+  return m;
+}
+
+/// The document each window starting at `offsets[i]` starts in: the index
+/// of the last document start at or before it (-1: before the first).
+std::vector<int64_t> documentsOf(const TokenStream &tokens, int32_t bos,
+                                 const std::vector<int64_t> &offsets) {
+  std::vector<int64_t> starts = documentStarts(tokens, bos);
+  std::vector<int64_t> docs;
+  for (int64_t at : offsets)
+    docs.push_back(int64_t(std::upper_bound(starts.begin(), starts.end(), at) -
+                           starts.begin()) - 1);
+  return docs;
 }
 
 double rms(const float *v, int64_t n) {
@@ -56,24 +101,25 @@ LossReport evaluateLosses(Session &session, const TokenStream &heldOut,
     std::snprintf(got, sizeof got, "%g", o.promptFraction);
     throw RuntimeError(std::string("--prompt-fraction must be in (0, 1), got ") + got);
   }
-  if (o.windows < 1)
-    throw RuntimeError("--windows must be >= 1");
+  if (o.windows < 0)
+    throw RuntimeError("--windows must be >= 1 (or all)");
 
-  int64_t batches = (o.windows + batch - 1) / batch;
   ValBatches val = [&] {
     try {
-      return ValBatches(heldOut, batch, seqLen, batches);
+      return ValBatches(heldOut, batch, seqLen, o.windows);
     } catch (const RuntimeError &e) {
       throw RuntimeError(std::string(e.what()) +
                          " (the held-out data is too short for one batch of "
                          "windows; give more data or a larger held-out part)");
     }
   }();
-  batches = val.size();
+  const int64_t batches = val.size();
 
   Decoder decoder(session);
   LossReport r;
-  r.windows = batches * batch;
+  r.windows = val.windows();
+  r.windowsInPart = val.windowsInStream();
+  r.batchWindows = batch;
   r.windowLength = seqLen;
   r.promptLength = std::clamp<int64_t>(
       std::llround(o.promptFraction * double(seqLen)), 1,
@@ -82,18 +128,25 @@ LossReport evaluateLosses(Session &session, const TokenStream &heldOut,
     throw RuntimeError("windows of " + std::to_string(seqLen) +
                        " tokens do not fit the decoder's context of " +
                        std::to_string(decoder.maxSequence()));
+  std::vector<int64_t> offsets;
+  for (int64_t w = 0; w < r.windows; ++w)
+    offsets.push_back(val.offset(w));
+  std::vector<int64_t> docs =
+      documentsOf(heldOut, int32_t(session.model().bosTokenId), offsets);
+  r.documents = int64_t(std::set<int64_t>(docs.begin(), docs.end()).size());
 
   std::vector<Regime> regimes = o.regimes.empty() ? defaultRegimes(session.bundle()) : o.regimes;
 
-  r.passes.assign(o.passes, 0.0);
-  std::vector<double> nats(regimes.size(), 0.0);
+  // Per batch (passes) and per window (regimes): the mean loss of the unit.
+  std::vector<std::vector<double>> passLoss(o.passes), windowLoss(regimes.size());
+  const int64_t scored = seqLen - r.promptLength + 1;
   int64_t total = batches * (1 + int64_t(regimes.size()));
   int64_t done = 0;
   for (int64_t i = 0; i < batches; ++i) {
     Batch b = val[i];
     StepResult s = session.evalStep(evalK, b.inputs.data(), b.targets.data());
     for (int64_t k = 0; k < o.passes; ++k)
-      r.passes[k] += double(s.passLosses[k]) / double(batches);
+      passLoss[k].push_back(double(s.passLosses[k]));
     if (progress)
       progress(++done, total);
 
@@ -109,22 +162,32 @@ LossReport evaluateLosses(Session &session, const TokenStream &heldOut,
                                                rows.begin() + first + count);
         std::vector<int64_t> prompts(count, r.promptLength);
         auto logits = decoder.score(seqs, prompts, regimes[g]);
-        for (int64_t w = 0; w < count; ++w)
+        for (int64_t w = 0; w < count; ++w) {
+          double nats = 0;
           for (int64_t t = r.promptLength - 1; t < seqLen; ++t)
-            nats[g] += crossEntropy(logits[w][t],
-                                    b.targets[(first + w) * seqLen + t]);
+            nats += crossEntropy(logits[w][t], b.targets[(first + w) * seqLen + t]);
+          windowLoss[g].push_back(nats / double(scored));
+        }
       }
       if (progress)
         progress(++done, total);
     }
   }
-  r.tokens = r.windows * (seqLen - r.promptLength + 1);
+  r.tokens = r.windows * scored;
+  for (int64_t k = 0; k < o.passes; ++k)
+    r.passes.push_back(meanLoss(passLoss[k], {}));
   for (size_t g = 0; g < regimes.size(); ++g) {
     RegimeLoss l;
     l.name = regimes[g].name();
-    l.loss = nats[g] / double(r.tokens);
+    l.loss = meanLoss(windowLoss[g], docs);
     if (o.byteLevel)
-      l.bpb = l.loss / std::log(2.0);
+      l.bpb = l.loss.loss / std::log(2.0);
+    if (g > 0 && regimes[0].name() == "standard") {
+      std::vector<double> diff(windowLoss[g].size());
+      for (size_t w = 0; w < diff.size(); ++w)
+        diff[w] = windowLoss[g][w] - windowLoss[0][w];
+      l.minusStandard = meanLoss(diff, docs);
+    }
     r.regimes.push_back(l);
   }
   return r;
@@ -159,17 +222,35 @@ ContractionReport evaluateContraction(Session &session,
   return r;
 }
 
+namespace {
+Json meanJson(const MeanLoss &m, const char *name) {
+  return Json::object({{name, m.loss}, {"se", m.se}, {"se_documents", m.seDocuments}});
+}
+} // namespace
+
 Json toJson(const LossReport &r) {
   Json regimes = Json::object();
-  for (const RegimeLoss &l : r.regimes)
-    regimes[l.name] =
-        Json::object({{"loss", l.loss},
-                      {"bpb", l.bpb >= 0 ? Json(l.bpb) : Json()}});
+  for (const RegimeLoss &l : r.regimes) {
+    Json j = meanJson(l.loss, "loss");
+    j["bpb"] = l.bpb >= 0 ? Json(l.bpb) : Json();
+    if (&l != &r.regimes.front() && r.regimes.front().name == "standard")
+      j["minus_standard"] = meanJson(l.minusStandard, "mean");
+    regimes[l.name] = std::move(j);
+  }
+  Json passes = Json::array(), passesSe = Json::array();
+  for (const MeanLoss &m : r.passes) {
+    passes.push_back(m.loss);
+    passesSe.push_back(m.se);
+  }
   return Json::object(
-      {{"passes", Json::array_t(r.passes.begin(), r.passes.end())},
+      {{"passes", std::move(passes)},
+       {"passes_se", std::move(passesSe)},
        {"regimes", std::move(regimes)},
        {"tokens", r.tokens},
        {"windows", r.windows},
+       {"windows_in_part", r.windowsInPart},
+       {"documents", r.documents},
+       {"batch_windows", r.batchWindows},
        {"window_length", r.windowLength},
        {"prompt_length", r.promptLength}});
 }

@@ -9,6 +9,14 @@
 //    continuation teacher-forced through the compiled decoder (standard,
 //    soft = the exact recurrence, fused:N); the loss of the continuation's
 //    tokens, and bits per byte for byte-level data;
+//  - beside each loss its standard error: over windows (per regime; per pass
+//    over batches of windows, the eval step's unit), and over documents (the
+//    windows grouped by the document they start in, a cluster standard
+//    error, which is the honest one when a few long documents make up the
+//    part); and each regime's paired difference from standard on the same
+//    windows, with its standard error.
+// The windows are spread evenly over the whole part (ValBatches), never its
+// first bytes alone.
 //  - tasks: exact-match accuracy of greedy answers per regime on problems
 //    the training text does not hold (runtime/eval/Tasks.h);
 //  - contraction: how fast the feedback map's passes converge over a prompt,
@@ -31,23 +39,36 @@
 namespace fbt {
 
 struct LossOptions {
-  int64_t windows = 64;        ///< held-out windows (rounded to whole batches)
+  int64_t windows = 0;         ///< held-out windows, spread (0: every window;
+                               ///< rounded down to whole batches)
   double promptFraction = 0.25; ///< of each window, the plain prompt
   int64_t passes = 8;          ///< passes reported (at most the eval step's K)
   std::vector<Regime> regimes; ///< empty: standard, soft, fused:2, fused:3
   bool byteLevel = true;       ///< one token per byte: report bits per byte
 };
 
+/// A mean loss and its standard errors.
+struct MeanLoss {
+  double loss = 0;        ///< mean nats per token
+  double se = 0;          ///< over windows (per pass: over batches of windows)
+  double seDocuments = 0; ///< over documents (cluster); 0 with one document
+};
+
 struct RegimeLoss {
   std::string name; ///< "standard", "soft", "fused:2", ...
-  double loss = 0;  ///< mean nats per continuation token
+  MeanLoss loss;    ///< over continuation tokens
   double bpb = -1;  ///< bits per byte; < 0 when unknown (not byte-level)
+  /// loss - standard's, window by window (absent for standard itself).
+  MeanLoss minusStandard;
 };
 
 struct LossReport {
-  std::vector<double> passes;     ///< loss of pass 1..N over whole windows
+  std::vector<MeanLoss> passes;   ///< loss of pass 1..N over whole windows
   std::vector<RegimeLoss> regimes;
   int64_t windows = 0, windowLength = 0, promptLength = 0;
+  int64_t windowsInPart = 0;      ///< the non-overlapping windows the part holds
+  int64_t documents = 0;          ///< documents the scored windows start in
+  int64_t batchWindows = 0;       ///< windows per eval batch (the passes' unit)
   int64_t tokens = 0;             ///< continuation tokens scored per regime
 };
 
@@ -56,6 +77,7 @@ struct LossReport {
 /// fused:3, or standard alone for a model without a feedback path.
 std::vector<Regime> defaultRegimes(const Bundle &bundle);
 
+/// `heldOut`'s documents begin with the model's BOS id.
 LossReport evaluateLosses(Session &session, const TokenStream &heldOut,
                           const LossOptions &options,
                           const std::function<void(int64_t, int64_t)> &progress = {});

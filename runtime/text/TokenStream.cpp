@@ -4,6 +4,7 @@
 
 #include "runtime/base/Error.h"
 #include "runtime/base/FileIO.h"
+#include "runtime/base/Json.h"
 #include "runtime/base/Random.h"
 #include "runtime/text/Tokenizer.h"
 
@@ -284,8 +285,54 @@ static bool endsWith(std::string_view s, std::string_view suffix) {
 TokenFileFormat tokenFileFormat(const std::string &path) {
   return endsWith(path, ".u32.bin") ? TokenFileFormat::U32
          : endsWith(path, ".bin")   ? TokenFileFormat::U16
+         : endsWith(path, ".jsonl") ? TokenFileFormat::Jsonl
                                     : TokenFileFormat::Text;
 }
+
+std::vector<std::string> jsonlTexts(const std::string &path, std::string_view contents,
+                                    const std::string &field) {
+  std::vector<std::string> texts;
+  size_t line = 0;
+  for (size_t at = 0; at < contents.size();) {
+    size_t end = contents.find('\n', at);
+    if (end == std::string_view::npos)
+      end = contents.size();
+    std::string_view l = contents.substr(at, end - at);
+    at = end + 1;
+    ++line;
+    if (l.find_first_not_of(" \t\r") == std::string_view::npos)
+      continue;
+    std::string where = path + ":" + std::to_string(line);
+    Json record = parseJson(l, where);
+    const Json *text = jsonFind(record, field);
+    if (!text || !text->is_string())
+      throw RuntimeError(where + ": no string field '" + field + "'");
+    texts.push_back(asString(*text));
+  }
+  return texts;
+}
+
+namespace {
+/// A JSON Lines file's documents, each through `tokenizer` after its
+/// separator (a NUL in byte-level text is an error naming its line).
+TokenStream loadJsonlFile(const std::string &path, int64_t vocabSize,
+                          const Tokenizer &tokenizer) {
+  std::vector<std::string> texts = jsonlTexts(path, readFile(path));
+  std::vector<int32_t> ids;
+  for (size_t d = 0; d < texts.size(); ++d) {
+    std::string where = path + ": document " + std::to_string(d + 1);
+    std::vector<int32_t> doc = tokenizer.name() == "bytes"
+                                   ? tokenizeText(texts[d], {}, where)
+                                   : tokenizeDocuments(texts[d], {}, tokenizer, where);
+    ids.insert(ids.end(), doc.begin(), doc.end());
+  }
+  if (ids.empty())
+    throw RuntimeError(path + ": no text");
+  TokenStream stream(std::move(ids), path);
+  checkVocab(stream, vocabSize);
+  return stream;
+}
+} // namespace
 
 TokenStream loadTokenFile(const std::string &path, int64_t vocabSize,
                           TokenFileFormat format,
@@ -298,6 +345,11 @@ TokenStream loadTokenFile(const std::string &path, int64_t vocabSize,
     return loadBinFile(path, vocabSize, 2);
   case TokenFileFormat::U32:
     return loadBinFile(path, vocabSize, 4);
+  case TokenFileFormat::Jsonl:
+    if (!tokenizer && vocabSize < kByteVocabSize)
+      throw RuntimeError(path + ": byte-level text needs a vocab size of at least 256, "
+                                "the model has " + std::to_string(vocabSize));
+    return loadJsonlFile(path, vocabSize, tokenizer ? *tokenizer : byteTokenizer());
   default: {
     if (tokenizer && tokenizer->name() != "bytes") {
       TokenStream stream(tokenizeDocuments(readFile(path), docSeparator, *tokenizer, path),
@@ -318,15 +370,6 @@ TokenStream loadTokenFile(const std::string &path, int64_t vocabSize,
 //===----------------------------------------------------------------------===//
 // Splits and batches
 //===----------------------------------------------------------------------===//
-
-TrainValSplit splitTrainVal(const TokenStream &tokens, double valFraction) {
-  if (!(valFraction >= 0.0 && valFraction < 1.0))
-    throw RuntimeError("validation fraction must be in [0, 1), got " +
-                       std::to_string(valFraction));
-  int64_t n = tokens.size();
-  int64_t nVal = static_cast<int64_t>(static_cast<double>(n) * valFraction);
-  return {tokens.slice(0, n - nVal), tokens.slice(n - nVal, nVal)};
-}
 
 static void checkBatchShape(const TokenStream &tokens, int64_t batchSize,
                             int64_t seqLen, const char *what) {
@@ -386,19 +429,25 @@ Batch sampleBatch(const TokenStream &tokens, int64_t batchSize, int64_t seqLen,
 }
 
 ValBatches::ValBatches(TokenStream tokens, int64_t batchSize, int64_t seqLen,
-                       int64_t maxBatches)
+                       int64_t maxWindows)
     : tokens_(std::move(tokens)), batchSize_(batchSize), seqLen_(seqLen) {
   checkBatchShape(tokens_, batchSize, seqLen, "validation data");
-  int64_t windows = (tokens_.size() - 1) / seqLen;
-  numBatches_ = windows / batchSize;
+  streamWindows_ = (tokens_.size() - 1) / seqLen;
+  int64_t count = streamWindows_;
+  if (maxWindows > 0 && maxWindows < count)
+    count = maxWindows;
+  numBatches_ = count / batchSize;
   if (numBatches_ == 0)
     throw RuntimeError(
         tokens_.source() + ": validation data has " +
         std::to_string(tokens_.size()) + " tokens, too few for one batch of " +
         std::to_string(batchSize) + " x " + std::to_string(seqLen) +
         " (needs " + std::to_string(batchSize * seqLen + 1) + ")");
-  if (maxBatches > 0 && maxBatches < numBatches_)
-    numBatches_ = maxBatches;
+}
+
+int64_t ValBatches::offset(int64_t i) const {
+  // floor(i * W / count): the taken windows spread evenly over all W.
+  return (i * streamWindows_ / windows()) * seqLen_;
 }
 
 Batch ValBatches::operator[](int64_t index) const {
@@ -408,7 +457,7 @@ Batch ValBatches::operator[](int64_t index) const {
                        " batches)");
   Batch batch = emptyBatch(batchSize_, seqLen_);
   for (int64_t b = 0; b < batchSize_; ++b)
-    fillRow(tokens_, (index * batchSize_ + b) * seqLen_, b, batch);
+    fillRow(tokens_, offset(index * batchSize_ + b), b, batch);
   return batch;
 }
 

@@ -111,8 +111,9 @@ void writeBinFile(const std::string &path, const std::vector<int32_t> &ids,
                   int64_t vocabSize);
 
 enum class TokenFileFormat {
-  Auto, ///< ".u32.bin" -> U32, ".bin" -> U16, anything else -> Text
+  Auto, ///< ".u32.bin" -> U32, ".bin" -> U16, ".jsonl" -> Jsonl, else Text
   Text,
+  Jsonl, ///< JSON Lines: each non-blank line's "text" field is a document
   U16,
   U32,
 };
@@ -121,9 +122,16 @@ TokenFileFormat tokenFileFormat(const std::string &path);
 
 class Tokenizer;
 
+/// The `field` strings of each non-blank line of a JSON Lines file's
+/// `contents`, in order; a line that is not JSON or lacks the field is an
+/// error naming path:line.
+std::vector<std::string> jsonlTexts(const std::string &path, std::string_view contents,
+                                    const std::string &field = "text");
+
 /// Loads any supported data file and checks its ids against vocabSize.
 /// Text goes through `tokenizer` (null: byte-level; then vocabSize >= 256),
-/// each document after its separator.
+/// each document after its separator; a .jsonl file's documents are its
+/// lines' "text" fields.
 TokenStream loadTokenFile(const std::string &path, int64_t vocabSize,
                           TokenFileFormat format = TokenFileFormat::Auto,
                           std::string_view docSeparator = {},
@@ -135,16 +143,6 @@ void checkVocab(const TokenStream &tokens, int64_t vocabSize);
 //===----------------------------------------------------------------------===//
 // Splits and batches
 //===----------------------------------------------------------------------===//
-
-struct TrainValSplit {
-  TokenStream train;
-  TokenStream val;
-};
-
-/// The last floor(valFraction * n) tokens are validation, the rest training.
-/// valFraction must be in [0, 1).
-TrainValSplit splitTrainVal(const TokenStream &tokens,
-                            double valFraction = 0.1);
 
 /// Input ids and next-token targets, each [batchSize, seqLen] row-major.
 struct Batch {
@@ -164,23 +162,31 @@ Batch sampleBatch(const TokenStream &tokens, int64_t batchSize, int64_t seqLen,
                   uint64_t seed, int64_t step, int64_t micro = 0,
                   int64_t microBatches = 1);
 
-/// Validation batches over fixed, non-overlapping windows: window w starts
-/// at w * seqLen; batch i holds windows i*B .. i*B + B - 1. The windows that
-/// do not fill a whole last batch are left out, so every batch has the
-/// compiled shape and every evaluation sees the same tokens.
+/// Held-out batches over fixed, non-overlapping windows spread over the
+/// whole stream: of its W = (n - 1) / seqLen windows (window j starts at
+/// j * seqLen), `maxWindows` (0: all W) are taken at an even stride, window
+/// i of the count being floor(i * W / count), and batch b holds the taken
+/// windows b*B .. b*B + B - 1. The count is rounded down to whole batches, so
+/// every batch has the compiled shape and every evaluation sees the same
+/// tokens, from the part's first bytes to its last.
 class ValBatches {
 public:
-  /// maxBatches > 0 keeps only the first maxBatches. Throws when the stream
-  /// holds fewer than batchSize windows.
+  /// Throws when the stream holds fewer than batchSize windows.
   ValBatches(TokenStream tokens, int64_t batchSize, int64_t seqLen,
-             int64_t maxBatches = 0);
+             int64_t maxWindows = 0);
 
   int64_t size() const { return numBatches_; }
+  /// Windows taken (size() * batchSize), and the W the stream holds.
+  int64_t windows() const { return numBatches_ * batchSize_; }
+  int64_t windowsInStream() const { return streamWindows_; }
+  /// The token offset of taken window `i` in the stream.
+  int64_t offset(int64_t i) const;
   Batch operator[](int64_t index) const;
+  const TokenStream &tokens() const { return tokens_; }
 
 private:
   TokenStream tokens_;
-  int64_t batchSize_, seqLen_, numBatches_;
+  int64_t batchSize_, seqLen_, numBatches_, streamWindows_;
 };
 
 } // namespace fbt

@@ -113,6 +113,7 @@ Json RunSettings::toJson() const {
       {"data", data.empty() ? Json() : Json(data)},
       {"tokenizer", tokenizer},
       {"val_fraction", valFraction},
+      {"test_fraction", testFraction},
       {"steps", steps},
       {"seed", static_cast<int64_t>(seed)},
       {"learning_rate", learningRate},
@@ -297,6 +298,9 @@ void Trainer::resolve(const TrainOptions &o, const Json *recordedJson,
   session_.setTokenizer(s.tokenizer);
   s.valFraction =
       o.valFraction.value_or(rec.number("val_fraction").value_or(0.1));
+  // A run recorded before test parts existed held out validation only.
+  s.testFraction = o.testFraction.value_or(
+      rec.number("test_fraction").value_or(rec.find("val_fraction") ? 0.0 : 0.1));
   s.steps =
       o.steps.value_or(rec.integer("steps").value_or(t.steps));
 
@@ -336,6 +340,13 @@ void Trainer::resolve(const TrainOptions &o, const Json *recordedJson,
   if (!(s.valFraction >= 0 && s.valFraction < 1))
     throw RuntimeError("--val-fraction must be in [0, 1), got " +
                        formatNumber(s.valFraction));
+  if (!(s.testFraction >= 0 && s.testFraction < 1 && s.valFraction + s.testFraction < 1))
+    throw RuntimeError("--test-fraction must be in [0, 1) and leave a training part "
+                       "beside --val-fraction, got " + formatNumber(s.testFraction));
+  if (s.data.empty() && ((o.valFraction && *o.valFraction != 0) || o.testFraction))
+    throw RuntimeError("the embedded corpus has its own validation and test parts: "
+                       "--val-fraction and --test-fraction apply to --data "
+                       "(--val-fraction 0 turns validation off)");
   if (!(std::isfinite(s.learningRate) && s.learningRate >= 0))
     throw RuntimeError("--lr must be a finite number >= 0");
 }
@@ -346,30 +357,32 @@ void Trainer::loadData() {
   batchSize_ = config.training.batchSize;
   seqLen_ = config.training.sequenceLength;
 
-  TokenStream tokens;
   if (settings_.data.empty()) {
     if (vocab < kByteVocabSize)
       throw RuntimeError("the embedded corpus is byte-level text and needs a "
                          "vocab size of at least 256, the model has " +
                          std::to_string(vocab) + "; pass --data");
-    tokens = loadDefaultCorpus();
+    split_ = defaultCorpusSplits();
   } else {
     // Checks ids < vocab; text goes through the run's tokenizer.
-    tokens = loadTokenFile(settings_.data, vocab, TokenFileFormat::Auto, {},
-                           &session_.tokenizer());
+    TokenStream tokens = loadTokenFile(settings_.data, vocab, TokenFileFormat::Auto, {},
+                                       &session_.tokenizer());
+    split_ = splitData(tokens, int32_t(config.bosTokenId), settings_.valFraction,
+                       settings_.testFraction);
   }
-  split_ = splitTrainVal(tokens, settings_.valFraction);
   if (split_.train.size() < seqLen_ + 1)
     throw RuntimeError(
-        tokens.source() + ": " + std::to_string(split_.train.size()) +
+        split_.train.source() + ": " + std::to_string(split_.train.size()) +
         " training tokens (after holding out --val-fraction " +
-        formatNumber(settings_.valFraction) + "), too few for one window of " +
+        formatNumber(settings_.valFraction) + " and --test-fraction " +
+        formatNumber(settings_.testFraction) + "), too few for one window of " +
         std::to_string(seqLen_ + 1));
   if (settings_.valFraction == 0)
     return;
   try {
-    valBatches_ = std::make_unique<ValBatches>(split_.val, batchSize_, seqLen_,
-                                               settings_.evalBatches);
+    // Windows spread over the whole validation part.
+    valBatches_ = std::make_unique<ValBatches>(split_.validation, batchSize_, seqLen_,
+                                               settings_.evalBatches * batchSize_);
   } catch (const RuntimeError &e) {
     throw RuntimeError(std::string(e.what()) +
                        "; raise --val-fraction, or set it to 0 to train "

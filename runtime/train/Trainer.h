@@ -45,6 +45,7 @@
 
 #include "runtime/base/Json.h"
 #include "runtime/session/Session.h"
+#include "runtime/text/DataSplits.h"
 #include "runtime/text/TokenStream.h"
 #include "runtime/train/MetricsLog.h"
 #include "runtime/train/Schedule.h"
@@ -63,7 +64,8 @@ namespace fbt {
 struct TrainOptions {
   std::optional<std::string> data;    ///< "" or unset: the embedded corpus
   std::optional<std::string> tokenizer; ///< text data's tokenizer; "bytes"
-  std::optional<double> valFraction;  ///< default 0.1
+  std::optional<double> valFraction;  ///< --data's validation part; default 0.1
+  std::optional<double> testFraction; ///< --data's test part; default 0.1
   std::optional<int64_t> steps;       ///< default training.steps
   std::optional<uint64_t> seed;       ///< default training.seed
   std::optional<double> learningRate; ///< default training.learning_rate
@@ -82,7 +84,8 @@ struct TrainOptions {
 struct RunSettings {
   std::string data; ///< "" : the embedded corpus
   std::string tokenizer = "bytes"; ///< runtime/text/Tokenizer.h; in checkpoints too
-  double valFraction = 0.1;
+  double valFraction = 0.1;  ///< 0: no validation
+  double testFraction = 0.1; ///< for --data (the embedded corpus has its parts)
   int64_t steps = 0;
   uint64_t seed = 0;
   double learningRate = 0, minLearningRate = 0;
@@ -176,7 +179,9 @@ public:
   const PassSchedule &passSchedule() const { return passSchedule_; }
   const LrSchedule &lrSchedule() const { return lrSchedule_; }
   const TokenStream &trainTokens() const { return split_.train; }
-  const TokenStream &valTokens() const { return split_.val; }
+  const TokenStream &valTokens() const { return split_.validation; }
+  /// The data's train, validation and test parts.
+  const DataSplits &splits() const { return split_; }
   /// The checkpoint resumed from ("" for a fresh run).
   const std::string &resumedFrom() const { return resumedFrom_; }
   /// A fresh run whose output directory already held a run's checkpoint,
@@ -214,7 +219,7 @@ private:
   bool replacesRun_ = false;
   PassSchedule passSchedule_;
   LrSchedule lrSchedule_;
-  TrainValSplit split_;
+  DataSplits split_;
   std::unique_ptr<ValBatches> valBatches_;
   std::unique_ptr<MetricsWriter> metrics_;
   /// Pass-1 losses of steps 1.. so far (from the kept metrics on resume).

@@ -8,7 +8,9 @@
    writes init_params(seed 7) with perturbed norm scales; writes a text file of random
    printable bytes (one document: BOS, then the bytes).
 2. Runs  FBT eval BUNDLE --ckpt params --data text --windows B --json
-   over the held-out tenth: one batch of B windows of T tokens (the spec's training shape).
+   on the test part (one document, so the last tenth of the tokens): one batch of B
+   windows of T tokens (the spec's training shape), spread over the part's W windows
+   (window i of B at floor(i * W / B) * T).
 3. Recomputes in fp64 with the reference, on the same windows:
      per pass k = 1..8   the mean next-token loss of pass k over whole windows, the state
                          fed back from t = 1 (no jitter, no prefix mix-in): what the
@@ -18,7 +20,9 @@
                          after the prompt standard (plain), soft (the sequential
                          recurrence) or fused:2 (two prefill passes, then soft): what the
                          compiled decoder computes, teacher-forced
-   and compares: relative error <= 1e-4. Prints each figure and PASS or FAIL.
+   and compares: relative error <= 1e-4; and the standard errors beside the losses: over
+   the windows for standard, and for soft's paired difference from standard. Prints each
+   figure and PASS or FAIL.
 """
 
 import argparse
@@ -70,15 +74,18 @@ def main():
         ckpt = os.path.join(workdir, "params.safetensors")
         st.save_file({k: v.to(torch.float32) for k, v in params.items()}, ckpt)
 
-    # Enough text that the held-out tenth holds one batch of windows.
+    # Enough text that the test tenth holds one batch of windows, and more.
     gen = np.random.default_rng(5)
-    n = 11 * (B * T + 1)
+    n = 14 * (B * T + 1)
     text = bytes(gen.integers(32, 127, size=n).astype(np.uint8))
     data = os.path.join(workdir, "text.txt")
     with open(data, "wb") as f:
         f.write(text)
     tokens = [cfg.bos_token_id] + list(text)
-    val = tokens[len(tokens) - int(len(tokens) * 0.1):]
+    test = tokens[len(tokens) - int(len(tokens) * 0.1):]
+    W = (len(test) - 1) // T
+    offsets = [(i * W // B) * T for i in range(B)]
+    assert W > B and offsets[-1] > (B - 1) * T  # spread, not the first B windows
 
     cmd = [args.fbt, "eval", args.bundle, "--ckpt", ckpt, "--data", data,
            "--windows", str(B), "--json"]
@@ -88,25 +95,34 @@ def main():
         return 1
     got = json.loads(r.stdout)
 
-    ids = np.array([val[w * T:w * T + T] for w in range(B)])
-    targets = np.array([val[w * T + 1:w * T + T + 1] for w in range(B)])
+    ids = np.array([test[o:o + T] for o in offsets])
+    targets = np.array([test[o + 1:o + T + 1] for o in offsets])
     P = max(1, min(T - 1, int(round(0.25 * T))))
     with torch.no_grad():
         mask = R.feedback_mask(ids, cfg, 0, prefix_mixin=False)
         _, logits, _ = R.multipass(params, cfg, ids, 8, seed=0, jitter=False, mask=mask)
         want = {"pass %d" % (k + 1): ce(l, targets) for k, l in enumerate(logits)}
         cont = targets[:, P - 1:]
+        per_window = {}
         for mode in ["standard", "soft", "fused:2"]:
             rows = [reference_logits(params, cfg, list(ids[w]), P, mode)[P - 1:]
                     for w in range(B)]
             want[mode] = ce(torch.stack(rows), cont)
+            per_window[mode] = np.array([ce(rows[w][None], cont[w:w + 1]) for w in range(B)])
+        se = lambda v: float(np.std(v, ddof=1) / math.sqrt(len(v)))  # noqa: E731
+        want["standard s.e."] = se(per_window["standard"])
+        want["soft - standard"] = float(np.mean(per_window["soft"] - per_window["standard"]))
+        want["its s.e."] = se(per_window["soft"] - per_window["standard"])
 
     have = {"pass %d" % (k + 1): v for k, v in enumerate(got["passes"])}
     for mode in ["standard", "soft", "fused:2"]:
         have[mode] = got["regimes"][mode]["loss"]
+    have["standard s.e."] = got["regimes"]["standard"]["se"]
+    have["soft - standard"] = got["regimes"]["soft"]["minus_standard"]["mean"]
+    have["its s.e."] = got["regimes"]["soft"]["minus_standard"]["se"]
     failed = False
     for name, ref in want.items():
-        err = abs(have[name] - ref) / abs(ref)
+        err = abs(have[name] - ref) / max(abs(ref), 1e-3)
         ok = err <= RTOL
         failed |= not ok
         print("%-9s fbt %.6f  reference %.6f  relative error %.2e  %s"
@@ -116,9 +132,12 @@ def main():
     failed |= not ok
     print("bpb = loss / ln 2 (one byte per token)  %s" % ("ok" if ok else "FAIL"))
     expected_tokens = B * (T - P + 1)
-    ok = got["tokens"] == expected_tokens and got["prompt_length"] == P
+    ok = (got["tokens"] == expected_tokens and got["prompt_length"] == P
+          and got["windows_in_part"] == W and got["split"] == "test")
     failed |= not ok
-    print("tokens %d, prompt %d  %s" % (got["tokens"], got["prompt_length"], "ok" if ok else "FAIL"))
+    print("tokens %d, prompt %d, %d of %d test windows  %s" % (
+        got["tokens"], got["prompt_length"], got["windows"], got["windows_in_part"],
+        "ok" if ok else "FAIL"))
     print("%s: %d figures" % ("FAIL" if failed else "PASS", len(want) + 2))
     return 1 if failed else 0
 

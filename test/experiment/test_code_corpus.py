@@ -1,6 +1,7 @@
 """The code corpus recipe (scripts/code_corpus.py): the split by module
-leaves no file, module or file text in both parts, the data file's held-out
-tail is exactly the held-out files, and the split is deterministic.
+leaves no file, module or file text in two parts, the data file's parts as
+fbt cuts them (runtime/text/DataSplits.h) are exactly the validation and test
+files, and the split is deterministic.
 
 FBT names the fbt binary for the SentencePiece recipe (skipped without it)."""
 
@@ -33,27 +34,29 @@ class Split(unittest.TestCase):
         self.assertEqual(cc.module_of("os.py"), "os")
         self.assertEqual(cc.module_of("email/mime/text.py"), "email")
 
-    def test_no_module_in_both_parts(self):
-        for fraction in (0.05, 0.1, 0.3, 0.6, 0.9):
-            train, test = cc.split(self.SIZES, fraction)
-            self.assertEqual(sorted(train + test), sorted(self.SIZES))
-            self.assertFalse(set(train) & set(test))
-            self.assertFalse({cc.module_of(p) for p in train} & {cc.module_of(p) for p in test})
-            self.assertTrue(train and test)
-            held = sum(self.SIZES[p] for p in test)
-            if len({cc.module_of(p) for p in train}) > 1:
-                self.assertGreaterEqual(held, fraction * sum(self.SIZES.values()))
+    def test_no_module_in_two_parts(self):
+        for test_f, val_f in ((0.05, 0.05), (0.1, 0.1), (0.3, 0.2), (0.6, 0.1), (0.45, 0.45)):
+            train, val, test = cc.split(self.SIZES, test_f, val_f)
+            self.assertEqual(sorted(train + val + test), sorted(self.SIZES))
+            mods = [{cc.module_of(p) for p in part} for part in (train, val, test)]
+            self.assertFalse(mods[0] & mods[1] or mods[0] & mods[2] or mods[1] & mods[2])
+            self.assertTrue(train and val and test)
+            if len(mods[0]) > 1:
+                total = sum(self.SIZES.values())
+                self.assertGreaterEqual(sum(self.SIZES[p] for p in test), test_f * total)
+                self.assertGreaterEqual(sum(self.SIZES[p] for p in val), val_f * total)
 
-    def test_same_text_in_another_module_is_dropped_from_the_held_out_part(self):
-        texts = {p: "x" * n for p, n in self.SIZES.items()}
-        train, test = cc.split(self.SIZES, 0.3)
-        texts[train[0]] = "same\n" * 10
-        texts[test[0]] = "same\n" * 10  # one held-out file, a copy of a training file
-        train, test = cc.split({p: len(t) for p, t in texts.items()}, 0.3)
-        got_train, got_test, dropped = cc.parts(texts, 0.3)
+    def test_same_text_in_an_earlier_part_is_dropped(self):
+        texts = {p: "x%d" % i * (n // 2) for i, (p, n) in enumerate(self.SIZES.items())}
+        train, val, test = cc.split({p: len(t) for p, t in texts.items()}, 0.3, 0.2)
+        texts[test[0]] = texts[train[0]]  # a test file, a copy of a training file
+        texts[val[0]] = texts[train[1]]   # a validation file, too
+        train, val, test = cc.split({p: len(t) for p, t in texts.items()}, 0.3, 0.2)
+        got_train, got_val, got_test, dropped = cc.parts(texts, 0.3, 0.2)
         self.assertEqual(got_train, train)
-        self.assertEqual(dropped, [test[0]])
-        self.assertEqual(got_test, test[1:])
+        self.assertEqual(sorted(dropped), sorted([val[0], test[0]]))
+        self.assertEqual(got_test, [p for p in test if p not in dropped])
+        self.assertEqual(got_val, [p for p in val if p not in dropped])
 
     def test_deterministic_and_independent_of_order(self):
         a = cc.split(self.SIZES, 0.3)
@@ -61,47 +64,59 @@ class Split(unittest.TestCase):
         self.assertEqual(a, b)
 
 
+def cuts(n, starts, val_f, test_f):
+    """fbt's cuts (runtime/text/DataSplits.h): each part from the first
+    document start at or after n - floor(F * n) of the part after it."""
+    at = lambda target: min([s for s in starts if s >= target] or [n])  # noqa: E731
+    test = at(n - int(test_f * n))
+    return at(test - int(val_f * n)), test
+
+
 @unittest.skipUnless(have_stdlib(), "no libpython3.X-stdlib installed")
 class Recipe(unittest.TestCase):
     def check_parts(self, d):
         with open(os.path.join(d, "manifest.json")) as f:
             m = json.load(f)
-        train, test = m["train"], m["heldout"]
-        self.assertGreater(len(train["files"]), 100)
-        self.assertGreater(len(test["files"]), 3)
-        self.assertFalse(set(train["files"]) & set(test["files"]))
-        self.assertFalse(set(train["modules"]) & set(test["modules"]))
+        self.assertGreater(len(m["train"]["files"]), 100)
+        for name in cc.PARTS:
+            self.assertGreater(len(m[name]["files"]), 3, name)
+        for a, b in (("train", "validation"), ("train", "test"), ("validation", "test")):
+            self.assertFalse(set(m[a]["files"]) & set(m[b]["files"]), (a, b))
+            self.assertFalse(set(m[a]["modules"]) & set(m[b]["modules"]), (a, b))
         texts = {}
-        for name in ("train", "heldout"):
+        for name in cc.PARTS:
             with open(os.path.join(d, name + ".jsonl")) as f:
                 texts[name] = [json.loads(l) for l in f]
-        self.assertEqual([t["path"] for t in texts["train"]], train["files"])
-        self.assertEqual([t["path"] for t in texts["heldout"]], test["files"])
-        self.assertFalse({t["text"] for t in texts["train"]} & {t["text"] for t in texts["heldout"]})
-        frac = test["bytes"] / (train["bytes"] + test["bytes"])
-        self.assertTrue(0.1 <= frac < 0.25, frac)
+            self.assertEqual([t["path"] for t in texts[name]], m[name]["files"])
+        bodies = [{t["text"] for t in texts[name]} for name in cc.PARTS]
+        self.assertFalse(bodies[0] & bodies[1] or bodies[0] & bodies[2] or bodies[1] & bodies[2])
+        total = sum(m[name]["bytes"] for name in cc.PARTS)
+        for name in ("validation", "test"):
+            frac = m[name]["bytes"] / total
+            self.assertTrue(0.1 <= frac < 0.25, (name, frac))
         return m, texts
 
     def test_bytes(self):
         with tempfile.TemporaryDirectory() as d:
             r = cc.build(d, "bytes", quiet=True)
             m, texts = self.check_parts(d)
-            with open(r["data"], "rb") as f:
-                data = f.read()
-            heldout = "".join(cc.document(t["text"]) for t in texts["heldout"]).encode()
-            # One document: BOS and every byte; fbt holds out the last
-            # floor(F * n) tokens, which are the held-out files.
-            self.assertEqual(r["tokens"], 1 + len(data))
-            cut = int(r["val_fraction"] * r["tokens"])
-            self.assertEqual(cut, len(heldout))
-            self.assertEqual(data[len(data) - cut:], heldout)
-            for t in texts["heldout"]:
-                if len(t["text"]) > 200:
-                    self.assertNotIn(t["text"].encode(), data[:len(data) - cut])
+            with open(r["data"]) as f:
+                docs = [json.loads(l)["text"].encode() for l in f]
+            self.assertEqual(docs, [t["text"].encode() for name in cc.PARTS for t in texts[name]])
+            # Each file a document: BOS and its bytes; fbt's cuts fall exactly
+            # at the first validation file and the first test file.
+            starts, n = [], 0
+            for doc in docs:
+                starts.append(n)
+                n += 1 + len(doc)
+            self.assertEqual(r["tokens"], n)
+            nt, nv = len(texts["train"]), len(texts["validation"])
+            self.assertEqual(cuts(n, starts, r["val_fraction"], r["test_fraction"]),
+                             (starts[nt], starts[nt + nv]))
             # The same split again.
             with tempfile.TemporaryDirectory() as d2:
                 cc.build(d2, "bytes", quiet=True)
-                for name in ("manifest.json", "code.txt"):
+                for name in ("manifest.json", "code.jsonl"):
                     with open(os.path.join(d, name), "rb") as a, open(os.path.join(d2, name), "rb") as b:
                         self.assertEqual(a.read(), b.read(), name)
 
@@ -113,20 +128,22 @@ class Recipe(unittest.TestCase):
             ids = cc.read_bin(r["data"])
             self.assertEqual(len(ids), r["tokens"])
             self.assertLess(max(ids), 1024)
-            cut = int(r["val_fraction"] * r["tokens"])
-            self.assertEqual(cut, r["heldout_tokens"])
-            # The held-out tail decodes to exactly the held-out files, each
-            # after BOS; the model saw only the training part.
+            bos = r["bos_token_id"]
+            starts = [i for i, t in enumerate(ids) if t == bos]
+            self.assertEqual(len(starts), sum(len(texts[name]) for name in cc.PARTS))
+            val_cut, test_cut = cuts(len(ids), starts, r["val_fraction"], r["test_fraction"])
+            self.assertEqual(len(ids) - test_cut, r["test_tokens"])
+            self.assertEqual(test_cut - val_cut, r["validation_tokens"])
+            # The test part decodes to exactly the test files, each after
+            # BOS; the model saw only the training part.
             tail = os.path.join(d, "tail.bin")
-            cc.write_bin(tail, ids[len(ids) - cut:], 1024)
-            self.assertEqual(ids[len(ids) - cut], r["bos_token_id"])
-            self.assertEqual(ids.count(r["bos_token_id"]), len(texts["train"]) + len(texts["heldout"]))
+            cc.write_bin(tail, ids[test_cut:], 1024)
             out = subprocess.run([os.environ["FBT"], "tokenize", "--tokenizer", r["tokenizer_arg"],
                                   "--decode", tail], capture_output=True, check=True).stdout
-            self.assertEqual(out.decode(), "".join(t["text"] for t in texts["heldout"]))
+            self.assertEqual(out.decode(), "".join(t["text"] for t in texts["test"]))
             with open(os.path.join(d, "spm-train.txt")) as f:
                 spm_input = f.read()
-            for t in texts["heldout"]:
+            for t in texts["test"] + texts["validation"]:
                 if len(t["text"]) > 200:
                     self.assertNotIn(t["text"], spm_input)
 

@@ -82,13 +82,19 @@ class Answers(unittest.TestCase):
 
 class HeldOut(unittest.TestCase):
     def build(self, d, **kw):
-        base = "".join("line %d of some text\n" % i for i in range(4000))
-        held = "".join("held-out line %d\n" % i for i in range(500))
-        path = os.path.join(d, "base.txt")
+        # 40 training documents, then 3 validation and 2 test documents.
+        base = ["".join("line %d.%d of some text\n" % (j, i) for i in range(100))
+                for j in range(40)]
+        held = ["".join("held-out line %d.%d\n" % (j, i) for i in range(100)) for j in range(5)]
+        path = os.path.join(d, "base.jsonl")
         with open(path, "w") as f:
-            f.write(base + held)
-        f = dt.exact_val_fraction(len(held), 1 + len(base) + len(held))
-        return base, held, dt.build(path, f, os.path.join(d, "task"), problems=100, **kw)
+            for doc in base + held:
+                f.write(json.dumps({"text": doc}) + "\n")
+        return base, held, dt.build(path, 3, 2, os.path.join(d, "task"), problems=100, **kw)
+
+    def documents(self, task):
+        with open(task["data"]) as f:
+            return [json.loads(l)["text"] for l in f]
 
     def asked(self, task):
         for k, path in task["problems"].items():
@@ -100,8 +106,7 @@ class HeldOut(unittest.TestCase):
         for ops in ("+-", "+-*"):
             with tempfile.TemporaryDirectory() as d:
                 base, held, task = self.build(d, fraction=0.3, ops=ops)
-                with open(task["data"]) as f:
-                    text = f.read()
+                text = "".join(self.documents(task))
                 train_lines = set(text.splitlines())
                 task_lines = [l for l in train_lines if l.startswith("$")]
                 self.assertGreater(len(task_lines), 700)
@@ -129,18 +134,26 @@ class HeldOut(unittest.TestCase):
         self.assertEqual(counts, sorted(counts, reverse=True))
         self.assertGreater(counts[0], 3 * counts[-1])
 
-    def test_the_held_out_part_and_the_mix(self):
+    def test_the_held_out_parts_and_the_mix(self):
         with tempfile.TemporaryDirectory() as d:
             base, held, task = self.build(d, fraction=0.25)
-            with open(task["data"], "rb") as f:
-                data = f.read()
-            n = 1 + len(data)
-            cut = int(task["val_fraction"] * n)
-            self.assertEqual(data[len(data) - cut:], held.encode())  # unchanged, exactly
-            train = data[:len(data) - cut].decode()
-            # The base's lines in order, the task's lines between them.
-            self.assertEqual([l for l in train.splitlines() if not l.startswith("$")],
-                             base.splitlines())
+            docs = self.documents(task)
+            self.assertEqual(docs[40:], held)  # unchanged, exactly, and last
+            # fbt's cuts (runtime/text/DataSplits.h) fall at the first
+            # validation and the first test document.
+            starts, n = [], 0
+            for doc in docs:
+                starts.append(n)
+                n += 1 + len(doc.encode())
+            at = lambda target: min(s for s in starts + [n] if s >= target)  # noqa: E731
+            test = at(n - int(task["test_fraction"] * n))
+            self.assertEqual(test, starts[43])
+            self.assertEqual(at(test - int(task["val_fraction"] * n)), starts[40])
+            # Each base document's lines in order, the task's lines between them.
+            for mixed, doc in zip(docs[:40], base):
+                self.assertEqual([l for l in mixed.splitlines() if not l.startswith("$")],
+                                 doc.splitlines())
+            train = "".join(docs[:40])
             share = task["task_bytes"] / len(train)
             self.assertTrue(0.24 <= share <= 0.27, share)
 

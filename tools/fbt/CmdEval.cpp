@@ -13,11 +13,17 @@
 #include "runtime/eval/Evaluation.h"
 #include "runtime/eval/Tasks.h"
 #include "runtime/format/StepNames.h"
+#include "runtime/base/FileIO.h"
+#include "runtime/base/Json.h"
+#include "runtime/text/DataSplits.h"
 #include "runtime/text/DefaultCorpus.h"
+#include "runtime/train/RunDirectory.h"
 #include "runtime/text/TokenStream.h"
 
 #include <cstdio>
+#include <filesystem>
 #include <memory>
+#include <optional>
 
 namespace fbt {
 
@@ -39,23 +45,29 @@ std::vector<Regime> parseRegimes(const std::string &list) {
   return out;
 }
 
-void printLosses(const LossReport &r) {
-  std::printf("held-out windows: %lld of %lld tokens (prompt %lld, continuation "
-              "%lld tokens per regime)\n",
-              (long long)r.windows, (long long)r.windowLength,
+void printLosses(const LossReport &r, const char *part) {
+  std::printf("%s part: %lld windows of %lld tokens, spread over its %lld (%lld "
+              "documents; prompt %lld, continuation %lld tokens per regime)\n",
+              part, (long long)r.windows, (long long)r.windowLength,
+              (long long)r.windowsInPart, (long long)r.documents,
               (long long)r.promptLength, (long long)r.tokens);
-  std::printf("per pass (whole windows, fed back from t = 1):\n");
+  std::printf("per pass (whole windows, fed back from t = 1; +- s.e. over "
+              "batches of %lld windows):\n",
+              (long long)r.batchWindows);
   for (size_t k = 0; k < r.passes.size(); ++k)
-    std::printf("  pass %zu  %.4f  (x%.3f of pass 1)\n", k + 1, r.passes[k],
-                r.passes[k] / r.passes[0]);
-  std::printf("per regime (continuation):\n");
-  double standard = r.regimes.empty() ? 0 : r.regimes.front().loss;
+    std::printf("  pass %zu  %.4f +- %.4f  (x%.3f of pass 1)\n", k + 1, r.passes[k].loss,
+                r.passes[k].se, r.passes[k].loss / r.passes[0].loss);
+  std::printf("per regime (continuation; +- s.e. over windows, [over documents]; "
+              "the difference from standard is paired, window by window):\n");
+  bool paired = !r.regimes.empty() && r.regimes.front().name == "standard";
   for (const RegimeLoss &l : r.regimes) {
-    std::printf("  %-9s loss %.4f", l.name.c_str(), l.loss);
+    std::printf("  %-9s loss %.4f +- %.4f [%.4f]", l.name.c_str(), l.loss.loss, l.loss.se,
+                l.loss.seDocuments);
     if (l.bpb >= 0)
       std::printf("  bpb %.4f", l.bpb);
-    if (r.regimes.front().name == "standard")
-      std::printf("  (x%.3f of standard)", l.loss / standard);
+    if (paired && &l != &r.regimes.front())
+      std::printf("  minus standard %+.4f +- %.4f [%.4f]", l.minusStandard.loss,
+                  l.minusStandard.se, l.minusStandard.seDocuments);
     std::printf("\n");
   }
 }
@@ -132,9 +144,15 @@ int runContraction(const CommandLine &args, Session &session, const TokenStream 
 
 /// The default: held-out losses per pass and per regime.
 int runLosses(const CommandLine &args, Session &session, const TokenStream &heldOut,
-              bool byteLevel, std::vector<Regime> regimes, bool json, bool quiet) {
+              DataPart part, bool byteLevel, std::vector<Regime> regimes, bool json,
+              bool quiet) {
   LossOptions o;
-  o.windows = args.getInt("windows", 64);
+  std::string windows = args.get("windows", "all");
+  if (windows != "all") {
+    o.windows = args.getInt("windows", 0);
+    if (o.windows < 1)
+      throw RuntimeError("--windows must be a count >= 1 or 'all', got " + windows);
+  }
   o.promptFraction = args.getDouble("prompt-fraction", 0.25);
   o.passes = args.getInt("passes", std::min<int64_t>(8, session.evalPasses()));
   o.regimes = std::move(regimes);
@@ -153,11 +171,49 @@ int runLosses(const CommandLine &args, Session &session, const TokenStream &held
   LossReport r = evaluateLosses(session, heldOut, o, progress);
   if (bar)
     bar->finish();
-  if (json)
-    std::printf("%s\n", dumpJson(toJson(r)).c_str());
-  else
-    printLosses(r);
+  if (json) {
+    Json j = toJson(r);
+    j["split"] = partName(part);
+    std::printf("%s\n", dumpJson(j).c_str());
+  } else {
+    printLosses(r, partName(part));
+  }
   return 0;
+}
+/// The run's fraction `key` from run.json beside the checkpoint, if any.
+std::optional<double> recordedFraction(const std::string &ckpt, const char *key) {
+  std::string path = joinPath(directoryOf(ckpt), "run.json");
+  if (!std::filesystem::exists(path))
+    return std::nullopt;
+  const Json *v = jsonFind(parseJson(readFile(path), path), key);
+  if (!v || !v->is_number())
+    return std::nullopt;
+  return v->get<double>();
+}
+
+/// The data's parts as its run had them: the embedded corpus's own, or
+/// --data cut at the run's fractions (or those given).
+DataSplits dataSplits(const CommandLine &args, const TokenStream &tokens,
+                      const Session &session) {
+  if (!args.has("data")) {
+    if (args.has("val-fraction") || args.has("test-fraction"))
+      throw RuntimeError("the embedded corpus has its own validation and test "
+                         "parts: --val-fraction and --test-fraction apply to --data");
+    return defaultCorpusSplits();
+  }
+  auto fraction = [&](const char *option, const char *key) {
+    if (args.has(option))
+      return args.getDouble(option, 0.1);
+    std::optional<double> recorded = recordedFraction(args.get("ckpt"), key);
+    // A run recorded before test parts existed held out validation only.
+    if (!recorded && std::string(key) == "test_fraction" &&
+        recordedFraction(args.get("ckpt"), "val_fraction"))
+      return 0.0;
+    return recorded.value_or(0.1);
+  };
+  return splitData(tokens, int32_t(session.model().bosTokenId),
+                   fraction("val-fraction", "val_fraction"),
+                   fraction("test-fraction", "test_fraction"));
 }
 } // namespace
 
@@ -165,17 +221,24 @@ int runEval(int argc, char **argv) {
   CommandLine args(
       "fbt eval",
       "Measures a trained model in inference mode (no jitter, no prefix mix-in)\n"
-      "on the held-out part of the data (the last --val-fraction, 0.1 by\n"
-      "default: the part fbt train validates on).");
+      "on a held-out part of the data: test (default; report results on it once)\n"
+      "or validation (the part fbt train validates on; choose recipes on it).\n"
+      "--data is split as its run split it (run.json beside the checkpoint).");
   args.positional("BUNDLE", "the compiled bundle")
       .tunable()
       .text("ckpt", "CKPT", "a checkpoint from fbt train (required)")
       .text("data", "FILE", "the data (default: the embedded corpus)")
+      .text("split", "PART", "validation or test (default test)")
       .number("val-fraction", "F",
-              "the held-out last part of the data (default 0.1)")
+              "--data: its validation part, as fbt train --val-fraction "
+              "(default: the run's, else 0.1)")
+      .number("test-fraction", "F",
+              "--data: its test part, as fbt train --test-fraction (default: "
+              "the run's, else 0.1)")
       .integer("passes", "N",
                "losses: passes 1..N over whole windows (default 8)")
-      .integer("windows", "N", "losses: held-out windows (default 64)")
+      .text("windows", "N|all",
+            "losses: windows spread evenly over the part (default all)")
       .number("prompt-fraction", "F",
               "losses: each window's first F is a plain prompt (default 0.25)")
       .text("regimes", "LIST",
@@ -224,12 +287,18 @@ int runEval(int argc, char **argv) {
       dataPath.empty() ? loadDefaultCorpus()
                        : loadTokenFile(dataPath, vocab, TokenFileFormat::Auto, {},
                                        &session.tokenizer());
-  bool ids = !dataPath.empty() && tokenFileFormat(dataPath) != TokenFileFormat::Text;
+  TokenFileFormat format = dataPath.empty() ? TokenFileFormat::Text : tokenFileFormat(dataPath);
+  bool ids = format == TokenFileFormat::U16 || format == TokenFileFormat::U32;
   bool byteLevel = !ids && tokenizer == "bytes";
-  double valFraction = args.getDouble("val-fraction", 0.1);
-  if (!(valFraction > 0 && valFraction < 1))
-    throw RuntimeError("--val-fraction must be in (0, 1)");
-  TrainValSplit split = splitTrainVal(tokens, valFraction);
+  DataPart part = parsePart(args.get("split", "test"));
+  if (part == DataPart::Train)
+    throw RuntimeError("--split train: fbt eval measures held-out parts "
+                       "(validation or test)");
+  DataSplits splits = dataSplits(args, tokens, session);
+  const TokenStream &heldOut = splits.part(part);
+  if (heldOut.empty())
+    throw RuntimeError(std::string("the data's ") + partName(part) +
+                       " part is empty (its fraction is 0)");
 
   std::vector<Regime> regimes;
   if (args.has("regimes"))
@@ -238,8 +307,8 @@ int runEval(int argc, char **argv) {
   if (args.has("task"))
     return runTask(args, session, tokens, ids, regimes, json);
   if (args.has("contraction"))
-    return runContraction(args, session, split.val, json);
-  return runLosses(args, session, split.val, byteLevel, regimes, json, quiet);
+    return runContraction(args, session, heldOut, json);
+  return runLosses(args, session, heldOut, part, byteLevel, regimes, json, quiet);
 }
 
 } // namespace fbt

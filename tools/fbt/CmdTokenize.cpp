@@ -33,7 +33,7 @@ namespace fbt {
 namespace {
 struct Document {
   std::string_view text;
-  std::string where; ///< "file" or "file:line", for errors
+  std::string where; ///< "file" or "file: document N", for errors
 };
 
 /// The documents of `path`, viewing `contents` (kept alive by the caller).
@@ -45,23 +45,10 @@ void documentsOf(const std::string &path, const std::string &contents,
     docs.push_back({contents, path});
     return;
   }
-  size_t line = 0;
-  for (size_t at = 0; at < contents.size();) {
-    size_t end = contents.find('\n', at);
-    if (end == std::string::npos)
-      end = contents.size();
-    std::string_view l(contents.data() + at, end - at);
-    at = end + 1;
-    ++line;
-    if (l.find_first_not_of(" \t\r") == std::string_view::npos)
-      continue;
-    std::string where = path + ":" + std::to_string(line);
-    Json record = parseJson(l, where);
-    const Json *text = jsonFind(record, field);
-    if (!text || !text->is_string())
-      throw RuntimeError(where + ": no string field '" + field + "'");
-    decoded.push_back(asString(*text));
-    docs.push_back({{}, where});
+  size_t n = 0;
+  for (std::string &text : jsonlTexts(path, contents, field)) {
+    decoded.push_back(std::move(text));
+    docs.push_back({{}, path + ": document " + std::to_string(++n)});
   }
 }
 } // namespace

@@ -108,10 +108,19 @@ public:
     std::fprintf(stderr, "schedule %lld steps: %s; lr %g -> %g, seed %llu\n",
                  (long long)s.steps, describe(t.passSchedule()).c_str(),
                  s.learningRate, s.minLearningRate, (unsigned long long)s.seed);
-    std::fprintf(stderr, "data     %s: %s training, %s validation tokens\n",
-                 t.trainTokens().source().c_str(),
-                 ProgressBar::formatCount(t.trainTokens().size()).c_str(),
-                 ProgressBar::formatCount(t.valTokens().size()).c_str());
+    const DataSplits &parts = t.splits();
+    std::fprintf(stderr,
+                 "data     %s: %s training, %s validation, %s test tokens (%s)\n",
+                 parts.train.source().c_str(),
+                 ProgressBar::formatCount(parts.train.size()).c_str(),
+                 ProgressBar::formatCount(parts.validation.size()).c_str(),
+                 ProgressBar::formatCount(parts.test.size()).c_str(),
+                 parts.byDocument
+                     ? (std::to_string(parts.documents[0]) + " / " +
+                        std::to_string(parts.documents[1]) + " / " +
+                        std::to_string(parts.documents[2]) + " documents")
+                           .c_str()
+                     : "too few documents: the parts are cut by tokens");
     std::fprintf(stderr, "output   %s\n", t.outDir().c_str());
     if (t.replacesRun())
       std::fprintf(stderr,
@@ -209,8 +218,13 @@ int runTrain(int argc, char **argv) {
             "sp:FILE.model (see fbt tokenize); recorded in the run and its "
             "checkpoints for generate and eval")
       .number("val-fraction", "F",
-              "hold out the last F of the data for validation (default 0.1; "
-              "0: no validation)")
+              "--data: the documents before the test part holding about F of "
+              "the tokens are the validation part (default 0.1; 0: no "
+              "validation)")
+      .number("test-fraction", "F",
+              "--data: the last documents holding about F of the tokens are "
+              "the test part, which training never reads (default 0.1; fbt "
+              "eval reports on it)")
       .integer("steps", "N", "optimizer steps (default: the spec's training.steps)")
       .integer("seed", "S",
                "seeds init, batches, pass schedule and jitter (default: "
@@ -251,6 +265,8 @@ int runTrain(int argc, char **argv) {
     o.tokenizer = args.get("tokenizer");
   if (args.has("val-fraction"))
     o.valFraction = args.getDouble("val-fraction", 0);
+  if (args.has("test-fraction"))
+    o.testFraction = args.getDouble("test-fraction", 0);
   if (args.has("lr"))
     o.learningRate = args.getDouble("lr", 0);
   o.steps = intOption(args, "steps");
