@@ -149,9 +149,14 @@ int runLosses(const CommandLine &args, Session &session, const TokenStream &held
   LossOptions o;
   std::string windows = args.get("windows", "all");
   if (windows != "all") {
-    o.windows = args.getInt("windows", 0);
-    if (o.windows < 1)
-      throw RuntimeError("--windows must be a count >= 1 or 'all', got " + windows);
+    size_t used = 0;
+    try {
+      o.windows = std::stoll(windows, &used);
+    } catch (const std::exception &) {
+      used = 0;
+    }
+    if (used != windows.size() || o.windows < 1)
+      throw RuntimeError("--windows must be a count >= 1 or 'all', got '" + windows + "'");
   }
   o.promptFraction = args.getDouble("prompt-fraction", 0.25);
   o.passes = args.getInt("passes", std::min<int64_t>(8, session.evalPasses()));
@@ -185,7 +190,8 @@ std::optional<double> recordedFraction(const std::string &ckpt, const char *key)
   std::string path = joinPath(directoryOf(ckpt), "run.json");
   if (!std::filesystem::exists(path))
     return std::nullopt;
-  const Json *v = jsonFind(parseJson(readFile(path), path), key);
+  Json run = parseJson(readFile(path), path);
+  const Json *v = jsonFind(run, key);
   if (!v || !v->is_number())
     return std::nullopt;
   return v->get<double>();
