@@ -12,19 +12,25 @@ Without --variant it searches the schedule's and the loss's knobs one at a
 time: the K=1 fraction (single_pass_fraction), the passes gradients flow
 through (grad_passes), the auxiliary loss weight (aux_loss_weight, lambda),
 a shallow pass distribution (K in 2..3) and prefix mix-in. Arguments after
-`--` go to every experiment (e.g. --recipe code). Writes DIR/search.md and
-DIR/search.jsonl; each variant's full report is DIR/<name>/report.md.
+`--` go to every experiment (e.g. --recipe code, --seeds 3). Every figure
+is on the validation part: a search chooses there (--choose-by, the lowest
+mean validation loss of a regime, default fused:2) and each variant's
+report.md shows validation. Each run is measured on the test part too, but
+only the chosen variant's report is built on it, once, into DIR/chosen/
+(asking for --split test here is refused). Writes DIR/search.md and DIR/search.jsonl;
+each variant's full report (validation) is DIR/<name>/report.md.
 """
 
 import argparse
 import json
+import math
 import os
 import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-import tokens_equivalence  # noqa: E402
+import experiment_report  # noqa: E402
 
 DEFAULT_VARIANTS = [
     "k1-0.1=training.single_pass_fraction=0.1",
@@ -48,9 +54,20 @@ def parse_variant(text):
 
 
 def measure(out):
-    """The run's (plain curve, {regime: loss}, fbt tokens)."""
-    with open(os.path.join(out, "results.json")) as f:
-        return tokens_equivalence.from_results(json.load(f))
+    """The run's {regime: mean validation loss over seeds} and {regime:
+    (mean multiplier or None, per-seed labels)}."""
+    raw = experiment_report.loaded(out)
+    losses = {}
+    for reg in experiment_report.REGIMES:
+        vals = [raw["runs"][str(s)]["fbt"]["losses"]["validation"]["regimes"].get(reg)
+                for s in raw["seeds"]]
+        if all(vals):
+            losses[reg] = sum(v["loss"] for v in vals) / len(vals)
+    multipliers = {}
+    for reg, (ms, labels) in experiment_report.equivalence(raw, "validation").items():
+        mean = sum(ms) / len(ms) if all(m is not None for m in ms) else None
+        multipliers[reg] = (mean, "%.2fx" % mean if mean is not None else ", ".join(labels))
+    return losses, multipliers
 
 
 def main():
@@ -65,10 +82,17 @@ def main():
     ap.add_argument("--out", default=os.path.join("runs", "recipe-search"))
     ap.add_argument("--variant", action="append", default=[],
                     help="NAME=SECTION.KEY=VALUE[;SECTION.KEY=VALUE..] (default: the knobs above)")
+    ap.add_argument("--choose-by", default="fused:2",
+                    help="the regime whose mean validation loss chooses (default fused:2)")
+    ap.add_argument("--split", default="validation",
+                    help="the part searched on: validation (the only one a search may use)")
     args = ap.parse_args(argv)
+    if args.split != "validation" or any(a.startswith("--split") for a in extra):
+        sys.exit("recipe_search: a search chooses on the validation part and never reports "
+                 "on test; report the chosen recipe once with scripts/experiment.py")
     variants = [parse_variant(v) for v in (args.variant or DEFAULT_VARIANTS)]
     common = [sys.executable, os.path.join(HERE, "experiment.py"), "--spec", args.spec] + \
-        (["--steps", str(args.steps)] if args.steps else []) + extra
+        (["--steps", str(args.steps)] if args.steps else []) + extra + ["--splits", "validation,test", "--report-split", "validation"]
 
     base = os.path.join(args.out, "default")
     runs = [("default", [], base)]
@@ -82,19 +106,23 @@ def main():
             cmd += ["--baselines", base]
         print("recipe_search: %s" % name, file=sys.stderr, flush=True)
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-        plain, regimes, tokens = measure(out)
-        te = {r["regime"]: r for r in tokens_equivalence.table(plain, regimes)}
-        rows.append({"variant": name, "changes": changes, "losses": regimes,
-                     "multipliers": {k: (r["multiplier"], r["label"]) for k, r in te.items()}})
+        losses, multipliers = measure(out)
+        rows.append({"variant": name, "changes": changes, "losses": losses,
+                     "multipliers": multipliers})
 
     regimes = [k for k in rows[0]["losses"] if k in ("standard", "soft", "fused:2", "fused:3")]
-    md = ["| variant | change | " + " | ".join("%s loss (plain tokens to match)" % r
+    md = ["| variant | change | " + " | ".join("%s validation loss (plain tokens to match)" % r
                                                for r in regimes) + " |",
           "|---|---|" + "---|" * len(regimes)]
     for row in rows:
         cells = ["%.4f (%s)" % (row["losses"][r], row["multipliers"][r][1]) for r in regimes]
         md.append("| %s | %s | %s |" % (row["variant"], ", ".join(row["changes"]) or "(the spec)",
                                         " | ".join(cells)))
+    chosen = min(rows, key=lambda row: row["losses"].get(args.choose_by, math.inf))
+    md += ["", "Chosen on validation (lowest mean %s loss): **%s**; its report on the test "
+           "part: chosen/report.md." % (args.choose_by, chosen["variant"])]
+    experiment_report.write(os.path.join(args.out, chosen["variant"]),
+                            os.path.join(args.out, "chosen"), split="test")
     text = "\n".join(md) + "\n"
     with open(os.path.join(args.out, "search.md"), "w") as f:
         f.write(text)

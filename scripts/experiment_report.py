@@ -1,0 +1,375 @@
+#!/usr/bin/env python3
+"""The experiment runner's report, rebuilt from its raw results alone.
+
+    experiment_report.py DIR [--out DIR2] [--check]
+
+reads DIR/results.json (scripts/experiment.py: every run's eval JSON per
+held-out part, metrics summary, the command and the commit) and writes
+report.md, tokens_equivalence.{md,jsonl}, depth.{md,jsonl} and the PNG
+plots into DIR (or DIR2). --check writes nothing and exits 1 when a table
+of DIR differs from what the results build: the test that keeps committed
+tables honest (test/experiment/reports.test).
+
+Figures, for N seeds (every model trained under each):
+  - losses are on the reported part (test when measured, else validation):
+    the mean over seeds, the standard deviation and min-max beside it;
+  - tokens-equivalence per regime: each seed's own plain curve gives that
+    seed's multiplier (scripts/tokens_equivalence.py); the table gives their
+    mean with a 95% t-interval (N - 1 degrees of freedom) and the min-max;
+  - FLOPs-equivalence: the plain training FLOPs that match a regime, over
+    the FBT's training FLOPs (= tokens-equivalence x the plain model's
+    FLOPs per token / the FBT's): below 1, a plain model reaches the same
+    loss on less compute;
+  - paired differences: each regime's loss minus standard's on the same
+    weights and windows, per seed, with the t-interval over seeds and the
+    mean within-run standard error (over windows) beside it.
+"""
+
+import argparse
+import json
+import math
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import tokens_equivalence  # noqa: E402
+
+REGIMES = ["standard", "soft", "fused:2", "fused:3"]
+TABLES = ["report.md", "tokens_equivalence.md", "depth.md"]
+# Two-sided 95% critical values of Student's t, by degrees of freedom.
+T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306,
+       9: 2.262, 10: 2.228, 12: 2.179, 15: 2.131, 20: 2.086, 30: 2.042}
+
+
+def t95(df):
+    return T95.get(df) or T95[max(k for k in T95 if k <= df)] if df < 30 else 1.96
+
+
+def stats(xs):
+    """{mean, sd, lo, hi, half}: half is the 95% t-interval's half width
+    (None for one value)."""
+    n = len(xs)
+    mean = sum(xs) / n
+    sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1)) if n > 1 else None
+    return {"mean": mean, "sd": sd, "lo": min(xs), "hi": max(xs), "n": n,
+            "half": t95(n - 1) * sd / math.sqrt(n) if n > 1 else None}
+
+
+def ci(s, fmt="%.4f"):
+    """"m [lo, hi] (min-max a-b)"; one value: just the value."""
+    if s["half"] is None:
+        return fmt % s["mean"]
+    return ("%s [%s, %s] (%s-%s)" % tuple(fmt % v for v in (
+        s["mean"], s["mean"] - s["half"], s["mean"] + s["half"], s["lo"], s["hi"])))
+
+
+def loaded(folder):
+    with open(os.path.join(folder, "results.json")) as f:
+        return json.load(f)
+
+
+def part(raw):
+    """The part the report shows: the run's report_split (a search's runs:
+    validation), or a rebuild's --split."""
+    return raw.get("report_split") or ("test" if "test" in raw["splits"] else raw["splits"][0])
+
+
+def losses(r, split):
+    return r["losses"][split]
+
+
+def plain_curve(results, split):
+    pts = {(r["multiplier"], losses(r, split)["regimes"]["standard"]["loss"])
+           for r in results.values() if r["kind"] == "plain" and r.get("multiplier")}
+    return sorted(pts)
+
+
+def per_seed(raw, fn):
+    """[fn(results of a seed)] over the seeds, in order."""
+    return [fn(raw["runs"][str(s)]) for s in raw["seeds"]]
+
+
+def models_table(raw):
+    first = raw["runs"][str(raw["seeds"][0])]
+    tps = raw["describe"]["fbt"]["training"]["tokens_per_step"]
+    md = ["| model | steps | FLOPs/token | training FLOPs | tokens | train time (s, mean) |",
+          "|---|---|---|---|---|---|"]
+    for label, r in first.items():
+        secs = [raw["runs"][str(s)][label].get("train_seconds") for s in raw["seeds"]]
+        md.append("| %s | %d | %.3g | %.3g | %.3g (%s) | %s |" % (
+            label, r["steps"], r["flops_per_token"], r["flops_per_token"] * tps * r["steps"],
+            r["tokens"], "%.2fx" % r["multiplier"] if r["multiplier"] else "1x",
+            "= " + r["alias_of"] if r.get("alias_of") else "%.0f" % (sum(secs) / len(secs))))
+    return md
+
+
+def loss_table(raw, split):
+    first = raw["runs"][str(raw["seeds"][0])]
+    md = ["| model | regime | loss (mean [95%% t-interval] (min-max) over %d seeds) | "
+          "s.e. within a run (windows) | bpb |" % len(raw["seeds"]), "|---|---|---|---|---|"]
+    for label, r in first.items():
+        if r.get("alias_of"):
+            continue
+        for reg in REGIMES:
+            if reg not in losses(r, split)["regimes"]:
+                continue
+            vals = per_seed(raw, lambda res: losses(res[label], split)["regimes"][reg])
+            s = stats([v["loss"] for v in vals])
+            se = sum(v["se"] for v in vals) / len(vals)
+            bpb = vals[0].get("bpb")
+            if bpb is not None:
+                bpb = "%.3f" % (s["mean"] / math.log(2))
+            elif raw["data"].get("bytes_per_token"):
+                bpb = "~%.3f" % (s["mean"] / math.log(2) / raw["data"]["bytes_per_token"])
+            md.append("| %s | %s | %s | %.4f | %s |" % (label, reg, ci(s), se, bpb or "-"))
+    return md
+
+
+def paired_table(raw, split):
+    fbt = raw["runs"][str(raw["seeds"][0])]["fbt"]
+    md = ["| FBT regime | minus standard, same weights (mean [95% t-interval] (min-max)) | "
+          "paired s.e. within a run |", "|---|---|---|"]
+    for reg in REGIMES[1:]:
+        if reg not in losses(fbt, split)["regimes"]:
+            continue
+        vals = per_seed(raw, lambda res: losses(res["fbt"], split)["regimes"][reg]["minus_standard"])
+        md.append("| %s | %s | %.4f |" % (reg, ci(stats([v["mean"] for v in vals]), "%+.4f"),
+                                          sum(v["se"] for v in vals) / len(vals)))
+    return md
+
+
+def equivalence(raw, split):
+    """{regime: (multipliers per seed, labels per seed)}."""
+    out = {}
+    for results in (raw["runs"][str(s)] for s in raw["seeds"]):
+        plain = plain_curve(results, split)
+        regs = {k: v["loss"] for k, v in losses(results["fbt"], split)["regimes"].items()
+                if k in REGIMES}
+        for row in tokens_equivalence.table(plain, regs):
+            ms, labels = out.setdefault(row["regime"], ([], []))
+            ms.append(row["multiplier"])
+            labels.append(row["label"])
+    return out
+
+
+def equivalence_table(raw, split):
+    fbt = raw["runs"][str(raw["seeds"][0])]["fbt"]
+    ratio = raw["runs"][str(raw["seeds"][0])]["same-tokens"]["flops_per_token"] / fbt["flops_per_token"]
+    inf = raw["describe"]["fbt"]["inference"]
+    md = ["| FBT regime | plain tokens to match (mean [95% t-interval] (min-max)) | "
+          "plain FLOPs to match / FBT training FLOPs | decode FLOPs per token | per seed |",
+          "|---|---|---|---|---|"]
+    for reg, (ms, labels) in equivalence(raw, split).items():
+        decode = inf["decode_flops_per_token"] + (
+            inf["soft_extra_flops_per_token"] if reg != "standard" else 0)
+        if all(m is not None for m in ms):
+            s = stats(ms)
+            tokens = ci(s, "%.2f") + "x"
+            flops = ci(stats([m * ratio for m in ms]), "%.2f") + "x"
+        else:
+            tokens = flops = "outside the curve in %d of %d seeds" % (
+                sum(m is None for m in ms), len(ms))
+        md.append("| %s | %s | %s | %.3g%s | %s |" % (
+            reg, tokens, flops, decode,
+            " (+ %s passes over the prompt)" % reg.split(":")[1] if reg.startswith("fused:") else "",
+            ", ".join(labels)))
+    return md
+
+
+def curve_table(raw, split):
+    first = raw["runs"][str(raw["seeds"][0])]
+    plain = [r for r in first.values() if r["kind"] == "plain" and r.get("multiplier")
+             and not r.get("alias_of")]
+    plain.sort(key=lambda r: r["multiplier"])
+    tps = raw["describe"]["fbt"]["training"]["tokens_per_step"]
+    md = ["| plain model | tokens | training FLOPs | held-out loss (mean over seeds) |",
+          "|---|---|---|---|"]
+    for r in plain:
+        label = next(l for l, v in first.items() if v is r)
+        vals = per_seed(raw, lambda res: losses(res[label], split)["regimes"]["standard"]["loss"])
+        md.append("| %s (%.3gx) | %.3g | %.3g | %s |" % (
+            label, r["multiplier"], r["tokens"], r["flops_per_token"] * tps * r["steps"],
+            ci(stats(vals))))
+    fbt = first["fbt"]
+    md.append("| FBT | %.3g | %.3g | (per regime above) |" % (
+        fbt["tokens"], fbt["flops_per_token"] * tps * fbt["steps"]))
+    return md
+
+
+def passes_table(raw, split):
+    vals = per_seed(raw, lambda res: losses(res["fbt"], split)["passes"])
+    n = len(vals[0])
+    means = [sum(v[k] for v in vals) / len(vals) for k in range(n)]
+    return ["| " + " | ".join("pass %d" % (k + 1) for k in range(n)) + " |",
+            "|" + "---|" * n,
+            "| " + " | ".join("%.4f" % m for m in means) + " |",
+            "| " + " | ".join("x%.3f" % (m / means[0]) for m in means) + " |"]
+
+
+def depth_rows(raw):
+    """[(model, regime, {k: [accuracy per seed]}, problems)]."""
+    first = raw["runs"][str(raw["seeds"][0])]
+    ks = [str(k) for k in raw["depth"]["eval_k"]]
+    rows = []
+    for label, r in first.items():
+        if "depth" not in r or r.get("alias_of"):
+            continue
+        for reg in r["depth"][ks[0]]["regimes"]:
+            acc = {k: per_seed(raw, lambda res: res[label]["depth"][k]["regimes"][reg]["accuracy"])
+                   for k in ks}
+            rows.append((label, reg, acc))
+    return ks, rows
+
+
+def depth_table(raw):
+    ks, rows = depth_rows(raw)
+    first = raw["runs"][str(raw["seeds"][0])]["fbt"]["depth"]
+    md = ["| model | regime | " + " | ".join("k=%s" % k for k in ks) + " |",
+          "|---|---|" + "---|" * len(ks),
+          "| (problems) | | " + " | ".join(str(first[k]["problems"]) for k in ks) + " |"]
+    for label, reg, acc in rows:
+        md.append("| %s | %s | " % (label, reg) + " | ".join(
+            "%.3f" % stats(acc[k])["mean"] + (" +- %.3f" % stats(acc[k])["half"]
+                                               if len(acc[k]) > 1 else "")
+            for k in ks) + " |")
+    return md
+
+
+def tables(raw):
+    """{file: text} of every table the results build."""
+    split = part(raw)
+    spec = raw["spec"]
+    fb, tr = spec.get("feedback", {}), spec.get("training", {})
+    weights = {int(k): w for k, w in raw["schedule_weights"].items()}
+    md = ["# Experiment: %s" % spec.get("name", "fbt"), "",
+          "Data: %s. Every model trained under %d seeds (%s); losses on the **%s** part "
+          "(windows spread over the whole part), inference mode, nats per token." % (
+              raw["data"]["name"], len(raw["seeds"]), ", ".join(map(str, raw["seeds"])), split),
+          "",
+          "FBT recipe: fusion %s, state %s, gate_norm %s, token_residual %s, aux_loss_weight %s; "
+          "schedule %s, grad_passes %s." % (
+              fb.get("fusion", "glu"), fb.get("state", "post_norm"), fb.get("gate_norm", True),
+              fb.get("token_residual", True), fb.get("aux_loss_weight", 1.0),
+              ", ".join("K=%d %.0f%%" % (k, 100 * w) for k, w in sorted(weights.items())),
+              tr.get("grad_passes", 2)),
+          "",
+          "Command: `%s` at commit %s." % (" ".join(raw["command"]), raw["commit"]), "",
+          "## Models", ""] + models_table(raw) + [
+          "", "## Held-out loss per regime (continuation after a plain prompt)", ""] + \
+        loss_table(raw, split) + ["", "## Feedback regimes against standard, same weights", ""] + \
+        paired_table(raw, split) + ["", "## Tokens and FLOPs", ""]
+    te = equivalence_table(raw, split) + [""] + curve_table(raw, split)
+    md += te + ["", "## FBT per pass (whole windows, state fed back from t = 1; mean over seeds)",
+                ""] + passes_table(raw, split)
+    out = {"tokens_equivalence.md": "\n".join(te) + "\n"}
+    if raw.get("depth"):
+        d = depth_table(raw)
+        out["depth.md"] = "\n".join(d) + "\n"
+        md += ["", "## Depth task (greedy exact match, mean +- 95% t half-width over seeds)", "",
+               "Updates %s, %.0f%% of the training bytes, held-out problems only; guessing "
+               "gets 10%%." % (" ".join(raw["depth"]["ops"]), 100 * raw["depth"]["mix"]), ""] + d
+    md += ["", "## Plots", ""]
+    for png, what in [("tokens_equivalence.png", "held-out loss against training tokens"),
+                      ("depth.png", "depth task accuracy against k"),
+                      ("val_curves.png", "validation per pass against training FLOPs")]:
+        md.append("![%s](%s)" % (what, png))
+    out["report.md"] = "\n".join(md) + "\n"
+    return out
+
+
+def plots(raw, out):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    split = part(raw)
+    first = raw["runs"][str(raw["seeds"][0])]
+    # Tokens-equivalence of the first seed's curve, every seed's regimes.
+    tokens_equivalence.plot(os.path.join(out, "tokens_equivalence.png"), plain_curve(first, split),
+                            tokens_equivalence.table(plain_curve(first, split), {
+                                k: v["loss"] for k, v in losses(first["fbt"], split)["regimes"].items()
+                                if k in REGIMES}),
+                            first["fbt"]["tokens"], raw["spec"].get("name", ""))
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for label, r in first.items():
+        if r.get("alias_of"):
+            continue
+        evals = r["metrics"]["evals"]
+        xs = [e["step"] * r["tokens"] / r["steps"] * r["flops_per_token"] for e in evals]
+        ax.plot(xs, [e["val_pass_losses"][0] for e in evals], label=label + " pass 1",
+                linestyle="-" if r["kind"] == "fbt" else "--")
+    ax.set_xlabel("training FLOPs (mean over the schedule)")
+    ax.set_ylabel("validation loss (nats/token)")
+    ax.set_title("Validation, seed %d" % raw["seeds"][0])
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "val_curves.png"), dpi=120)
+    plt.close(fig)
+    if raw.get("depth"):
+        ks, rows = depth_rows(raw)
+        fig, ax = plt.subplots(figsize=(7.5, 4.5))
+        for label, reg, acc in rows:
+            ys = [stats(acc[k])["mean"] for k in ks]
+            err = [stats(acc[k])["half"] or 0 for k in ks]
+            ax.errorbar([int(k) for k in ks], ys, yerr=err, marker=".", capsize=2,
+                        linestyle="-" if label == "fbt" else "--", label="%s %s" % (label, reg))
+        ax.axhline(0.1, color="black", linestyle=":", linewidth=1, label="guessing")
+        ax.set_xlabel("k (updates)")
+        ax.set_ylabel("exact match (held-out problems)")
+        ax.set_ylim(0, 1)
+        ax.legend(fontsize=6, ncol=2)
+        fig.tight_layout()
+        fig.savefig(os.path.join(out, "depth.png"), dpi=120)
+        plt.close(fig)
+
+
+def write(folder, out=None, split=None):
+    raw = loaded(folder)
+    out = out or folder
+    os.makedirs(out, exist_ok=True)
+    if split:  # a report folder of its own, rebuildable from what it holds
+        raw["report_split"] = split
+        with open(os.path.join(out, "results.json"), "w") as f:
+            json.dump(raw, f, indent=1)
+    for name, text in tables(raw).items():
+        with open(os.path.join(out, name), "w") as f:
+            f.write(text)
+    plots(raw, out)
+
+
+def check(folder):
+    """The tables of `folder` that differ from what its results build."""
+    bad = []
+    for name, text in tables(loaded(folder)).items():
+        path = os.path.join(folder, name)
+        have = open(path).read() if os.path.exists(path) else None
+        if have != text:
+            bad.append(name)
+    return bad
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("folder", help="a folder with the runner's results.json")
+    ap.add_argument("--out", help="write there instead (default: the folder)")
+    ap.add_argument("--split", choices=["validation", "test"],
+                    help="with --out: show this part instead of the run's own")
+    ap.add_argument("--check", action="store_true",
+                    help="write nothing; exit 1 when a committed table differs")
+    args = ap.parse_args()
+    if args.check:
+        bad = check(args.folder)
+        for name in bad:
+            print("%s: %s differs from what results.json builds" % (args.folder, name))
+        if not bad:
+            print("%s: every table is what results.json builds" % args.folder)
+        return 1 if bad else 0
+    if args.split and not args.out:
+        sys.exit("experiment_report: --split rebuilds into another folder: give --out")
+    write(args.folder, args.out, args.split)
+    print("report: " + os.path.join(args.out or args.folder, "report.md"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
