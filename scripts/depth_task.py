@@ -12,6 +12,17 @@ The updates are "+" (add 1) and "-" (subtract 1) by default (--ops +-);
 commute with the others, so with them the answer needs the updates applied
 in order. Difficulty is k; guessing among the ten digits gets 10%.
 
+--ops perm5 is the order-dependent form whose space is large at every k: a
+position 0..4 carried through k permutations of 5 elements, each written as
+its 5 images, the answer the final position (guessing gets 20%):
+
+    $0:41230 02431=1   (0 -> 4 under 41230 -> 1 under 02431)
+
+k = 1 is a lookup a plain model can learn; each further permutation is one
+more dependent lookup, in order (permutations do not commute), and the space
+holds 5 * 120^k problems. Its prompts carry one solved example (not two), so
+that k = 8 fits a 128-byte prompt.
+
 Why so plain: a tiny byte-level model (2 layers, 64 wide) learns a unary
 update of a digit in a few thousand steps, but not "$3+4=7" (a table of two
 digits, whose answer no one input predicts) even alone in its data for 2000
@@ -61,6 +72,7 @@ from code_corpus import exact_fractions  # noqa: E402
 UPDATES = {"+": lambda v: v + 1, "-": lambda v: v - 1, "*": lambda v: 3 * v,
            "/": lambda v: 7 * v}  # mod 10; 7 = 1/3 mod 10
 DEFAULT_OPS = "+-"
+PERM = "perm5"  # --ops perm5: permutations of 5 elements
 HELDOUT_RATE = 1 / 8
 
 
@@ -71,7 +83,16 @@ def apply(value, op):
 
 
 def solve(question):
-    """The answer of "$7+*-": the digit after the updates, in order."""
+    """The answer of "$7+*-": the digit after the updates, in order; of
+    "$3:41230 02431": the position after the permutations, in order."""
+    if ":" in question:
+        start, perms = question[1:].split(":")
+        value = int(start)
+        for perm in perms.split(" "):
+            if sorted(perm) != list("01234"):
+                raise ValueError("not a permutation of 5: %r" % perm)
+            value = int(perm[value])
+        return str(value)
     if not (question.startswith("$") and len(question) >= 3 and question[1].isdigit()):
         raise ValueError("not a problem: %r" % question)
     value = int(question[1])
@@ -81,7 +102,26 @@ def solve(question):
 
 
 def depth(question):
+    if ":" in question:
+        return len(question.split(":")[1].split(" "))
     return len(question) - 2
+
+
+PERMS = ["".join(map(str, p)) for p in itertools.permutations(range(5))]
+
+
+def starts(ops):
+    return 5 if ops == PERM else 10
+
+
+def space(k, ops):
+    return 5 * 120 ** k if ops == PERM else 10 * len(ops) ** k
+
+
+def every_question(k, ops):
+    if ops == PERM:
+        return ["$%d:" % s + " ".join(u) for s in range(5) for u in itertools.product(PERMS, repeat=k)]
+    return [question_of(s, u) for s in range(10) for u in itertools.product(ops, repeat=k)]
 
 
 def question_of(start, updates):
@@ -94,6 +134,8 @@ def is_heldout(question, rate=HELDOUT_RATE):
 
 
 def random_question(rng, k, ops=DEFAULT_OPS):
+    if ops == PERM:
+        return "$%d:" % rng.randrange(5) + " ".join(rng.choice(PERMS) for _ in range(k))
     return question_of(rng.randrange(10), [rng.choice(ops) for _ in range(k)])
 
 
@@ -101,10 +143,8 @@ def heldout_questions(k, count, seed, rate=HELDOUT_RATE, ops=DEFAULT_OPS):
     """`count` distinct held-out questions of depth k (fewer when the space
     holds fewer), in a seeded order."""
     rng = random.Random("heldout/%d/%d/%s" % (seed, k, ops))
-    space = 10 * len(ops) ** k
-    if space <= 200000:  # small: every held-out question, shuffled
-        found = [question_of(s, u) for s in range(10) for u in itertools.product(ops, repeat=k)]
-        found = [q for q in found if is_heldout(q, rate)]
+    if space(k, ops) <= 200000:  # small: every held-out question, shuffled
+        found = [q for q in every_question(k, ops) if is_heldout(q, rate)]
         rng.shuffle(found)
         return found[:count]
     found, seen = [], set()
@@ -118,16 +158,18 @@ def heldout_questions(k, count, seed, rate=HELDOUT_RATE, ops=DEFAULT_OPS):
 
 def eval_problems(k, count, seed, rate=HELDOUT_RATE, ops=DEFAULT_OPS):
     """Held-out problems of depth k: {prompt, answer, terminator, k}; each
-    prompt is two solved held-out problems of depth k, then the question."""
-    qs = heldout_questions(k, count + 2, seed, rate, ops)
-    if len(qs) < 3:
+    prompt is two solved held-out problems of depth k (one for perm5), then
+    the question."""
+    examples = 1 if ops == PERM else 2
+    qs = heldout_questions(k, count + examples, seed, rate, ops)
+    if len(qs) < examples + 1:
         raise ValueError("depth %d has too few held-out problems" % k)
     n = min(count, len(qs))
     out = []
     for i in range(n):
-        a, b = qs[(i + 1) % len(qs)], qs[(i + 2) % len(qs)]
+        shown = [qs[(i + j) % len(qs)] for j in range(1, examples + 1)]
         q = qs[i]
-        out.append({"prompt": "%s=%s\n%s=%s\n%s=" % (a, solve(a), b, solve(b), q),
+        out.append({"prompt": "".join("%s=%s\n" % (e, solve(e)) for e in shown) + q + "=",
                     "answer": solve(q), "terminator": "\n", "k": k})
     return out
 
@@ -184,8 +226,9 @@ def build(data, validation_docs, test_docs, out, fraction=0.5, ks=range(1, 9), w
     weights = list(weights) if weights else default_weights(ks)
     if len(weights) != len(ks) or min(ks) < 1:
         raise ValueError("one weight per depth, depths >= 1")
-    if not ops or any(op not in UPDATES for op in ops) or len(set(ops)) != len(ops):
-        raise ValueError("ops must be distinct updates of %s" % "".join(UPDATES))
+    if ops != PERM and (not ops or any(op not in UPDATES for op in ops)
+                        or len(set(ops)) != len(ops)):
+        raise ValueError("ops must be %s or distinct updates of %s" % (PERM, "".join(UPDATES)))
     with open(data) as f:
         docs = [json.loads(line)["text"] for line in f if line.strip()]
     held = validation_docs + test_docs
@@ -244,7 +287,8 @@ def main():
     ap.add_argument("--weights", help="comma-separated weights of the depths (default 1/k)")
     ap.add_argument("--problems", type=int, default=200, help="held-out problems per depth")
     ap.add_argument("--ops", default=DEFAULT_OPS,
-                    help="the updates drawn, of + - * / (default %s)" % DEFAULT_OPS)
+                    help="the updates drawn, of + - * / (default %s), or %s: "
+                         "permutations of 5" % (DEFAULT_OPS, PERM))
     ap.add_argument("--heldout-rate", type=float, default=HELDOUT_RATE,
                     help="the held-out share of the problem space (default 1/8)")
     ap.add_argument("--min-heldout", type=int, default=10,

@@ -150,7 +150,8 @@ def prepare_data(args, out, fbt):
         t = depth_task.build(d["data"], d["recipe"]["validation_files"], d["recipe"]["test_files"],
                              os.path.join(out, "data", "depth"),
                              args.depth_mix, depth_task.parse_ks(args.depth_k), weights,
-                             problems=args.depth_problems or args.problems, ops=args.depth_ops)
+                             problems=args.depth_problems or args.problems, ops=args.depth_ops,
+                             min_heldout=args.depth_problems or args.problems)
         d.update(data=t["data"], val_fraction=t["val_fraction"], test_fraction=t["test_fraction"],
                  depth=t,
                  name=d["name"] + ", with the depth task as %.0f%% of the training bytes" % (
@@ -205,6 +206,9 @@ def main():
                     help="--depth-task: the updates, of + - * / (default %s)" % depth_task.DEFAULT_OPS)
     ap.add_argument("--depth-problems", type=int,
                     help="--depth-task: held-out problems per depth (default --problems)")
+    ap.add_argument("--deeper-plain", action="store_true",
+                    help="also a plain model with as many more layers as give it the FBT's "
+                         "training FLOPs on the same tokens (the depth control)")
     ap.add_argument("--depth-passes", type=int, default=8,
                     help="--depth-task: the FBT's regimes fused:1..N (default 8)")
     ap.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
@@ -280,6 +284,21 @@ def main():
     plain_flops = flops_per_token(describe["plain"], 1)
     matched = max(1, round(steps * fbt_flops / plain_flops))
     tokens_per_step = describe["fbt"]["training"]["tokens_per_step"]
+    if args.deeper_plain:
+        # A plain model of equal depth-compute: as many more layers as give
+        # it the FBT's training FLOPs on the same tokens.
+        deeper = json.loads(json.dumps(plain))
+        layers = plain["num_hidden_layers"]
+        deeper["num_hidden_layers"] = max(layers + 1, round(layers * fbt_flops / plain_flops))
+        deeper["name"] = name + "-plain-%dL" % deeper["num_hidden_layers"]
+        specs["deeper"] = os.path.join(out, "deeper.json")
+        with open(specs["deeper"], "w") as f:
+            json.dump(deeper, f, indent=2)
+        describe["deeper"] = json.loads(run([fbtc, specs["deeper"], "--describe", "--json"],
+                                            capture=True))
+    flops = {"fbt": fbt_flops, "plain": plain_flops}
+    if "deeper" in describe:
+        flops["deeper"] = flops_per_token(describe["deeper"], 1)
 
     # (label, kind, steps): the FBT, the two comparisons, then the plain
     # curve's other points. A plain run of the same steps as another is
@@ -290,6 +309,8 @@ def main():
         n = max(1, round(m * steps))
         if m != 1:
             models.append(("plain-%gx" % m, "plain", n))
+    if args.deeper_plain:
+        models.append(("plain-%dL" % deeper["num_hidden_layers"], "deeper", steps))
     bundles = {}
     for key, path in specs.items():
         bundles[key] = os.path.join(out, key + ".fbtb")
@@ -327,7 +348,7 @@ def main():
             r = {"steps": n, "seed": seed, "train_seconds": seconds, "kind": kind,
                  "tokens": n * tokens_per_step,
                  "multiplier": n / steps if kind == "plain" else None,
-                 "flops_per_token": fbt_flops if kind == "fbt" else plain_flops, "losses": {}}
+                 "flops_per_token": flops[kind], "losses": {}}
             for split in splits:
                 r["losses"][split] = json.loads(run([fbt] + ev + windows + ["--split", split],
                                                     capture=True))

@@ -235,6 +235,26 @@ def depth_table(raw):
     return md
 
 
+def gain_table(raw):
+    """Per k: fused:N (the largest N) minus the best plain control (the plain
+    model of highest mean accuracy at that k), per seed, and minus the same
+    weights' standard regime."""
+    ks, rows = depth_rows(raw)
+    fbt = {reg: acc for label, reg, acc in rows if label == "fbt"}
+    top = max((reg for reg in fbt if reg.startswith("fused:")), key=lambda r: int(r[6:]))
+    controls = [(label, acc) for label, reg, acc in rows if label != "fbt"]
+    md = ["| k | %s minus the best plain control (mean [95%% t-interval] (min-max)) | "
+          "the best plain control (its mean) | %s minus standard, same weights |" % (top, top),
+          "|---|---|---|---|"]
+    for k in ks:
+        label, acc = max(controls, key=lambda c: stats(c[1][k])["mean"])
+        gain = [a - b for a, b in zip(fbt[top][k], acc[k])]
+        own = [a - b for a, b in zip(fbt[top][k], fbt["standard"][k])]
+        md.append("| %s | %s | %s (%.3f) | %s |" % (k, ci(stats(gain), "%+.3f"), label,
+                                                    stats(acc[k])["mean"], ci(stats(own), "%+.3f")))
+    return md
+
+
 def tables(raw):
     """{file: text} of every table the results build."""
     split = part(raw)
@@ -263,11 +283,16 @@ def tables(raw):
                 ""] + passes_table(raw, split)
     out = {"tokens_equivalence.md": "\n".join(te) + "\n"}
     if raw.get("depth"):
-        d = depth_table(raw)
+        d = depth_table(raw) + [""] + gain_table(raw)
         out["depth.md"] = "\n".join(d) + "\n"
+        ops = raw["depth"]["ops"]
+        what = ("a position carried through k permutations of 5 elements (guessing gets 20%)"
+                if ops == "perm5" else "a digit through k updates %s mod 10 (guessing gets 10%%)"
+                % " ".join(ops))
         md += ["", "## Depth task (greedy exact match, mean +- 95% t half-width over seeds)", "",
-               "Updates %s, %.0f%% of the training bytes, held-out problems only; guessing "
-               "gets 10%%." % (" ".join(raw["depth"]["ops"]), 100 * raw["depth"]["mix"]), ""] + d
+               "The task: %s, %.0f%% of the training bytes; asked: held-out problems only, at "
+               "the depths whose held-out set holds as many as asked." % (
+                   what, 100 * raw["depth"]["mix"]), ""] + d
     md += ["", "## Plots", ""]
     for png, what in [("tokens_equivalence.png", "held-out loss against training tokens"),
                       ("depth.png", "depth task accuracy against k"),

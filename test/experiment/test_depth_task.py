@@ -23,6 +23,55 @@ def affine_answer(question):
     return str((a * int(question[1]) + b) % 10)
 
 
+def composed_answer(question):
+    """An independent solver for perm5: compose the permutations as maps
+    (the later applied after the earlier), then apply the composition."""
+    start, perms = question[1:].split(":")
+    total = list(range(5))
+    for perm in perms.split(" "):
+        step = [int(c) for c in perm]
+        total = [step[total[i]] for i in range(5)]
+    return str(total[int(start)])
+
+
+class Permutations(unittest.TestCase):
+    def test_worked_example_and_composition(self):
+        self.assertEqual(dt.solve("$0:41230 02431"), "1")  # 0 -> 4 -> 1
+        self.assertEqual(dt.depth("$3:41230 02431"), 2)
+        rng = random.Random(11)
+        for _ in range(2000):
+            q = dt.random_question(rng, rng.randint(1, 10), dt.PERM)
+            self.assertEqual(dt.solve(q), composed_answer(q), q)
+
+    def test_order_matters(self):
+        rng = random.Random(5)
+        differ = 0
+        for _ in range(200):
+            q = dt.random_question(rng, 3, dt.PERM)
+            start, perms = q.split(":")
+            differ += dt.solve(q) != dt.solve(start + ":" + " ".join(reversed(perms.split(" "))))
+        self.assertGreater(differ, 100)
+
+    def test_held_out_sets_and_prompts(self):
+        # Every k >= 2 holds far more than 200 held-out problems; k = 1 holds
+        # its eighth of 600; a prompt of k = 8 fits 128 bytes with its example.
+        self.assertLess(len(dt.heldout_questions(1, 1000, 3, ops=dt.PERM)), 200)
+        for k in (2, 3, 8):
+            probs = dt.eval_problems(k, 200, seed=3, ops=dt.PERM)
+            self.assertEqual(len(probs), 200)
+            self.assertEqual(len({p["prompt"] for p in probs}), 200)
+            for p in probs:
+                example, question = p["prompt"].split("\n")
+                self.assertEqual(example.split("=")[1], dt.solve(example.split("=")[0]))
+                self.assertTrue(dt.is_heldout(question[:-1]))
+                self.assertEqual(p["answer"], composed_answer(question[:-1]))
+                self.assertLess(len(p["prompt"]), 128)
+
+    def test_bad_permutation(self):
+        with self.assertRaises(ValueError):
+            dt.solve("$3:41231")
+
+
 class Answers(unittest.TestCase):
     def test_worked_examples(self):
         self.assertEqual(dt.solve("$7++-+"), "9")   # 8, 9, 8, 9
