@@ -82,13 +82,8 @@ std::vector<Regime> defaultRegimes(const Bundle &bundle) {
   return regimes;
 }
 
-LossReport evaluateLosses(Session &session, const TokenStream &heldOut,
-                          const LossOptions &o,
-                          const std::function<void(int64_t, int64_t)> &progress) {
-  const ModelConfig::Training &training = session.model().training;
-  const int64_t batch = training.batchSize;
-  const int64_t seqLen = training.sequenceLength;
-  const int64_t evalK = session.evalPasses();
+namespace {
+void checkLossOptions(const LossOptions &o, int64_t evalK) {
   if (evalK == 0)
     throw RuntimeError("the bundle has no eval_k<K> step (recompile it with "
                        "this fbtc)");
@@ -103,7 +98,63 @@ LossReport evaluateLosses(Session &session, const TokenStream &heldOut,
   }
   if (o.windows < 0)
     throw RuntimeError("--windows must be >= 1 (or all)");
+}
 
+/// Each window's mean loss over its continuation (positions P-1 .. T-1
+/// predict tokens P .. T) in `regime`, teacher-forced through the decoder.
+std::vector<double> continuationLosses(Decoder &decoder, const Batch &b, int64_t promptLength,
+                                       const Regime &regime) {
+  const int64_t seqLen = b.seqLen;
+  std::vector<double> out;
+  for (int64_t first = 0; first < b.batchSize; first += decoder.batchSize()) {
+    int64_t count = std::min(decoder.batchSize(), b.batchSize - first);
+    std::vector<std::vector<int32_t>> seqs;
+    for (int64_t w = first; w < first + count; ++w)
+      seqs.emplace_back(b.inputs.begin() + w * seqLen, b.inputs.begin() + (w + 1) * seqLen);
+    std::vector<int64_t> prompts(count, promptLength);
+    auto logits = decoder.score(seqs, prompts, regime);
+    for (int64_t w = 0; w < count; ++w) {
+      double nats = 0;
+      for (int64_t t = promptLength - 1; t < seqLen; ++t)
+        nats += crossEntropy(logits[w][t], b.targets[(first + w) * seqLen + t]);
+      out.push_back(nats / double(seqLen - promptLength + 1));
+    }
+  }
+  return out;
+}
+
+/// The report's regimes from each window's loss per regime: means, standard
+/// errors and, after standard, the paired differences from it.
+std::vector<RegimeLoss> regimeLosses(const std::vector<Regime> &regimes,
+                                     const std::vector<std::vector<double>> &windowLoss,
+                                     const std::vector<int64_t> &docs, bool byteLevel) {
+  std::vector<RegimeLoss> out;
+  for (size_t g = 0; g < regimes.size(); ++g) {
+    RegimeLoss l;
+    l.name = regimes[g].name();
+    l.loss = meanLoss(windowLoss[g], docs);
+    if (byteLevel)
+      l.bpb = l.loss.loss / std::log(2.0);
+    if (g > 0 && regimes[0].name() == "standard") {
+      std::vector<double> diff(windowLoss[g].size());
+      for (size_t w = 0; w < diff.size(); ++w)
+        diff[w] = windowLoss[g][w] - windowLoss[0][w];
+      l.minusStandard = meanLoss(diff, docs);
+    }
+    out.push_back(l);
+  }
+  return out;
+}
+} // namespace
+
+LossReport evaluateLosses(Session &session, const TokenStream &heldOut,
+                          const LossOptions &o,
+                          const std::function<void(int64_t, int64_t)> &progress) {
+  const ModelConfig::Training &training = session.model().training;
+  const int64_t batch = training.batchSize;
+  const int64_t seqLen = training.sequenceLength;
+  const int64_t evalK = session.evalPasses();
+  checkLossOptions(o, evalK);
   ValBatches val = [&] {
     try {
       return ValBatches(heldOut, batch, seqLen, o.windows);
@@ -113,9 +164,12 @@ LossReport evaluateLosses(Session &session, const TokenStream &heldOut,
                          "windows; give more data or a larger held-out part)");
     }
   }();
-  const int64_t batches = val.size();
 
   Decoder decoder(session);
+  if (seqLen > decoder.maxSequence())
+    throw RuntimeError("windows of " + std::to_string(seqLen) +
+                       " tokens do not fit the decoder's context of " +
+                       std::to_string(decoder.maxSequence()));
   LossReport r;
   r.windows = val.windows();
   r.windowsInPart = val.windowsInStream();
@@ -124,10 +178,7 @@ LossReport evaluateLosses(Session &session, const TokenStream &heldOut,
   r.promptLength = std::clamp<int64_t>(
       std::llround(o.promptFraction * double(seqLen)), 1,
       std::min(seqLen - 1, decoder.maxPrompt()));
-  if (seqLen > decoder.maxSequence())
-    throw RuntimeError("windows of " + std::to_string(seqLen) +
-                       " tokens do not fit the decoder's context of " +
-                       std::to_string(decoder.maxSequence()));
+  r.tokens = r.windows * (seqLen - r.promptLength + 1);
   std::vector<int64_t> offsets;
   for (int64_t w = 0; w < r.windows; ++w)
     offsets.push_back(val.offset(w));
@@ -136,60 +187,27 @@ LossReport evaluateLosses(Session &session, const TokenStream &heldOut,
   r.documents = int64_t(std::set<int64_t>(docs.begin(), docs.end()).size());
 
   std::vector<Regime> regimes = o.regimes.empty() ? defaultRegimes(session.bundle()) : o.regimes;
-
   // Per batch (passes) and per window (regimes): the mean loss of the unit.
   std::vector<std::vector<double>> passLoss(o.passes), windowLoss(regimes.size());
-  const int64_t scored = seqLen - r.promptLength + 1;
-  int64_t total = batches * (1 + int64_t(regimes.size()));
+  int64_t total = val.size() * (1 + int64_t(regimes.size()));
   int64_t done = 0;
-  for (int64_t i = 0; i < batches; ++i) {
+  for (int64_t i = 0; i < val.size(); ++i) {
     Batch b = val[i];
     StepResult s = session.evalStep(evalK, b.inputs.data(), b.targets.data());
     for (int64_t k = 0; k < o.passes; ++k)
       passLoss[k].push_back(double(s.passLosses[k]));
     if (progress)
       progress(++done, total);
-
-    // The continuation: positions P-1 .. T-1 predict tokens P .. T.
-    std::vector<std::vector<int32_t>> rows;
-    for (int64_t w = 0; w < batch; ++w)
-      rows.emplace_back(b.inputs.begin() + w * seqLen,
-                        b.inputs.begin() + (w + 1) * seqLen);
     for (size_t g = 0; g < regimes.size(); ++g) {
-      for (int64_t first = 0; first < batch; first += decoder.batchSize()) {
-        int64_t count = std::min(decoder.batchSize(), batch - first);
-        std::vector<std::vector<int32_t>> seqs(rows.begin() + first,
-                                               rows.begin() + first + count);
-        std::vector<int64_t> prompts(count, r.promptLength);
-        auto logits = decoder.score(seqs, prompts, regimes[g]);
-        for (int64_t w = 0; w < count; ++w) {
-          double nats = 0;
-          for (int64_t t = r.promptLength - 1; t < seqLen; ++t)
-            nats += crossEntropy(logits[w][t], b.targets[(first + w) * seqLen + t]);
-          windowLoss[g].push_back(nats / double(scored));
-        }
-      }
+      std::vector<double> l = continuationLosses(decoder, b, r.promptLength, regimes[g]);
+      windowLoss[g].insert(windowLoss[g].end(), l.begin(), l.end());
       if (progress)
         progress(++done, total);
     }
   }
-  r.tokens = r.windows * scored;
   for (int64_t k = 0; k < o.passes; ++k)
     r.passes.push_back(meanLoss(passLoss[k], {}));
-  for (size_t g = 0; g < regimes.size(); ++g) {
-    RegimeLoss l;
-    l.name = regimes[g].name();
-    l.loss = meanLoss(windowLoss[g], docs);
-    if (o.byteLevel)
-      l.bpb = l.loss.loss / std::log(2.0);
-    if (g > 0 && regimes[0].name() == "standard") {
-      std::vector<double> diff(windowLoss[g].size());
-      for (size_t w = 0; w < diff.size(); ++w)
-        diff[w] = windowLoss[g][w] - windowLoss[0][w];
-      l.minusStandard = meanLoss(diff, docs);
-    }
-    r.regimes.push_back(l);
-  }
+  r.regimes = regimeLosses(regimes, windowLoss, docs, o.byteLevel);
   return r;
 }
 
