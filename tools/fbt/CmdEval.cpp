@@ -221,15 +221,34 @@ DataSplits dataSplits(const CommandLine &args, const TokenStream &tokens,
                    fraction("val-fraction", "val_fraction"),
                    fraction("test-fraction", "test_fraction"));
 }
-} // namespace
 
-int runEval(int argc, char **argv) {
-  CommandLine args(
-      "fbt eval",
-      "Measures a trained model in inference mode (no jitter, no prefix mix-in)\n"
-      "on a held-out part of the data: test (default; report results on it once)\n"
-      "or validation (the part fbt train validates on; choose recipes on it).\n"
-      "--data is split as its run split it (run.json beside the checkpoint).");
+/// The data as fbt train read it (text through the run's tokenizer, .bin
+/// files as token ids) and its parts.
+struct EvalData {
+  TokenStream tokens;
+  DataSplits splits;
+  bool ids = false;       ///< token ids (.bin), not text
+  bool byteLevel = false; ///< one token per byte: bits per byte are known
+};
+
+EvalData loadEvalData(const CommandLine &args, Session &session) {
+  EvalData d;
+  std::string dataPath = args.get("data");
+  const std::string &tokenizer = session.tokenizerName();
+  if (dataPath.empty() && tokenizer != "bytes")
+    throw RuntimeError("the embedded corpus is byte-level text, but this run's "
+                       "tokenizer is " + tokenizer + "; pass --data");
+  d.tokens = dataPath.empty() ? loadDefaultCorpus()
+                              : loadTokenFile(dataPath, session.model().vocabSize,
+                                              TokenFileFormat::Auto, {}, &session.tokenizer());
+  TokenFileFormat format = dataPath.empty() ? TokenFileFormat::Text : tokenFileFormat(dataPath);
+  d.ids = format == TokenFileFormat::U16 || format == TokenFileFormat::U32;
+  d.byteLevel = !d.ids && tokenizer == "bytes";
+  d.splits = dataSplits(args, d.tokens, session);
+  return d;
+}
+
+void declareOptions(CommandLine &args) {
   args.positional("BUNDLE", "the compiled bundle")
       .tunable()
       .text("ckpt", "CKPT", "a checkpoint from fbt train (required)")
@@ -272,36 +291,31 @@ int runEval(int argc, char **argv) {
               "is teacher-forced through the compiled decoder; the "
               "continuation's\n"
               "loss and bits per byte.");
+}
+} // namespace
+
+int runEval(int argc, char **argv) {
+  CommandLine args(
+      "fbt eval",
+      "Measures a trained model in inference mode (no jitter, no prefix mix-in)\n"
+      "on a held-out part of the data: test (default; report results on it once)\n"
+      "or validation (the part fbt train validates on; choose recipes on it).\n"
+      "--data is split as its run split it (run.json beside the checkpoint).");
+  declareOptions(args);
   if (!args.parse(argc, argv))
     return 0;
   if (args.has("task") && args.has("contraction"))
     throw RuntimeError("give at most one of --task and --contraction");
   std::unique_ptr<Session> opened = openTrained(args);
   Session &session = *opened;
-  int64_t vocab = session.model().vocabSize;
   bool json = args.has("json");
   bool quiet = args.has("quiet") || json;
-
-  // The data is read as fbt train read it: text through the run's tokenizer
-  // (recorded in the checkpoint), .bin files as token ids.
-  std::string dataPath = args.get("data");
-  const std::string &tokenizer = session.tokenizerName();
-  if (dataPath.empty() && tokenizer != "bytes")
-    throw RuntimeError("the embedded corpus is byte-level text, but this run's "
-                       "tokenizer is " + tokenizer + "; pass --data");
-  TokenStream tokens =
-      dataPath.empty() ? loadDefaultCorpus()
-                       : loadTokenFile(dataPath, vocab, TokenFileFormat::Auto, {},
-                                       &session.tokenizer());
-  TokenFileFormat format = dataPath.empty() ? TokenFileFormat::Text : tokenFileFormat(dataPath);
-  bool ids = format == TokenFileFormat::U16 || format == TokenFileFormat::U32;
-  bool byteLevel = !ids && tokenizer == "bytes";
   DataPart part = parsePart(args.get("split", "test"));
   if (part == DataPart::Train)
     throw RuntimeError("--split train: fbt eval measures held-out parts "
                        "(validation or test)");
-  DataSplits splits = dataSplits(args, tokens, session);
-  const TokenStream &heldOut = splits.part(part);
+  EvalData data = loadEvalData(args, session);
+  const TokenStream &heldOut = data.splits.part(part);
   if (heldOut.empty())
     throw RuntimeError(std::string("the data's ") + partName(part) +
                        " part is empty (its fraction is 0)");
@@ -311,10 +325,10 @@ int runEval(int argc, char **argv) {
     regimes = parseRegimes(args.get("regimes"));
 
   if (args.has("task"))
-    return runTask(args, session, tokens, ids, regimes, json);
+    return runTask(args, session, data.tokens, data.ids, regimes, json);
   if (args.has("contraction"))
     return runContraction(args, session, heldOut, json);
-  return runLosses(args, session, heldOut, part, byteLevel, regimes, json, quiet);
+  return runLosses(args, session, heldOut, part, data.byteLevel, regimes, json, quiet);
 }
 
 } // namespace fbt
