@@ -14,14 +14,16 @@ in order. Difficulty is k; guessing among the ten digits gets 10%.
 
 --ops perm5 is the order-dependent form whose space is large at every k: a
 position 0..4 carried through k permutations of 5 elements, each written as
-its 5 images, the answer the final position (guessing gets 20%):
+its pairs "i j" (i goes to j), the answer the final position (guessing gets
+20%):
 
-    $0:41230 02431=1   (0 -> 4 under 41230 -> 1 under 02431)
+    $0:04 11 22 33 40|00 12 24 33 41=1   (0 -> 4, then 4 -> 1)
 
-k = 1 is a lookup a plain model can learn; each further permutation is one
-more dependent lookup, in order (permutations do not commute), and the space
-holds 5 * 120^k problems. Its prompts carry one solved example (not two), so
-that k = 8 fits a 128-byte prompt.
+k = 1 is one lookup (find the pair that starts with the position, copy its
+second digit); each further permutation is one more dependent lookup, in
+order (permutations do not commute), and the space holds 5 * 120^k
+problems. Its prompts are the question alone after a newline (no solved
+example), so that k = 8 fits a 128-byte prompt.
 
 Why so plain: a tiny byte-level model (2 layers, 64 wide) learns a unary
 update of a digit in a few thousand steps, but not "$3+4=7" (a table of two
@@ -84,14 +86,12 @@ def apply(value, op):
 
 def solve(question):
     """The answer of "$7+*-": the digit after the updates, in order; of
-    "$3:41230 02431": the position after the permutations, in order."""
+    "$3:04 11 22 33 40|...": the position after the permutations, in order."""
     if ":" in question:
         start, perms = question[1:].split(":")
         value = int(start)
-        for perm in perms.split(" "):
-            if sorted(perm) != list("01234"):
-                raise ValueError("not a permutation of 5: %r" % perm)
-            value = int(perm[value])
+        for perm in perms.split("|"):
+            value = int(perm_images(perm)[value])
         return str(value)
     if not (question.startswith("$") and len(question) >= 3 and question[1].isdigit()):
         raise ValueError("not a problem: %r" % question)
@@ -103,11 +103,26 @@ def solve(question):
 
 def depth(question):
     if ":" in question:
-        return len(question.split(":")[1].split(" "))
+        return len(question.split(":")[1].split("|"))
     return len(question) - 2
 
 
-PERMS = ["".join(map(str, p)) for p in itertools.permutations(range(5))]
+PERMS = ["".join(map(str, p)) for p in itertools.permutations(range(5))]  # images
+
+
+def perm_text(images):
+    """"31402" -> "03 11 24 30 42": the pairs i -> images[i]."""
+    return " ".join("%d%s" % (i, c) for i, c in enumerate(images))
+
+
+def perm_images(text):
+    """The inverse of perm_text; a ValueError for anything else."""
+    pairs = text.split(" ")
+    images = "".join(p[1] for p in pairs if len(p) == 2)
+    if [p[0] for p in pairs] != list("01234") or len(images) != 5 or \
+            sorted(images) != list("01234"):
+        raise ValueError("not a permutation of 5: %r" % text)
+    return images
 
 
 def starts(ops):
@@ -120,7 +135,8 @@ def space(k, ops):
 
 def every_question(k, ops):
     if ops == PERM:
-        return ["$%d:" % s + " ".join(u) for s in range(5) for u in itertools.product(PERMS, repeat=k)]
+        return ["$%d:" % s + "|".join(perm_text(p) for p in u)
+                for s in range(5) for u in itertools.product(PERMS, repeat=k)]
     return [question_of(s, u) for s in range(10) for u in itertools.product(ops, repeat=k)]
 
 
@@ -135,7 +151,8 @@ def is_heldout(question, rate=HELDOUT_RATE):
 
 def random_question(rng, k, ops=DEFAULT_OPS):
     if ops == PERM:
-        return "$%d:" % rng.randrange(5) + " ".join(rng.choice(PERMS) for _ in range(k))
+        return "$%d:" % rng.randrange(5) + "|".join(perm_text(rng.choice(PERMS))
+                                                    for _ in range(k))
     return question_of(rng.randrange(10), [rng.choice(ops) for _ in range(k)])
 
 
@@ -158,9 +175,9 @@ def heldout_questions(k, count, seed, rate=HELDOUT_RATE, ops=DEFAULT_OPS):
 
 def eval_problems(k, count, seed, rate=HELDOUT_RATE, ops=DEFAULT_OPS):
     """Held-out problems of depth k: {prompt, answer, terminator, k}; each
-    prompt is two solved held-out problems of depth k (one for perm5), then
-    the question."""
-    examples = 1 if ops == PERM else 2
+    prompt is two solved held-out problems of depth k, then the question
+    (perm5: a newline, then the question)."""
+    examples = 0 if ops == PERM else 2
     qs = heldout_questions(k, count + examples, seed, rate, ops)
     if len(qs) < examples + 1:
         raise ValueError("depth %d has too few held-out problems" % k)
@@ -169,7 +186,8 @@ def eval_problems(k, count, seed, rate=HELDOUT_RATE, ops=DEFAULT_OPS):
     for i in range(n):
         shown = [qs[(i + j) % len(qs)] for j in range(1, examples + 1)]
         q = qs[i]
-        out.append({"prompt": "".join("%s=%s\n" % (e, solve(e)) for e in shown) + q + "=",
+        shown_text = "".join("%s=%s\n" % (e, solve(e)) for e in shown) or "\n"
+        out.append({"prompt": shown_text + q + "=",
                     "answer": solve(q), "terminator": "\n", "k": k})
     return out
 

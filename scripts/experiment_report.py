@@ -297,7 +297,8 @@ def tables(raw):
     for png, what in [("tokens_equivalence.png", "held-out loss against training tokens"),
                       ("depth.png", "depth task accuracy against k"),
                       ("val_curves.png", "validation per pass against training FLOPs")]:
-        md.append("![%s](%s)" % (what, png))
+        if png != "depth.png" or raw.get("depth"):
+            md.append("![%s](%s)" % (what, png))
     out["report.md"] = "\n".join(md) + "\n"
     return out
 

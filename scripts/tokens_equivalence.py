@@ -14,16 +14,11 @@ where i + 1 is the first baseline (in order of tokens) whose loss is at or
 below L. A regime worse than the smallest baseline gets "< m_0 x" (no
 multiplier); one better than every baseline gets "> m_max x".
 
-    tokens_equivalence.py RESULTS.json [--out DIR]
-
-reads the experiment runner's results.json (scripts/experiment.py) and writes
-DIR/tokens_equivalence.{md,jsonl,png}; experiment.py calls the same code.
+The experiment report (scripts/experiment_report.py) takes each seed's
+multiplier from table() on that seed's plain curve, and plots with plot().
 """
 
-import argparse
-import json
 import math
-import os
 
 
 def multiplier(plain, loss):
@@ -76,44 +71,6 @@ def table(plain, regimes):
     return rows
 
 
-def from_results(results):
-    """(plain, regimes, fbt_tokens) from the runner's results: the plain
-    baselines' standard continuation loss per multiplier, and the FBT's loss
-    per regime."""
-    fbt = results["fbt"]
-    plain = []
-    for r in results.values():
-        if r.get("kind") == "plain" and r.get("multiplier") is not None:
-            plain.append((r["multiplier"], r["losses"]["regimes"]["standard"]["loss"]))
-    plain = sorted(set(plain))
-    regimes = {k: v["loss"] for k, v in fbt["losses"]["regimes"].items()}
-    return plain, regimes, fbt["tokens"]
-
-
-def write(out, plain, regimes, fbt_tokens, title=""):
-    """DIR/tokens_equivalence.md, .jsonl and .png; returns the markdown."""
-    rows = table(plain, regimes)
-    with open(os.path.join(out, "tokens_equivalence.jsonl"), "w") as f:
-        for r in rows:
-            f.write(json.dumps(dict(r, fbt_tokens=fbt_tokens)) + "\n")
-        for m, l in plain:
-            f.write(json.dumps({"plain_multiplier": m, "tokens": m * fbt_tokens,
-                                "loss": l}) + "\n")
-    md = ["| plain tokens | " + " | ".join("%.3gx (%.3g)" % (m, m * fbt_tokens) for m, _ in plain) + " |",
-          "|---|" + "---|" * len(plain),
-          "| held-out loss | " + " | ".join("%.4f" % l for _, l in plain) + " |",
-          "",
-          "| FBT regime (%.3g tokens) | held-out loss | plain tokens to match |" % fbt_tokens,
-          "|---|---|---|"]
-    for r in rows:
-        md.append("| %s | %.4f | %s |" % (r["regime"], r["loss"], r["label"]))
-    text = "\n".join(md) + "\n"
-    with open(os.path.join(out, "tokens_equivalence.md"), "w") as f:
-        f.write(text)
-    plot(os.path.join(out, "tokens_equivalence.png"), plain, rows, fbt_tokens, title)
-    return text
-
-
 def plot(path, plain, rows, fbt_tokens, title=""):
     import matplotlib
     matplotlib.use("Agg")
@@ -141,19 +98,3 @@ def plot(path, plain, rows, fbt_tokens, title=""):
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
-
-
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("results", help="results.json of scripts/experiment.py")
-    ap.add_argument("--out", help="output folder (default: the results' folder)")
-    args = ap.parse_args()
-    with open(args.results) as f:
-        results = json.load(f)
-    plain, regimes, tokens = from_results(results)
-    print(write(args.out or os.path.dirname(os.path.abspath(args.results)), plain, regimes, tokens),
-          end="")
-
-
-if __name__ == "__main__":
-    main()

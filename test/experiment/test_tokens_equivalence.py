@@ -1,11 +1,9 @@
 """The tokens-equivalence multiplier (scripts/tokens_equivalence.py) on
 curves whose answers are known exactly."""
 
-import json
 import math
 import os
 import sys
-import tempfile
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
@@ -68,46 +66,6 @@ class Multiplier(unittest.TestCase):
             te.multiplier([(0, 1.0)], 1.0)
         with self.assertRaises(ValueError):
             te.multiplier([(1, float("nan"))], 1.0)
-
-
-class Table(unittest.TestCase):
-    def results(self):
-        r = {"fbt": {"kind": "fbt", "tokens": 1000,
-                     "losses": {"regimes": {"standard": {"loss": log_linear(1) + 0.1},
-                                            "soft": {"loss": log_linear(1.8)},
-                                            "fused:2": {"loss": log_linear(4)}}}}}
-        for m in MULTS:
-            r["plain-%gx" % m] = {"kind": "plain", "multiplier": m, "tokens": 1000 * m,
-                                  "losses": {"regimes": {"standard": {"loss": log_linear(m)}}}}
-        r["same-flops"] = {"kind": "plain", "multiplier": None,
-                           "losses": {"regimes": {"standard": {"loss": 0.1}}}}
-        return r
-
-    def test_rows_from_the_runner_results(self):
-        plain, regimes, tokens = te.from_results(self.results())
-        self.assertEqual([m for m, _ in plain], MULTS)  # same-flops is not on the curve
-        self.assertEqual(tokens, 1000)
-        rows = {r["regime"]: r for r in te.table(plain, regimes)}
-        self.assertEqual(rows["standard"]["label"], "< 1x")
-        self.assertEqual(rows["soft"]["label"], "1.80x")
-        self.assertAlmostEqual(rows["soft"]["multiplier"], 1.8, places=12)
-        self.assertEqual(rows["fused:2"]["label"], "> 3x")
-        self.assertEqual(rows["fused:2"]["bound"], ">")
-
-    def test_written_table(self):
-        try:
-            import matplotlib  # noqa: F401
-        except ImportError:
-            self.skipTest("matplotlib")
-        plain, regimes, tokens = te.from_results(self.results())
-        with tempfile.TemporaryDirectory() as d:
-            md = te.write(d, plain, regimes, tokens)
-            self.assertIn("| soft | %.4f | 1.80x |" % log_linear(1.8), md)
-            with open(os.path.join(d, "tokens_equivalence.jsonl")) as f:
-                lines = [json.loads(l) for l in f]
-            self.assertEqual([l["label"] for l in lines if "regime" in l], ["< 1x", "1.80x", "> 3x"])
-            self.assertEqual(len([l for l in lines if "plain_multiplier" in l]), 4)
-            self.assertGreater(os.path.getsize(os.path.join(d, "tokens_equivalence.png")), 1000)
 
 
 if __name__ == "__main__":
