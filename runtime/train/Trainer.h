@@ -178,8 +178,6 @@ public:
   int64_t evalPasses() const { return evalPasses_; }
   const PassSchedule &passSchedule() const { return passSchedule_; }
   const LrSchedule &lrSchedule() const { return lrSchedule_; }
-  const TokenStream &trainTokens() const { return split_.train; }
-  const TokenStream &valTokens() const { return split_.validation; }
   /// The data's train, validation and test parts.
   const DataSplits &splits() const { return split_; }
   /// The checkpoint resumed from ("" for a fresh run).

@@ -57,6 +57,23 @@ TEST(DataTest, NulInTextIsAnError) {
             "separator, so text must not contain NUL)");
 }
 
+TEST(DataTest, JsonLinesFilesHoldADocumentALine) {
+  test::TempDir dir;
+  spit(dir.file("a.jsonl"), "{\"text\": \"one\\n\\ntwo\"}\n\n{\"text\": \"x\", \"id\": 3}\n");
+  TokenStream s = loadTokenFile(dir.file("a.jsonl"), 256);
+  // A blank line inside a document does not split it; a blank line of the
+  // file is no document.
+  EXPECT_EQ(s.toVector(),
+            (std::vector<int32_t>{0, 'o', 'n', 'e', '\n', '\n', 't', 'w', 'o', 0, 'x'}));
+  spit(dir.file("bad.jsonl"), "{\"text\": \"a\"}\n{\"body\": \"b\"}\n");
+  EXPECT_EQ(errorOf([&] { loadTokenFile(dir.file("bad.jsonl"), 256); }),
+            dir.file("bad.jsonl") + ":2: no string field 'text'");
+  spit(dir.file("nul.jsonl"), "{\"text\": \"a\\u0000b\"}\n");
+  EXPECT_NE(errorOf([&] { loadTokenFile(dir.file("nul.jsonl"), 256); })
+                .find("nul.jsonl: document 1: NUL byte at byte offset 1"),
+            std::string::npos);
+}
+
 TEST(DataTest, TextFiles) {
   test::TempDir dir;
   spit(dir.file("a.txt"), "one\n\ntwo");
