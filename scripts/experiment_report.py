@@ -171,7 +171,8 @@ def equivalence_table(raw, split):
                 sum(m is None for m in ms), len(ms))
         md.append("| %s | %s | %s | %.3g%s | %s |" % (
             reg, tokens, flops, decode,
-            " (+ %s passes over the prompt)" % reg.split(":")[1] if reg.startswith("fused:") else "",
+            "; its prefill %s passes over the prompt" % reg.split(":")[1]
+            if reg.startswith("fused:") else "",
             ", ".join(labels)))
     return md
 
