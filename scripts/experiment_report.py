@@ -12,10 +12,10 @@ tables honest (test/experiment/reports.test).
 
 Figures, for N seeds (every model trained under each):
   - losses are on the reported part (test when measured, else validation):
-    the mean over seeds, the standard deviation and min-max beside it;
+    the mean over seeds with its 95% t-interval and the min to max;
   - tokens-equivalence per regime: each seed's own plain curve gives that
     seed's multiplier (scripts/tokens_equivalence.py); the table gives their
-    mean with a 95% t-interval (N - 1 degrees of freedom) and the min-max;
+    mean with a 95% t-interval (N - 1 degrees of freedom) and the min to max;
   - FLOPs-equivalence: the plain training FLOPs that match a regime, over
     the FBT's training FLOPs (= tokens-equivalence x the plain model's
     FLOPs per token / the FBT's): below 1, a plain model reaches the same
@@ -56,10 +56,11 @@ def stats(xs):
 
 
 def ci(s, fmt="%.4f"):
-    """"m [lo, hi] (min-max a-b)"; one value: just the value."""
+    """"m [lo, hi] (a to b)": the mean, its 95% t-interval, the min and max;
+    one value: just the value."""
     if s["half"] is None:
         return fmt % s["mean"]
-    return ("%s [%s, %s] (%s-%s)" % tuple(fmt % v for v in (
+    return ("%s [%s, %s] (%s to %s)" % tuple(fmt % v for v in (
         s["mean"], s["mean"] - s["half"], s["mean"] + s["half"], s["lo"], s["hi"])))
 
 
@@ -105,7 +106,7 @@ def models_table(raw):
 
 def loss_table(raw, split):
     first = raw["runs"][str(raw["seeds"][0])]
-    md = ["| model | regime | loss (mean [95%% t-interval] (min-max) over %d seeds) | "
+    md = ["| model | regime | loss (mean [95%% t-interval] (min to max) over %d seeds) | "
           "s.e. within a run (windows) | bpb |" % len(raw["seeds"]), "|---|---|---|---|---|"]
     for label, r in first.items():
         if r.get("alias_of"):
@@ -127,7 +128,7 @@ def loss_table(raw, split):
 
 def paired_table(raw, split):
     fbt = raw["runs"][str(raw["seeds"][0])]["fbt"]
-    md = ["| FBT regime | minus standard, same weights (mean [95% t-interval] (min-max)) | "
+    md = ["| FBT regime | minus standard, same weights (mean [95% t-interval] (min to max)) | "
           "paired s.e. within a run |", "|---|---|---|"]
     for reg in REGIMES[1:]:
         if reg not in losses(fbt, split)["regimes"]:
@@ -156,7 +157,7 @@ def equivalence_table(raw, split):
     fbt = raw["runs"][str(raw["seeds"][0])]["fbt"]
     ratio = raw["runs"][str(raw["seeds"][0])]["same-tokens"]["flops_per_token"] / fbt["flops_per_token"]
     inf = raw["describe"]["fbt"]["inference"]
-    md = ["| FBT regime | plain tokens to match (mean [95% t-interval] (min-max)) | "
+    md = ["| FBT regime | plain tokens to match (mean [95% t-interval] (min to max)) | "
           "plain FLOPs to match / FBT training FLOPs | decode FLOPs per token | per seed |",
           "|---|---|---|---|---|"]
     for reg, (ms, labels) in equivalence(raw, split).items():
@@ -244,7 +245,7 @@ def gain_table(raw):
     fbt = {reg: acc for label, reg, acc in rows if label == "fbt"}
     top = max((reg for reg in fbt if reg.startswith("fused:")), key=lambda r: int(r[6:]))
     controls = [(label, acc) for label, reg, acc in rows if label != "fbt"]
-    md = ["| k | %s minus the best plain control (mean [95%% t-interval] (min-max)) | "
+    md = ["| k | %s minus the best plain control (mean [95%% t-interval] (min to max)) | "
           "the best plain control (its mean) | %s minus standard, same weights |" % (top, top),
           "|---|---|---|---|"]
     for k in ks:

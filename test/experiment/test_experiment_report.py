@@ -65,7 +65,7 @@ class Statistics(unittest.TestCase):
         half = 4.303 * 0.3 / math.sqrt(3)
         md = t["tokens_equivalence.md"]
         # Tokens 1.5x [1.5 - half, 1.5 + half]; FLOPs: x 1/3 (plain 1, FBT 3 per token).
-        self.assertIn("| soft | 1.50 [%.2f, %.2f] (1.20-1.80)x | 0.50 [%.2f, %.2f] (0.40-0.60)x | "
+        self.assertIn("| soft | 1.50 [%.2f, %.2f] (1.20 to 1.80)x | 0.50 [%.2f, %.2f] (0.40 to 0.60)x | "
                       "105 |" % (1.5 - half, 1.5 + half, (1.5 - half) / 3, (1.5 + half) / 3), md)
         self.assertIn("| standard | outside the curve in 3 of 3 seeds |", md)
         paired = sum(2 - math.log(m) - 2.1 for m in (1.2, 1.5, 1.8)) / 3
