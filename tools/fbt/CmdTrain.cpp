@@ -238,7 +238,8 @@ int runTrain(int argc, char **argv) {
             "the end")
       .integer("eval-every", "N", "validate every N steps (default: steps / 10)")
       .integer("eval-batches", "N",
-               "validation batches per evaluation (default 4)")
+               "validation batches per evaluation, their windows spread "
+               "over the whole validation part (default 4)")
       .integer("save-every", "N",
                "write latest.safetensors every N steps (default: --eval-every)")
       .text("resume", "PATH",
