@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks every report folder (one holding results.json) under DOCS with
+"""Checks every report folder (one holding results.json, at any depth) under DOCS with
 experiment_report.py --check; prints each that differs, then the count.
 
     check_reports.py DOCS EXPERIMENT_REPORT.py"""
@@ -9,8 +9,7 @@ import subprocess
 import sys
 
 docs, tool = sys.argv[1], sys.argv[2]
-folders = sorted(os.path.join(docs, d) for d in os.listdir(docs)
-                 if os.path.exists(os.path.join(docs, d, "results.json")))
+folders = sorted(root for root, _, files in os.walk(docs) if "results.json" in files)
 differ = 0
 for folder in folders:
     r = subprocess.run([sys.executable, tool, folder, "--check"], capture_output=True, text=True)
