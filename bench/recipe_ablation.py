@@ -91,7 +91,8 @@ def main():
         subprocess.run([fbt, "train", bundle, "--steps", str(args.steps), "--out", run,
                         "--quiet"], check=True, stdout=subprocess.DEVNULL)
         out = subprocess.run([fbt, "eval", bundle, "--ckpt",
-                              os.path.join(run, "latest.safetensors"), "--json"],
+                              os.path.join(run, "latest.safetensors"), "--json",
+                              "--split", "validation"],  # an ablation chooses: validation
                              check=True, stdout=subprocess.PIPE, text=True).stdout
         results[name] = json.loads(out)
     if args.json:
