@@ -40,7 +40,7 @@ namespace fbt {
 
 struct LossOptions {
   int64_t windows = 0;         ///< held-out windows, spread (0: every window;
-                               ///< rounded down to whole batches)
+                               ///< rounded up to whole batches)
   double promptFraction = 0.25; ///< of each window, the plain prompt
   int64_t passes = 8;          ///< passes reported (at most the eval step's K)
   std::vector<Regime> regimes; ///< empty: standard, soft, fused:2, fused:3

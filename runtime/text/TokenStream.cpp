@@ -8,6 +8,7 @@
 #include "runtime/base/Random.h"
 #include "runtime/text/Tokenizer.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 
@@ -433,10 +434,10 @@ ValBatches::ValBatches(TokenStream tokens, int64_t batchSize, int64_t seqLen,
     : tokens_(std::move(tokens)), batchSize_(batchSize), seqLen_(seqLen) {
   checkBatchShape(tokens_, batchSize, seqLen, "validation data");
   streamWindows_ = (tokens_.size() - 1) / seqLen;
-  int64_t count = streamWindows_;
-  if (maxWindows > 0 && maxWindows < count)
-    count = maxWindows;
-  numBatches_ = count / batchSize;
+  // Whole batches: the count asked for rounded up, all the stream holds at most.
+  numBatches_ = streamWindows_ / batchSize;
+  if (maxWindows > 0)
+    numBatches_ = std::min(numBatches_, (maxWindows + batchSize - 1) / batchSize);
   if (numBatches_ == 0)
     throw RuntimeError(
         tokens_.source() + ": validation data has " +

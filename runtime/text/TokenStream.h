@@ -166,7 +166,8 @@ Batch sampleBatch(const TokenStream &tokens, int64_t batchSize, int64_t seqLen,
 /// whole stream: of its W = (n - 1) / seqLen windows (window j starts at
 /// j * seqLen), `maxWindows` (0: all W) are taken at an even stride, window
 /// i of the count being floor(i * W / count), and batch b holds the taken
-/// windows b*B .. b*B + B - 1. The count is rounded down to whole batches, so
+/// windows b*B .. b*B + B - 1. The count is rounded up to whole batches (at
+/// most the whole batches W holds), so
 /// every batch has the compiled shape and every evaluation sees the same
 /// tokens, from the part's first bytes to its last.
 class ValBatches {

@@ -243,8 +243,10 @@ TEST(DataTest, ValBatchesAreFixedWindowsSpreadOverTheStream) {
   EXPECT_EQ(few[0].inputs[10], 20);
   EXPECT_EQ(few[1].inputs[0], 40);
   EXPECT_EQ(few[1].inputs[10], 60);
-  // A count that is not whole batches is rounded down.
-  EXPECT_EQ(ValBatches(s, 2, 10, 5).size(), 2);
+  // A count that is not whole batches is rounded up, to what the stream holds.
+  EXPECT_EQ(ValBatches(s, 2, 10, 5).size(), 3);
+  EXPECT_EQ(ValBatches(s, 2, 10, 1).size(), 1);
+  EXPECT_EQ(ValBatches(s, 2, 10, 50).size(), 4);
   EXPECT_EQ(ValBatches(s.slice(0, 21), 2, 10).size(), 1); // needs B*T+1
   EXPECT_NE(errorOf([&] {
               ValBatches(s.slice(0, 20), 2, 10);
