@@ -29,11 +29,16 @@ the FBT the contraction of its feedback map.
 Tokens-equivalence: the plain runs' held-out loss against their training
 tokens, and for each FBT regime the multiple of the FBT's tokens at which a
 plain model matches it, interpolated in log tokens
-(scripts/tokens_equivalence.py): tokens_equivalence.{md,jsonl,png}.
+(scripts/tokens_equivalence.py), per seed; the report gives their mean with
+a 95% t-interval over the seeds and the FLOPs-equivalence beside it.
+
+Seeds and parts: --seeds N trains every model under seeds base .. base+N-1;
+every model is measured on --splits (validation and test): recipes are
+chosen on validation (scripts/recipe_search.py), reports shown on test.
 
 Data: the embedded corpus (default), a file (--data), or a recipe:
   --recipe code  the Python standard library as Debian ships it, split by
-                 module into training and held-out parts
+                 module into training, validation and test parts
                  (scripts/code_corpus.py), as bytes or through a
                  SentencePiece model trained on the training part
                  (--tokenizer sp, --sp-vocab pieces; the spec's vocab_size
@@ -45,7 +50,9 @@ accuracy on its held-out problems per model, regime and fused:N (N =
 1..--depth-passes) against k: depth.{md,jsonl,png}.
 
 Everything lands in DIR (default runs/experiment-NAME): the bundles, runs,
-the data recipe's files, eval JSON, report.md and the plots.
+the data recipe's files, results.json (the raw results: the command, the
+commit, every run's eval JSON per part and metrics summary) and, built from
+it alone by scripts/experiment_report.py, report.md, its tables and plots.
 """
 
 import argparse
