@@ -7,7 +7,9 @@ inference mode, and writes report.md with PNG plots.
                   [--depth-task [--depth-k 1..8] [--depth-mix 0.5] [--depth-ops +-]]
                   [--multipliers 1,1.5,2,3] [--set SECTION.KEY=VALUE ...]
                   [--fbt-set SECTION.KEY=VALUE ...] [--baselines DIR]
-                  [--problems N] [--build BUILD_DIR] [--quick]
+                  [--seeds N] [--seed S] [--splits validation,test]
+                  [--report-split validation|test] [--windows N|all]
+                  [--deeper-plain] [--problems N] [--build BUILD_DIR] [--quick]
 
 The models, one spec:
   fbt            the spec as written (its feedback recipe and pass schedule)
