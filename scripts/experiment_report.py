@@ -42,7 +42,9 @@ T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8:
 
 
 def t95(df):
-    return T95.get(df) or T95[max(k for k in T95 if k <= df)] if df < 30 else 1.96
+    """The critical value for df, or the next smaller df's (wider) between
+    table rows; the normal's beyond 30."""
+    return T95[max(k for k in T95 if k <= df)] if df <= 30 else 1.96
 
 
 def stats(xs):

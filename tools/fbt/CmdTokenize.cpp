@@ -40,8 +40,7 @@ struct Document {
 void documentsOf(const std::string &path, const std::string &contents,
                  const std::string &field, std::vector<std::string> &decoded,
                  std::vector<Document> &docs) {
-  bool jsonl = path.size() > 6 && path.compare(path.size() - 6, 6, ".jsonl") == 0;
-  if (!jsonl) {
+  if (tokenFileFormat(path) != TokenFileFormat::Jsonl) {
     docs.push_back({contents, path});
     return;
   }
@@ -51,8 +50,24 @@ void documentsOf(const std::string &path, const std::string &contents,
     docs.push_back({{}, path + ": document " + std::to_string(++n)});
   }
 }
+/// --decode: each token file's text on stdout.
+int decodeFiles(const CommandLine &args) {
+  if (!args.has("tokenizer"))
+    throw RuntimeError("give the tokenizer with --tokenizer (bytes, gpt2:DIR, sp:FILE)");
+  std::unique_ptr<Tokenizer> tok = loadTokenizer(args.get("tokenizer"));
+  for (const std::string &path : args.positional()) {
+    TokenStream ids = loadTokenFile(path, tok->vocabSize(), TokenFileFormat::Auto);
+    std::string text = tok->decode(ids.toVector());
+    std::fwrite(text.data(), 1, text.size(), stdout);
+  }
+  return 0;
+}
 } // namespace
 
+// One pipeline in one body: read every file, cut long documents into work
+// items, encode them on the threads, write the ids in order. Its phases share
+// buffers that the items view as string_views, which is why they stay
+// together here.
 int runTokenize(int argc, char **argv) {
   CommandLine args("fbt tokenize",
                    "Encodes text into a token file for fbt train: each text file is one\n"
@@ -75,17 +90,8 @@ int runTokenize(int argc, char **argv) {
     std::fputs(args.help().c_str(), stderr);
     return 2;
   }
-  if (args.has("decode")) {
-    if (!args.has("tokenizer"))
-      throw RuntimeError("give the tokenizer with --tokenizer (bytes, gpt2:DIR, sp:FILE)");
-    std::unique_ptr<Tokenizer> tok = loadTokenizer(args.get("tokenizer"));
-    for (const std::string &path : args.positional()) {
-      TokenStream ids = loadTokenFile(path, tok->vocabSize(), TokenFileFormat::Auto);
-      std::string text = tok->decode(ids.toVector());
-      std::fwrite(text.data(), 1, text.size(), stdout);
-    }
-    return 0;
-  }
+  if (args.has("decode"))
+    return decodeFiles(args);
   std::string out = args.get("out");
   if (out.empty())
     throw RuntimeError("give the output file with -o OUT.bin");

@@ -199,20 +199,13 @@ std::optional<int64_t> intOption(const CommandLine &args, const char *name) {
   return args.getInt(name, 0);
 }
 
-} // namespace
-
-int runTrain(int argc, char **argv) {
-  CommandLine args(
-      "fbt train",
-      "Trains the bundle's model with its compiled steps, validating and\n"
-      "checkpointing as it goes. A run is a pure function of the bundle, the\n"
-      "data, the seed and the number of steps, so --resume continues it bit for\n"
-      "bit.");
+void declareOptions(CommandLine &args) {
   args.positional("BUNDLE", "the compiled bundle")
       .tunable()
       .text("data", "FILE",
-            "UTF-8 text (byte-level tokens), .bin (uint16 ids) or .u32.bin "
-            "(uint32 ids); default: the embedded corpus")
+            "UTF-8 text (byte-level tokens), .jsonl (a {\"text\"} document a "
+            "line), .bin (uint16 ids) or .u32.bin (uint32 ids); default: the "
+            "embedded corpus")
       .text("tokenizer", "T",
             "how text data becomes ids: bytes (default), gpt2:DIR, "
             "sp:FILE.model (see fbt tokenize); recorded in the run and its "
@@ -255,6 +248,17 @@ int runTrain(int argc, char **argv) {
                "is ranks x A compiled batches (default 1, or on --resume the "
                "run's global batch divided by the ranks)")
       .flag("quiet", "no progress bar or validation lines, only the summary");
+}
+} // namespace
+
+int runTrain(int argc, char **argv) {
+  CommandLine args(
+      "fbt train",
+      "Trains the bundle's model with its compiled steps, validating and\n"
+      "checkpointing as it goes. A run is a pure function of the bundle, the\n"
+      "data, the seed and the number of steps, so --resume continues it bit for\n"
+      "bit.");
+  declareOptions(args);
   if (!args.parse(argc, argv))
     return 0;
   std::string bundle = args.require("BUNDLE");
