@@ -1,6 +1,7 @@
 //===- FbtDialect.cpp - the fbt dialect ---------------------------------===//
 #include "dialect/FbtDialect.h"
 #include "dialect/FbtOps.h"
+#include "runtime/format/Kinds.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -23,7 +24,8 @@ void FbtDialect::initialize() {
 // Discardable attributes
 //
 // On functions:
-//   fbt.step = "train"|"eval"|"grads"|"prefill"|"decode"   a compiled step
+//   fbt.step = "train"|"grads"|"eval"|"prefill"|"decode"   a compiled step
+//                                        (::fbt::StepKind, runtime/format/Kinds.h)
 //   fbt.passes = K (>= 1)              the passes a step runs
 //   fbt.differentiated, fbt.kernels    (unit) fbt-autodiff, fbt-to-kernels ran
 //   fbt.optimizer = "adamw"            fbt-optimizer appended its update
@@ -60,11 +62,9 @@ LogicalResult FbtDialect::verifyOperationAttribute(Operation *op,
   bool isFunc = isa<FunctionOpInterface>(op);
   if (name == "fbt.step") {
     auto s = dyn_cast<StringAttr>(value);
-    if (!isFunc || !s ||
-        !llvm::is_contained({"train", "eval", "grads", "prefill", "decode"},
-                            s.getValue()))
-      return badAttr(op, attr, "one of \"train\", \"eval\", \"grads\", "
-                               "\"prefill\", \"decode\" on a function");
+    if (!isFunc || !s || !::fbt::parseKind<::fbt::StepKind>(s.getValue().str()))
+      return badAttr(op, attr, "one of " + ::fbt::kindNames<::fbt::StepKind>() +
+                                   " on a function");
     return success();
   }
   if (name == "fbt.passes") {

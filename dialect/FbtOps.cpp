@@ -776,24 +776,14 @@ LogicalResult verifyCollective(Operation *op, ValueRange inputs, ValueRange resu
   return success();
 }
 
-LogicalResult verifyReduction(Operation *op, StringRef reduction) {
-  if (reduction != "sum" && reduction != "mean")
-    return op->emitOpError() << "reduction must be \"sum\" or \"mean\", got \""
-                             << reduction << "\"";
-  return success();
-}
 } // namespace
 
 LogicalResult AllReduceOp::verify() {
-  if (failed(verifyReduction(*this, getReduction())))
-    return failure();
   return verifyCollective(*this, getInputs(), getResults(), getNames(), ArrayAttr(),
                           getBucket());
 }
 
 LogicalResult ReduceScatterOp::verify() {
-  if (failed(verifyReduction(*this, getReduction())))
-    return failure();
   return verifyCollective(*this, getInputs(), getResults(), getNames(), getShards(),
                           getBucket());
 }

@@ -64,6 +64,16 @@ def Fbt_FusionKind : I32EnumAttr<"FusionKind",
   let cppNamespace = "::mlir::fbt";
 }
 
+// The cases of ::fbt::Reduction (runtime/format/Kinds.h), which the plans
+// carry; DialectTest checks the two agree.
+def Fbt_ReductionMean : I32EnumAttrCase<"mean", 0>;
+def Fbt_ReductionSum  : I32EnumAttrCase<"sum", 1>;
+def Fbt_ReductionKind : I32EnumAttr<"ReductionKind",
+    "how a collective combines the ranks' values",
+    [Fbt_ReductionMean, Fbt_ReductionSum]> {
+  let cppNamespace = "::mlir::fbt";
+}
+
 //===----------------------------------------------------------------------===//
 // Embedding and head
 //===----------------------------------------------------------------------===//
@@ -659,7 +669,7 @@ def Fbt_AllReduceOp : Fbt_Op<"all_reduce"> {
   let description = [{
     The ranks of a data-parallel run form a one-dimensional grid; every rank
     runs the same step on its own micro-batch. `results[i]` is the sum
-    (`reduction = "sum"`) or the mean (`"mean"`) of `inputs[i]` over every
+    (`sum`) or the mean (`mean`, the op's first word) of `inputs[i]` over every
     contribution: each rank's, and each micro-batch a rank accumulated
     before this step (the runtime adds those in). The semantics of upstream
     MLIR's `shard.all_reduce` over a 1-D grid, without a grid symbol: the
@@ -676,10 +686,10 @@ def Fbt_AllReduceOp : Fbt_Op<"all_reduce"> {
     Not `Pure`: every rank must issue the same collectives in the same
     order, so nothing may fold, merge, reorder or drop one.
   }];
-  let arguments = (ins Variadic<Fbt_FloatTensor>:$inputs, StrAttr:$reduction,
+  let arguments = (ins Variadic<Fbt_FloatTensor>:$inputs, Fbt_ReductionKind:$reduction,
                        I64Attr:$bucket, StrArrayAttr:$names);
   let results = (outs Variadic<Fbt_FloatTensor>:$results);
-  let assemblyFormat = "$inputs attr-dict `:` functional-type($inputs, $results)";
+  let assemblyFormat = "$reduction $inputs attr-dict `:` functional-type($inputs, $results)";
   let hasVerifier = 1;
 }
 
@@ -699,10 +709,10 @@ def Fbt_ReduceScatterOp : Fbt_Op<"reduce_scatter"> {
     `bucket` and `names` as for `fbt.all_reduce`. Not `Pure`, for the same
     reason.
   }];
-  let arguments = (ins Variadic<Fbt_FloatTensor>:$inputs, StrAttr:$reduction,
+  let arguments = (ins Variadic<Fbt_FloatTensor>:$inputs, Fbt_ReductionKind:$reduction,
                        I64Attr:$bucket, StrArrayAttr:$names, StrArrayAttr:$shards);
   let results = (outs Variadic<Fbt_FloatTensor>:$results);
-  let assemblyFormat = "$inputs attr-dict `:` functional-type($inputs, $results)";
+  let assemblyFormat = "$reduction $inputs attr-dict `:` functional-type($inputs, $results)";
   let hasVerifier = 1;
 }
 

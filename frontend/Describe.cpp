@@ -350,7 +350,7 @@ void fbt::printDescription(const ModelSpec &spec, const Description &d,
      << " D=" << spec.hiddenSize << " L=" << spec.numHiddenLayers
      << " H=" << spec.numAttentionHeads << " (head dim " << spec.headDim()
      << ") F=" << spec.intermediateSize << "\n";
-  os << "feedback: " << fusionName(spec.feedback.fusion)
+  os << "feedback: " << kindName(spec.feedback.fusion)
      << " fusion, depth scaling "
      << llvm::format("%.4g", spec.feedback.depthScaling) << ", K in "
      << passList(spec) << "\n\n";
@@ -358,7 +358,7 @@ void fbt::printDescription(const ModelSpec &spec, const Description &d,
   Table t;
   t.heading("parameters");
   t.count("shared (tied E, layers, final norm)", d.sharedParams);
-  t.count("feedback (" + fusionName(spec.feedback.fusion).str() + ")",
+  t.count("feedback (" + std::string(kindName(spec.feedback.fusion)) + ")",
           d.feedbackParams);
   t.count("total", d.totalParams);
 
@@ -416,7 +416,7 @@ void fbt::printDescriptionJson(const ModelSpec &spec, const Description &d,
       j.attribute("num_attention_heads", spec.numAttentionHeads);
       j.attribute("head_dim", spec.headDim());
       j.attribute("intermediate_size", spec.intermediateSize);
-      j.attribute("fusion", fusionName(spec.feedback.fusion));
+      j.attribute("fusion", kindName(spec.feedback.fusion));
       j.attribute("depth_scaling", spec.feedback.depthScaling);
       j.attributeArray("scheduled_passes", [&] {
         for (int64_t k : spec.scheduledPasses())

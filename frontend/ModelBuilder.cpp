@@ -134,7 +134,7 @@ private:
         b.getNamedAttr("max_position_embeddings",
                        i64(spec.maxPositionEmbeddings)),
         b.getNamedAttr("bos_token_id", i64(spec.bosTokenId)),
-        b.getNamedAttr("fusion", b.getStringAttr(fusionName(spec.feedback.fusion))),
+        b.getNamedAttr("fusion", b.getStringAttr(kindName(spec.feedback.fusion))),
     };
     module->setAttr("fbt.model", b.getDictionaryAttr(cfg));
   }

@@ -38,19 +38,6 @@ using llvm::StringRef;
 using llvm::Twine;
 namespace json = llvm::json;
 
-llvm::StringRef fbt::fusionName(Fusion f) {
-  switch (f) {
-  case Fusion::Glu:
-    return "glu";
-  case Fusion::Add:
-    return "add";
-  case Fusion::Concat:
-    return "concat";
-  case Fusion::None:
-    return "none";
-  }
-  return "?";
-}
 
 llvm::StringRef fbt::stateSourceName(StateSource s) {
   return s == StateSource::PreNorm ? "pre_norm" : "post_norm";
@@ -398,10 +385,8 @@ void readFeedback(Reader &r, const json::Object &o, FeedbackSpec &fb) {
   if (const json::Value *v = r.get(o, s, "fusion")) {
     std::optional<StringRef> name = v->getAsString();
     std::optional<Fusion> f;
-    for (Fusion candidate :
-         {Fusion::Glu, Fusion::Add, Fusion::Concat, Fusion::None})
-      if (name && *name == fusionName(candidate))
-        f = candidate;
+    if (name)
+      f = parseKind<Fusion>(std::string_view(name->data(), name->size()));
     if (!f)
       r.expected("feedback.fusion", "one of glu, add, concat, none",
                  describeValue(*v));

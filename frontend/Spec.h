@@ -9,6 +9,8 @@
 #ifndef FBT_FRONTEND_SPEC_H
 #define FBT_FRONTEND_SPEC_H
 
+#include "runtime/format/Kinds.h"
+
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
@@ -17,11 +19,6 @@
 #include <vector>
 
 namespace fbt {
-
-/// How the carried state is fused with the token embedding.
-enum class Fusion { Glu, Add, Concat, None };
-
-llvm::StringRef fusionName(Fusion f);
 
 /// Which top-layer state is carried to the next position: the residual
 /// stream before the final norm, or the final norm's output (what the LM

@@ -43,7 +43,7 @@ llvm::json::Value fbt::specToJson(const ModelSpec &s) {
       {"rope_theta", s.ropeTheta},
       {"tie_word_embeddings", s.tieWordEmbeddings},
       {"bos_token_id", s.bosTokenId},
-      {"feedback", Object{{"fusion", fusionName(f.fusion)},
+      {"feedback", Object{{"fusion", kindName(f.fusion)},
                           {"jitter", f.jitter},
                           {"depth_scaling", f.depthScaling},
                           {"detach_state", f.detachState},

@@ -181,8 +181,8 @@ struct DataParallel : mlir::fbt::impl::FbtDataParallelBase<DataParallel> {
       acc = link.getResult();
     }
     auto total = AllReduceOp::create(b, loc, TypeRange{scalar}, ValueRange{acc},
-                                     b.getStringAttr("sum"), b.getI64IntegerAttr(bucket++),
-                                     b.getStrArrayAttr({""}));
+                                     ReductionKindAttr::get(b.getContext(), ReductionKind::sum),
+                                     b.getI64IntegerAttr(bucket++), b.getStrArrayAttr({""}));
     Value root = SqrtOp::create(b, loc, scalar, total.getResult(0));
     norm.replaceAllUsesWith(root);
     norm.erase();
@@ -241,15 +241,17 @@ struct DataParallel : mlir::fbt::impl::FbtDataParallelBase<DataParallel> {
     Operation *reduce;
     if constexpr (std::is_same_v<Collective, AllReduceOp>) {
       reduce = AllReduceOp::create(b, values.front().value.getLoc(), types, inputs,
-                                   b.getStringAttr("mean"), b.getI64IntegerAttr(bucket),
+                                   ReductionKindAttr::get(b.getContext(), ReductionKind::mean),
+                                   b.getI64IntegerAttr(bucket),
                                    b.getStrArrayAttr(names));
     } else {
       SmallVector<StringRef> shards;
       for (StringRef name : names)
         shards.push_back(name.drop_front(5)); // "grad."
       reduce = ReduceScatterOp::create(b, values.front().value.getLoc(), types, inputs,
-                                       b.getStringAttr("mean"), b.getI64IntegerAttr(bucket),
-                                       b.getStrArrayAttr(names), b.getStrArrayAttr(shards));
+                                       ReductionKindAttr::get(b.getContext(), ReductionKind::mean),
+                                       b.getI64IntegerAttr(bucket), b.getStrArrayAttr(names),
+                                       b.getStrArrayAttr(shards));
     }
     for (auto [in, out] : llvm::zip(inputs, reduce->getResults()))
       in.replaceUsesWithIf(out, [&](OpOperand &use) {

@@ -12,9 +12,16 @@
 
 using namespace mlir;
 using namespace mlir::fbt;
+using ::fbt::CollectiveKind;
+using ::fbt::StepKind;
 
 namespace {
 constexpr int64_t kAlign = 64;
+
+/// The plan's reduction for the IR's: the same case, by name.
+::fbt::Reduction reductionOf(ReductionKind kind) {
+  return *::fbt::parseKind<::fbt::Reduction>(stringifyReductionKind(kind).str());
+}
 
 int64_t alignUp(int64_t v) { return (v + kAlign - 1) / kAlign * kAlign; }
 
@@ -169,6 +176,7 @@ FailureOr<std::optional<PlanOp>> planCall(Operation *op,
     p.rhsType = dtypeOf(gemm.getRhs().getType());
     p.resultType = dtypeOf(gemm.getType());
   } else if (auto call = dyn_cast<CallKernelOp>(op)) {
+    p.kind = PlanOp::Kind::Kernel;
     p.kernel = call.getKernel().str();
     if (auto shard = op->getAttrOfType<StringAttr>("fbt.shard")) {
       p.shard = shard.str();
@@ -176,18 +184,21 @@ FailureOr<std::optional<PlanOp>> planCall(Operation *op,
         p.tied.push_back(call.getTiedOperand(r));
     }
   } else if (auto reduce = dyn_cast<AllReduceOp>(op)) {
-    p.collective = "all_reduce";
-    p.reduction = reduce.getReduction().str();
+    p.kind = PlanOp::Kind::Collective;
+    p.collective = CollectiveKind::AllReduce;
+    p.reduction = reductionOf(reduce.getReduction());
     p.bucket = reduce.getBucket();
     p.names = strings(reduce.getNames());
   } else if (auto scatter = dyn_cast<ReduceScatterOp>(op)) {
-    p.collective = "reduce_scatter";
-    p.reduction = scatter.getReduction().str();
+    p.kind = PlanOp::Kind::Collective;
+    p.collective = CollectiveKind::ReduceScatter;
+    p.reduction = reductionOf(scatter.getReduction());
     p.bucket = scatter.getBucket();
     p.names = strings(scatter.getNames());
     p.shards = strings(scatter.getShards());
   } else if (auto gather = dyn_cast<AllGatherOp>(op)) {
-    p.collective = "all_gather";
+    p.kind = PlanOp::Kind::Collective;
+    p.collective = CollectiveKind::AllGather;
     p.bucket = gather.getBucket();
     p.names = strings(gather.getNames());
     p.shards = strings(gather.getShards());
@@ -205,8 +216,13 @@ FailureOr<std::optional<PlanOp>> planCall(Operation *op,
 FailureOr<StepPlan> mlir::fbt::planStep(func::FuncOp fn) {
   StepPlan plan;
   plan.name = fn.getSymName().str();
-  if (auto kind = fn->getAttrOfType<StringAttr>("fbt.step"))
-    plan.kind = kind.str();
+  // fbt.step is verified to name a kind (FbtDialect.cpp).
+  std::optional<StepKind> kind;
+  if (auto attr = fn->getAttrOfType<StringAttr>("fbt.step"))
+    kind = ::fbt::parseKind<StepKind>(attr.getValue().str());
+  if (!kind)
+    return fn.emitOpError() << "cannot be planned: it has no fbt.step";
+  plan.kind = *kind;
   if (auto k = fn->getAttrOfType<IntegerAttr>("fbt.passes"))
     plan.passes = k.getInt();
 
@@ -357,7 +373,7 @@ FailureOr<StepPlan> mlir::fbt::planStep(func::FuncOp fn) {
       return;
     for (int64_t bucket : ready->second) {
       PlanOp wait;
-      wait.collective = "wait";
+      wait.kind = PlanOp::Kind::Wait;
       wait.bucket = bucket;
       plan.ops.push_back(std::move(wait));
     }

@@ -33,7 +33,7 @@ int64_t Bundle::parameterCount() const {
 const std::string &Bundle::kernelLibrary() const {
   const std::string *so = blob("kernels.so");
   if (!so)
-    throw RuntimeError(path_ + ": a '" + target().kind +
+    throw RuntimeError(path_ + ": a '" + kindName(target().kind) +
                        "' bundle has no CPU kernel library");
   return *so;
 }
@@ -70,12 +70,12 @@ Bundle Bundle::load(const std::string &path) {
   try {
     // The target first: a bundle for another target or machine says so,
     // whatever else it holds.
-    BundleTarget target = bundleTargetFromJson(jsonAt(b.manifestJson_, "target"));
-    if (!target.known())
-      throw RuntimeError(path + ": compiled for target '" + target.kind +
-                         "', but this runtime runs 'cpu'; recompile with "
-                         "fbtc --target=cpu (or --target=sm_90 for an "
-                         "NVIDIA GPU: kind 'nvptx')");
+    BundleTarget target;
+    try {
+      target = bundleTargetFromJson(jsonAt(b.manifestJson_, "target"));
+    } catch (const RuntimeError &e) {
+      throw RuntimeError(path + ": " + e.what());
+    }
     // CPU and emulated kernels are a shared object for the architecture
     // they were compiled on.
     if (!target.arch.empty() && target.arch != hostArch())
@@ -85,7 +85,7 @@ Bundle Bundle::load(const std::string &path) {
     b.contents_ = bundleManifestFromJson(b.manifestJson_);
     const char *required = target.gpu() ? "kernels.ptx" : "kernels.so";
     if (!b.blob(required))
-      throw RuntimeError("a '" + target.kind + "' bundle needs " +
+      throw RuntimeError(std::string("a '") + kindName(target.kind) + "' bundle needs " +
                          (target.gpu() ? "the PTX" : "the kernel library") + " (" +
                          required + "), and this one has none");
   } catch (const RuntimeError &e) {

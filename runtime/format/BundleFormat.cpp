@@ -49,6 +49,15 @@ DType planTypeOf(const Json &j, const char *what) {
   return *t;
 }
 
+/// The kind `j` names; RuntimeError naming `what` and the kinds there are.
+template <class E> E kindOf(const Json &j, const std::string &what) {
+  std::optional<E> kind = parseKind<E>(asString(j));
+  if (!kind)
+    throw RuntimeError("unknown " + what + " '" + asString(j) + "' (expected one of " +
+                       kindNames<E>() + ")");
+  return *kind;
+}
+
 Json refJson(const BufferRef &r) {
   return Json::array({kRefKinds[(int)r.kind], r.index, r.offset, r.bytes});
 }
@@ -138,43 +147,39 @@ void checkCollective(const StepPlan &p, const PlanOp &op) {
   auto bad = [&](const std::string &what) {
     return RuntimeError("step '" + p.name + "': " + what);
   };
-  if (op.collective == "wait") {
+  if (op.isWait()) {
     bool started = false, waited = false;
     for (const PlanOp &o : p.ops) {
       if (&o == &op)
         break;
-      started |= o.isCollective() && o.collective != "wait" && o.bucket == op.bucket;
-      waited |= o.collective == "wait" && o.bucket == op.bucket;
+      started |= o.isCollective() && o.bucket == op.bucket;
+      waited |= o.isWait() && o.bucket == op.bucket;
     }
     if (!started || waited)
       throw bad("waits for bucket " + std::to_string(op.bucket) +
                 (waited ? " twice" : " before starting it"));
     return;
   }
-  const std::string &c = op.collective;
-  if (c != "all_reduce" && c != "reduce_scatter" && c != "all_gather")
-    throw bad("unknown collective '" + c + "'");
-  if (c != "all_gather" && op.reduction != "mean" && op.reduction != "sum")
-    throw bad("a " + c + "'s reduction must be mean or sum, got '" + op.reduction + "'");
+  std::string c = kindName(op.collective);
   size_t n = op.names.size();
   if (n == 0 || op.args.size() != 2 * n)
     throw bad("a " + c + " needs one name, one operand and one result per tensor");
-  if (c == "all_reduce" && !op.shards.empty())
+  if (op.collective == CollectiveKind::AllReduce && !op.shards.empty())
     throw bad("an all_reduce has no shards");
-  if (c != "all_reduce" && op.shards.size() != n)
+  if (op.collective != CollectiveKind::AllReduce && op.shards.size() != n)
     throw bad("a " + c + " needs one shard per tensor");
   for (size_t i = 0; i < n; ++i)
     if (op.args[i].bytes != op.args[n + i].bytes || op.args[i].bytes % 4)
       throw bad(c + " operand '" + op.names[i] + "' and its result differ in size");
   for (const PlanOp &o : p.ops)
-    if (&o != &op && o.isCollective() && o.collective != "wait" && o.bucket == op.bucket)
+    if (&o != &op && o.isCollective() && o.bucket == op.bucket)
       throw bad("two collectives share bucket " + std::to_string(op.bucket));
 }
 
 void checkPlan(const StepPlan &p, const std::vector<std::string> &kernels,
                const EarlyWrites &earlyWrites) {
   for (const PlanOp &op : p.ops) {
-    if (!op.kernel.empty()) {
+    if (op.isKernel()) {
       bool known = false;
       for (const std::string &k : kernels)
         known |= k == op.kernel;
@@ -204,7 +209,7 @@ void checkPlan(const StepPlan &p, const std::vector<std::string> &kernels,
                                  " while it reads the others, but it shares memory "
                                  "with argument " + std::to_string(a));
         }
-    } else if (op.isCollective()) {
+    } else if (op.isCollective() || op.isWait()) {
       checkCollective(p, op);
     } else {
       if (op.args.size() != 3 || op.m < 1 || op.n < 1 || op.k < 1)
@@ -290,7 +295,7 @@ Json toJson(const StepPlan &plan) {
     Json args = Json::array();
     for (const BufferRef &r : p.args)
       args.push_back(refJson(r));
-    if (!p.kernel.empty()) {
+    if (p.isKernel()) {
       Json call = Json::object({{"kernel", p.kernel}, {"args", std::move(args)}});
       if (!p.shard.empty()) {
         call["shard"] = p.shard;
@@ -299,17 +304,17 @@ Json toJson(const StepPlan &plan) {
       ops.push_back(std::move(call));
       continue;
     }
-    if (p.collective == "wait") {
+    if (p.isWait()) {
       ops.push_back(Json::object({{"wait", p.bucket}}));
       continue;
     }
     if (p.isCollective()) {
-      Json c = Json::object({{"collective", p.collective},
+      Json c = Json::object({{"collective", kindName(p.collective)},
                              {"bucket", p.bucket},
                              {"names", p.names},
                              {"args", std::move(args)}});
-      if (!p.reduction.empty())
-        c["reduction"] = p.reduction;
+      if (p.collective != CollectiveKind::AllGather)
+        c["reduction"] = kindName(p.reduction);
       if (!p.shards.empty())
         c["shards"] = p.shards;
       ops.push_back(std::move(c));
@@ -327,7 +332,7 @@ Json toJson(const StepPlan &plan) {
   for (const OutputCopy &c : plan.copies)
     copies.push_back(Json::object({{"output", c.output}, {"from", refJson(c.source)}}));
   return Json::object({{"name", plan.name},
-                       {"kind", plan.kind},
+                       {"kind", kindName(plan.kind)},
                        {"passes", plan.passes},
                        {"arena_bytes", plan.arenaBytes},
                        {"inputs", std::move(inputs)},
@@ -342,7 +347,7 @@ StepPlan stepPlanFromJson(const std::string &name, const Json &j,
                           const EarlyWrites &earlyWrites) {
   StepPlan p;
   p.name = name;
-  p.kind = asString(jsonAt(j, "kind"));
+  p.kind = kindOf<StepKind>(jsonAt(j, "kind"), "step kind");
   p.passes = asInt(jsonAt(j, "passes"));
   p.arenaBytes = asInt(jsonAt(j, "arena_bytes"));
   for (const Json &t : asArray(jsonAt(j, "inputs")))
@@ -355,6 +360,7 @@ StepPlan stepPlanFromJson(const std::string &name, const Json &j,
   for (const Json &o : asArray(jsonAt(j, "ops"))) {
     PlanOp op;
     if (const Json *k = jsonFind(o, "kernel")) {
+      op.kind = PlanOp::Kind::Kernel;
       op.kernel = asString(*k);
       if (const Json *s = jsonFind(o, "shard")) {
         op.shard = asString(*s);
@@ -362,12 +368,13 @@ StepPlan stepPlanFromJson(const std::string &name, const Json &j,
           op.tied.push_back(asInt(t));
       }
     } else if (const Json *w = jsonFind(o, "wait")) {
-      op.collective = "wait";
+      op.kind = PlanOp::Kind::Wait;
       op.bucket = asInt(*w);
     } else if (const Json *c = jsonFind(o, "collective")) {
-      op.collective = asString(*c);
-      if (op.collective != "all_gather")
-        op.reduction = asString(jsonAt(o, "reduction"));
+      op.kind = PlanOp::Kind::Collective;
+      op.collective = kindOf<CollectiveKind>(*c, "collective");
+      if (op.collective != CollectiveKind::AllGather)
+        op.reduction = kindOf<Reduction>(jsonAt(o, "reduction"), "reduction");
       op.bucket = asInt(jsonAt(o, "bucket"));
       for (const Json &n : asArray(jsonAt(o, "names")))
         op.names.push_back(asString(n));
@@ -401,7 +408,7 @@ StepPlan stepPlanFromJson(const std::string &name, const Json &j,
                              planTypeName(op.lhsType) + " and " + planTypeName(op.rhsType));
       }
     }
-    if (op.collective != "wait") // a wait has no buffers
+    if (!op.isWait()) // a wait has no buffers
       for (const Json &a : asArray(jsonAt(o, "args")))
         op.args.push_back(refOf(a));
     p.ops.push_back(std::move(op));
@@ -410,6 +417,20 @@ StepPlan stepPlanFromJson(const std::string &name, const Json &j,
     p.copies.push_back({asInt(jsonAt(c, "output")), refOf(jsonAt(c, "from"))});
   checkPlan(p, kernels, earlyWrites);
   return p;
+}
+
+std::string PlanOp::label() const {
+  switch (kind) {
+  case Kind::Kernel:
+    return kernel;
+  case Kind::Gemm:
+    return "gemm";
+  case Kind::Collective:
+    return kindName(collective);
+  case Kind::Wait:
+    return "wait";
+  }
+  return "";
 }
 
 std::string gemmShapeKey(const PlanOp &op) {
@@ -580,14 +601,14 @@ std::vector<KernelLaunch> kernelLaunchesFromJson(const std::string &kernel, cons
 }
 
 Json toJson(const BundleTarget &t) {
-  Json j = Json::object({{"kind", t.kind}});
-  if (t.kind == "nvptx") {
+  Json j = Json::object({{"kind", kindName(t.kind)}});
+  if (t.gpu()) {
     j["chip"] = t.chip;
     j["features"] = t.features;
   } else {
     j["triple"] = t.triple;
     j["arch"] = t.arch;
-    if (t.kind == "cpu")
+    if (t.kind == TargetKind::Cpu)
       j["cpu"] = t.chip;
   }
   if (!t.storage.empty())
@@ -597,7 +618,15 @@ Json toJson(const BundleTarget &t) {
 
 BundleTarget bundleTargetFromJson(const Json &j) {
   BundleTarget t;
-  t.kind = asString(jsonAt(j, "kind"));
+  std::string kind = asString(jsonAt(j, "kind"));
+  std::optional<TargetKind> known = parseKind<TargetKind>(kind);
+  if (!known)
+    throw RuntimeError("compiled for target '" + kind +
+                       "', which this runtime does not run (it runs the kinds " +
+                       kindNames<TargetKind>() +
+                       "); recompile with fbtc --target=cpu (or --target=sm_90 "
+                       "for an NVIDIA GPU: kind 'nvptx')");
+  t.kind = *known;
   auto optional = [&](const char *key, std::string &into) {
     if (const Json *v = jsonFind(j, key))
       into = asString(*v);
@@ -605,13 +634,17 @@ BundleTarget bundleTargetFromJson(const Json &j) {
   optional("triple", t.triple);
   optional("arch", t.arch);
   optional("storage", t.storage);
-  if (t.kind == "cpu") {
+  switch (t.kind) {
+  case TargetKind::Cpu:
     optional("cpu", t.chip);
-  } else if (t.kind == "nvptx") {
+    break;
+  case TargetKind::Nvptx:
     t.chip = asString(jsonAt(j, "chip"));
     optional("features", t.features);
-  } else if (t.kind == "simt") {
+    break;
+  case TargetKind::Simt:
     t.chip = "simt";
+    break;
   }
   return t;
 }

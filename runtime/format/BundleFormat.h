@@ -19,6 +19,7 @@
 
 #include "runtime/base/DType.h"
 #include "runtime/base/Json.h"
+#include "runtime/format/Kinds.h"
 
 #include <cstdint>
 #include <map>
@@ -64,40 +65,51 @@ struct ConstantSpec {
   void fill(void *out, const std::string &step) const;
 };
 
-/// A kernel call, a collective across the ranks of a run, or (neither) a
-/// row-major GEMM result = lhs x rhs.
+/// One entry of a step's plan, told apart by `kind`: a kernel call, a
+/// row-major GEMM result = lhs x rhs, a collective across the ranks of a
+/// run, or the wait for one.
 struct PlanOp {
-  std::string kernel; ///< kernel symbol, or "" for a GEMM or a collective
+  enum class Kind { Kernel, Gemm, Collective, Wait };
+  Kind kind = Kind::Gemm;
+  std::string kernel; ///< Kernel: its symbol
   /// ZeRO-1 (a kernel call): the parameter whose owner alone makes this
   /// call (runtime/format/ZeroShards.h); on the other ranks each result is
   /// its `tied` operand, copied where the two are apart. "": every rank.
   std::string shard;
   std::vector<int64_t> tied; ///< per result: its operand, or -1 (with `shard`)
-  /// Started here, args being operands then results, one per tensor:
-  ///   "all_reduce"     each result the mean (or sum) over every rank and
-  ///                    accumulated micro-batch of its operand;
-  ///   "reduce_scatter" the same on the rank owning the tensor's parameter
-  ///                    (`shards`), unspecified elsewhere;
-  ///   "all_gather"     each result, on every rank, the operand as the
-  ///                    owner of its parameter holds it.
-  /// "wait": collective `bucket`'s results are ready from here on (its
-  /// operands stay untouched until then). "" otherwise.
-  std::string collective;
-  std::string reduction;          ///< all_reduce, reduce_scatter: "mean" or "sum"
-  int64_t bucket = -1;            ///< a collective, wait
+  /// Collective: started here, args being operands then results, one per
+  /// tensor:
+  ///   AllReduce      each result the mean (or sum) over every rank and
+  ///                  accumulated micro-batch of its operand;
+  ///   ReduceScatter  the same on the rank owning the tensor's parameter
+  ///                  (`shards`), unspecified elsewhere;
+  ///   AllGather      each result, on every rank, the operand as the
+  ///                  owner of its parameter holds it.
+  /// Wait: collective `bucket`'s results are ready from here on (its
+  /// operands stay untouched until then).
+  CollectiveKind collective = CollectiveKind::AllReduce;
+  Reduction reduction = Reduction::Mean; ///< AllReduce, ReduceScatter
+  int64_t bucket = -1;                   ///< Collective, Wait
   /// A collective's operands by name: what the gradient-only step returns
   /// them as, which accumulated micro-batches add in ("" for a value of the
   /// step alone); an all_gather's are parameters.
   std::vector<std::string> names;
-  std::vector<std::string> shards; ///< reduce_scatter, all_gather: each operand's parameter
+  std::vector<std::string> shards; ///< ReduceScatter, AllGather: each operand's parameter
   int64_t m = 0, n = 0, k = 0;
   bool transposeLhs = false, transposeRhs = false;
   /// A GEMM's element types: F32, or BF16 under bf16 storage (GPU).
   DType lhsType = DType::F32, rhsType = DType::F32, resultType = DType::F32;
   std::vector<BufferRef> args; ///< operands then results
 
-  bool isGemm() const { return kernel.empty() && collective.empty(); }
-  bool isCollective() const { return !collective.empty(); }
+  bool isKernel() const { return kind == Kind::Kernel; }
+  bool isGemm() const { return kind == Kind::Gemm; }
+  bool isCollective() const { return kind == Kind::Collective; }
+  bool isWait() const { return kind == Kind::Wait; }
+  /// A collective or its wait: what a step's collectives run.
+  bool isCollectiveOrWait() const { return isCollective() || isWait(); }
+  /// What traces and timings call it: the kernel's symbol, "gemm", the
+  /// collective's name ("all_reduce"), or "wait".
+  std::string label() const;
 };
 
 /// A GEMM's shape as the tune cache keys it: "m,n,k,ta,tb,lhs,rhs,result"
@@ -111,7 +123,8 @@ struct OutputCopy {
 };
 
 struct StepPlan {
-  std::string name, kind; ///< kind: train, grads, eval, prefill, decode
+  std::string name;
+  StepKind kind = StepKind::Train;
   int64_t passes = 0;
   int64_t arenaBytes = 0;
   std::vector<TensorSpec> inputs, outputs;
@@ -167,17 +180,15 @@ std::vector<KernelLaunch> kernelLaunchesFromJson(const std::string &kernel,
 
 /// What a bundle was compiled for (the manifest's "target").
 struct BundleTarget {
-  std::string kind;     ///< "cpu", "nvptx", or "simt" (GPU kernels emulated)
+  TargetKind kind = TargetKind::Cpu; ///< simt: GPU kernels, emulated
   std::string chip;     ///< nvptx: "sm_90"; cpu: the LLVM CPU name
   std::string features; ///< nvptx: "+ptx80"
   std::string triple;   ///< cpu, simt: the triple compiled for
   std::string arch;     ///< cpu, simt: its architecture ("x86_64")
   std::string storage;  ///< nvptx, simt: training activations, "bf16" or "f32"
-  bool gpu() const { return kind == "nvptx"; }
+  bool gpu() const { return kind == TargetKind::Nvptx; }
   /// The GPU's kernels and launches, compiled for this CPU (tests).
-  bool emulated() const { return kind == "simt"; }
-  /// One of the kinds above (a later fbtc may know more).
-  bool known() const { return kind == "cpu" || gpu() || emulated(); }
+  bool emulated() const { return kind == TargetKind::Simt; }
 };
 
 Json toJson(const BundleTarget &target);

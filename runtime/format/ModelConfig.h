@@ -17,6 +17,7 @@
 #define FBT_RUNTIME_FORMAT_MODELCONFIG_H
 
 #include "runtime/base/Json.h"
+#include "runtime/format/Kinds.h"
 
 #include <cstdint>
 #include <optional>
@@ -29,7 +30,7 @@ namespace fbt {
 struct ModelConfig {
   /// "feedback": the feedback path's recipe.
   struct Feedback {
-    std::string fusion; ///< "none" when the model has no feedback path
+    Fusion fusion = Fusion::Glu; ///< None when the model has no feedback path
     /// "init": "normal" or "uniform"; absent in bundles from before it.
     std::optional<std::string> init;
     /// "init_std"; absent in bundles from before it.

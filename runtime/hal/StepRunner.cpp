@@ -11,9 +11,7 @@ namespace fbt {
 StepRunner::StepRunner(const StepPlan &plan) : plan_(plan) {
   for (const PlanOp &op : plan.ops) {
     size_t cut = op.kernel.find('_');
-    stems_.push_back(op.isCollective() ? op.collective
-                     : op.kernel.empty() ? "gemm"
-                                         : op.kernel.substr(cut + 1));
+    stems_.push_back(op.isKernel() ? op.kernel.substr(cut + 1) : op.label());
   }
 }
 
@@ -48,13 +46,13 @@ char *StepRunner::address(const BufferRef &r, const std::vector<void *> &inputs,
 
 void StepRunner::record(size_t index, double seconds) {
   const PlanOp &op = plan_.ops[index];
-  (op.isCollective() ? collectiveSeconds_ : op.isGemm() ? gemmSeconds_ : kernelSeconds_) +=
+  (op.isCollectiveOrWait() ? collectiveSeconds_ : op.isGemm() ? gemmSeconds_ : kernelSeconds_) +=
       seconds;
   byName_[stems_[index]] += seconds;
 }
 
 void StepRunner::collective(const PlanOp &op, void *const *args) {
-  if (op.collective == "wait") {
+  if (op.isWait()) {
     if (collectives_) {
       collectives_->wait(op.bucket);
       --inFlight_;

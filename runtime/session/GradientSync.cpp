@@ -66,7 +66,7 @@ void GradientSync::start(const PlanOp &op, const std::vector<ReduceBuffer> &buff
   std::vector<ReduceBuffer> reduce = buffers;
   for (size_t i = 0; i < op.shards.size(); ++i)
     reduce[i].root = owner(op.shards[i]);
-  if (op.collective == "all_gather") {
+  if (op.collective == CollectiveKind::AllGather) {
     channel_.startAllGather(op.bucket, reduce);
     exposedSeconds_ += secondsSince(began);
     return;
@@ -90,8 +90,8 @@ void GradientSync::start(const PlanOp &op, const std::vector<ReduceBuffer> &buff
       reduce[i].in = buffers[i].out;
     }
   float contributions = float(channel_.size()) * float(microBatches_ + 1);
-  float scale = op.reduction == "mean" ? 1.0f / contributions : 1.0f;
-  if (op.collective == "reduce_scatter")
+  float scale = op.reduction == Reduction::Mean ? 1.0f / contributions : 1.0f;
+  if (op.collective == CollectiveKind::ReduceScatter)
     channel_.startReduceScatter(op.bucket, reduce, scale);
   else
     channel_.startAllReduce(op.bucket, reduce, scale);

@@ -98,7 +98,8 @@ StepRunner &Session::runner(const std::string &step) {
     r->setProbe(probe_);
     r->setCollectives(&sync());
     auto training = [](const StepPlan &p) {
-      return p.kind == "train" || p.kind == "grads" || p.kind == "eval";
+      return p.kind == StepKind::Train || p.kind == StepKind::Grads ||
+             p.kind == StepKind::Eval;
     };
     if (training(r->plan())) {
       if (!trainingArena_.size()) {
@@ -255,7 +256,7 @@ StepResult Session::evalStep(int64_t passes, const int32_t *ids, const int32_t *
 
 int64_t Session::evalPasses() const {
   for (const auto &[name, plan] : bundle_.steps())
-    if (plan.kind == "eval")
+    if (plan.kind == StepKind::Eval)
       return plan.passes;
   return 0;
 }

@@ -402,7 +402,7 @@ void Trainer::checkSteps() {
   passSchedule_.distribution = t.passDistribution;
   std::sort(passSchedule_.distribution.begin(), passSchedule_.distribution.end());
   // Without a feedback path (fusion none) every step is one pass.
-  if (config.feedback.fusion == "none")
+  if (config.feedback.fusion == Fusion::None)
     passSchedule_.singlePassFraction = 1;
   passSchedule_.totalSteps = settings_.steps;
   passSchedule_.seed = settings_.seed;
@@ -416,7 +416,7 @@ void Trainer::checkSteps() {
 
   std::string have;
   for (const auto &[name, plan] : bundle.steps())
-    if (plan.kind == "train")
+    if (plan.kind == StepKind::Train)
       have += (have.empty() ? "" : ", ") + name;
   evalPasses_ = session_.evalPasses();
   for (int64_t k : passSchedule_.distinctPasses())

@@ -247,7 +247,7 @@ public:
     const PlanOp &call = plan.ops[op];
     const std::string key = callKey(call);
     auto variants = bundle_.variants().find(call.kernel);
-    if (!call.kernel.empty() && variants == bundle_.variants().end())
+    if (call.isKernel() && variants == bundle_.variants().end())
       return;
     int &sampled = sampled_[{plan.name, key}];
     if (sampled >= settings_.callsPerStep)
@@ -257,7 +257,7 @@ public:
       return;
     }
     ++sampled;
-    if (call.kernel.empty())
+    if (call.isGemm())
       measureGemm(runner, op, key);
     else
       measureKernel(runner, op, variants->second);
@@ -461,20 +461,20 @@ std::vector<Workload> workloads(const Bundle &bundle, const ModelConfig &c) {
     if (k == 0)
       continue;
     auto itself = [name = name](const std::string &step) { return step == name; };
-    if (plan.kind == "train")
+    if (plan.kind == StepKind::Train)
       list.push_back({name,
                       [=](Session &s, int64_t i) {
                         s.trainStep(k, tokens(bt, 5, i).data(), tokens(bt, 6, i).data(), i,
                                     1e-4f);
                       },
                       itself});
-    else if (plan.kind == "grads")
+    else if (plan.kind == StepKind::Grads)
       list.push_back({name,
                       [=](Session &s, int64_t i) {
                         s.gradientStep(k, tokens(bt, 5, i).data(), tokens(bt, 6, i).data(), i);
                       },
                       itself});
-    else if (plan.kind == "eval")
+    else if (plan.kind == StepKind::Eval)
       list.push_back({name,
                       [=](Session &s, int64_t i) {
                         s.evalStep(k, tokens(bt, 5, i).data(), tokens(bt, 6, i).data());

@@ -463,7 +463,7 @@ func.func @call_kernel_tied_type(%p: tensor<8xf32>) {
 // -----
 
 // The dialect's discardable attributes are declared and checked.
-// expected-error @+1 {{attribute 'fbt.step' must be one of "train", "eval", "grads", "prefill", "decode" on a function}}
+// expected-error @+1 {{attribute 'fbt.step' must be one of "train", "grads", "eval", "prefill", "decode" on a function}}
 func.func @step_kind() attributes {fbt.step = "infer"} {
   return
 }
@@ -505,8 +505,8 @@ func.func @rows_threads(%n: index) {
 // -----
 
 func.func @all_reduce_reduction(%g: tensor<4xf32>) {
-  // expected-error @+1 {{reduction must be "sum" or "mean", got "max"}}
-  %r = fbt.all_reduce %g {reduction = "max", bucket = 0 : i64, names = ["grad.w"]} : (tensor<4xf32>) -> tensor<4xf32>
+  // expected-error @+1 {{expected string or keyword containing one of the following enum values for attribute 'reduction' [mean, sum]}}
+  %r = fbt.all_reduce max %g {bucket = 0 : i64, names = ["grad.w"]} : (tensor<4xf32>) -> tensor<4xf32>
   return
 }
 
@@ -514,7 +514,7 @@ func.func @all_reduce_reduction(%g: tensor<4xf32>) {
 
 func.func @all_reduce_types(%g: tensor<4xf32>) {
   // expected-error @+1 {{result 0 is 'tensor<8xf32>', operand 0 is 'tensor<4xf32>'}}
-  %r = fbt.all_reduce %g {reduction = "sum", bucket = 0 : i64, names = ["grad.w"]} : (tensor<4xf32>) -> tensor<8xf32>
+  %r = fbt.all_reduce sum %g {bucket = 0 : i64, names = ["grad.w"]} : (tensor<4xf32>) -> tensor<8xf32>
   return
 }
 
@@ -522,7 +522,7 @@ func.func @all_reduce_types(%g: tensor<4xf32>) {
 
 func.func @all_reduce_names(%g: tensor<4xf32>, %h: tensor<4xf32>) {
   // expected-error @+1 {{names 1 operands, it has 2}}
-  %r:2 = fbt.all_reduce %g, %h {reduction = "sum", bucket = 0 : i64, names = ["grad.w"]} : (tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+  %r:2 = fbt.all_reduce sum %g, %h {bucket = 0 : i64, names = ["grad.w"]} : (tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
   return
 }
 
@@ -530,7 +530,7 @@ func.func @all_reduce_names(%g: tensor<4xf32>, %h: tensor<4xf32>) {
 
 func.func @all_reduce_count(%g: tensor<4xf32>) {
   // expected-error @+1 {{has 1 operands but 2 results}}
-  %r:2 = fbt.all_reduce %g {reduction = "sum", bucket = 0 : i64, names = ["grad.w"]} : (tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+  %r:2 = fbt.all_reduce sum %g {bucket = 0 : i64, names = ["grad.w"]} : (tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
   return
 }
 
@@ -538,7 +538,7 @@ func.func @all_reduce_count(%g: tensor<4xf32>) {
 
 func.func @reduce_scatter_shards(%g: tensor<4xf32>, %h: tensor<4xf32>) {
   // expected-error @+1 {{shards 1 operands, it has 2}}
-  %r:2 = fbt.reduce_scatter %g, %h {reduction = "mean", bucket = 0 : i64, names = ["grad.w", "grad.u"], shards = ["w"]} : (tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+  %r:2 = fbt.reduce_scatter mean %g, %h {bucket = 0 : i64, names = ["grad.w", "grad.u"], shards = ["w"]} : (tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
   return
 }
 

@@ -119,15 +119,15 @@ func.func @objective(%e: tensor<2x8x64xf32>, %table: tensor<256x64xf32>, %tgt: t
 
 // CHECK-LABEL: func.func @all_reduce
 func.func @all_reduce(%g: tensor<4x4xf32>, %l: tensor<f32>) -> (tensor<4x4xf32>, tensor<f32>) {
-  // CHECK: fbt.all_reduce %{{.*}}, %{{.*}} {bucket = 2 : i64, names = ["grad.w", "loss"], reduction = "mean"} : (tensor<4x4xf32>, tensor<f32>) -> (tensor<4x4xf32>, tensor<f32>)
-  %r:2 = fbt.all_reduce %g, %l {reduction = "mean", bucket = 2 : i64, names = ["grad.w", "loss"]} : (tensor<4x4xf32>, tensor<f32>) -> (tensor<4x4xf32>, tensor<f32>)
+  // CHECK: fbt.all_reduce mean %{{.*}}, %{{.*}} {bucket = 2 : i64, names = ["grad.w", "loss"]} : (tensor<4x4xf32>, tensor<f32>) -> (tensor<4x4xf32>, tensor<f32>)
+  %r:2 = fbt.all_reduce mean %g, %l {bucket = 2 : i64, names = ["grad.w", "loss"]} : (tensor<4x4xf32>, tensor<f32>) -> (tensor<4x4xf32>, tensor<f32>)
   return %r#0, %r#1 : tensor<4x4xf32>, tensor<f32>
 }
 
 // CHECK-LABEL: func.func @zero
 func.func @zero(%g: tensor<4x4xf32>, %acc: tensor<f32>) -> (tensor<4x4xf32>, tensor<f32>) {
-  // CHECK: fbt.reduce_scatter %{{.*}} {bucket = 1 : i64, names = ["grad.w"], reduction = "mean", shards = ["w"]} : (tensor<4x4xf32>) -> tensor<4x4xf32>
-  %r = fbt.reduce_scatter %g {reduction = "mean", bucket = 1 : i64, names = ["grad.w"], shards = ["w"]} : (tensor<4x4xf32>) -> tensor<4x4xf32>
+  // CHECK: fbt.reduce_scatter mean %{{.*}} {bucket = 1 : i64, names = ["grad.w"], shards = ["w"]} : (tensor<4x4xf32>) -> tensor<4x4xf32>
+  %r = fbt.reduce_scatter mean %g {bucket = 1 : i64, names = ["grad.w"], shards = ["w"]} : (tensor<4x4xf32>) -> tensor<4x4xf32>
   // CHECK: fbt.accumulate_squares %{{.*}}, %{{.*}} {fbt.shard = "w"}
   %s = fbt.accumulate_squares %r, %acc {fbt.shard = "w"} : (tensor<4x4xf32>, tensor<f32>) -> tensor<f32>
   // CHECK: fbt.all_gather %{{.*}} {bucket = 2 : i64, names = ["w"], shards = ["w"]} : (tensor<4x4xf32>) -> tensor<4x4xf32>

@@ -78,7 +78,7 @@ Twin loadTwin(const std::string &path) {
       std::map<std::string, size_t> buffers;
       for (const auto &[name, plan] : t.bundle->steps())
         for (const PlanOp &op : plan.ops)
-          if (!op.kernel.empty())
+          if (op.isKernel())
             buffers[op.kernel] = op.args.size();
       for (const auto &[kernel, variants] : t.bundle->variants())
         for (const KernelVariant &b : variants.builds)

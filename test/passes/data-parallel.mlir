@@ -8,14 +8,14 @@
 // reduced gradients, and the step returns the reduced losses.
 // CHECK-LABEL: func.func @step
 // CHECK: %[[L:.*]] = fbt.add %arg8, %arg8
-// CHECK-NEXT: %[[RL:.*]]:2 = fbt.all_reduce %[[L]], %arg9 {bucket = 0 : i64, names = ["loss", "pass_losses"], reduction = "mean"}
+// CHECK-NEXT: %[[RL:.*]]:2 = fbt.all_reduce mean %[[L]], %arg9 {bucket = 0 : i64, names = ["loss", "pass_losses"]}
 // CHECK-NEXT: %[[G1A:.*]] = fbt.add %arg2, %arg2
 // CHECK-NEXT: %[[G1M:.*]] = fbt.add %arg3, %arg3
-// CHECK-NEXT: %[[R1:.*]]:2 = fbt.all_reduce %[[G1A]], %[[G1M]] {bucket = 1 : i64, names = ["grad.model.layers.1.attn.weight", "grad.model.layers.1.mlp.weight"], reduction = "mean"}
+// CHECK-NEXT: %[[R1:.*]]:2 = fbt.all_reduce mean %[[G1A]], %[[G1M]] {bucket = 1 : i64, names = ["grad.model.layers.1.attn.weight", "grad.model.layers.1.mlp.weight"]}
 // CHECK-NEXT: %[[G0:.*]] = fbt.add %arg1, %arg1
-// CHECK-NEXT: %[[R0:.*]] = fbt.all_reduce %[[G0]] {bucket = 2 : i64, names = ["grad.model.layers.0.mlp.weight"], reduction = "mean"}
+// CHECK-NEXT: %[[R0:.*]] = fbt.all_reduce mean %[[G0]] {bucket = 2 : i64, names = ["grad.model.layers.0.mlp.weight"]}
 // CHECK-NEXT: %[[GE:.*]] = fbt.add %arg0, %arg0
-// CHECK-NEXT: %[[RE:.*]] = fbt.all_reduce %[[GE]] {bucket = 3 : i64, names = ["grad.model.embed_tokens.weight"], reduction = "mean"}
+// CHECK-NEXT: %[[RE:.*]] = fbt.all_reduce mean %[[GE]] {bucket = 3 : i64, names = ["grad.model.embed_tokens.weight"]}
 // CHECK-NEXT: %[[N:.*]] = fbt.global_norm %[[RE]], %[[R0]], %[[R1]]#0, %[[R1]]#1
 // CHECK-NEXT: fbt.adamw %arg0, %[[RE]],
 // CHECK-NEXT: fbt.adamw %arg1, %[[R0]],
@@ -26,7 +26,7 @@
 // With a minimum size, neighbouring layers share a bucket.
 // MERGED-LABEL: func.func @step
 // MERGED: fbt.all_reduce {{.*}} {bucket = 0 : i64
-// MERGED: fbt.all_reduce {{.*}} {bucket = 1 : i64, names = ["grad.model.layers.1.attn.weight", "grad.model.layers.1.mlp.weight", "grad.model.layers.0.mlp.weight", "grad.model.embed_tokens.weight"], reduction = "mean"}
+// MERGED: fbt.all_reduce mean {{.*}} {bucket = 1 : i64, names = ["grad.model.layers.1.attn.weight", "grad.model.layers.1.mlp.weight", "grad.model.layers.0.mlp.weight", "grad.model.embed_tokens.weight"]}
 // MERGED-NOT: fbt.all_reduce
 
 // ZeRO-1: the same buckets reduce-scattered onto each parameter's owner;
@@ -35,16 +35,16 @@
 // AdamW runs on the owner, and each bucket's parameters are all-gathered
 // after its last AdamW, the step returning the gathered values.
 // ZERO-LABEL: func.func @step
-// ZERO: %[[RL:.*]]:2 = fbt.all_reduce {{.*}} {bucket = 0 : i64, names = ["loss", "pass_losses"], reduction = "mean"}
-// ZERO: %[[R1:.*]]:2 = fbt.reduce_scatter {{.*}} {bucket = 1 : i64, names = ["grad.model.layers.1.attn.weight", "grad.model.layers.1.mlp.weight"], reduction = "mean", shards = ["model.layers.1.attn.weight", "model.layers.1.mlp.weight"]}
-// ZERO: %[[R0:.*]] = fbt.reduce_scatter {{.*}} {bucket = 2 : i64, names = ["grad.model.layers.0.mlp.weight"], reduction = "mean", shards = ["model.layers.0.mlp.weight"]}
+// ZERO: %[[RL:.*]]:2 = fbt.all_reduce mean {{.*}} {bucket = 0 : i64, names = ["loss", "pass_losses"]}
+// ZERO: %[[R1:.*]]:2 = fbt.reduce_scatter mean {{.*}} {bucket = 1 : i64, names = ["grad.model.layers.1.attn.weight", "grad.model.layers.1.mlp.weight"], shards = ["model.layers.1.attn.weight", "model.layers.1.mlp.weight"]}
+// ZERO: %[[R0:.*]] = fbt.reduce_scatter mean {{.*}} {bucket = 2 : i64, names = ["grad.model.layers.0.mlp.weight"], shards = ["model.layers.0.mlp.weight"]}
 // ZERO: %[[RE:.*]] = fbt.reduce_scatter {{.*}} {bucket = 3 : i64
 // ZERO: %[[Z:.*]] = arith.constant dense<0.0{{.*}}> : tensor<f32>
 // ZERO-NEXT: %[[S0:.*]] = fbt.accumulate_squares %[[RE]], %[[Z]] {fbt.shard = "model.embed_tokens.weight"}
 // ZERO-NEXT: %[[S1:.*]] = fbt.accumulate_squares %[[R0]], %[[S0]] {fbt.shard = "model.layers.0.mlp.weight"}
 // ZERO-NEXT: %[[S2:.*]] = fbt.accumulate_squares %[[R1]]#0, %[[S1]] {fbt.shard = "model.layers.1.attn.weight"}
 // ZERO-NEXT: %[[S3:.*]] = fbt.accumulate_squares %[[R1]]#1, %[[S2]] {fbt.shard = "model.layers.1.mlp.weight"}
-// ZERO-NEXT: %[[T:.*]] = fbt.all_reduce %[[S3]] {bucket = 4 : i64, names = [""], reduction = "sum"}
+// ZERO-NEXT: %[[T:.*]] = fbt.all_reduce sum %[[S3]] {bucket = 4 : i64, names = [""]}
 // ZERO-NEXT: %[[N:.*]] = fbt.sqrt %[[T]]
 // ZERO-NEXT: %[[PE:.*]], %{{.*}}, %{{.*}} = fbt.adamw %arg0, %[[RE]], {{.*}}, %[[N]] {{{.*}}fbt.shard = "model.embed_tokens.weight"
 // ZERO-NEXT: %[[GE:.*]] = fbt.all_gather %[[PE]] {bucket = 7 : i64, names = ["model.embed_tokens.weight"], shards = ["model.embed_tokens.weight"]}

@@ -18,7 +18,7 @@ namespace {
 StepPlan samplePlan() {
   StepPlan p;
   p.name = "decode_step";
-  p.kind = "decode";
+  p.kind = StepKind::Decode;
   p.arenaBytes = 4096;
   p.inputs.push_back({"input_ids", DType::I32, {2, 1}, 8});
   p.inputs.push_back({"w", DType::F32, {4, 4}, 64, /*param=*/true});
@@ -34,6 +34,7 @@ StepPlan samplePlan() {
                {BufferRef::Kind::Output, 0, 0, 32}};
   p.ops.push_back(gemm);
   PlanOp call;
+  call.kind = PlanOp::Kind::Kernel;
   call.kernel = "k0_norm";
   call.args = {{BufferRef::Kind::Input, 0, 0, 8}, {BufferRef::Kind::Const, 0, 0, 24}};
   p.ops.push_back(call);
@@ -72,6 +73,61 @@ TEST(BundleFormatTest, PlansReadBackAsWritten) {
   expectSameRef(q.copies[0].source, p.copies[0].source);
   // Written again, the same JSON.
   EXPECT_EQ(dumpJson(toJson(q)), dumpJson(toJson(p)));
+}
+
+TEST(BundleFormatTest, CollectivesAndWaitsReadBackTyped) {
+  StepPlan p = samplePlan();
+  PlanOp reduce;
+  reduce.kind = PlanOp::Kind::Collective;
+  reduce.collective = CollectiveKind::ReduceScatter;
+  reduce.reduction = Reduction::Sum;
+  reduce.bucket = 0;
+  reduce.names = {"grad.w"};
+  reduce.shards = {"w"};
+  reduce.args = {{BufferRef::Kind::Arena, 0, 0, 64}, {BufferRef::Kind::Arena, 0, 128, 64}};
+  PlanOp wait;
+  wait.kind = PlanOp::Kind::Wait;
+  wait.bucket = 0;
+  p.ops.push_back(reduce);
+  p.ops.push_back(wait);
+  StepPlan q = stepPlanFromJson(p.name, toJson(p), {"k0_norm"});
+  ASSERT_EQ(q.ops.size(), 4u);
+  std::vector<std::string> labels;
+  for (const PlanOp &op : q.ops)
+    labels.push_back(op.label());
+  EXPECT_EQ(labels, (std::vector<std::string>{"gemm", "k0_norm", "reduce_scatter", "wait"}));
+  EXPECT_TRUE(q.ops[0].isGemm());
+  EXPECT_TRUE(q.ops[1].isKernel());
+  EXPECT_EQ(q.ops[2].collective, CollectiveKind::ReduceScatter);
+  EXPECT_EQ(q.ops[2].reduction, Reduction::Sum);
+  EXPECT_EQ(q.ops[2].shards, reduce.shards);
+  EXPECT_TRUE(q.ops[3].isWait());
+  EXPECT_EQ(q.ops[3].bucket, 0);
+  EXPECT_EQ(dumpJson(toJson(q)), dumpJson(toJson(p)));
+
+  // Kinds are read once, here: an unknown one is refused by name.
+  auto error = [&](const Json &j) {
+    try {
+      stepPlanFromJson(p.name, j, {"k0_norm"});
+    } catch (const RuntimeError &e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  Json j = toJson(p);
+  j["ops"][2]["collective"] = "broadcast";
+  EXPECT_NE(error(j).find("unknown collective 'broadcast' (expected one of \"all_reduce\""),
+            std::string::npos)
+      << error(j);
+  j = toJson(p);
+  j["ops"][2]["reduction"] = "max";
+  EXPECT_NE(error(j).find("unknown reduction 'max'"), std::string::npos) << error(j);
+  j = toJson(p);
+  j["kind"] = "serve";
+  EXPECT_NE(error(j).find("unknown step kind 'serve'"), std::string::npos) << error(j);
+  // A wait before its bucket starts.
+  std::swap(p.ops[2], p.ops[3]);
+  EXPECT_NE(error(toJson(p)).find("waits for bucket 0 before starting it"), std::string::npos);
 }
 
 TEST(BundleFormatTest, ReadingChecksThePlan) {
@@ -127,13 +183,13 @@ TEST(BundleFormatTest, LaunchesTargetsAndParamsReadBack) {
   EXPECT_EQ(back.sharedBytes, 1024u);
   EXPECT_TRUE(back.cooperative);
 
-  BundleTarget cpu{"cpu", "x86-64-v3", "", "x86_64-pc-linux-gnu", "x86_64", ""};
+  BundleTarget cpu{TargetKind::Cpu, "x86-64-v3", "", "x86_64-pc-linux-gnu", "x86_64", ""};
   BundleTarget t = bundleTargetFromJson(toJson(cpu));
   EXPECT_EQ(t.chip, "x86-64-v3");
   EXPECT_EQ(t.triple, cpu.triple);
   EXPECT_EQ(t.arch, "x86_64");
-  EXPECT_TRUE(t.known());
-  BundleTarget gpu{"nvptx", "sm_90", "+ptx80", "", "", "bf16"};
+  EXPECT_EQ(t.kind, TargetKind::Cpu);
+  BundleTarget gpu{TargetKind::Nvptx, "sm_90", "+ptx80", "", "", "bf16"};
   t = bundleTargetFromJson(toJson(gpu));
   EXPECT_TRUE(t.gpu());
   EXPECT_EQ(t.features, "+ptx80");

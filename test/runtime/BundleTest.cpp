@@ -45,7 +45,7 @@ TEST(BundleTest, LoadsAGpuBundle) {
   writeBundleFile(path, m, {{"kernels.ptx", kPtx}, {"kernels.cubin", "\x7f" "ELF"}});
   Bundle b = Bundle::load(path);
   EXPECT_TRUE(b.target().gpu());
-  EXPECT_EQ(b.target().kind, "nvptx");
+  EXPECT_EQ(b.target().kind, TargetKind::Nvptx);
   EXPECT_EQ(b.target().chip, "sm_90");
   EXPECT_EQ(b.target().features, "+ptx80");
   ASSERT_NE(b.blob("kernels.ptx"), nullptr);

@@ -223,7 +223,7 @@ StepPlan gemmPlan(const std::string &kind) {
   const int64_t m = 5, n = 7, k = 29;
   StepPlan p;
   p.name = "test_" + kind;
-  p.kind = kind;
+  p.kind = *parseKind<StepKind>(kind);
   p.arenaBytes = 4 + m * n * 4;
   p.inputs.push_back({"x", DType::F32, {m, k}, m * k * 4});
   p.outputs.push_back({"y", DType::F32, {m, n}, m * n * 4});

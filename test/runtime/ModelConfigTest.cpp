@@ -87,7 +87,7 @@ TEST(ModelConfigTest, ReadsTheResolvedSpec) {
   EXPECT_EQ(c.intermediateSize, 172);
   EXPECT_EQ(c.bosTokenId, 0);
 
-  EXPECT_EQ(c.feedback.fusion, "glu");
+  EXPECT_EQ(c.feedback.fusion, Fusion::Glu);
   ASSERT_TRUE(c.feedback.init.has_value());
   EXPECT_EQ(*c.feedback.init, "normal");
   ASSERT_TRUE(c.feedback.initStd.has_value());

@@ -89,3 +89,4 @@ TEST_F(DialectTest, DynamicDimsMatchAnything) {
                          args[1], b.getF64FloatAttr(1e-5));
   EXPECT_EQ(verifyError(), "");
 }
+

@@ -221,7 +221,7 @@ TEST(SpecTest, IntegersMayBeWrittenAsIntegralNumbers) {
 
 TEST(SpecTest, FusionNames) {
   for (Fusion f : {Fusion::Glu, Fusion::Add, Fusion::Concat, Fusion::None})
-    EXPECT_EQ(parseOk(with("feedback.fusion", fusionName(f))).feedback.fusion,
+    EXPECT_EQ(parseOk(with("feedback.fusion", kindName(f))).feedback.fusion,
               f);
 }
 

@@ -155,7 +155,7 @@ int runBench(int argc, char **argv) {
   // Profiled from here: the decode steps' calls (their runners exist now).
   std::vector<StepRunner *> decodeRunners;
   for (const auto &[name, plan] : s.bundle().steps())
-    if (plan.kind == "decode") {
+    if (plan.kind == StepKind::Decode) {
       decodeRunners.push_back(&s.runner(name));
       decodeRunners.back()->setProfiling(true);
     }

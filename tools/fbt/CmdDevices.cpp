@@ -23,8 +23,7 @@ int runDevices(int argc, char **argv) {
   args.flag("quiet", "print nothing; only the exit status");
   if (!args.parse(argc, argv))
     return 0;
-  BundleTarget cpu;
-  cpu.kind = "cpu";
+  BundleTarget cpu; // kind cpu
   std::vector<std::string> gpus;
   bool usable = probeGpus(&gpus);
   if (args.has("quiet"))

@@ -30,12 +30,12 @@ int runInspect(int argc, char **argv) {
   std::printf("model    %s: V=%lld D=%lld L=%lld H=%lld F=%lld, fusion %s\n",
               m.name.c_str(), (long long)m.vocabSize, (long long)m.hiddenSize,
               (long long)m.numHiddenLayers, (long long)m.numAttentionHeads,
-              (long long)m.intermediateSize, m.feedback.fusion.c_str());
+              (long long)m.intermediateSize, kindName(m.feedback.fusion));
   const BundleTarget &t = b.target();
   std::string detail = t.chip;
   if (!t.features.empty())
     detail += ", " + t.features;
-  std::printf("target   %s (%s)\n", t.kind.c_str(), detail.c_str());
+  std::printf("target   %s (%s)\n", kindName(t.kind), detail.c_str());
   std::printf("backend  %s\n", backendSummary(t).c_str());
   std::printf("params   %zu tensors, %lld values\n", b.params().size(),
               (long long)b.parameterCount());
@@ -66,7 +66,7 @@ int runInspect(int argc, char **argv) {
     for (const PlanOp &op : plan.ops)
       gemms += op.isGemm();
     std::printf("  %-16s %-8s arena %10lld B  %4zu calls (%lld GEMMs)\n", name.c_str(),
-                plan.kind.c_str(), (long long)plan.arenaBytes, plan.ops.size(),
+                kindName(plan.kind), (long long)plan.arenaBytes, plan.ops.size(),
                 (long long)gemms);
   }
   return 0;

@@ -307,7 +307,7 @@ int writeBundle(const fbt::ModelSpec &spec, mlir::ModuleOp module,
         mlir::fbt::compileKernelsForNvptx(module, options);
     if (failed(bin))
       return fail(kInternalError, "compiling the kernels failed");
-    bundleTarget.kind = "nvptx";
+    bundleTarget.kind = ::fbt::TargetKind::Nvptx;
     bundleTarget.chip = options.chip;
     bundleTarget.features = options.features;
     bundleTarget.storage = gpuStorage.getValue();
@@ -323,7 +323,7 @@ int writeBundle(const fbt::ModelSpec &spec, mlir::ModuleOp module,
     FailureOr<mlir::fbt::SimtBinary> bin = mlir::fbt::compileKernelsForSimt(module);
     if (failed(bin))
       return fail(kInternalError, "compiling the kernels failed");
-    bundleTarget.kind = "simt";
+    bundleTarget.kind = ::fbt::TargetKind::Simt;
     bundleTarget.triple = mlir::fbt::cpuTargetTriple();
     bundleTarget.arch = mlir::fbt::cpuTargetArch();
     bundleTarget.storage = gpuStorage.getValue();
@@ -338,7 +338,7 @@ int writeBundle(const fbt::ModelSpec &spec, mlir::ModuleOp module,
         mlir::fbt::compileKernelsForCpu(module, cpu);
     if (failed(library))
       return fail(kInternalError, "compiling the kernels failed");
-    bundleTarget.kind = "cpu";
+    bundleTarget.kind = ::fbt::TargetKind::Cpu;
     bundleTarget.triple = mlir::fbt::cpuTargetTriple();
     bundleTarget.arch = mlir::fbt::cpuTargetArch();
     bundleTarget.chip = mlir::fbt::resolvedCpu(cpu);

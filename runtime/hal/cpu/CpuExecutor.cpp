@@ -27,15 +27,15 @@ CpuStepRunner::CpuStepRunner(const StepPlan &plan, const KernelLibrary &kernels,
                          " GEMM; the CPU backend runs f32 plans only");
     auto chosen = choice.find(op.kernel);
     const std::string &symbol = chosen == choice.end() ? op.kernel : chosen->second;
-    symbols_.push_back(op.isCollective() ? op.collective : op.kernel.empty() ? "gemm" : symbol);
+    symbols_.push_back(op.isKernel() ? symbol : op.label());
     auto split = op.isGemm() ? gemms.find(gemmShapeKey(op)) : gemms.end();
     splits_.push_back(split != gemms.end() && split->second >= 0 &&
                               split->second < kGemmSplits
                           ? static_cast<GemmSplit>(split->second)
                           : GemmSplit::Auto);
-    launches_.push_back(emulated && !op.kernel.empty() ? launchesOf(symbol)
+    launches_.push_back(emulated && op.isKernel() ? launchesOf(symbol)
                                                        : std::vector<Launch>());
-    kernels_.push_back(op.kernel.empty() || emulated ? nullptr : kernels.lookup(symbol));
+    kernels_.push_back(!op.isKernel() || emulated ? nullptr : kernels.lookup(symbol));
   }
   size_t most = 16;
   for (const PlanOp &op : plan.ops)
@@ -71,11 +71,11 @@ void CpuStepRunner::run(const std::vector<void *> &inputs,
                    symbols_[i].c_str());
     if (anotherRanks(op, inputs, outputs, constantAddresses_, arena))
       continue; // ZeRO-1: this parameter's owner makes the call
-    if (!op.isCollective() && op.args.size() > 16)
+    if (op.isKernel() && op.args.size() > 16)
       throw RuntimeError("kernel '" + op.kernel + "' takes too many buffers");
     for (size_t a = 0; a < op.args.size(); ++a)
       args[a] = at(op.args[a]);
-    if (op.isCollective()) {
+    if (op.isCollectiveOrWait()) {
       collective(op, args);
       if (profile_)
         record(i, std::chrono::duration<double>(Clock::now() - start).count());
@@ -104,7 +104,7 @@ void CpuStepRunner::run(const std::vector<void *> &inputs,
       i += n - 1;
       continue;
     }
-    if (op.kernel.empty())
+    if (op.isGemm())
       gemm(op, args[0], args[1], args[2], splits_[i]);
     else
       call(kernels_[i], launches_[i], op.args.size());
@@ -176,9 +176,9 @@ void CpuStepRunner::writeArgument(size_t op, size_t arg, const void *host) {
 void CpuStepRunner::callVariant(size_t op, const std::string &symbol) {
   argument(op, 0);
   const PlanOp &call = plan_.ops[op];
-  if (call.kernel.empty())
+  if (!call.isKernel())
     throw RuntimeError("call " + std::to_string(op) + " of step '" + plan_.name +
-                       "' is a GEMM, not a kernel");
+                       "' is a " + call.label() + ", not a kernel");
   if (emulated_)
     this->call(nullptr, launchesOf(symbol), call.args.size());
   else
@@ -188,12 +188,12 @@ void CpuStepRunner::callVariant(size_t op, const std::string &symbol) {
 int CpuStepRunner::gemmAlgorithms(size_t op) {
   argument(op, 0);
   const PlanOp &call = plan_.ops[op];
-  return call.kernel.empty() && gemmIsSplit(call.m, call.n, call.k) ? kGemmSplits : 0;
+  return call.isGemm() && gemmIsSplit(call.m, call.n, call.k) ? kGemmSplits : 0;
 }
 
 void CpuStepRunner::callGemm(size_t op, int algorithm) {
   argument(op, 0);
-  if (algorithm < 0 || algorithm >= kGemmSplits || !plan_.ops[op].kernel.empty())
+  if (algorithm < 0 || algorithm >= kGemmSplits || !plan_.ops[op].isGemm())
     throw RuntimeError("call " + std::to_string(op) + " of step '" + plan_.name +
                        "': no GEMM algorithm " + std::to_string(algorithm));
   gemm(plan_.ops[op], args_[0], args_[1], args_[2], static_cast<GemmSplit>(algorithm));
@@ -205,7 +205,7 @@ double CpuStepRunner::gemmAloneGflops(int repeats) {
   int64_t aBytes = 0, bBytes = 0, cBytes = 0;
   double flops = 0;
   for (const PlanOp &op : plan_.ops)
-    if (op.kernel.empty()) {
+    if (op.isGemm()) {
       aBytes = std::max(aBytes, bytes(op.m * op.k, op.lhsType));
       bBytes = std::max(bBytes, bytes(op.k * op.n, op.rhsType));
       cBytes = std::max(cBytes, bytes(op.m * op.n, op.resultType));
@@ -221,7 +221,7 @@ double CpuStepRunner::gemmAloneGflops(int repeats) {
   for (int r = -1; r < repeats; ++r) { // r = -1 warms up
     auto start = std::chrono::steady_clock::now();
     for (const PlanOp &op : plan_.ops)
-      if (op.kernel.empty())
+      if (op.isGemm())
         gemm(op, a.data(), b.data(), c.data(), GemmSplit::Auto);
     if (r >= 0)
       times.push_back(std::chrono::duration<double>(

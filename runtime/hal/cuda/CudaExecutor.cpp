@@ -19,7 +19,7 @@ CUdeviceptr devicePtr(const void *p) { return reinterpret_cast<CUdeviceptr>(p); 
 CudaStepRunner::CudaStepRunner(const StepPlan &plan, CudaDevice &device)
     : StepRunner(plan), device_(device) {
   for (const PlanOp &op : plan.ops)
-    launches_.push_back(op.kernel.empty() // GEMMs and collectives
+    launches_.push_back(!op.isKernel() // GEMMs and collectives
                             ? nullptr
                             : &device.kernels().launches(device.chosen(op.kernel)));
 
@@ -41,7 +41,7 @@ CudaStepRunner::CudaStepRunner(const StepPlan &plan, CudaDevice &device)
   }
 
   const char *graphs = std::getenv("FBT_CUDA_GRAPHS");
-  graphs_ = plan.kind == "decode" && !tracing() &&
+  graphs_ = plan.kind == StepKind::Decode && !tracing() &&
             !(graphs && std::string(graphs) == "0");
 }
 
@@ -136,11 +136,8 @@ void CudaStepRunner::enqueue(const std::vector<void *> &inputs,
 
   for (size_t i = 0; i < plan_.ops.size(); ++i) {
     const PlanOp &op = plan_.ops[i];
-    const char *name = op.isCollective() ? op.collective.c_str()
-                       : op.kernel.empty()  ? "gemm"
-                                            : op.kernel.c_str();
     if (tracing())
-      std::fprintf(stderr, "fbt: %s #%zu %s\n", plan_.name.c_str(), i, name);
+      std::fprintf(stderr, "fbt: %s #%zu %s\n", plan_.name.c_str(), i, op.label().c_str());
     if (profile_)
       check(d.cuEventRecord(events_[i], stream), "cuEventRecord");
     if (anotherRanks(op, inputs, outputs, constantAddresses_, arena))
@@ -153,7 +150,7 @@ void CudaStepRunner::enqueue(const std::vector<void *> &inputs,
       pointers_[a] = devicePtr(at(op.args[a]));
       params_[a] = &pointers_[a];
     }
-    if (op.isCollective()) {
+    if (op.isCollectiveOrWait()) {
       // The collectives order themselves with the stream (Channel).
       std::vector<void *> args(op.args.size());
       for (size_t a = 0; a < args.size(); ++a)
@@ -175,7 +172,7 @@ void CudaStepRunner::enqueue(const std::vector<void *> &inputs,
       CUresult r = d.cuStreamSynchronize(stream);
       if (r != CUDA_SUCCESS)
         throw RuntimeError("step '" + plan_.name + "': call #" + std::to_string(i) +
-                           " (" + name + ") failed: " + errorText(r));
+                           " (" + op.label() + ") failed: " + errorText(r));
     }
   }
   if (profile_)
@@ -224,7 +221,7 @@ void CudaStepRunner::writeArgument(size_t op, size_t arg, const void *host) {
 
 void CudaStepRunner::callVariant(size_t op, const std::string &symbol) {
   argument(op, 0);
-  if (plan_.ops[op].kernel.empty())
+  if (!plan_.ops[op].isKernel())
     throw RuntimeError("call " + std::to_string(op) + " of step '" + plan_.name +
                        "' is not a kernel");
   launch(op, device_.kernels().launches(symbol));
