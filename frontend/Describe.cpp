@@ -19,6 +19,7 @@
 
 #include "dialect/TruncatedPasses.h"
 #include "frontend/Parameters.h"
+#include "frontend/SpecJson.h"
 #include "runtime/format/ZeroShards.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -409,6 +410,10 @@ void fbt::printDescriptionJson(const ModelSpec &spec, const Description &d,
   llvm::json::OStream j(os);
   j.object([&] {
     j.attribute("name", spec.name);
+    // The spec with every default resolved, as the bundle's manifest holds
+    // it: what scripts read the schedule and recipe from, so that no other
+    // language keeps its own copy of the defaults.
+    j.attribute("spec", specToJson(spec));
     j.attributeObject("config", [&] {
       j.attribute("vocab_size", spec.vocabSize);
       j.attribute("hidden_size", spec.hiddenSize);

@@ -80,25 +80,25 @@ def run(cmd, capture=False):
     return None
 
 
-def schedule_weights(spec, steps):
-    """{K: fraction of the steps} of the spec's schedule (expected values)."""
-    t = spec.get("training", {})
-    if spec.get("feedback", {}).get("fusion", "glu") == "none":
+def schedule_weights(describe, steps):
+    """{K: fraction of the steps} of a spec's pass schedule over `steps`
+    steps (expected values), from `fbtc --describe --json`'s resolved spec:
+    the defaults are the frontend's, never restated here. As the runtime's
+    PassSchedule: K = 1 for the first ceil(f * steps) steps, then K drawn from
+    pass_distribution, or K2 = passes with deep_pass_fraction at deep_passes."""
+    spec = describe["spec"]
+    t = spec["training"]
+    if spec["feedback"]["fusion"] == "none":
         return {1: 1.0}
-    f1 = t.get("single_pass_fraction", 0.25)
-    single = min(steps, int(-(-f1 * steps // 1)))  # ceil
+    single = min(steps, int(-(-t["single_pass_fraction"] * steps // 1)))  # ceil
     w = {1: single / steps}
     rest = 1 - w[1]
     if "pass_distribution" in t:
         dist = {int(k): float(v) for k, v in t["pass_distribution"].items()}
-    elif "passes" in t:
-        k2 = int(t["passes"])
-        k3 = int(t.get("deep_passes", k2 + 1))
-        p3 = float(t.get("deep_pass_fraction", 0.03))
-        dist = {k2: 1 - p3}
-        dist[k3] = dist.get(k3, 0) + p3
     else:
-        dist = {k: 1.0 for k in range(2, 9)}
+        p3 = float(t["deep_pass_fraction"])
+        dist = {int(t["passes"]): 1 - p3}
+        dist[int(t["deep_passes"])] = dist.get(int(t["deep_passes"]), 0) + p3
     total = sum(dist.values())
     for k, v in dist.items():
         w[k] = w.get(k, 0) + rest * v / total
@@ -288,7 +288,7 @@ def main():
 
     describe = {k: json.loads(run([fbtc, p, "--describe", "--json"], capture=True))
                 for k, p in specs.items()}
-    weights = schedule_weights(spec, steps)
+    weights = schedule_weights(describe["fbt"], steps)
     fbt_flops = sum(w * flops_per_token(describe["fbt"], k) for k, w in weights.items())
     plain_flops = flops_per_token(describe["plain"], 1)
     matched = max(1, round(steps * fbt_flops / plain_flops))

@@ -263,7 +263,11 @@ def tables(raw):
     """{file: text} of every table the results build."""
     split = part(raw)
     spec = raw["spec"]
-    fb, tr = spec.get("feedback", {}), spec.get("training", {})
+    # The recipe as the frontend resolved it (fbtc --describe --json's
+    # "spec"); results recorded before describe carried it give the spec as
+    # written, whose omitted keys took the defaults named below.
+    resolved = raw.get("describe", {}).get("fbt", {}).get("spec", spec)
+    fb, tr = resolved.get("feedback", {}), resolved.get("training", {})
     weights = {int(k): w for k, w in raw["schedule_weights"].items()}
     md = ["# Experiment: %s" % spec.get("name", "fbt"), "",
           "Data: %s. Every model trained under %d seeds (%s); losses on the **%s** part "

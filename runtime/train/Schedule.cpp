@@ -22,6 +22,22 @@ static void require(bool ok, const char *field, const char *expected,
   }
 }
 
+PassSchedule PassSchedule::ofModel(const ModelConfig &model, int64_t totalSteps,
+                                   uint64_t seed) {
+  const ModelConfig::Training &t = model.training;
+  PassSchedule s;
+  s.singlePassFraction = model.feedback.fusion == Fusion::None ? 1 : t.singlePassFraction;
+  s.passes = t.passes;
+  s.deepPassFraction = t.deepPassFraction;
+  s.deepPasses = t.deepPasses;
+  s.distribution = t.passDistribution;
+  std::sort(s.distribution.begin(), s.distribution.end());
+  s.totalSteps = totalSteps;
+  s.seed = seed;
+  s.validate();
+  return s;
+}
+
 void PassSchedule::validate() const {
   require(singlePassFraction >= 0 && singlePassFraction <= 1,
           "single_pass_fraction", "a number in [0, 1]", singlePassFraction);

@@ -1,7 +1,9 @@
 //===- Schedule.h - Pass-count and learning-rate schedules ------*- C++ -*-===//
 //
 // Both schedules are pure functions of the step, so a resumed run picks up
-// exactly where it stopped.
+// exactly where it stopped. A run's pass schedule is the spec's, as the
+// bundle holds it (PassSchedule::ofModel): its defaults are the frontend's
+// alone (frontend/Spec.h), never restated here.
 //
 // Pass schedule (DESIGN.md section 2, "progressive"): K = 1 while step <
 // singlePassFraction * totalSteps; afterwards each step runs K =
@@ -20,6 +22,8 @@
 #ifndef FBT_RUNTIME_TRAIN_SCHEDULE_H
 #define FBT_RUNTIME_TRAIN_SCHEDULE_H
 
+#include "runtime/format/ModelConfig.h"
+
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -27,14 +31,19 @@
 namespace fbt {
 
 struct PassSchedule {
-  double singlePassFraction = 0.5; ///< f: the K = 1 phase, fraction of steps
-  int64_t passes = 2;              ///< K2: the multi-pass phase's K
-  double deepPassFraction = 0.03;  ///< p3: fraction of multi-pass steps at K3
-  int64_t deepPasses = 3;          ///< K3
+  double singlePassFraction = 0; ///< f: the K = 1 phase, fraction of steps
+  int64_t passes = 0;            ///< K2: the multi-pass phase's K
+  double deepPassFraction = 0;   ///< p3: fraction of multi-pass steps at K3
+  int64_t deepPasses = 0;        ///< K3
   /// The multi-pass phase's K as {K, weight}; replaces K2/K3/p3 when given.
   std::vector<std::pair<int64_t, double>> distribution;
-  int64_t totalSteps = 1000;       ///< N
-  uint64_t seed = 1234;
+  int64_t totalSteps = 0;        ///< N
+  uint64_t seed = 0;
+
+  /// The schedule `model`'s spec defines ("training"), over `totalSteps`
+  /// steps drawn with `seed`; without a feedback path (fusion none) every
+  /// step is one pass. Validated.
+  static PassSchedule ofModel(const ModelConfig &model, int64_t totalSteps, uint64_t seed);
 
   /// Throws RuntimeError naming the first field out of range.
   void validate() const;
@@ -48,10 +57,10 @@ struct PassSchedule {
 };
 
 struct LrSchedule {
-  double learningRate = 1e-3;
-  double minLearningRate = 1e-4;
-  int64_t warmupSteps = 100;
-  int64_t totalSteps = 1000;
+  double learningRate = 0;
+  double minLearningRate = 0;
+  int64_t warmupSteps = 0;
+  int64_t totalSteps = 0;
 
   /// Throws RuntimeError naming the first field out of range.
   void validate() const;

@@ -395,18 +395,7 @@ void Trainer::checkSteps() {
   const ModelConfig &config = session_.model();
   const ModelConfig::Training &t = config.training;
   const Bundle &bundle = session_.bundle();
-  passSchedule_.singlePassFraction = t.singlePassFraction;
-  passSchedule_.passes = t.passes;
-  passSchedule_.deepPassFraction = t.deepPassFraction;
-  passSchedule_.deepPasses = t.deepPasses;
-  passSchedule_.distribution = t.passDistribution;
-  std::sort(passSchedule_.distribution.begin(), passSchedule_.distribution.end());
-  // Without a feedback path (fusion none) every step is one pass.
-  if (config.feedback.fusion == Fusion::None)
-    passSchedule_.singlePassFraction = 1;
-  passSchedule_.totalSteps = settings_.steps;
-  passSchedule_.seed = settings_.seed;
-  passSchedule_.validate();
+  passSchedule_ = PassSchedule::ofModel(config, settings_.steps, settings_.seed);
 
   lrSchedule_.learningRate = settings_.learningRate;
   lrSchedule_.minLearningRate = settings_.minLearningRate;

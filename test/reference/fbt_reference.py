@@ -36,7 +36,9 @@ import torch
 
 @dataclasses.dataclass(frozen=True)
 class Config:
-    """A model spec with every default resolved (the same defaults as the frontend)."""
+    """A model spec with every default resolved. The defaults are the frontend's
+    (frontend/Spec.h); test/reference/check_defaults.py fails when one differs from
+    what fbtc resolves."""
 
     V: int  # vocab_size
     D: int  # hidden_size
@@ -65,11 +67,11 @@ class Config:
     token_residual: bool = True  # glu: plain(e) + (W_U s) * sigmoid(W_G e), before the norm
 
     # training
-    single_pass_fraction: float = 0.5
+    single_pass_fraction: float = 0.25
     passes: int = 2
     deep_pass_fraction: float = 0.03
     deep_passes: int = 0  # 0: unset, resolved to passes + 1
-    grad_passes: int = 0  # 0: every pass trained
+    grad_passes: int = 2  # 0: every pass trained
     batch_size: int = 8
     sequence_length: int = 64
     steps: int = 1000

@@ -13,8 +13,31 @@ using namespace fbt;
 
 namespace {
 
+/// A fixed schedule to test with: f = 0.5, K2 = 2, p3 = 0.03, K3 = 3,
+/// N = 1000, seed 1234.
+PassSchedule fixed() {
+  PassSchedule s;
+  s.singlePassFraction = 0.5;
+  s.passes = 2;
+  s.deepPassFraction = 0.03;
+  s.deepPasses = 3;
+  s.totalSteps = 1000;
+  s.seed = 1234;
+  return s;
+}
+
+/// 1e-3 -> 1e-4, warmup 100, N = 1000.
+LrSchedule cosine() {
+  LrSchedule lr;
+  lr.learningRate = 1e-3;
+  lr.minLearningRate = 1e-4;
+  lr.warmupSteps = 100;
+  lr.totalSteps = 1000;
+  return lr;
+}
+
 TEST(ScheduleTest, PassFractionsFollowTheSpec) {
-  PassSchedule s; // f = 0.5, K2 = 2, p3 = 0.03, K3 = 3
+  PassSchedule s = fixed();
   s.totalSteps = 100000;
   std::map<int64_t, int64_t> count;
   for (int64_t step = 0; step < s.totalSteps; ++step) {
@@ -32,7 +55,7 @@ TEST(ScheduleTest, PassFractionsFollowTheSpec) {
 }
 
 TEST(ScheduleTest, DeepStepsAreTheDocumentedDraw) {
-  PassSchedule s;
+  PassSchedule s = fixed();
   s.totalSteps = 1000;
   s.seed = 77;
   for (int64_t step = 500; step < 1000; ++step) {
@@ -49,7 +72,7 @@ TEST(ScheduleTest, DeepStepsAreTheDocumentedDraw) {
 }
 
 TEST(ScheduleTest, SinglePassPhaseBoundary) {
-  PassSchedule s;
+  PassSchedule s = fixed();
   s.singlePassFraction = 0.25;
   s.totalSteps = 10; // f * N = 2.5: steps 0, 1, 2 are K = 1
   s.deepPassFraction = 0;
@@ -67,7 +90,7 @@ TEST(ScheduleTest, SinglePassPhaseBoundary) {
 }
 
 TEST(ScheduleTest, DistinctPassesNameTheStepsARunNeeds) {
-  PassSchedule s;
+  PassSchedule s = fixed();
   EXPECT_EQ(s.distinctPasses(), (std::vector<int64_t>{1, 2, 3}));
   s.deepPassFraction = 0;
   EXPECT_EQ(s.distinctPasses(), (std::vector<int64_t>{1, 2}));
@@ -82,7 +105,7 @@ TEST(ScheduleTest, DistinctPassesNameTheStepsARunNeeds) {
 }
 
 TEST(ScheduleTest, ValidationNamesTheField) {
-  PassSchedule s;
+  PassSchedule s = fixed();
   s.validate();
   s.passes = 0;
   try {
@@ -94,7 +117,7 @@ TEST(ScheduleTest, ValidationNamesTheField) {
   s.passes = 2;
   s.deepPassFraction = 1.5;
   EXPECT_THROW(s.validate(), RuntimeError);
-  LrSchedule lr;
+  LrSchedule lr = cosine();
   lr.validate();
   lr.minLearningRate = 1;
   try {
@@ -107,7 +130,7 @@ TEST(ScheduleTest, ValidationNamesTheField) {
 }
 
 TEST(ScheduleTest, LearningRateEndpoints) {
-  LrSchedule lr; // 1e-3 -> 1e-4, warmup 100, N = 1000
+  LrSchedule lr = cosine();
   EXPECT_DOUBLE_EQ(lr.at(0), 1e-3 / 100);
   EXPECT_DOUBLE_EQ(lr.at(49), 1e-3 * 50 / 100);
   EXPECT_DOUBLE_EQ(lr.at(99), 1e-3);  // warmup ends at the peak
@@ -131,7 +154,7 @@ TEST(ScheduleTest, LearningRateEndpoints) {
 namespace {
 
 TEST(ScheduleTest, DistributionDrawsEachKInProportion) {
-  PassSchedule s;
+  PassSchedule s = fixed();
   s.singlePassFraction = 0.25;
   s.distribution = {{2, 0.5}, {4, 0.0}, {8, 0.5}};
   s.totalSteps = 40000;
@@ -152,13 +175,34 @@ TEST(ScheduleTest, DistributionDrawsEachKInProportion) {
 }
 
 TEST(ScheduleTest, DistributionIsValidated) {
-  PassSchedule s;
+  PassSchedule s = fixed();
   s.distribution = {{1, 1.0}};
   EXPECT_THROW(s.validate(), RuntimeError);
   s.distribution = {{2, 0.5}};
   EXPECT_THROW(s.validate(), RuntimeError);
   s.distribution = {{2, 0.5}, {3, 0.5}};
   EXPECT_NO_THROW(s.validate());
+}
+
+TEST(ScheduleTest, TheModelsSpecDefinesTheSchedule) {
+  ModelConfig m;
+  m.feedback.fusion = Fusion::Glu;
+  m.training.singlePassFraction = 0.25;
+  m.training.passes = 2;
+  m.training.deepPasses = 3;
+  m.training.passDistribution = {{8, 0.5}, {2, 0.5}}; // the JSON's order
+  PassSchedule s = PassSchedule::ofModel(m, 400, 9);
+  EXPECT_EQ(s.singlePassSteps(), 100);
+  EXPECT_EQ(s.distinctPasses(), (std::vector<int64_t>{1, 2, 8}));
+  EXPECT_EQ(s.distribution.front().first, 2); // ascending, as passesAt reads it
+  EXPECT_EQ(s.seed, 9u);
+  // A plain model runs one pass at every step, whatever its spec says.
+  m.feedback.fusion = Fusion::None;
+  EXPECT_EQ(PassSchedule::ofModel(m, 400, 9).distinctPasses(), (std::vector<int64_t>{1}));
+  // A spec out of range is refused by name.
+  m.feedback.fusion = Fusion::Glu;
+  m.training.singlePassFraction = 2;
+  EXPECT_THROW(PassSchedule::ofModel(m, 400, 9), RuntimeError);
 }
 
 } // namespace
