@@ -4,7 +4,8 @@ inference mode, and writes report.md with PNG plots.
 
     experiment.py --spec SPEC.json [--steps N] [--out DIR]
                   [--data FILE | --recipe embedded|code [--tokenizer bytes|sp]]
-                  [--depth-task [--depth-k 1..8] [--depth-mix 0.5] [--depth-ops +-]]
+                  [--depth-task [--depth-k 1..8] [--depth-mix 0.5] [--depth-ops +-]
+                                [--depth-weights W,...] [--depth-heldout-rate R]]
                   [--multipliers 1,1.5,2,3] [--set SECTION.KEY=VALUE ...]
                   [--fbt-set SECTION.KEY=VALUE ...] [--baselines DIR]
                   [--seeds N] [--seed S] [--splits validation,test]
@@ -47,8 +48,8 @@ Data: the embedded corpus (default), a file (--data), or a recipe:
                  and bos_token_id follow the model).
 --depth-task mixes the depth task (scripts/depth_task.py: a digit tracked
 through k updates, answer first; --depth-k, --depth-mix, --depth-weights,
---depth-ops) into the byte-level training text and reports exact-match
-accuracy on its held-out problems per model, regime and fused:N (N =
+--depth-ops, --depth-heldout-rate) into the byte-level training text and
+reports exact-match accuracy on its held-out problems per model, regime and fused:N (N =
 1..--depth-passes) against k: depth.{md,jsonl,png}.
 
 Everything lands in DIR (default runs/experiment-NAME): the bundles, runs,
@@ -160,7 +161,8 @@ def prepare_data(args, out, fbt):
                              os.path.join(out, "data", "depth"),
                              args.depth_mix, depth_task.parse_ks(args.depth_k), weights,
                              problems=args.depth_problems or args.problems, ops=args.depth_ops,
-                             min_heldout=args.depth_problems or args.problems)
+                             min_heldout=args.depth_problems or args.problems,
+                             rate=args.depth_heldout_rate)
         d.update(data=t["data"], val_fraction=t["val_fraction"], test_fraction=t["test_fraction"],
                  depth=t,
                  name=d["name"] + ", with the depth task as %.0f%% of the training bytes" % (
@@ -213,6 +215,10 @@ def main():
     ap.add_argument("--depth-weights", help="--depth-task: weights of the depths (default 1/k)")
     ap.add_argument("--depth-ops", default=depth_task.DEFAULT_OPS,
                     help="--depth-task: the updates, of + - * / (default %s)" % depth_task.DEFAULT_OPS)
+    ap.add_argument("--depth-heldout-rate", type=float, default=depth_task.HELDOUT_RATE,
+                    help="--depth-task: the share of each depth's problems held out (default "
+                         "%g; perm5's k = 1 has 600 problems, so 200 held out needs 0.34)"
+                         % depth_task.HELDOUT_RATE)
     ap.add_argument("--depth-problems", type=int,
                     help="--depth-task: held-out problems per depth (default --problems)")
     ap.add_argument("--deeper-plain", action="store_true",

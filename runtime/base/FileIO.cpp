@@ -3,12 +3,12 @@
 #include "runtime/base/FileIO.h"
 
 #include "runtime/base/Error.h"
+#include "runtime/base/FaultInjection.h"
 
 #include <cstdlib>
 #include <cstring>
 
 #include <fcntl.h>
-#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -87,22 +87,6 @@ std::string atomicTempPath(const std::string &path) {
   return path + ".tmp." + std::to_string(::getpid());
 }
 
-namespace {
-/// The crash-consistency tests' hook: with FBT_TEST_STOP_SAVE=POINT, a write
-/// that replaces an existing file stops the process (SIGSTOP) at POINT, so a
-/// test can kill it there and nowhere else:
-///   write      half of the new contents written
-///   fsync      all written, before the fsync
-///   rename     fsynced and closed, before the rename
-///   directory  renamed, before the directory's fsync
-/// New files (the first checkpoint, each step's own) never stop.
-void stopForTest(const char *point, bool replacing) {
-  static const char *wanted = std::getenv("FBT_TEST_STOP_SAVE");
-  if (replacing && wanted && std::strcmp(wanted, point) == 0)
-    ::raise(SIGSTOP);
-}
-} // namespace
-
 void writeFileAtomic(const std::string &path,
                      const std::vector<std::string_view> &pieces) {
   struct stat st;
@@ -135,7 +119,7 @@ void writeFileAtomic(const std::string &path,
       fail("cannot write " + tmp);
     if (!halfway && written + head == total / 2) {
       halfway = true;
-      stopForTest("write", replacing);
+      fault::inSave("write", replacing);
     }
     if (!writeAll(fd, piece.data() + head, piece.size() - head))
       fail("cannot write " + tmp);
@@ -143,15 +127,15 @@ void writeFileAtomic(const std::string &path,
   }
   // The data must be on disk before the rename makes it visible as `path`;
   // otherwise a crash could leave a renamed but empty file.
-  stopForTest("fsync", replacing);
+  fault::inSave("fsync", replacing);
   if (::fsync(fd) != 0)
     fail("cannot fsync " + tmp);
   if (::close(guard.release()) != 0)
     fail("cannot close " + tmp);
-  stopForTest("rename", replacing);
+  fault::inSave("rename", replacing);
   if (::rename(tmp.c_str(), path.c_str()) != 0)
     fail("cannot rename " + tmp + " over it");
-  stopForTest("directory", replacing);
+  fault::inSave("directory", replacing);
 
   // Persist the directory entry too. Some filesystems cannot fsync a
   // directory (EINVAL); the rename has happened by then, so that is fine.

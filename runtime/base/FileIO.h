@@ -25,9 +25,9 @@ std::string readFile(const std::string &path);
 
 /// Atomically replaces `path` with the concatenation of `pieces` (written in
 /// order, never copied into one buffer). On failure the temporary file is
-/// removed and `path` is untouched. FBT_TEST_STOP_SAVE=write|fsync|rename|
-/// directory stops the process at that point of a replacement, for the
-/// crash-consistency tests (FileIO.cpp).
+/// removed and `path` is untouched. FBT_FAULT=stop-save:POINT stops the
+/// process at that point of a replacement, for the crash-consistency tests
+/// (FaultInjection.h).
 void writeFileAtomic(const std::string &path,
                      const std::vector<std::string_view> &pieces);
 

@@ -3,6 +3,7 @@
 #include "runtime/train/Trainer.h"
 
 #include "runtime/base/Error.h"
+#include "runtime/base/FaultInjection.h"
 #include "runtime/base/FileIO.h"
 #include "runtime/base/Hash.h"
 #include "runtime/base/Random.h"
@@ -12,7 +13,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <csignal>
 #include <cstdlib>
 #include <cmath>
 #include <cstdio>
@@ -76,17 +76,6 @@ private:
 bool isDecimal(const std::string &s) {
   return !s.empty() && s.size() <= 19 &&
          s.find_first_not_of("0123456789") == std::string::npos;
-}
-
-/// The fault tests' hook: with FBT_TEST_KILL_RANK=R:S, rank R kills itself
-/// (SIGKILL, as the OOM killer or a lost machine would) when step S starts.
-void dieForTest(int rank, int64_t step) {
-  static const char *wanted = std::getenv("FBT_TEST_KILL_RANK");
-  if (!wanted)
-    return;
-  long long r = -1, s = -1;
-  if (std::sscanf(wanted, "%lld:%lld", &r, &s) == 2 && r == rank && s == step)
-    ::raise(SIGKILL);
 }
 
 std::string formatNumber(double value) {
@@ -552,7 +541,7 @@ TrainSummary Trainer::run(TrainObserver *observer) {
 
   double trainSeconds = 0;
   for (int64_t step = startStep_; step < endStep_; ++step) {
-    dieForTest(rank_, step);
+    fault::atStep(rank_, step);
     Clock::time_point t0 = Clock::now();
     double waited = session_.collectiveSeconds();
     StepRecord r = trainOne(step);

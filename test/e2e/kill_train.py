@@ -3,7 +3,7 @@ kills `fbt train` with SIGKILL and checks what it leaves.
 
 --at POINT: for each point of a checkpoint's replacement (write: half
 written; fsync; rename; directory: renamed, before the directory's fsync),
-trains with FBT_TEST_STOP_SAVE=POINT (runtime/base/FileIO.cpp), so the trainer
+trains with FBT_FAULT=stop-save:POINT (runtime/base/FaultInjection.h), so the trainer
 stops itself there on its second save, and kills it while it is stopped: the
 kill lands mid-save every time.
 --random N: N kills at random moments of one run that is resumed after each
@@ -80,7 +80,7 @@ good = total = 0
 if mode == "--at":
     for point in sys.argv[5:]:
         run = os.path.join(work, point)
-        p = train(run, [], dict(os.environ, FBT_TEST_STOP_SAVE=point))
+        p = train(run, [], dict(os.environ, FBT_FAULT="stop-save:" + point))
         if not wait_stopped(p.pid):
             sys.exit("%s: the trainer never stopped at the hook" % point)
         tmp = bool(glob.glob(os.path.join(run, "latest.safetensors.tmp.*")))
