@@ -20,6 +20,7 @@ packages=(
   nlohmann-json3-dev      # JSON: manifests, safetensors headers, metrics, requests
   libcli11-dev            # fbt's command lines
   curl                    # fbt serve's tests
+  python3-psutil          # lit's per-test time limit
 )
 
 missing=()

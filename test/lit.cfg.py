@@ -110,3 +110,19 @@ if config.fbt_fuzzers.upper() in ("ON", "TRUE", "1", "YES") and os.path.exists(s
                                      os.path.join(config.fbt_obj_root, "test", "fuzz",
                                                   name + "_fuzzer")))
     config.substitutions.append(("%fuzz", os.path.join(config.fbt_src_root, "test", "fuzz")))
+
+# Two speeds. `lit --param quick=1` (scripts/test.sh --quick) leaves out the
+# long tests, which say `REQUIRES: long-tests` and why: whole experiments,
+# the tuner's measurements, the install, the GGUF peer, the emulated GPU end
+# to end, the fuzzers. Every other test is a component's fast check.
+if lit_config.params.get("quick", "0") in ("0", "", "false", "no"):
+    config.available_features.add("long-tests")
+
+# A per-test time limit (FBT_LIT_TIMEOUT seconds, default 900), so a hung
+# test fails by name instead of stalling the suite; lit needs psutil for it
+# (Debian's python3-psutil, scripts/install-deps.sh).
+try:
+    import psutil  # noqa: F401
+    lit_config.maxIndividualTestTime = int(os.environ.get("FBT_LIT_TIMEOUT", "900"))
+except ImportError:
+    lit_config.warning("python3-psutil is missing: no per-test time limit")
