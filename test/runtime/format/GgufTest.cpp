@@ -14,7 +14,7 @@
 #include "runtime/format/Gguf.h"
 #include "runtime/format/Safetensors.h"
 
-#include "TempDir.h"
+#include "test/runtime/TempDir.h"
 
 #include <gtest/gtest.h>
 

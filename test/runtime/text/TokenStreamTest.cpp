@@ -1,11 +1,11 @@
-//===- DataTest.cpp - Tokenizer, .bin files, splits, batches, corpus ------===//
+//===- TokenStreamTest.cpp - tokenizer, .bin files, batches, corpus --===//
 
 #include "runtime/base/Error.h"
 #include "runtime/base/Random.h"
 #include "runtime/text/DefaultCorpus.h"
 #include "runtime/text/TokenStream.h"
 
-#include "TempDir.h"
+#include "test/runtime/TempDir.h"
 
 #include <gtest/gtest.h>
 
@@ -36,7 +36,7 @@ std::string errorOf(const std::function<void()> &f) {
   return "";
 }
 
-TEST(DataTest, ByteTokenizerPrefixesEachDocumentWithBos) {
+TEST(TokenStreamTest, ByteTokenizerPrefixesEachDocumentWithBos) {
   EXPECT_EQ(tokenizeText("hi"), (std::vector<int32_t>{0, 'h', 'i'}));
   // UTF-8 is split into its bytes.
   EXPECT_EQ(tokenizeText("\xc3\xa9"), (std::vector<int32_t>{0, 0xc3, 0xa9}));
@@ -51,13 +51,13 @@ TEST(DataTest, ByteTokenizerPrefixesEachDocumentWithBos) {
   EXPECT_THROW(detokenize({300}), RuntimeError);
 }
 
-TEST(DataTest, NulInTextIsAnError) {
+TEST(TokenStreamTest, NulInTextIsAnError) {
   EXPECT_EQ(errorOf([] { tokenizeText(std::string("ab\0c", 4), {}, "t.txt"); }),
             "t.txt: NUL byte at byte offset 2 (id 0 is the document "
             "separator, so text must not contain NUL)");
 }
 
-TEST(DataTest, JsonLinesFilesHoldADocumentALine) {
+TEST(TokenStreamTest, JsonLinesFilesHoldADocumentALine) {
   test::TempDir dir;
   spit(dir.file("a.jsonl"), "{\"text\": \"one\\n\\ntwo\"}\n\n{\"text\": \"x\", \"id\": 3}\n");
   TokenStream s = loadTokenFile(dir.file("a.jsonl"), 256);
@@ -74,7 +74,7 @@ TEST(DataTest, JsonLinesFilesHoldADocumentALine) {
             std::string::npos);
 }
 
-TEST(DataTest, TextFiles) {
+TEST(TokenStreamTest, TextFiles) {
   test::TempDir dir;
   spit(dir.file("a.txt"), "one\n\ntwo");
   TokenStream s =
@@ -90,7 +90,7 @@ TEST(DataTest, TextFiles) {
   EXPECT_THROW(loadTextFile(dir.file("missing.txt")), RuntimeError);
 }
 
-TEST(DataTest, BinFilesUint16AndUint32) {
+TEST(TokenStreamTest, BinFilesUint16AndUint32) {
   test::TempDir dir;
   std::vector<uint16_t> u16{5, 0, 65535, 7};
   spit(dir.file("train.bin"), raw(u16));
@@ -112,7 +112,7 @@ TEST(DataTest, BinFilesUint16AndUint32) {
       6);
 }
 
-TEST(DataTest, BinFileValidationNamesFileAndOffset) {
+TEST(TokenStreamTest, BinFileValidationNamesFileAndOffset) {
   test::TempDir dir;
   std::string path = dir.file("val.bin");
   spit(path, raw(std::vector<uint16_t>{1, 2, 50257, 3}));
@@ -134,7 +134,7 @@ TEST(DataTest, BinFileValidationNamesFileAndOffset) {
             std::string::npos);
 }
 
-TEST(DataTest, BinFilesWithLlmcHeaders) {
+TEST(TokenStreamTest, BinFilesWithLlmcHeaders) {
   test::TempDir dir;
   // uint16 ids under the GPT-2 header; the header's width wins over a name.
   std::vector<int32_t> ids{50256, 15496, 11, 995};
@@ -157,7 +157,7 @@ TEST(DataTest, BinFilesWithLlmcHeaders) {
                    "(truncated?)");
 }
 
-TEST(DataTest, StreamsSliceWithoutCopying) {
+TEST(TokenStreamTest, StreamsSliceWithoutCopying) {
   TokenStream s(std::vector<int32_t>{10, 11, 12, 13, 14});
   TokenStream mid = s.slice(1, 3);
   EXPECT_EQ(mid.toVector(), (std::vector<int32_t>{11, 12, 13}));
@@ -169,7 +169,7 @@ TEST(DataTest, StreamsSliceWithoutCopying) {
   EXPECT_EQ(mid.slice(3, 0).size(), 0);
 }
 
-TEST(DataTest, BatchesAreWindowsWithShiftedTargets) {
+TEST(TokenStreamTest, BatchesAreWindowsWithShiftedTargets) {
   std::vector<int32_t> ids(500);
   for (int i = 0; i < 500; ++i)
     ids[size_t(i)] = i;
@@ -189,7 +189,7 @@ TEST(DataTest, BatchesAreWindowsWithShiftedTargets) {
   }
 }
 
-TEST(DataTest, BatchOfAStepIsAPureFunctionOfSeedAndStep) {
+TEST(TokenStreamTest, BatchOfAStepIsAPureFunctionOfSeedAndStep) {
   TokenStream s = loadDefaultCorpus();
   Batch a = sampleBatch(s, 8, 64, 42, 100);
   // Other steps in between change nothing (no hidden generator state).
@@ -202,7 +202,7 @@ TEST(DataTest, BatchOfAStepIsAPureFunctionOfSeedAndStep) {
   EXPECT_NE(sampleBatch(s, 8, 64, 43, 100).inputs, a.inputs);
 }
 
-TEST(DataTest, BatchOffsetsCoverTheStream) {
+TEST(TokenStreamTest, BatchOffsetsCoverTheStream) {
   // Every offset 0 .. n-T-1 is reachable, including the last one.
   std::vector<int32_t> ids(20);
   for (int i = 0; i < 20; ++i)
@@ -221,7 +221,7 @@ TEST(DataTest, BatchOffsetsCoverTheStream) {
   EXPECT_THROW(sampleBatch(s, 0, 4, 1, 0), RuntimeError);
 }
 
-TEST(DataTest, ValBatchesAreFixedWindowsSpreadOverTheStream) {
+TEST(TokenStreamTest, ValBatchesAreFixedWindowsSpreadOverTheStream) {
   std::vector<int32_t> ids(100);
   for (int i = 0; i < 100; ++i)
     ids[size_t(i)] = i;
@@ -254,7 +254,7 @@ TEST(DataTest, ValBatchesAreFixedWindowsSpreadOverTheStream) {
             std::string::npos);
 }
 
-TEST(DataTest, DefaultCorpusIsDeterministicTextWithStructure) {
+TEST(TokenStreamTest, DefaultCorpusIsDeterministicTextWithStructure) {
   size_t n = defaultCorpusSize();
   EXPECT_GT(n, 1100u * 1024);
   EXPECT_LT(n, 1200u * 1024);

@@ -4,7 +4,7 @@
 #include "runtime/base/FileIO.h"
 #include "runtime/train/MetricsLog.h"
 
-#include "TempDir.h"
+#include "test/runtime/TempDir.h"
 
 #include <gtest/gtest.h>
 

@@ -5,8 +5,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FBT_TEST_RUNTIME_HOSTDEVICE_H
-#define FBT_TEST_RUNTIME_HOSTDEVICE_H
+#ifndef FBT_TEST_RUNTIME_HAL_HOSTDEVICE_H
+#define FBT_TEST_RUNTIME_HAL_HOSTDEVICE_H
 
 #include "runtime/hal/Device.h"
 
@@ -44,4 +44,4 @@ public:
 
 } // namespace fbt
 
-#endif // FBT_TEST_RUNTIME_HOSTDEVICE_H
+#endif // FBT_TEST_RUNTIME_HAL_HOSTDEVICE_H

@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "TempDir.h"
-#include "TestManifests.h"
+#include "test/runtime/TempDir.h"
+#include "test/runtime/TestManifests.h"
 
 #include "runtime/base/Error.h"
 #include "runtime/hal/Device.h"

@@ -14,8 +14,8 @@
 #include "runtime/base/FileIO.h"
 #include "runtime/tune/Tuner.h"
 
-#include "TempDir.h"
-#include "TestManifests.h"
+#include "test/runtime/TempDir.h"
+#include "test/runtime/TestManifests.h"
 
 #include <gtest/gtest.h>
 

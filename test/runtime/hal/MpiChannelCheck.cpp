@@ -16,7 +16,7 @@
 
 #include "runtime/base/Error.h"
 #include "runtime/hal/Channel.h"
-#include "test/runtime/HostDevice.h"
+#include "test/runtime/hal/HostDevice.h"
 
 #include <chrono>
 #include <cstdio>

@@ -6,7 +6,7 @@
 #include "runtime/base/Json.h"
 #include "runtime/format/Safetensors.h"
 
-#include "TempDir.h"
+#include "test/runtime/TempDir.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-//===- ServingTest.cpp - the OpenAI API's requests and replies ------------===//
+//===- ProtocolTest.cpp - the OpenAI API's requests and replies -----------===//
 
 #include "runtime/serve/Protocol.h"
 
@@ -20,7 +20,7 @@ std::string errorOf(const std::string &body, bool chat = false) {
 }
 } // namespace
 
-TEST(ServingTest, CompletionFieldsAndDefaults) {
+TEST(ProtocolTest, CompletionFieldsAndDefaults) {
   GenerationRequest r = parseGenerationRequest(
       R"({"model": "tiny", "prompt": ["Hi"], "max_tokens": 5, "temperature": 0,
           "top_p": 0.5, "stop": ["\n", "."], "seed": 7, "n": 2, "stream": true,
@@ -42,7 +42,7 @@ TEST(ServingTest, CompletionFieldsAndDefaults) {
   EXPECT_EQ(d.regime.name(), "soft");
 }
 
-TEST(ServingTest, BadRequestsNameTheField) {
+TEST(ProtocolTest, BadRequestsNameTheField) {
   EXPECT_EQ(errorOf("{\"prompt\": 3}"), "400 prompt: 'prompt' must be a string, not a number");
   EXPECT_EQ(errorOf("{}"), "400 prompt: 'prompt' is required");
   EXPECT_EQ(errorOf("[1]"), "400 : the request body must be a JSON object");
@@ -69,7 +69,7 @@ TEST(ServingTest, BadRequestsNameTheField) {
   EXPECT_NE(errorOf(R"({"prompt": "a", "prompt": "b"})").find("not JSON"), std::string::npos);
 }
 
-TEST(ServingTest, ChatTemplateAndStop) {
+TEST(ProtocolTest, ChatTemplateAndStop) {
   GenerationRequest r = parseGenerationRequest(
       R"({"messages": [{"role": "system", "content": "Be brief."},
                        {"role": "user", "content": "Hi"}]})",
@@ -86,7 +86,7 @@ TEST(ServingTest, ChatTemplateAndStop) {
   EXPECT_EQ(stopAt("none", c), std::string::npos);
 }
 
-TEST(ServingTest, Utf8TextHoldsBackIncompleteCharacters) {
+TEST(ProtocolTest, Utf8TextHoldsBackIncompleteCharacters) {
   EXPECT_EQ(utf8Text("caf\xC3\xA9", false), "caf\xC3\xA9");
   EXPECT_EQ(utf8Text("caf\xC3", false), "caf");              // wait for the rest
   EXPECT_EQ(utf8Text("caf\xC3", true), "caf\xEF\xBF\xBD");   // the end: U+FFFD
@@ -95,7 +95,7 @@ TEST(ServingTest, Utf8TextHoldsBackIncompleteCharacters) {
   EXPECT_EQ(utf8Text("\xF0\x9F\x99\x82", false), "\xF0\x9F\x99\x82");
 }
 
-TEST(ServingTest, RepliesAreOpenAiShaped) {
+TEST(ProtocolTest, RepliesAreOpenAiShaped) {
   GenerationRequest r = parseGenerationRequest(R"({"prompt": "a"})", false, soft());
   r.model = "tiny";
   std::string reply = replyJson(r, "cmpl-1", 5, {{"bc", "length"}}, 2, 2);

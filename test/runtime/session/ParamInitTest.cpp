@@ -1,4 +1,4 @@
-//===- InitTest.cpp - Deterministic parameter init ------------------------===//
+//===- ParamInitTest.cpp - Deterministic parameter init -------------------===//
 
 #include "runtime/base/Error.h"
 #include "runtime/base/Random.h"
@@ -12,11 +12,11 @@ using namespace fbt;
 
 namespace {
 
-TEST(InitTest, NormScalesAreOnes) {
+TEST(ParamInitTest, NormScalesAreOnes) {
   EXPECT_EQ(initParameter({4}, 1234, 3), (std::vector<float>{1, 1, 1, 1}));
 }
 
-TEST(InitTest, WeightsAreScaledNormalsOfSeedAndIndex) {
+TEST(ParamInitTest, WeightsAreScaledNormalsOfSeedAndIndex) {
   std::vector<float> w = initParameter({3, 5}, 1234, 7);
   ASSERT_EQ(w.size(), 15u);
   for (uint64_t i = 0; i < 15; ++i)
@@ -29,7 +29,7 @@ TEST(InitTest, WeightsAreScaledNormalsOfSeedAndIndex) {
   EXPECT_EQ(initParameter({3, 5}, 1234, 7, 1.0f)[4], rng::normal(1234, 7, 4));
 }
 
-TEST(InitTest, WeightStatistics) {
+TEST(ParamInitTest, WeightStatistics) {
   std::vector<float> w = initParameter({256, 256}, 42, 0);
   double sum = 0, sumSq = 0;
   for (float v : w) {
@@ -41,7 +41,7 @@ TEST(InitTest, WeightStatistics) {
   EXPECT_NEAR(std::sqrt(sumSq / n), 0.02, 0.0005);
 }
 
-TEST(InitTest, OtherRanksAreErrors) {
+TEST(ParamInitTest, OtherRanksAreErrors) {
   EXPECT_THROW(initParameter({2, 2, 2}, 1, 0), RuntimeError);
   EXPECT_THROW(initParameter({}, 1, 0), RuntimeError);
 }
@@ -50,7 +50,7 @@ TEST(InitTest, OtherRanksAreErrors) {
 
 namespace {
 
-TEST(InitTest, UniformInitIsScaledUniformsOfSeedAndIndex) {
+TEST(ParamInitTest, UniformInitIsScaledUniformsOfSeedAndIndex) {
   std::vector<float> w = initParameter({64, 64}, 9, 20, 0.125f, InitKind::Uniform);
   const float a = 0.125f * std::sqrt(3.0f);
   double sum = 0, sq = 0;

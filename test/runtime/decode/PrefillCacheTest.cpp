@@ -1,7 +1,8 @@
 //===- PrefillCacheTest.cpp - the decoder's prefill cache is exact --------===//
 //
-// Needs a compiled CPU bundle: test/serve/prefill-cache.test compiles one
-// and runs this with FBT_TEST_BUNDLE set; under plain CTest it skips.
+// Needs a compiled CPU bundle: CTest's fixture.tiny_batch1 compiles one
+// and runs this with FBT_TEST_BUNDLE set (test/emucuda/cuda-tests.test on a
+// GPU bundle); without it, it skips.
 // With random weights the carried state is a dense vector that every
 // decoding step feeds back (soft, fused), so a restore that missed any of
 // KV rows, state or logits shows as different bits.
@@ -35,7 +36,7 @@ Generated generate(Decoder &d, const std::vector<int32_t> &prompt, const Regime 
 TEST(PrefillCacheTest, RestoredPrefillsDecodeBitForBit) {
   const char *bundle = std::getenv("FBT_TEST_BUNDLE");
   if (!bundle)
-    GTEST_SKIP() << "needs FBT_TEST_BUNDLE (test/serve/prefill-cache.test)";
+    GTEST_SKIP() << "needs FBT_TEST_BUNDLE (CTest's fixture.tiny_batch1 compiles one)";
   Session session(bundle);
   session.initialize(7);
   std::vector<int32_t> p = {0, 84, 104, 101, 32, 99, 97, 116}, q = {0, 65, 32, 100, 111, 103};

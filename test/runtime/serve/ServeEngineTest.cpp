@@ -1,7 +1,8 @@
 //===- ServeEngineTest.cpp - fbt serve's engine, driven without HTTP -------===//
 //
-// Needs a compiled CPU bundle: test/serve/engine.test compiles one and runs
-// this with FBT_TEST_BUNDLE set; under plain CTest it skips. Random
+// Needs a compiled CPU bundle (decode batch 4): CTest's fixture.tiny_batch4
+// compiles one and runs this with FBT_TEST_BUNDLE set; without it, it
+// skips. Random
 // weights: the texts mean nothing, but each is a function of its request
 // alone, whatever else shares the decode batch.
 //
@@ -26,7 +27,7 @@ protected:
   void SetUp() override {
     const char *bundle = std::getenv("FBT_TEST_BUNDLE");
     if (!bundle)
-      GTEST_SKIP() << "needs FBT_TEST_BUNDLE (test/serve/engine.test)";
+      GTEST_SKIP() << "needs FBT_TEST_BUNDLE (CTest's fixture.tiny_batch4 compiles one)";
     session_ = std::make_unique<Session>(bundle);
     session_->initialize(7);
     options_.model = "tiny";

@@ -5,8 +5,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "TempDir.h"
-#include "TestManifests.h"
+#include "test/runtime/TempDir.h"
+#include "test/runtime/TestManifests.h"
 
 #include "runtime/base/Error.h"
 #include "runtime/format/Bundle.h"
