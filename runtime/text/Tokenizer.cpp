@@ -5,6 +5,7 @@
 #include "runtime/base/Error.h"
 #include "runtime/base/FileIO.h"
 #include "runtime/base/Json.h"
+#include "runtime/text/Gpt2Bytes.h"
 
 #ifdef FBT_HAVE_PCRE2
 #define PCRE2_CODE_UNIT_WIDTH 8
@@ -81,19 +82,6 @@ bool endsWith(const std::string &s, const std::string &suffix) {
 constexpr const char *kGpt2Pattern =
     R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
 
-/// GPT-2's vocabulary files write each byte as a printable code point:
-/// printable Latin-1 bytes as themselves, the others as U+0100 onwards.
-std::vector<int> byteOfCodePoint() {
-  std::vector<int> byteOf(512, -1);
-  int next = 0;
-  for (int b = 0; b < 256; ++b) {
-    bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) ||
-                     (b >= 0xAE && b <= 0xFF);
-    byteOf[printable ? b : 256 + next++] = b;
-  }
-  return byteOf;
-}
-
 /// The raw bytes a vocabulary string stands for; empty if it has a code
 /// point outside the byte alphabet (then it is not a byte-level token).
 std::string rawBytes(const std::string &s, const std::vector<int> &byteOf,
@@ -127,7 +115,7 @@ public:
           const std::vector<std::pair<std::string, std::string>> &merges,
           const std::string &source)
       : name_(std::move(name)) {
-    std::vector<int> byteOf = byteOfCodePoint();
+    std::vector<int> byteOf = gpt2::byteOfCodePoint();
     std::unordered_map<std::string, int32_t> idOfRaw;
     int64_t size = 0;
     for (const auto &[token, id] : vocab)

@@ -34,6 +34,7 @@
 #include "runtime/format/Gguf.h"
 #include "runtime/format/ModelConfig.h"
 #include "runtime/format/Safetensors.h"
+#include "runtime/text/Gpt2Bytes.h"
 #include "runtime/text/Tokenizer.h"
 
 #include <cmath>
@@ -78,30 +79,6 @@ LlamaShape readLlamaShape(const Bundle &bundle) {
   return s;
 }
 
-/// GPT-2's printable stand-in for each byte (its bytes_to_unicode table):
-/// printable Latin-1 bytes stand for themselves, the other 68 (controls,
-/// space, DEL, NBSP, soft hyphen) for U+0100 onwards in byte order.
-std::vector<std::string> gpt2ByteSymbols() {
-  auto printable = [](int b) {
-    return (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) ||
-           (b >= 0xAE && b <= 0xFF);
-  };
-  auto utf8 = [](unsigned cp) {
-    std::string s;
-    if (cp < 0x80) {
-      s += (char)cp;
-    } else { // every symbol is below U+0800
-      s += (char)(0xC0 | (cp >> 6));
-      s += (char)(0x80 | (cp & 0x3F));
-    }
-    return s;
-  };
-  std::vector<std::string> symbols(256);
-  unsigned next = 256;
-  for (int b = 0; b < 256; ++b)
-    symbols[b] = utf8(printable(b) ? (unsigned)b : next++);
-  return symbols;
-}
 
 /// llama.cpp's row order for W_q / W_k from fbt's (see the file comment):
 /// within each head of `dh` rows, row 2i+j comes from row j*dh/2+i.
@@ -225,7 +202,7 @@ int runExport(int argc, char **argv) {
 
   // Ids 0..255 are the bytes; a vocabulary padded past 256 gets unused
   // placeholders, so that the token list matches token_embd's rows.
-  std::vector<std::string> tokens = gpt2ByteSymbols();
+  std::vector<std::string> tokens = gpt2::byteSymbols();
   std::vector<int32_t> types(tokens.size(), 1); // LLAMA_TOKEN_TYPE_NORMAL
   for (int64_t id = 256; id < V; ++id) {
     tokens.push_back("<fbt_unused_" + std::to_string(id) + ">");
