@@ -5,6 +5,7 @@
 #include "runtime/base/Error.h"
 #include "runtime/base/FileIO.h"
 #include "runtime/base/Hash.h"
+#include "runtime/base/LittleEndian.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -236,16 +237,10 @@ std::string dims(const uint32_t d[3]) {
          std::to_string(d[2]) + "]";
 }
 
-void putU64(std::string &out, uint64_t v) {
-  for (int i = 0; i < 8; ++i)
-    out += char((v >> (8 * i)) & 0xff);
-}
+void putU64(std::string &out, uint64_t v) { appendLittleEndian(out, v); }
 
 uint64_t readU64(const std::string &s, size_t at) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; --i)
-    v = (v << 8) | (unsigned char)s[at + i];
-  return v;
+  return readLittleEndian<uint64_t>(s.data() + at);
 }
 
 uint64_t alignTo64(uint64_t v) { return (v + 63) & ~uint64_t(63); }

@@ -4,6 +4,7 @@
 
 #include "runtime/base/Error.h"
 #include "runtime/base/FileIO.h"
+#include "runtime/base/LittleEndian.h"
 
 #include <cstring>
 #include <type_traits>
@@ -12,12 +13,9 @@ namespace fbt {
 
 namespace {
 
-// Integers are written byte by byte, least significant first: the file is
-// little-endian whatever the host.
+// The file is little-endian whatever the host (LittleEndian.h).
 template <typename T> void putInt(std::string &out, T value) {
-  auto u = static_cast<std::make_unsigned_t<T>>(value);
-  for (size_t i = 0; i < sizeof(T); ++i)
-    out.push_back(static_cast<char>((u >> (8 * i)) & 0xff));
+  appendLittleEndian(out, value);
 }
 
 void putF32(std::string &out, float value) {

@@ -5,6 +5,7 @@
 #include "runtime/base/Bf16.h"
 #include "runtime/base/Error.h"
 #include "runtime/base/FileIO.h"
+#include "runtime/base/LittleEndian.h"
 #include "runtime/base/Json.h"
 
 #include <algorithm>
@@ -400,9 +401,7 @@ SafetensorsFile parseWith(uint64_t fileBytes, const ReadAt &readAt,
                        "header length");
   uint8_t prefix[8];
   readAt(0, 8, prefix);
-  uint64_t headerBytes = 0;
-  for (int i = 7; i >= 0; --i)
-    headerBytes = (headerBytes << 8) | prefix[i];
+  uint64_t headerBytes = readLittleEndian<uint64_t>(prefix);
   if (headerBytes > fileBytes - 8)
     throw RuntimeError(source + ": header length " +
                        std::to_string(headerBytes) +
@@ -563,10 +562,8 @@ serializeSafetensorsHeader(const std::vector<Tensor> &tensors,
   // Pad with spaces (valid JSON whitespace) so the data starts 8-aligned
   // and can be used in place by memory-mapping readers.
   json.append((8 - json.size() % 8) % 8, ' ');
-  std::string out(8, '\0');
-  uint64_t n = json.size();
-  for (int i = 0; i < 8; ++i)
-    out[static_cast<size_t>(i)] = static_cast<char>((n >> (8 * i)) & 0xFF);
+  std::string out;
+  appendLittleEndian<uint64_t>(out, json.size());
   return out + json;
 }
 
