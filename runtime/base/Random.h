@@ -28,6 +28,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 namespace fbt::rng {
 
@@ -40,6 +41,11 @@ constexpr uint64_t kBatch = 0xBA7C;
 constexpr uint64_t kCorpus = 0xC0B5;
 /// `fbt eval --task` problems (under their own seed, not the corpus's).
 constexpr uint64_t kTask = 0x7A5C;
+/// Synthetic inputs to time steps with (fbt bench, fbt tune): a batch's
+/// ids and targets, and prompts.
+constexpr uint64_t kSyntheticIds = 0x51D5;
+constexpr uint64_t kSyntheticTargets = 0x5A26;
+constexpr uint64_t kSyntheticPrompts = 0x5903;
 } // namespace streams
 
 /// The splitmix64 finalizer: a bijection on 64-bit words that spreads every
@@ -87,6 +93,18 @@ inline float normal(uint64_t seed, uint64_t stream, uint64_t i) {
   double r = std::sqrt(-2.0 * std::log(1.0 - u1));
   constexpr double kTwoPi = 6.283185307179586476925;
   return static_cast<float>(r * std::cos(kTwoPi * u2));
+}
+
+/// `n` synthetic token ids in 1 .. vocab - 1 (never id 0, the usual BOS),
+/// id j = 1 + uniformInt(round, stream, j, vocab - 1): the inputs fbt bench
+/// and fbt tune time steps on, a different draw per `round`.
+inline std::vector<int32_t> syntheticIds(int64_t n, int64_t vocab, uint64_t stream,
+                                         uint64_t round = 0) {
+  std::vector<int32_t> ids(static_cast<size_t>(n));
+  for (int64_t j = 0; j < n; ++j)
+    ids[j] = 1 + static_cast<int32_t>(uniformInt(round, stream, uint64_t(j),
+                                                 static_cast<uint64_t>(vocab - 1)));
+  return ids;
 }
 
 } // namespace fbt::rng

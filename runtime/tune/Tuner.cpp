@@ -450,11 +450,9 @@ bool startsWith(const std::string &s, const std::string &prefix) { return s.rfin
 std::vector<Workload> workloads(const Bundle &bundle, const ModelConfig &c) {
   std::vector<Workload> list;
   auto tokens = [&c](int64_t n, uint64_t stream, int64_t i) {
-    std::vector<int32_t> t(n);
-    for (int64_t j = 0; j < n; ++j)
-      t[j] = 1 + (int32_t)rng::uniformInt(stream, i, j, c.vocabSize - 1);
-    return t;
+    return rng::syntheticIds(n, c.vocabSize, stream, uint64_t(i));
   };
+  using namespace rng::streams;
   int64_t bt = c.training.batchSize * c.training.sequenceLength;
   for (const auto &[name, plan] : bundle.steps()) {
     int64_t k = step::passesOf(name);
@@ -464,20 +462,20 @@ std::vector<Workload> workloads(const Bundle &bundle, const ModelConfig &c) {
     if (plan.kind == StepKind::Train)
       list.push_back({name,
                       [=](Session &s, int64_t i) {
-                        s.trainStep(k, tokens(bt, 5, i).data(), tokens(bt, 6, i).data(), i,
+                        s.trainStep(k, tokens(bt, kSyntheticIds, i).data(), tokens(bt, kSyntheticTargets, i).data(), i,
                                     1e-4f);
                       },
                       itself});
     else if (plan.kind == StepKind::Grads)
       list.push_back({name,
                       [=](Session &s, int64_t i) {
-                        s.gradientStep(k, tokens(bt, 5, i).data(), tokens(bt, 6, i).data(), i);
+                        s.gradientStep(k, tokens(bt, kSyntheticIds, i).data(), tokens(bt, kSyntheticTargets, i).data(), i);
                       },
                       itself});
     else if (plan.kind == StepKind::Eval)
       list.push_back({name,
                       [=](Session &s, int64_t i) {
-                        s.evalStep(k, tokens(bt, 5, i).data(), tokens(bt, 6, i).data());
+                        s.evalStep(k, tokens(bt, kSyntheticIds, i).data(), tokens(bt, kSyntheticTargets, i).data());
                       },
                       itself});
   }
@@ -504,14 +502,14 @@ std::vector<Workload> workloads(const Bundle &bundle, const ModelConfig &c) {
              Decoder d(s);
              std::vector<std::vector<int32_t>> prompts;
              for (int64_t row = 0; row < d.batchSize(); ++row)
-               prompts.push_back(tokens(d.maxPrompt(), 7 + row, i));
+               prompts.push_back(tokens(d.maxPrompt(), kSyntheticPrompts, (i << 16) | row));
              SamplingOptions greedy;
              d.generate(prompts, Regime::parse(r), greedy, 8,
                         [](int64_t, int32_t) { return true; });
              // Each one-row prefill once (a prompt of its length), so that
              // its kernels are timed too.
              for (int64_t t : d.rowPrefillLengths())
-               d.generate({tokens(t, 9, i)}, Regime::parse(r), greedy, 2,
+               d.generate({tokens(t, kSyntheticPrompts, (i << 16) | 0xFFFF)}, Regime::parse(r), greedy, 2,
                           [](int64_t, int32_t) { return true; });
            },
            [=](const std::string &name) {

@@ -101,11 +101,9 @@ int runBench(int argc, char **argv) {
   if (args.has("train")) {
     int64_t k = args.getInt("train", 1);
     int64_t b = c.training.batchSize, t = c.training.sequenceLength;
-    std::vector<int32_t> ids(b * t), targets(b * t);
-    for (int64_t i = 0; i < b * t; ++i) {
-      ids[i] = 1 + (int32_t)rng::uniformInt(3, 1, i, vocab - 1);
-      targets[i] = 1 + (int32_t)rng::uniformInt(3, 2, i, vocab - 1);
-    }
+    std::vector<int32_t> ids = rng::syntheticIds(b * t, vocab, rng::streams::kSyntheticIds);
+    std::vector<int32_t> targets =
+        rng::syntheticIds(b * t, vocab, rng::streams::kSyntheticTargets);
     StepRunner &runner = s.runner(step::train(k));
     for (int64_t i = 0; i < warmup; ++i)
       s.trainStep(k, ids.data(), targets.data(), i, 1e-4f);
@@ -144,10 +142,9 @@ int runBench(int argc, char **argv) {
   Decoder d(s);
   int64_t prompt = std::min<int64_t>(d.maxPrompt(), args.getInt("tokens", d.maxPrompt()));
   int64_t newTokens = std::min<int64_t>(steps, d.maxSequence() - prompt);
-  std::vector<std::vector<int32_t>> prompts(d.batchSize(), std::vector<int32_t>(prompt));
-  for (auto &p : prompts)
-    for (int64_t i = 0; i < prompt; ++i)
-      p[i] = 1 + (int32_t)rng::uniformInt(4, 1, i, vocab - 1);
+  // Every row the same prompt, so the rows' times are alike.
+  std::vector<std::vector<int32_t>> prompts(
+      d.batchSize(), rng::syntheticIds(prompt, vocab, rng::streams::kSyntheticPrompts));
   SamplingOptions greedy;
   auto all = [](int64_t, int32_t) { return true; };
   for (int64_t i = 0; i < warmup; ++i)

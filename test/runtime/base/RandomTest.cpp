@@ -97,4 +97,19 @@ TEST(RandomTest, StreamsAndSeedsAreIndependent) {
   EXPECT_EQ(rng::uniform(7, 8, 9), rng::uniform(7, 8, 9));
 }
 
+TEST(RandomTest, SyntheticIdsAvoidBosAndVaryByRound) {
+  std::vector<int32_t> a = rng::syntheticIds(4096, 7, rng::streams::kSyntheticIds, 3);
+  std::vector<int32_t> seen(7, 0);
+  for (int32_t id : a) {
+    ASSERT_GE(id, 1);
+    ASSERT_LT(id, 7);
+    ++seen[id];
+  }
+  for (int id = 1; id < 7; ++id)
+    EXPECT_GT(seen[id], 500) << id; // about 4096 / 6 each
+  EXPECT_EQ(a, rng::syntheticIds(4096, 7, rng::streams::kSyntheticIds, 3));
+  EXPECT_NE(a, rng::syntheticIds(4096, 7, rng::streams::kSyntheticIds, 4));
+  EXPECT_NE(a, rng::syntheticIds(4096, 7, rng::streams::kSyntheticTargets, 3));
+}
+
 } // namespace
