@@ -1,0 +1,103 @@
+//===- LlamaGguf.cpp - an FBT's standard regime as llama.cpp's llama ------===//
+
+#include "runtime/format/LlamaGguf.h"
+
+#include "runtime/base/Error.h"
+
+#include <algorithm>
+#include <cstdint>
+
+namespace fbt::llama {
+
+namespace {
+std::vector<float> scaled(std::vector<float> w, double a) {
+  for (float &x : w)
+    x = (float)(x * a);
+  return w;
+}
+} // namespace
+
+std::vector<float> ropeRowsToPairs(const std::vector<float> &w, int64_t rows, int64_t cols,
+                                   int64_t heads) {
+  int64_t dh = rows / heads, half = dh / 2;
+  std::vector<float> out(w.size());
+  for (int64_t h = 0; h < heads; ++h)
+    for (int64_t i = 0; i < half; ++i)
+      for (int64_t j = 0; j < 2; ++j) {
+        const float *from = &w[(h * dh + j * half + i) * cols];
+        std::copy(from, from + cols, &out[(h * dh + 2 * i + j) * cols]);
+      }
+  return out;
+}
+
+void addHyperparameters(GgufWriter &gguf, const Hyperparameters &h) {
+  if (h.vocab > INT32_MAX || h.hidden > UINT32_MAX || h.intermediate > UINT32_MAX ||
+      h.contextLength > UINT32_MAX)
+    throw RuntimeError("the model is too large for GGUF's u32 hyperparameters");
+  gguf.addString("general.architecture", "llama");
+  gguf.addString("general.name", h.name);
+  gguf.addU32("general.file_type", 0); // LLAMA_FTYPE_ALL_F32
+  gguf.addU32("llama.context_length", (uint32_t)h.contextLength);
+  gguf.addU32("llama.embedding_length", (uint32_t)h.hidden);
+  gguf.addU32("llama.block_count", (uint32_t)h.layers);
+  gguf.addU32("llama.feed_forward_length", (uint32_t)h.intermediate);
+  gguf.addU32("llama.attention.head_count", (uint32_t)h.heads);
+  gguf.addU32("llama.attention.head_count_kv", (uint32_t)h.heads);
+  gguf.addU32("llama.rope.dimension_count", (uint32_t)(h.hidden / h.heads));
+  gguf.addF32("llama.rope.freq_base", (float)h.ropeTheta);
+  gguf.addF32("llama.attention.layer_norm_rms_epsilon", (float)h.rmsNormEps);
+  gguf.addU32("llama.vocab_size", (uint32_t)h.vocab);
+}
+
+void addByteVocabulary(GgufWriter &gguf, const Hyperparameters &h,
+                       const std::vector<std::string> &byteSymbols) {
+  std::vector<std::string> tokens = byteSymbols;
+  std::vector<int32_t> types(tokens.size(), 1); // LLAMA_TOKEN_TYPE_NORMAL
+  for (int64_t id = (int64_t)tokens.size(); id < h.vocab; ++id) {
+    tokens.push_back("<fbt_unused_" + std::to_string(id) + ">");
+    types.push_back(5); // LLAMA_TOKEN_TYPE_UNUSED
+  }
+  if ((int64_t)tokens.size() > h.vocab)
+    throw RuntimeError("the model's vocabulary (" + std::to_string(h.vocab) +
+                       ") is smaller than the " + std::to_string(byteSymbols.size()) +
+                       " bytes");
+  // "default" pre-tokenization: with no merges, how text is split into
+  // words does not change the ids (each byte stays its own token).
+  gguf.addString("tokenizer.ggml.model", "gpt2");
+  gguf.addString("tokenizer.ggml.pre", "default");
+  gguf.addStringArray("tokenizer.ggml.tokens", tokens);
+  gguf.addI32Array("tokenizer.ggml.token_type", types);
+  gguf.addStringArray("tokenizer.ggml.merges", {});
+  gguf.addU32("tokenizer.ggml.bos_token_id", (uint32_t)h.bosTokenId);
+  gguf.addU32("tokenizer.ggml.eos_token_id", (uint32_t)h.bosTokenId);
+  gguf.addBool("tokenizer.ggml.add_bos_token", true);
+  gguf.addBool("tokenizer.ggml.add_eos_token", false);
+}
+
+size_t addTensors(GgufWriter &gguf, const Hyperparameters &h, const WeightSource &weight) {
+  const int64_t V = h.vocab, D = h.hidden, H = h.heads, F = h.intermediate;
+  size_t before = gguf.tensorCount();
+  gguf.addTensor("token_embd.weight", {V, D}, weight("model.embed_tokens.weight"));
+  for (int64_t l = 0; l < h.layers; ++l) {
+    std::string from = "model.layers." + std::to_string(l) + ".";
+    std::string to = "blk." + std::to_string(l) + ".";
+    gguf.addTensor(to + "attn_norm.weight", {D}, weight(from + "input_layernorm.weight"));
+    gguf.addTensor(to + "attn_q.weight", {D, D},
+                   ropeRowsToPairs(weight(from + "self_attn.q_proj.weight"), D, D, H));
+    gguf.addTensor(to + "attn_k.weight", {D, D},
+                   ropeRowsToPairs(weight(from + "self_attn.k_proj.weight"), D, D, H));
+    gguf.addTensor(to + "attn_v.weight", {D, D}, weight(from + "self_attn.v_proj.weight"));
+    gguf.addTensor(to + "attn_output.weight", {D, D},
+                   scaled(weight(from + "self_attn.o_proj.weight"), h.depthScale));
+    gguf.addTensor(to + "ffn_norm.weight", {D},
+                   weight(from + "post_attention_layernorm.weight"));
+    gguf.addTensor(to + "ffn_gate.weight", {F, D}, weight(from + "mlp.gate_proj.weight"));
+    gguf.addTensor(to + "ffn_up.weight", {F, D}, weight(from + "mlp.up_proj.weight"));
+    gguf.addTensor(to + "ffn_down.weight", {D, F},
+                   scaled(weight(from + "mlp.down_proj.weight"), h.depthScale));
+  }
+  gguf.addTensor("output_norm.weight", {D}, weight("model.norm.weight"));
+  return gguf.tensorCount() - before;
+}
+
+} // namespace fbt::llama

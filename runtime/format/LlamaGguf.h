@@ -1,0 +1,76 @@
+//===- LlamaGguf.h - an FBT's standard regime as llama.cpp's llama -*- C++ -*-===//
+//
+// The standard regime of an FBT (u_t = e_t, DESIGN.md section 2) is a plain
+// Llama: pre-norm blocks, RoPE, SwiGLU, RMSNorm, tied embeddings. What
+// differs from llama.cpp's "llama" architecture, and how the conversion
+// makes up for it, so that llama.cpp computes what `fbt generate --mode
+// standard` does:
+//  - Depth scaling: fbt adds a*Attn(.) and a*MLP(.) to the residual stream.
+//    Both branches end in a linear map, so a is folded into attn_output and
+//    ffn_down (W -> a*W).
+//  - RoPE layout: fbt rotates channel i of a head with channel i + Dh/2 (HF
+//    Llama's rotate-half); llama.cpp's llama rotates channels 2i and 2i+1
+//    (rope type NORM). Permuting the rows of W_q and W_k within each head
+//    (row 2i+j of llama.cpp's = row j*Dh/2+i of fbt's), as llama.cpp's own
+//    converter does for HF checkpoints, turns one into the other; q.k is
+//    unchanged because q and k are permuted alike.
+//  - Tied embeddings: no output.weight; llama.cpp then uses token_embd.
+//  - The byte-level vocabulary: tokenizer.ggml.model "gpt2" with the 256
+//    GPT-2 byte symbols as tokens and no merges, so llama.cpp's BPE maps
+//    each byte to its own id, as fbt's tokenizer does; BOS (the document
+//    separator fbt puts before every prompt) is also EOS.
+// fbt export (tools/fbt/CmdExport.cpp) reads the checkpoint and writes the
+// file; this is the conversion, unit-tested on its own (LlamaGgufTest.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FBT_RUNTIME_FORMAT_LLAMAGGUF_H
+#define FBT_RUNTIME_FORMAT_LLAMAGGUF_H
+
+#include "runtime/format/Gguf.h"
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace fbt::llama {
+
+/// The model's hyperparameters as llama.cpp's llama names them.
+struct Hyperparameters {
+  std::string name;
+  int64_t vocab = 0, hidden = 0, layers = 0, heads = 0, intermediate = 0;
+  int64_t contextLength = 0; ///< max_position_embeddings
+  double rmsNormEps = 0;     ///< rms_norm_eps
+  double ropeTheta = 0;      ///< rope_theta
+  double depthScale = 0;     ///< feedback.depth_scaling, resolved to a number
+  int64_t bosTokenId = 0;
+};
+
+/// llama.cpp's row order for W_q / W_k from fbt's: within each head of
+/// rows / heads rows, row 2i+j comes from row j*dh/2+i.
+std::vector<float> ropeRowsToPairs(const std::vector<float> &w, int64_t rows, int64_t cols,
+                                   int64_t heads);
+
+/// general.* and llama.* keys. RuntimeError where a value does not fit
+/// GGUF's u32 fields.
+void addHyperparameters(GgufWriter &gguf, const Hyperparameters &h);
+
+/// The byte-level vocabulary: `byteSymbols` (GPT-2's 256 stand-ins, in
+/// byte order) as ids 0..255, and unused placeholders up to h.vocab, so the
+/// token list matches token_embd's rows. RuntimeError for a vocabulary
+/// smaller than the 256 bytes.
+void addByteVocabulary(GgufWriter &gguf, const Hyperparameters &h,
+                       const std::vector<std::string> &byteSymbols);
+
+/// A weight by its fbt name ("model.layers.0.self_attn.q_proj.weight"),
+/// row-major, checked by the caller.
+using WeightSource = std::function<std::vector<float>(const std::string &)>;
+
+/// token_embd, each block's norms, attention and MLP (permuted and scaled as
+/// above), output_norm. Returns the number of tensors added.
+size_t addTensors(GgufWriter &gguf, const Hyperparameters &h, const WeightSource &weight);
+
+} // namespace fbt::llama
+
+#endif // FBT_RUNTIME_FORMAT_LLAMAGGUF_H
