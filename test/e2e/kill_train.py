@@ -27,6 +27,9 @@ import subprocess
 import sys
 import time
 
+if len(sys.argv) < 5 or "--help" in sys.argv or "-h" in sys.argv:
+    print(__doc__)
+    sys.exit(0 if len(sys.argv) > 1 else 2)
 fbt, bundle, work = sys.argv[1:4]
 mode = sys.argv[4]
 

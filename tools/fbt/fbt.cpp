@@ -16,9 +16,11 @@
 
 #include "runtime/base/Error.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <vector>
 
 namespace {
 #ifndef FBT_HAVE_HTTPLIB
@@ -92,14 +94,31 @@ void usage(std::FILE *out) {
   }
   std::fputs("\n"
              "`fbt <command> --help` describes each command's options; every\n"
-             "command takes --threads N, the CPU steps' threads (default:\n"
-             "OMP_NUM_THREADS, else every core). Commands that run steps use the\n"
-             "choices `fbt tune` stored for the device (--tune-cache FILE, --no-tune).\n",
+             "command takes --threads N (before or after it), the CPU steps'\n"
+             "threads (default: OMP_NUM_THREADS, else every core). Commands that\n"
+             "run steps use the choices `fbt tune` stored for the device\n"
+             "(--tune-cache FILE, --no-tune).\n",
              out);
 }
 } // namespace
 
+/// `fbt --threads N COMMAND ...` (and --threads=N) is `fbt COMMAND
+/// --threads N ...`: the option moves behind the command, which parses it.
+std::vector<char *> threadsAfterCommand(int argc, char **argv) {
+  std::vector<char *> args(argv, argv + argc);
+  if (args.size() < 2)
+    return args;
+  std::string first = args[1];
+  size_t option = first == "--threads" ? 2 : first.rfind("--threads=", 0) == 0 ? 1 : 0;
+  if (option && args.size() > 1 + option)
+    std::rotate(args.begin() + 1, args.begin() + 1 + option, args.begin() + 2 + option);
+  return args;
+}
+
 int main(int argc, char **argv) {
+  std::vector<char *> args = threadsAfterCommand(argc, argv);
+  argc = (int)args.size();
+  argv = args.data();
   if (argc < 2) {
     usage(stderr);
     return 2;
