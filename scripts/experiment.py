@@ -122,6 +122,50 @@ def read_metrics(path):
     return steps, evals
 
 
+TRAINED_SPEC = "trained-spec.json"  # in a run folder: the spec it was trained from
+
+
+def trained_spec(spec_path):
+    """What a run's weights depend on: the spec less its inference shapes."""
+    with open(spec_path) as f:
+        spec = json.load(f)
+    spec.pop("inference", None)
+    return spec
+
+
+def finished_run(rundir, steps, seed, spec_path):
+    """Whether `rundir` holds a run that `fbt train --steps steps --seed seed`
+    finished from the same spec (bar its inference shapes): run.json and the
+    metrics say so, and TRAINED_SPEC matches. An experiment restarted after
+    an interruption, or with larger prompts, takes it as it is."""
+    try:
+        with open(os.path.join(rundir, "run.json")) as f:
+            recorded = json.load(f)
+        with open(os.path.join(rundir, TRAINED_SPEC)) as f:
+            same_spec = json.load(f) == trained_spec(spec_path)
+        last = read_metrics(os.path.join(rundir, "metrics.jsonl"))[0]
+    except (OSError, ValueError):
+        return False
+    return bool(same_spec and recorded.get("steps") == steps and recorded.get("seed") == seed
+                and last and last[-1]["step"] == steps
+                and os.path.exists(os.path.join(rundir, "latest.safetensors")))
+
+
+def check_depth_prompts(task, describe):
+    """Every depth problem's prompt (and the BOS before it) must fit each
+    model's compiled prefill: refused before any training, not hours in."""
+    for key, d in describe.items():
+        limit = d["spec"]["inference"]["max_prompt_length"]
+        for k, path in task["problems"].items():
+            with open(path) as f:
+                longest = max(len(json.loads(line)["prompt"].encode()) for line in f if line.strip())
+            if longest + 1 > limit:
+                sys.exit("experiment: the depth task's k = %s prompts take %d tokens with BOS, "
+                         "but the %s model's prefill holds %d (inference.max_prompt_length); "
+                         "raise it with --set inference.max_prompt_length=%d"
+                         % (k, longest + 1, key, limit, longest + 1))
+
+
 def parse_multipliers(text):
     ms = sorted({float(x) for x in text.split(",") if x.strip()})
     if not ms or ms[0] <= 0:
@@ -327,6 +371,8 @@ def main():
     if args.deeper_plain:
         models.append(("plain-%dL" % deeper["num_hidden_layers"], "deeper", steps))
     bundles = {}
+    if data["depth"]:
+        check_depth_prompts(data["depth"], describe)
     for key, path in specs.items():
         bundles[key] = os.path.join(out, key + ".fbtb")
         run([fbtc, path, "--target=cpu", "-o", bundles[key]])
@@ -355,8 +401,15 @@ def main():
             trained[(kind, n)] = label
             rundir = os.path.join(out, "seed-%d" % seed, label)
             t0 = time.time()
-            run([fbt, "train", bundles[kind], "--steps", str(n), "--seed", str(seed),
-                 "--out", rundir, "--quiet"] + feed)
+            if finished_run(rundir, n, seed, specs[kind]):
+                print("experiment: %s is a finished run of %d steps, seed %d: measured as it is"
+                      % (rundir, n, seed))
+                t0 -= read_metrics(os.path.join(rundir, "metrics.jsonl"))[0][-1]["elapsed_s"]
+            else:
+                run([fbt, "train", bundles[kind], "--steps", str(n), "--seed", str(seed),
+                     "--out", rundir, "--quiet"] + feed)
+                with open(os.path.join(rundir, TRAINED_SPEC), "w") as f:
+                    json.dump(trained_spec(specs[kind]), f, indent=1)
             seconds = time.time() - t0
             ckpt = os.path.join(rundir, "latest.safetensors")
             ev = ["eval", bundles[kind], "--ckpt", ckpt, "--json"] + feed
