@@ -213,179 +213,222 @@ FailureOr<std::optional<PlanOp>> planCall(Operation *op,
 }
 } // namespace
 
-FailureOr<StepPlan> mlir::fbt::planStep(func::FuncOp fn) {
-  StepPlan plan;
-  plan.name = fn.getSymName().str();
-  // fbt.step is verified to name a kind (FbtDialect.cpp).
-  std::optional<StepKind> kind;
-  if (auto attr = fn->getAttrOfType<StringAttr>("fbt.step"))
-    kind = ::fbt::parseKind<StepKind>(attr.getValue().str());
-  if (!kind)
-    return fn.emitOpError() << "cannot be planned: it has no fbt.step";
-  plan.kind = *kind;
-  if (auto k = fn->getAttrOfType<IntegerAttr>("fbt.passes"))
-    plan.passes = k.getInt();
+namespace {
+/// Plans one step in phases, each a method: what the step is, where its
+/// inputs, results and constants live, when each collective's results are
+/// waited for, where the arena holds every other value, and the calls.
+class StepPlanner {
+public:
+  explicit StepPlanner(func::FuncOp fn)
+      : fn(fn), body(fn.getBody().front()), ret(cast<func::ReturnOp>(body.getTerminator())) {}
 
-  Block &body = fn.getBody().front();
-  auto ret = cast<func::ReturnOp>(body.getTerminator());
-  for (Type t : fn.getFunctionType().getInputs())
-    if (!plannable(t))
-      return fn.emitOpError() << "takes " << t << ": a bundle holds f32, bf16, i32 and i64";
-  for (Operation &op : body)
-    for (Type t : op.getResultTypes())
-      if (!plannable(t))
-        return op.emitOpError() << "yields " << t << ": a bundle holds f32, bf16, i32 and i64";
+  FailureOr<StepPlan> run() {
+    if (failed(readStep()))
+      return failure();
+    planInputs();
+    planResults();
+    if (failed(planConstants()))
+      return failure();
+    findWaits();
+    placeInArenaAndSlots();
+    // Outputs no op writes (constants, inputs, a value returned twice).
+    for (auto [j, v] : deferredCopies)
+      plan.copies.push_back({j, where.lookup(v)});
+    if (failed(planCalls()))
+      return failure();
+    return std::move(plan);
+  }
+
+private:
+  func::FuncOp fn;
+  Block &body;
+  func::ReturnOp ret;
+  StepPlan plan;
   SmallVector<Operation *> ops;
   DenseMap<Operation *, int64_t> position;
-  for (Operation &op : body.without_terminator()) {
-    position[&op] = ops.size();
-    ops.push_back(&op);
-  }
-  const int64_t endOfStep = ops.size();
-
+  int64_t endOfStep = 0;
   DenseMap<Value, BufferRef> where;
-  for (BlockArgument arg : fn.getArguments()) {
-    auto name = fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "fbt.name");
-    TensorSpec info = infoOf(arg.getType(), name ? name.getValue() : "");
-    info.param = bool(fn.getArgAttr(arg.getArgNumber(), "fbt.param"));
-    plan.inputs.push_back(info);
-    where[arg] = {BufferRef::Kind::Input, arg.getArgNumber(), 0, info.bytes};
-  }
-
   SmallVector<std::pair<int64_t, Value>> deferredCopies;
-  DenseSet<int64_t> updated; // inputs that already hold a result
-  // Results: in place into the input they update where the producer allows
-  // it and nothing reads the input afterwards, else an output buffer.
-  for (auto [j, v] : llvm::enumerate(ret.getOperands())) {
-    auto name = fn.getResultAttrOfType<StringAttr>(j, "fbt.name");
-    TensorSpec info = infoOf(v.getType(), name ? name.getValue() : "");
-    bool seen = where.count(v); // an argument, or returned twice
-    if (auto upd = fn.getResultAttrOfType<IntegerAttr>(j, "fbt.updates")) {
-      Value arg = fn.getArgument(upd.getInt());
-      SmallVector<Value> chain = seen ? SmallVector<Value>() : inPlaceChain(v, arg);
-      // The chain's first link is the input's last reader, and the step
-      // does not also return the input itself (copied out after the step).
-      Operation *first = chain.empty() ? nullptr : chain.back().getDefiningOp();
-      bool lastReader = first && llvm::all_of(arg.getUsers(), [&](Operation *u) {
-                          return u != ret && position.lookup(u) <= position.lookup(first);
-                        });
-      if (lastReader && !updated.count(upd.getInt())) {
-        updated.insert(upd.getInt()); // one result per input
-        info.updates = upd.getInt();
-        for (Value link : chain)
-          where[link] = {BufferRef::Kind::Input, upd.getInt(), 0, info.bytes};
-      }
-    }
-    bool computed = v.getDefiningOp() && !isa<arith::ConstantOp>(v.getDefiningOp());
-    if (!computed || seen)
-      deferredCopies.push_back({(int64_t)j, v});
-    else if (!where.count(v))
-      where[v] = {BufferRef::Kind::Output, (int64_t)j, 0, info.bytes};
-    plan.outputs.push_back(info);
-  }
-
-  // Constants are filled once at load.
-  for (Operation *op : ops)
-    if (auto c = dyn_cast<arith::ConstantOp>(op)) {
-      FailureOr<ConstantSpec> info = constantSpec(c);
-      if (failed(info))
-        return failure();
-      where[c] = {BufferRef::Kind::Const, (int64_t)plan.constants.size(), 0,
-                  bytesOf(c.getType())};
-      plan.constants.push_back(*info);
-    }
-
-  // A collective runs from where it stands to just before the first use of
-  // any of its results (its wait), reading its operands all along.
   DenseMap<Operation *, int64_t> waitAt;
   std::map<int64_t, SmallVector<int64_t>> bucketsReadyAt; // position -> buckets
-  for (Operation *op : ops) {
-    std::optional<int64_t> bucket;
-    if (auto c = dyn_cast<AllReduceOp>(op))
-      bucket = c.getBucket();
-    if (auto c = dyn_cast<ReduceScatterOp>(op))
-      bucket = c.getBucket();
-    if (auto c = dyn_cast<AllGatherOp>(op))
-      bucket = c.getBucket();
-    if (!bucket)
-      continue;
-    int64_t first = endOfStep;
-    for (Value r : op->getResults())
-      for (Operation *u : r.getUsers())
-        first = std::min(first, u == ret ? endOfStep : position.lookup(u));
-    waitAt[op] = first;
-    bucketsReadyAt[first].push_back(*bucket);
+
+  /// The step's name, kind and passes; its types; its ops in order.
+  LogicalResult readStep() {
+    plan.name = fn.getSymName().str();
+    // fbt.step is verified to name a kind (FbtDialect.cpp).
+    std::optional<StepKind> kind;
+    if (auto attr = fn->getAttrOfType<StringAttr>("fbt.step"))
+      kind = ::fbt::parseKind<StepKind>(attr.getValue().str());
+    if (!kind)
+      return fn.emitOpError() << "cannot be planned: it has no fbt.step";
+    plan.kind = *kind;
+    if (auto k = fn->getAttrOfType<IntegerAttr>("fbt.passes"))
+      plan.passes = k.getInt();
+    for (Type t : fn.getFunctionType().getInputs())
+      if (!plannable(t))
+        return fn.emitOpError() << "takes " << t << ": a bundle holds f32, bf16, i32 and i64";
+    for (Operation &op : body)
+      for (Type t : op.getResultTypes())
+        if (!plannable(t))
+          return op.emitOpError() << "yields " << t << ": a bundle holds f32, bf16, i32 and i64";
+    for (Operation &op : body.without_terminator()) {
+      position[&op] = ops.size();
+      ops.push_back(&op);
+    }
+    endOfStep = ops.size();
+    return success();
   }
 
-  // Liveness: the last op reading each value.
-  auto lastUse = [&](Value v) {
+  void planInputs() {
+    for (BlockArgument arg : fn.getArguments()) {
+      auto name = fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "fbt.name");
+      TensorSpec info = infoOf(arg.getType(), name ? name.getValue() : "");
+      info.param = bool(fn.getArgAttr(arg.getArgNumber(), "fbt.param"));
+      plan.inputs.push_back(info);
+      where[arg] = {BufferRef::Kind::Input, arg.getArgNumber(), 0, info.bytes};
+    }
+  }
+
+  /// Results: in place into the input they update where the producer allows
+  /// it and nothing reads the input afterwards, else an output buffer.
+  void planResults() {
+    DenseSet<int64_t> updated; // inputs that already hold a result
+    for (auto [j, v] : llvm::enumerate(ret.getOperands())) {
+      auto name = fn.getResultAttrOfType<StringAttr>(j, "fbt.name");
+      TensorSpec info = infoOf(v.getType(), name ? name.getValue() : "");
+      bool seen = where.count(v); // an argument, or returned twice
+      if (auto upd = fn.getResultAttrOfType<IntegerAttr>(j, "fbt.updates")) {
+        Value arg = fn.getArgument(upd.getInt());
+        SmallVector<Value> chain = seen ? SmallVector<Value>() : inPlaceChain(v, arg);
+        // The chain's first link is the input's last reader, and the step
+        // does not also return the input itself (copied out after the step).
+        Operation *first = chain.empty() ? nullptr : chain.back().getDefiningOp();
+        bool lastReader = first && llvm::all_of(arg.getUsers(), [&](Operation *u) {
+                            return u != ret && position.lookup(u) <= position.lookup(first);
+                          });
+        if (lastReader && !updated.count(upd.getInt())) {
+          updated.insert(upd.getInt()); // one result per input
+          info.updates = upd.getInt();
+          for (Value link : chain)
+            where[link] = {BufferRef::Kind::Input, upd.getInt(), 0, info.bytes};
+        }
+      }
+      bool computed = v.getDefiningOp() && !isa<arith::ConstantOp>(v.getDefiningOp());
+      if (!computed || seen)
+        deferredCopies.push_back({(int64_t)j, v});
+      else if (!where.count(v))
+        where[v] = {BufferRef::Kind::Output, (int64_t)j, 0, info.bytes};
+      plan.outputs.push_back(info);
+    }
+  }
+
+  /// Constants are filled once at load.
+  LogicalResult planConstants() {
+    for (Operation *op : ops)
+      if (auto c = dyn_cast<arith::ConstantOp>(op)) {
+        FailureOr<ConstantSpec> info = constantSpec(c);
+        if (failed(info))
+          return failure();
+        where[c] = {BufferRef::Kind::Const, (int64_t)plan.constants.size(), 0,
+                    bytesOf(c.getType())};
+        plan.constants.push_back(*info);
+      }
+    return success();
+  }
+
+  /// A collective runs from where it stands to just before the first use of
+  /// any of its results (its wait), reading its operands all along.
+  void findWaits() {
+    for (Operation *op : ops) {
+      std::optional<int64_t> bucket;
+      if (auto c = dyn_cast<AllReduceOp>(op))
+        bucket = c.getBucket();
+      if (auto c = dyn_cast<ReduceScatterOp>(op))
+        bucket = c.getBucket();
+      if (auto c = dyn_cast<AllGatherOp>(op))
+        bucket = c.getBucket();
+      if (!bucket)
+        continue;
+      int64_t first = endOfStep;
+      for (Value r : op->getResults())
+        for (Operation *u : r.getUsers())
+          first = std::min(first, u == ret ? endOfStep : position.lookup(u));
+      waitAt[op] = first;
+      bucketsReadyAt[first].push_back(*bucket);
+    }
+  }
+
+  /// Liveness: the last op reading `v` (a collective reads until its wait).
+  int64_t lastUse(Value v) {
     int64_t end = position.count(v.getDefiningOp()) ? position[v.getDefiningOp()] : 0;
     for (Operation *u : v.getUsers())
       end = std::max(end, u == ret                ? endOfStep
                           : waitAt.count(u) ? waitAt.lookup(u)
                                             : position.lookup(u));
     return end;
-  };
+  }
 
-  // Arena tenants; a pack's operands live in its slots.
-  SmallVector<Tenant> tenants;
-  DenseMap<Value, std::pair<Value, int64_t>> slotOf; // operand -> (pack, byte offset)
-  for (Operation *op : ops)
-    if (auto pack = dyn_cast<PackOp>(op))
-      for (auto [i, in] : llvm::enumerate(pack.getInputs()))
-        slotOf[in] = {pack.getResult(), (int64_t)i * 4};
-  for (Operation *op : ops) {
-    if (isa<arith::ConstantOp>(op))
-      continue;
-    for (Value r : op->getResults()) {
-      if (where.count(r) || slotOf.count(r))
-        continue;
-      Tenant t{r, position[op], lastUse(r), alignUp(bytesOf(r.getType()))};
+  /// Every other value is an arena tenant; a pack's operands live in its
+  /// slots.
+  void placeInArenaAndSlots() {
+    SmallVector<Tenant> tenants;
+    DenseMap<Value, std::pair<Value, int64_t>> slotOf; // operand -> (pack, byte offset)
+    for (Operation *op : ops)
       if (auto pack = dyn_cast<PackOp>(op))
-        for (Value in : pack.getInputs()) {
-          t.def = std::min(t.def, position[in.getDefiningOp()]);
-          t.end = std::max(t.end, lastUse(in));
-        }
-      tenants.push_back(t);
+        for (auto [i, in] : llvm::enumerate(pack.getInputs()))
+          slotOf[in] = {pack.getResult(), (int64_t)i * 4};
+    for (Operation *op : ops) {
+      if (isa<arith::ConstantOp>(op))
+        continue;
+      for (Value r : op->getResults()) {
+        if (where.count(r) || slotOf.count(r))
+          continue;
+        Tenant t{r, position[op], lastUse(r), alignUp(bytesOf(r.getType()))};
+        if (auto pack = dyn_cast<PackOp>(op))
+          for (Value in : pack.getInputs()) {
+            t.def = std::min(t.def, position[in.getDefiningOp()]);
+            t.end = std::max(t.end, lastUse(in));
+          }
+        tenants.push_back(t);
+      }
+    }
+    // Packs that are results: their operands' lifetimes need nothing more.
+    llvm::stable_sort(tenants, [](const Tenant &a, const Tenant &b) { return a.def < b.def; });
+    plan.arenaBytes = placeInArena(tenants, where);
+    for (auto &[operand, slot] : slotOf) {
+      BufferRef ref = where[slot.first];
+      ref.offset += slot.second;
+      ref.bytes = 4;
+      where[operand] = ref;
     }
   }
-  // Packs that are results: their operands' lifetimes need nothing more.
-  llvm::stable_sort(tenants, [](const Tenant &a, const Tenant &b) {
-    return a.def < b.def;
-  });
 
-  plan.arenaBytes = placeInArena(tenants, where);
-  for (auto &[operand, slot] : slotOf) {
-    BufferRef ref = where[slot.first];
-    ref.offset += slot.second;
-    ref.bytes = 4;
-    where[operand] = ref;
-  }
-
-  // Outputs no op writes (constants, inputs, a value returned twice).
-  for (auto [j, v] : deferredCopies)
-    plan.copies.push_back({j, where.lookup(v)});
-
-  // The calls, each collective's wait before the first reader of its results.
-  auto waitsAt = [&](int64_t at) {
-    auto ready = bucketsReadyAt.find(at);
-    if (ready == bucketsReadyAt.end())
-      return;
-    for (int64_t bucket : ready->second) {
-      PlanOp wait;
-      wait.kind = PlanOp::Kind::Wait;
-      wait.bucket = bucket;
-      plan.ops.push_back(std::move(wait));
+  /// The calls, each collective's wait before the first reader of its
+  /// results.
+  LogicalResult planCalls() {
+    auto waitsAt = [&](int64_t at) {
+      auto ready = bucketsReadyAt.find(at);
+      if (ready == bucketsReadyAt.end())
+        return;
+      for (int64_t bucket : ready->second) {
+        PlanOp wait;
+        wait.kind = PlanOp::Kind::Wait;
+        wait.bucket = bucket;
+        plan.ops.push_back(std::move(wait));
+      }
+    };
+    for (Operation *op : ops) {
+      waitsAt(position[op]);
+      FailureOr<std::optional<PlanOp>> call = planCall(op, where);
+      if (failed(call))
+        return failure();
+      if (*call)
+        plan.ops.push_back(std::move(**call));
     }
-  };
-  for (Operation *op : ops) {
-    waitsAt(position[op]);
-    FailureOr<std::optional<PlanOp>> call = planCall(op, where);
-    if (failed(call))
-      return failure();
-    if (*call)
-      plan.ops.push_back(std::move(**call));
+    waitsAt(endOfStep);
+    return success();
   }
-  waitsAt(endOfStep);
-  return plan;
-}
+};
+} // namespace
+
+FailureOr<StepPlan> mlir::fbt::planStep(func::FuncOp fn) { return StepPlanner(fn).run(); }
