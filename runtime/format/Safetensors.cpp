@@ -237,13 +237,139 @@ std::string spanString(uint64_t begin, uint64_t end) {
   return "[" + std::to_string(begin) + ", " + std::to_string(end) + "]";
 }
 
-/// Validates the JSON header against a data section of `dataBytes` bytes.
-Header parseHeader(std::string_view json, uint64_t dataBytes,
-                   const std::string &source) {
-  auto fail = [&](const std::string &what) -> RuntimeError {
-    return RuntimeError(source + ": " + what);
-  };
+/// An error about the file: its source, then what.
+using Fail = std::function<RuntimeError(const std::string &what)>;
 
+/// "__metadata__": an object of strings.
+void readMetadata(const Json &v, const Fail &fail, std::map<std::string, std::string> &into) {
+  if (!v.is_object())
+    throw fail(std::string("header: __metadata__: expected an object of strings, got ") +
+               jsonKindName(v));
+  for (const auto &m : asObject(v)) {
+    if (!m.second.is_string())
+      throw fail("header: __metadata__: '" + m.first + "': expected a string, got " +
+                 jsonKindName(m.second));
+    into[m.first] = asString(m.second);
+  }
+}
+
+/// A tensor's dtype and shape (`where` names it in errors).
+void readTypeAndShape(const Json &dtype, const Json &shape, const std::string &where,
+                      const Fail &fail, Entry &e) {
+  if (!dtype.is_string())
+    throw fail(where + "dtype: expected a string, got " + jsonKindName(dtype));
+  std::optional<DType> dt = parseDType(asString(dtype));
+  if (!dt)
+    throw fail(where + "unsupported dtype '" + asString(dtype) +
+               "' (supported: F32, BF16, F16, I32, I64, U8)");
+  e.dtype = *dt;
+  if (!shape.is_array())
+    throw fail(where + "shape: expected an array of dimensions, got " + jsonKindName(shape));
+  for (const Json &d : asArray(shape)) {
+    if (!isInteger(d) || asInt(d) < 0)
+      throw fail(where + "shape: expected non-negative integers, got " + dumpJson(shape));
+    e.shape.push_back(asInt(d));
+  }
+}
+
+/// A tensor's data_offsets: [begin, end] within the data, holding exactly
+/// its dtype and shape.
+void readSpan(const Json &offsets, uint64_t dataBytes, const std::string &where,
+              const Fail &fail, Entry &e) {
+  if (!offsets.is_array() || offsets.size() != 2 || !isInteger(jsonAt(offsets, 0)) ||
+      !isInteger(jsonAt(offsets, 1)) || asInt(jsonAt(offsets, 0)) < 0 ||
+      asInt(jsonAt(offsets, 1)) < 0)
+    throw fail(where +
+               "data_offsets: expected [begin, end], two "
+               "non-negative integers, got " +
+               dumpJson(offsets));
+  e.begin = static_cast<uint64_t>(asInt(jsonAt(offsets, 0)));
+  e.end = static_cast<uint64_t>(asInt(jsonAt(offsets, 1)));
+  if (e.begin > e.end)
+    throw fail(where + "data_offsets " + spanString(e.begin, e.end) + ": begin is after end");
+  if (e.end > dataBytes)
+    throw fail(where + "data_offsets " + spanString(e.begin, e.end) +
+               " run past the end of the data (" + std::to_string(dataBytes) + " bytes)");
+  // The span is within the file, so a shape whose byte size disagrees
+  // with it (or overflows) is caught here without multiplying past 2^63.
+  uint64_t elements = 1;
+  bool tooBig = false;
+  for (int64_t d : e.shape) {
+    uint64_t ud = static_cast<uint64_t>(d);
+    if (ud != 0 && elements > dataBytes / ud)
+      tooBig = true;
+    elements = tooBig ? 0 : elements * ud;
+  }
+  uint64_t needed = elements * dtypeSize(e.dtype);
+  if (tooBig || needed != e.end - e.begin)
+    throw fail(where + "data_offsets " + spanString(e.begin, e.end) + " hold " +
+               std::to_string(e.end - e.begin) + " bytes but " + dtypeName(e.dtype) + " " +
+               shapeString(e.shape) + " needs " +
+               (tooBig ? std::string("more than the whole file") : std::to_string(needed)));
+}
+
+/// One tensor's entry: an object of dtype, shape and data_offsets.
+Entry readEntry(const std::string &name, const Json &v, uint64_t dataBytes, const Fail &fail) {
+  // The writer's rule too: a checkpoint read is one that can be written.
+  if (name.empty())
+    throw fail("header: a tensor with an empty name");
+  std::string where = "tensor '" + name + "': ";
+  if (!v.is_object())
+    throw fail(where + "expected an object with dtype, shape and data_offsets, got " +
+               jsonKindName(v));
+  for (const auto &m : asObject(v))
+    if (m.first != "dtype" && m.first != "shape" && m.first != "data_offsets")
+      throw fail(where + "unknown key '" + m.first + "' (expected dtype, shape, data_offsets)");
+  const Json *dtype = jsonFind(v, "dtype");
+  const Json *shape = jsonFind(v, "shape");
+  const Json *offsets = jsonFind(v, "data_offsets");
+  if (!dtype || !shape || !offsets)
+    throw fail(where + "missing '" +
+               (!dtype   ? "dtype"
+                : !shape ? "shape"
+                         : "data_offsets") +
+               "'");
+  Entry e;
+  e.name = name;
+  readTypeAndShape(*dtype, *shape, where, fail, e);
+  readSpan(*offsets, dataBytes, where, fail, e);
+  return e;
+}
+
+/// The spans must tile [0, dataBytes) exactly: overlapping tensors would
+/// alias, and bytes that belong to no tensor are how polyglot or corrupt
+/// files hide. Sorts `entries` by offset.
+void checkTiling(std::vector<Entry> &entries, uint64_t dataBytes, const Fail &fail) {
+  std::sort(entries.begin(), entries.end(), [](const Entry &a, const Entry &b) {
+    if (a.begin != b.begin)
+      return a.begin < b.begin;
+    if (a.end != b.end)
+      return a.end < b.end;
+    return a.name < b.name; // names are unique: a total order
+  });
+  uint64_t cursor = 0;
+  const Entry *prev = nullptr;
+  for (const Entry &e : entries) {
+    if (e.begin < cursor)
+      throw fail("tensors '" + prev->name + "' " + spanString(prev->begin, prev->end) +
+                 " and '" + e.name + "' " + spanString(e.begin, e.end) + " overlap");
+    if (e.begin > cursor)
+      throw fail("data bytes [" + std::to_string(cursor) + ", " + std::to_string(e.begin) +
+                 ") before tensor '" + e.name + "' belong to no tensor");
+    cursor = e.end;
+    prev = &e;
+  }
+  if (cursor != dataBytes)
+    throw fail(std::to_string(dataBytes - cursor) +
+               " trailing bytes after the last tensor's data (the tensors "
+               "end at data offset " +
+               std::to_string(cursor) + ", the data holds " + std::to_string(dataBytes) +
+               " bytes)");
+}
+
+/// Validates the JSON header against a data section of `dataBytes` bytes.
+Header parseHeader(std::string_view json, uint64_t dataBytes, const std::string &source) {
+  Fail fail = [&](const std::string &what) { return RuntimeError(source + ": " + what); };
   Json root;
   try {
     root = parseJson(json);
@@ -252,136 +378,13 @@ Header parseHeader(std::string_view json, uint64_t dataBytes,
   }
   // The caller checked the header starts with '{', so root is an object.
   Header header;
-  for (const auto &member : asObject(root)) {
-    const std::string &name = member.first;
-    const Json &v = member.second;
-
-    if (name == "__metadata__") {
-      if (!v.is_object())
-        throw fail(std::string("header: __metadata__: expected an object of "
-                               "strings, got ") +
-                   jsonKindName(v));
-      for (const auto &m : asObject(v)) {
-        if (!m.second.is_string())
-          throw fail("header: __metadata__: '" + m.first +
-                     "': expected a string, got " + jsonKindName(m.second));
-        header.metadata[m.first] = asString(m.second);
-      }
-      continue;
-    }
-
-    // The writer's rule too: a checkpoint read is one that can be written.
-    if (name.empty())
-      throw fail("header: a tensor with an empty name");
-    std::string where = "tensor '" + name + "': ";
-    if (!v.is_object())
-      throw fail(where +
-                 "expected an object with dtype, shape and "
-                 "data_offsets, got " +
-                 jsonKindName(v));
-    for (const auto &m : asObject(v))
-      if (m.first != "dtype" && m.first != "shape" && m.first != "data_offsets")
-        throw fail(where + "unknown key '" + m.first +
-                   "' (expected dtype, shape, data_offsets)");
-    const Json *dtype = jsonFind(v, "dtype");
-    const Json *shape = jsonFind(v, "shape");
-    const Json *offsets = jsonFind(v, "data_offsets");
-    if (!dtype || !shape || !offsets)
-      throw fail(where + "missing '" +
-                 (!dtype   ? "dtype"
-                  : !shape ? "shape"
-                           : "data_offsets") +
-                 "'");
-
-    Entry e;
-    e.name = name;
-    if (!dtype->is_string())
-      throw fail(where + "dtype: expected a string, got " +
-                 jsonKindName(*dtype));
-    std::optional<DType> dt = parseDType(asString(*dtype));
-    if (!dt)
-      throw fail(where + "unsupported dtype '" + asString(*dtype) +
-                 "' (supported: F32, BF16, F16, I32, I64, U8)");
-    e.dtype = *dt;
-
-    if (!shape->is_array())
-      throw fail(where + "shape: expected an array of dimensions, got " +
-                 jsonKindName(*shape));
-    for (const Json &d : asArray(*shape)) {
-      if (!isInteger(d) || asInt(d) < 0)
-        throw fail(where + "shape: expected non-negative integers, got " +
-                   dumpJson(*shape));
-      e.shape.push_back(asInt(d));
-    }
-
-    if (!offsets->is_array() || offsets->size() != 2 ||
-        !isInteger(jsonAt(*offsets, 0)) || !isInteger(jsonAt(*offsets, 1)) ||
-        asInt(jsonAt(*offsets, 0)) < 0 || asInt(jsonAt(*offsets, 1)) < 0)
-      throw fail(where +
-                 "data_offsets: expected [begin, end], two "
-                 "non-negative integers, got " +
-                 dumpJson(*offsets));
-    e.begin = static_cast<uint64_t>(asInt(jsonAt(*offsets, 0)));
-    e.end = static_cast<uint64_t>(asInt(jsonAt(*offsets, 1)));
-    if (e.begin > e.end)
-      throw fail(where + "data_offsets " + spanString(e.begin, e.end) +
-                 ": begin is after end");
-    if (e.end > dataBytes)
-      throw fail(where + "data_offsets " + spanString(e.begin, e.end) +
-                 " run past the end of the data (" + std::to_string(dataBytes) +
-                 " bytes)");
-
-    // The span is within the file, so a shape whose byte size disagrees
-    // with it (or overflows) is caught here without multiplying past 2^63.
-    uint64_t elements = 1;
-    bool tooBig = false;
-    for (int64_t d : e.shape) {
-      uint64_t ud = static_cast<uint64_t>(d);
-      if (ud != 0 && elements > dataBytes / ud)
-        tooBig = true;
-      elements = tooBig ? 0 : elements * ud;
-    }
-    uint64_t needed = elements * dtypeSize(e.dtype);
-    if (tooBig || needed != e.end - e.begin)
-      throw fail(where + "data_offsets " + spanString(e.begin, e.end) +
-                 " hold " + std::to_string(e.end - e.begin) + " bytes but " +
-                 dtypeName(e.dtype) + " " + shapeString(e.shape) + " needs " +
-                 (tooBig ? std::string("more than the whole file")
-                         : std::to_string(needed)));
-    header.entries.push_back(std::move(e));
+  for (const auto &[name, v] : asObject(root)) {
+    if (name == "__metadata__")
+      readMetadata(v, fail, header.metadata);
+    else
+      header.entries.push_back(readEntry(name, v, dataBytes, fail));
   }
-
-  // The spans must tile [0, dataBytes) exactly: overlapping tensors would
-  // alias, and bytes that belong to no tensor are how polyglot or corrupt
-  // files hide.
-  std::sort(header.entries.begin(), header.entries.end(),
-            [](const Entry &a, const Entry &b) {
-              if (a.begin != b.begin)
-                return a.begin < b.begin;
-              if (a.end != b.end)
-                return a.end < b.end;
-              return a.name < b.name; // names are unique: a total order
-            });
-  uint64_t cursor = 0;
-  const Entry *prev = nullptr;
-  for (const Entry &e : header.entries) {
-    if (e.begin < cursor)
-      throw fail("tensors '" + prev->name + "' " +
-                 spanString(prev->begin, prev->end) + " and '" + e.name + "' " +
-                 spanString(e.begin, e.end) + " overlap");
-    if (e.begin > cursor)
-      throw fail("data bytes [" + std::to_string(cursor) + ", " +
-                 std::to_string(e.begin) + ") before tensor '" + e.name +
-                 "' belong to no tensor");
-    cursor = e.end;
-    prev = &e;
-  }
-  if (cursor != dataBytes)
-    throw fail(std::to_string(dataBytes - cursor) +
-               " trailing bytes after the last tensor's data (the tensors "
-               "end at data offset " +
-               std::to_string(cursor) + ", the data holds " +
-               std::to_string(dataBytes) + " bytes)");
+  checkTiling(header.entries, dataBytes, fail);
   return header;
 }
 
