@@ -19,6 +19,7 @@
 #include "frontend/ModelBuilder.h"
 #include "frontend/Spec.h"
 #include "frontend/SpecJson.h"
+#include "codegen/bundle/BundleAssembly.h"
 #include "codegen/cpu/CpuTarget.h"
 #include "codegen/kernels/Kernels.h"
 #include "codegen/nvptx/NvptxTarget.h"
@@ -202,46 +203,23 @@ mlir::fbt::NvptxTargetOptions nvptxOptions() {
   return o;
 }
 
-/// Lists `fn` in the variant table if the module holds other builds of
-/// its kernel (--tune-space): under its own name if it is a variant, under
-/// the kernel (the default, listed first) once a variant names it.
-void recordVariant(mlir::func::FuncOp fn, ::fbt::VariantTable &variants) {
-  auto config = [](mlir::func::FuncOp f) {
-    std::map<std::string, int64_t> c;
-    for (auto [knob, value] : mlir::fbt::configFromAttr(
-             f->getAttrOfType<mlir::DictionaryAttr>(mlir::fbt::kConfigAttr)))
-      c[mlir::fbt::knobName(knob).str()] = value;
-    return c;
-  };
-  auto of = fn->getAttrOfType<mlir::FlatSymbolRefAttr>(mlir::fbt::kVariantOfAttr);
-  if (!of)
-    return;
-  ::fbt::KernelVariants &table = variants[of.getValue().str()];
-  if (table.builds.empty()) {
-    auto base = mlir::SymbolTable::lookupNearestSymbolFrom<mlir::func::FuncOp>(fn, of);
-    table.builds.push_back({of.getValue().str(), config(base)});
-    for (mlir::Type t : base.getArgumentTypes()) {
-      mlir::Type e = mlir::cast<mlir::MemRefType>(t).getElementType();
-      table.args.push_back(e.isBF16()       ? ::fbt::DType::BF16
-                           : e.isInteger(64) ? ::fbt::DType::I64
-                           : e.isInteger(32) ? ::fbt::DType::I32
-                                             : ::fbt::DType::F32);
-    }
+/// What the bundle is built for, from the command line.
+mlir::fbt::BundleBuild bundleBuild() {
+  mlir::fbt::BundleBuild build;
+  if (isNvidia(target)) {
+    build.target = ::fbt::TargetKind::Nvptx;
+    build.nvptx = nvptxOptions();
+    build.storage = gpuStorage.getValue();
+  } else if (target == Target::Simt) {
+    build.target = ::fbt::TargetKind::Simt;
+    build.storage = gpuStorage.getValue();
+  } else {
+    build.target = ::fbt::TargetKind::Cpu;
+    build.cpu.cpu = cpuName;
+    build.cpu.parallel = cpuParallel;
+    build.cpu.dumpLLVMIR = dumpLLVMIR;
   }
-  table.builds.push_back({fn.getSymName().str(), config(fn)});
-}
-
-/// What the bundle's manifest will call the target ("cpu:x86-64-v3",
-/// "nvptx:sm_90:bf16", "simt:f32"), as the tune cache records it
-/// (targetName).
-std::string bundleTargetName() {
-  if (isNvidia(target))
-    return "nvptx:" + nvptxOptions().chip + ":" + gpuStorage;
-  if (target == Target::Simt)
-    return "simt:" + gpuStorage;
-  mlir::fbt::CpuTargetOptions cpu;
-  cpu.cpu = cpuName;
-  return "cpu:" + mlir::fbt::resolvedCpu(cpu);
+  return build;
 }
 
 /// The resolved spec as the bundle records it (its "model").
@@ -263,7 +241,8 @@ int readTunedConfigs(const fbt::ModelSpec &spec, std::vector<std::string> &confi
   } catch (const ::fbt::RuntimeError &e) {
     return fail(kBadInput, e.what());
   }
-  std::string model = ::fbt::modelHash(resolvedModel(spec)), where = bundleTargetName();
+  std::string model = ::fbt::modelHash(resolvedModel(spec)),
+              where = mlir::fbt::bundleTargetName(bundleBuild());
   const ::fbt::TuneEntry *newest = nullptr;
   for (const auto &[key, entry] : cache.entries)
     if (entry.model == model && entry.target == where &&
@@ -296,71 +275,23 @@ int readTunedConfigs(const fbt::ModelSpec &spec, std::vector<std::string> &confi
 int writeBundle(const fbt::ModelSpec &spec, mlir::ModuleOp module,
                 std::map<std::string, ::fbt::StepPlan> steps, int64_t largestArena,
                 const std::optional<::fbt::TunedBuild> &tuned) {
-  ::fbt::BundleManifest manifest;
-  manifest.tuned = tuned;
-  ::fbt::BundleTarget &bundleTarget = manifest.target;
-  ::fbt::BundleBlobs blobs;
-  ::fbt::LaunchTable &launches = manifest.launches;
-  if (isNvidia(target)) {
-    mlir::fbt::NvptxTargetOptions options = nvptxOptions();
-    FailureOr<mlir::fbt::NvptxBinary> bin =
-        mlir::fbt::compileKernelsForNvptx(module, options);
-    if (failed(bin))
-      return fail(kInternalError, "compiling the kernels failed");
-    bundleTarget.kind = ::fbt::TargetKind::Nvptx;
-    bundleTarget.chip = options.chip;
-    bundleTarget.features = options.features;
-    bundleTarget.storage = gpuStorage.getValue();
-    blobs.push_back({"kernels.ptx", bin->ptx});
-    if (!bin->cubin.empty())
-      blobs.push_back({"kernels.cubin", bin->cubin});
-    else
-      WithColor::warning(errs(), "fbtc")
-          << "no ptxas found (PATH, $CUDA_HOME/bin, $FBT_PTXAS): the bundle "
-             "holds PTX only, which the driver compiles at load\n";
-    launches = bin->launches;
-  } else if (target == Target::Simt) {
-    FailureOr<mlir::fbt::SimtBinary> bin = mlir::fbt::compileKernelsForSimt(module);
-    if (failed(bin))
-      return fail(kInternalError, "compiling the kernels failed");
-    bundleTarget.kind = ::fbt::TargetKind::Simt;
-    bundleTarget.triple = mlir::fbt::cpuTargetTriple();
-    bundleTarget.arch = mlir::fbt::cpuTargetArch();
-    bundleTarget.storage = gpuStorage.getValue();
-    blobs.push_back({"kernels.so", bin->library});
-    launches = bin->launches;
-  } else {
-    mlir::fbt::CpuTargetOptions cpu;
-    cpu.cpu = cpuName;
-    cpu.parallel = cpuParallel;
-    cpu.dumpLLVMIR = dumpLLVMIR;
-    FailureOr<std::string> library =
-        mlir::fbt::compileKernelsForCpu(module, cpu);
-    if (failed(library))
-      return fail(kInternalError, "compiling the kernels failed");
-    bundleTarget.kind = ::fbt::TargetKind::Cpu;
-    bundleTarget.triple = mlir::fbt::cpuTargetTriple();
-    bundleTarget.arch = mlir::fbt::cpuTargetArch();
-    bundleTarget.chip = mlir::fbt::resolvedCpu(cpu);
-    blobs.push_back({"kernels.so", *library});
-  }
+  mlir::fbt::BundleBuild build = bundleBuild();
+  build.tuned = tuned;
   for (const fbt::ParameterInfo &p : fbt::parameterList(spec))
-    manifest.params.push_back({p.name, p.shape, p.decay, p.feedback});
-  for (auto fn : module.getOps<mlir::func::FuncOp>()) {
-    if (!fn->hasAttr("fbt.kernel"))
-      continue;
-    manifest.kernels.push_back(fn.getSymName().str());
-    recordVariant(fn, manifest.variants);
-    for (unsigned i = 0; i < fn.getNumArguments(); ++i)
-      if (fn.getArgAttr(i, mlir::fbt::kEarlyWriteAttr))
-        manifest.earlyWrites[fn.getSymName().str()].push_back(i);
-  }
-  manifest.model = resolvedModel(spec);
-  manifest.largestArenaBytes = largestArena;
-  manifest.steps = std::move(steps);
+    build.params.push_back({p.name, p.shape, p.decay, p.feedback});
+  build.model = resolvedModel(spec);
+  FailureOr<mlir::fbt::AssembledBundle> bundle =
+      mlir::fbt::assembleBundle(module, std::move(steps), largestArena, build);
+  if (failed(bundle))
+    return fail(kInternalError, "compiling the kernels failed");
+  if (build.target == ::fbt::TargetKind::Nvptx &&
+      llvm::none_of(bundle->blobs, [](const auto &b) { return b.first == "kernels.cubin"; }))
+    WithColor::warning(errs(), "fbtc")
+        << "no ptxas found (PATH, $CUDA_HOME/bin, $FBT_PTXAS): the bundle "
+           "holds PTX only, which the driver compiles at load\n";
   std::string out = outputPath == "-" ? spec.name + ".fbtb" : outputPath;
   try {
-    ::fbt::writeBundleFile(out, ::fbt::toJson(manifest), blobs);
+    ::fbt::writeBundleFile(out, ::fbt::toJson(bundle->manifest), bundle->blobs);
   } catch (const ::fbt::RuntimeError &e) {
     return fail(kBadInput, e.what());
   }
