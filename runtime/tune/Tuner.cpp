@@ -1,4 +1,11 @@
 //===- Tuner.cpp - choosing kernel variants and GEMM algorithms -----------===//
+//
+// fbt tune's phases: measure each kernel's variants and each GEMM's
+// algorithms inside the real steps (Measurer.h, on Workloads.h's runs),
+// choose, time each workload before and after, put back what made a step
+// slower, and report. Applying a cache's choice is ApplyCache.cpp.
+//
+//===----------------------------------------------------------------------===//
 
 #include "runtime/tune/Tuner.h"
 
@@ -11,6 +18,9 @@
 #include "runtime/decode/Decoder.h"
 #include "runtime/format/StepNames.h"
 #include "runtime/session/Session.h"
+#include "runtime/tune/Measurer.h"
+#include "runtime/tune/TuneKeys.h"
+#include "runtime/tune/Workloads.h"
 
 #include <algorithm>
 #include <chrono>
@@ -24,123 +34,14 @@
 
 namespace fbt {
 
-//===----------------------------------------------------------------------===//
-// Applying the cache
-//===----------------------------------------------------------------------===//
-
-namespace {
-/// What the tuner calls a GEMM shape among kernels: "gemm:<shape>".
-std::string gemmKey(const std::string &shape) { return "gemm:" + shape; }
-/// A plan call's key: its kernel, or its GEMM's.
-std::string callKey(const PlanOp &op) {
-  return op.isGemm() ? gemmKey(gemmShapeKey(op)) : op.kernel;
-}
-
-/// What a device is told to run for each GEMM shape.
-GemmChoice gemmAlgorithms(const std::vector<TunedGemm> &gemms) {
-  GemmChoice algorithms;
-  for (const TunedGemm &g : gemms)
-    algorithms[g.shape] = (int)g.algorithm;
-  return algorithms;
-}
-} // namespace
-
-std::string bundleKey(const Bundle &bundle) {
-  uint64_t h = kFnvBasis;
-  for (const char *blob : {"kernels.so", "kernels.ptx", "kernels.cubin"})
-    if (const std::string *b = bundle.blob(blob))
-      h = fnvMix(fnvMix(h, blob), *b);
-  if (const Json *v = jsonFind(bundle.manifest(), "variants"))
-    h = fnvMix(h, dumpJson(*v));
-  h = fnvMix(h, dumpJson(jsonAt(bundle.manifest(), "target")));
-  return hexDigits(h);
-}
-
-KernelChoice loadKernelChoice(const Bundle &bundle, const Json &deviceKey,
-                              const TuneOptions &options, std::string &note,
-                              std::vector<TunedGemm> *gemms) {
-  note.clear();
-  if (!options.enabled)
-    return {};
-  bool named = !options.path.empty();
-  std::string path = named ? options.path : tuneCachePath(deviceKey);
-  if (::access(path.c_str(), F_OK) != 0) {
-    if (named)
-      tuneWarning("no tune cache at " + path + "; using the default kernels");
-    return {};
-  }
-  TuneCache cache;
-  try {
-    cache = readTuneCache(path);
-  } catch (const std::exception &e) {
-    tuneWarning(std::string(e.what()) + "; using the default kernels");
-    return {};
-  }
-  if (cache.device != deviceKey) {
-    tuneWarning("tune cache " + path + " is for another device (" +
-                dumpJson(cache.device) + "); using the default kernels");
-    return {};
-  }
-  auto it = cache.entries.find(bundleKey(bundle));
-  if (it == cache.entries.end()) {
-    if (named)
-      tuneWarning("tune cache " + path + " has no entry for " + bundle.path() +
-                  " (tuned for another build of it?); using the default kernels");
-    return {};
-  }
-  // Every choice must still be a variant of its kernel, built as recorded.
-  const VariantTable &variants = bundle.variants();
-  KernelChoice choice;
-  for (const auto &[kernel, tuned] : it->second.kernels) {
-    auto v = variants.find(kernel);
-    bool found = false;
-    if (v != variants.end())
-      for (const KernelVariant &b : v->second.builds)
-        found |= b.symbol == tuned.symbol && b.config == tuned.config;
-    if (!found) {
-      tuneWarning("tune cache " + path + " is stale: '" + tuned.symbol +
-                  "' is not a variant of '" + kernel + "' in " + bundle.path() +
-                  "; using the default kernels");
-      return {};
-    }
-    if (tuned.symbol != kernel)
-      choice[kernel] = tuned.symbol;
-  }
-  if (gemms)
-    *gemms = it->second.gemms;
-  note = "using tuned kernels from " + path + " (" + std::to_string(choice.size()) +
-         " of " + std::to_string(variants.size()) + " tunable kernels changed, " +
-         std::to_string(it->second.gemms.size()) + " GEMM shapes)";
-  return choice;
-}
-
-bool useTuning(Session &session, const TuneOptions &options) {
-  std::string note;
-  std::vector<TunedGemm> gemms;
-  Json key = session.device().tuneKey();
-  KernelChoice choice = loadKernelChoice(session.bundle(), key, options, note, &gemms);
-  bool tuned = !note.empty();
-  // A bundle specialized by fbtc --tuned carries its choices: its kernels
-  // are the chosen builds, and its GEMM algorithms hold on that device only.
-  if (!tuned && options.enabled && session.bundle().tuned()) {
-    const TunedBuild &t = *session.bundle().tuned();
-    tuned = true;
-    if (t.device == key) {
-      for (const auto &[shape, algorithm] : t.gemmAlgorithms)
-        gemms.push_back({shape, algorithm, 1});
-      note = "using the kernels and GEMM algorithms tuned on " + t.tunedAt +
-             " that this bundle was compiled with";
-    } else {
-      note = "using the kernels this bundle was tuned with, on another device (" +
-             dumpJson(t.device) + "); its GEMM algorithms are not used here";
-    }
-  }
-  if (!tuned)
-    return false;
-  session.selectBuilds(std::move(choice), gemmAlgorithms(gemms));
-  std::fprintf(stderr, "fbt: %s\n", note.c_str());
-  return true;
-}
+using tune::callKey;
+using tune::gemmAlgorithms;
+using tune::gemmKey;
+using tune::Measurer;
+using tune::timeWorkload;
+using tune::totals;
+using tune::Workload;
+using tune::workloads;
 
 //===----------------------------------------------------------------------===//
 // Measuring
@@ -177,6 +78,10 @@ bool resultsMatch(DType type, const void *want, const void *got, size_t bytes,
   }
   return true;
 }
+
+//===----------------------------------------------------------------------===//
+// Choosing
+//===----------------------------------------------------------------------===//
 
 size_t chooseVariant(const std::vector<VariantTiming> &timings) {
   if (timings.empty() || !timings[0].rejected.empty() || timings[0].seconds <= 0)
@@ -230,313 +135,6 @@ double steadySeconds() {
       .count();
 }
 
-/// The probe on every runner while measuring: it times the variants of the
-/// sampled kernel calls and the algorithms of the sampled GEMM calls.
-class Measurer : public CallProbe {
-public:
-  Measurer(const Bundle &bundle, const TuneSettings &settings, double deadline)
-      : bundle_(bundle), settings_(settings), deadline_(deadline) {
-    for (const std::string &s : settings.steps)
-      steps_.insert(s);
-  }
-
-  void beforeCall(StepRunner &runner, size_t op) override {
-    const StepPlan &plan = runner.plan();
-    if (!steps_.empty() && !steps_.count(plan.name))
-      return;
-    const PlanOp &call = plan.ops[op];
-    const std::string key = callKey(call);
-    auto variants = bundle_.variants().find(call.kernel);
-    if (call.isKernel() && variants == bundle_.variants().end())
-      return;
-    int &sampled = sampled_[{plan.name, key}];
-    if (sampled >= settings_.callsPerStep)
-      return;
-    if (settings_.clock() > deadline_) {
-      outOfBudget = true;
-      return;
-    }
-    ++sampled;
-    if (call.isGemm())
-      measureGemm(runner, op, key);
-    else
-      measureKernel(runner, op, variants->second);
-  }
-
-  /// Per kernel (or GEMM shape), per variant (or algorithm): why it was
-  /// rejected, and per step the sum over the sampled calls of its median
-  /// times the step's calls of the kernel, with the number of samples.
-  struct Tally {
-    std::vector<std::string> rejected; ///< one per variant ("" if kept)
-    std::map<std::string, std::pair<std::vector<double>, int>> perStep;
-  };
-  std::map<std::string, Tally> kernels, gemms;
-  std::map<std::string, std::string> gemmShapes; // key -> shape
-  bool outOfBudget = false;
-
-private:
-  /// The call's arguments as they are now.
-  std::vector<std::string> save(StepRunner &runner, size_t op) {
-    const PlanOp &call = runner.plan().ops[op];
-    std::vector<std::string> args(call.args.size());
-    for (size_t a = 0; a < args.size(); ++a) {
-      args[a].resize(call.args[a].bytes);
-      runner.readArgument(op, a, args[a].data());
-    }
-    return args;
-  }
-  void restore(StepRunner &runner, size_t op, const std::vector<std::string> &args,
-               const std::vector<size_t> &which) {
-    for (size_t a : which)
-      runner.writeArgument(op, a, args[a].data());
-  }
-
-  static int callsOf(const StepPlan &plan, const std::string &key, bool gemm) {
-    int n = 0;
-    for (const PlanOp &o : plan.ops)
-      n += gemm ? (o.isGemm() && callKey(o) == key) : o.kernel == key;
-    return n;
-  }
-
-  void measureKernel(StepRunner &runner, size_t op, const KernelVariants &variants) {
-    const StepPlan &plan = runner.plan();
-    const PlanOp &call = plan.ops[op];
-    size_t count = variants.builds.size();
-    Tally &t = kernels[call.kernel];
-    t.rejected.resize(count);
-    std::vector<size_t> all(call.args.size());
-    for (size_t a = 0; a < all.size(); ++a)
-      all[a] = a;
-    std::vector<std::string> before = save(runner, op);
-
-    // The default's results, and which arguments a call writes.
-    runner.callVariant(op, variants.builds[0].symbol);
-    std::vector<std::string> want = save(runner, op);
-    std::vector<size_t> written;
-    for (size_t a = 0; a < all.size(); ++a)
-      if (want[a] != before[a])
-        written.push_back(a);
-    std::vector<size_t> accepted{0};
-    for (size_t v = 1; v < count; ++v) {
-      if (!t.rejected[v].empty())
-        continue;
-      restore(runner, op, before, all);
-      try {
-        runner.callVariant(op, variants.builds[v].symbol);
-      } catch (const RuntimeError &e) {
-        t.rejected[v] = e.what();
-        continue;
-      }
-      std::vector<std::string> got = save(runner, op);
-      for (size_t a = 0; a < all.size() && t.rejected[v].empty(); ++a) {
-        std::string why;
-        DType type = a < variants.args.size() ? variants.args[a] : DType::F32;
-        if (!resultsMatch(type, want[a].data(), got[a].data(), want[a].size(), why))
-          t.rejected[v] = "argument " + std::to_string(a) + " differs from the "
-                          "default's in step '" + plan.name + "': " + why;
-      }
-      if (t.rejected[v].empty())
-        accepted.push_back(v);
-    }
-    std::vector<double> medians = timeAlternatives(
-        accepted.size(),
-        [&](size_t i) { runner.callVariant(op, variants.builds[accepted[i]].symbol); },
-        [&] { restore(runner, op, before, written); }, settings_.clock, settings_.warmup,
-        settings_.repeats);
-    int calls = callsOf(plan, call.kernel, false);
-    auto &[sum, samples] = t.perStep[plan.name];
-    sum.resize(count, 0);
-    ++samples;
-    for (size_t i = 0; i < accepted.size(); ++i)
-      sum[accepted[i]] += medians[i] * calls;
-    restore(runner, op, before, all); // the real call runs on what was there
-  }
-
-  void measureGemm(StepRunner &runner, size_t op, const std::string &key) {
-    int count = runner.gemmAlgorithms(op);
-    if (count < 2)
-      return;
-    const StepPlan &plan = runner.plan();
-    const PlanOp &call = plan.ops[op];
-    gemmShapes[key] = gemmShapeKey(call);
-    Tally &t = gemms[key];
-    t.rejected.resize(count);
-    // beta = 0: the result is all a GEMM writes, and it reads nothing of it.
-    std::vector<std::string> before = save(runner, op);
-    runner.callGemm(op, 0);
-    std::vector<std::string> want = save(runner, op);
-    std::vector<size_t> accepted{0};
-    float most = 0;
-    std::vector<float> wide = widen(call.resultType, want[2]);
-    for (float v : wide)
-      most = std::max(most, std::fabs(v));
-    for (int a = 1; a < count; ++a) {
-      if (!t.rejected[a].empty())
-        continue;
-      try {
-        runner.callGemm(op, a);
-      } catch (const RuntimeError &e) {
-        t.rejected[a] = e.what();
-        continue;
-      }
-      std::vector<float> got = widen(call.resultType, save(runner, op)[2]);
-      // Algorithms split and order the k sum differently: within 1% of
-      // the result's largest magnitude.
-      for (size_t i = 0; i < got.size() && t.rejected[a].empty(); ++i)
-        if (!(std::fabs(got[i] - wide[i]) <= 1e-2f * most + 1e-6f))
-          t.rejected[a] = "element " + std::to_string(i) + " differs from algorithm 0's";
-      if (t.rejected[a].empty())
-        accepted.push_back(a);
-    }
-    std::vector<double> medians = timeAlternatives(
-        accepted.size(), [&](size_t i) { runner.callGemm(op, accepted[i]); }, [] {},
-        settings_.clock, settings_.warmup, settings_.repeats);
-    int calls = callsOf(plan, key, true);
-    auto &[sum, samples] = t.perStep[plan.name];
-    sum.resize(count, 0);
-    ++samples;
-    for (size_t i = 0; i < accepted.size(); ++i)
-      sum[accepted[i]] += medians[i] * calls;
-    runner.writeArgument(op, 2, before[2].data());
-  }
-
-  static std::vector<float> widen(DType type, const std::string &bytes) {
-    std::vector<float> v;
-    if (type == DType::BF16) {
-      for (size_t i = 0; i + 1 < bytes.size(); i += 2) {
-        uint16_t h;
-        std::memcpy(&h, bytes.data() + i, 2);
-        v.push_back(bf16ToFloat(h));
-      }
-    } else {
-      v.resize(bytes.size() / 4);
-      std::memcpy(v.data(), bytes.data(), v.size() * 4);
-    }
-    return v;
-  }
-
-  const Bundle &bundle_;
-  const TuneSettings &settings_;
-  double deadline_;
-  std::set<std::string> steps_;
-  std::map<std::pair<std::string, std::string>, int> sampled_;
-};
-
-/// Per-variant seconds of a tally: each step's sum over its samples,
-/// averaged, then summed over steps.
-std::vector<double> totals(const Measurer::Tally &t) {
-  std::vector<double> total(t.rejected.size(), 0);
-  for (const auto &[step, entry] : t.perStep)
-    for (size_t i = 0; i < entry.first.size() && i < total.size(); ++i)
-      total[i] += entry.first[i] / std::max(1, entry.second);
-  return total;
-}
-
-//===----------------------------------------------------------------------===//
-// The workloads: what runs the bundle's steps
-//===----------------------------------------------------------------------===//
-
-/// One way of running steps: a training step, an evaluation, generation in
-/// a regime. run(session, i) runs it once, with inputs varied by i;
-/// runs(step) says whether it runs that step.
-struct Workload {
-  std::string name;
-  std::function<void(Session &, int64_t)> run;
-  std::function<bool(const std::string &)> runs;
-};
-
-bool startsWith(const std::string &s, const std::string &prefix) { return s.rfind(prefix, 0) == 0; }
-
-std::vector<Workload> workloads(const Bundle &bundle, const ModelConfig &c) {
-  std::vector<Workload> list;
-  auto tokens = [&c](int64_t n, uint64_t stream, int64_t i) {
-    return rng::syntheticIds(n, c.vocabSize, stream, uint64_t(i));
-  };
-  using namespace rng::streams;
-  int64_t bt = c.training.batchSize * c.training.sequenceLength;
-  for (const auto &[name, plan] : bundle.steps()) {
-    int64_t k = step::passesOf(name);
-    if (k == 0)
-      continue;
-    auto itself = [name = name](const std::string &step) { return step == name; };
-    if (plan.kind == StepKind::Train)
-      list.push_back({name,
-                      [=](Session &s, int64_t i) {
-                        s.trainStep(k, tokens(bt, kSyntheticIds, i).data(), tokens(bt, kSyntheticTargets, i).data(), i,
-                                    1e-4f);
-                      },
-                      itself});
-    else if (plan.kind == StepKind::Grads)
-      list.push_back({name,
-                      [=](Session &s, int64_t i) {
-                        s.gradientStep(k, tokens(bt, kSyntheticIds, i).data(), tokens(bt, kSyntheticTargets, i).data(), i);
-                      },
-                      itself});
-    else if (plan.kind == StepKind::Eval)
-      list.push_back({name,
-                      [=](Session &s, int64_t i) {
-                        s.evalStep(k, tokens(bt, kSyntheticIds, i).data(), tokens(bt, kSyntheticTargets, i).data());
-                      },
-                      itself});
-  }
-  // The most used first (K = 1, 2, then decoding below, evaluation, the
-  // other K): the timing phase may run out of budget.
-  auto rank = [](const std::string &n) {
-    return n == step::train(1) || n == step::train(2) ? 0 : n == step::eval(step::passesOf(n)) ? 1 : 2;
-  };
-  std::vector<Workload> ordered;
-  for (int r = 0; r < 3; ++r)
-    for (const Workload &w : list)
-      if (rank(w.name) == r)
-        ordered.push_back(w);
-  list = std::move(ordered);
-  if (bundle.hasStep(step::prefill(false)) && bundle.hasStep(step::kDecode)) {
-    std::vector<std::string> regimes = {"standard", "soft"};
-    if (bundle.hasStep(step::prefill(true)))
-      regimes.push_back("fused");
-    std::vector<Workload> decoding;
-    for (const std::string &r : regimes)
-      decoding.push_back(
-          {"decode:" + r,
-           [=](Session &s, int64_t i) {
-             Decoder d(s);
-             std::vector<std::vector<int32_t>> prompts;
-             for (int64_t row = 0; row < d.batchSize(); ++row)
-               prompts.push_back(tokens(d.maxPrompt(), kSyntheticPrompts, (i << 16) | row));
-             SamplingOptions greedy;
-             d.generate(prompts, Regime::parse(r), greedy, 8,
-                        [](int64_t, int32_t) { return true; });
-             // Each one-row prefill once (a prompt of its length), so that
-             // its kernels are timed too.
-             for (int64_t t : d.rowPrefillLengths())
-               d.generate({tokens(t, kSyntheticPrompts, (i << 16) | 0xFFFF)}, Regime::parse(r), greedy, 2,
-                          [](int64_t, int32_t) { return true; });
-           },
-           [=](const std::string &name) {
-             if (startsWith(name, step::prefill(true)))
-               return r == "fused";
-             if (name == step::kDecodePlain)
-               return r == "standard";
-             return startsWith(name, step::prefill(false)) || name == step::kDecode;
-           }});
-    list.insert(list.begin() + std::min<size_t>(2, list.size()), decoding.begin(),
-                decoding.end());
-  }
-  return list;
-}
-
-/// Runs `w` on `s` `repeats` times after one warm-up; the median seconds.
-double timeWorkload(Session &s, const Workload &w, int repeats,
-                    const std::function<double()> &clock) {
-  w.run(s, 0);
-  std::vector<double> t;
-  for (int r = 0; r < repeats; ++r) {
-    double start = clock();
-    w.run(s, r + 1);
-    t.push_back(clock() - start);
-  }
-  return median(t);
-}
 
 std::unique_ptr<ProgressBar> progress(const TuneSettings &settings, size_t total,
                                       const std::string &what) {
