@@ -547,34 +547,36 @@ void checkConsistency(Reader &r, const ModelSpec &spec) {
 
 } // namespace
 
-llvm::Expected<ModelSpec> fbt::parseSpec(StringRef text, StringRef source) {
-  Reader r(source);
-
-  // 1. The bytes.
+namespace {
+/// 1. The bytes: text, UTF-8, not empty, not nested past kMaxNesting.
+/// Strips a byte-order mark. False (with the failure in `r`) if not.
+bool checkBytes(Reader &r, StringRef &text, TextScan &scan) {
   if (size_t nul = text.find('\0'); nul != StringRef::npos) {
     r.failRoot("not a JSON text file (NUL byte at offset " + Twine(nul) + ")");
-    return r.takeError();
+    return false;
   }
   if (size_t bad; !json::isUTF8(text, &bad)) {
-    r.failRoot("not a JSON text file (invalid UTF-8 at offset " + Twine(bad) +
-               ")");
-    return r.takeError();
+    r.failRoot("not a JSON text file (invalid UTF-8 at offset " + Twine(bad) + ")");
+    return false;
   }
   text.consume_front("\xEF\xBB\xBF"); // a UTF-8 byte-order mark
   if (text.trim().empty()) {
     r.failRoot("expected a JSON object, got an empty file");
-    return r.takeError();
+    return false;
   }
-  TextScan scan = scanText(text);
+  scan = scanText(text);
   if (scan.tooDeepAt) {
     auto [line, column] = lineColumn(text, *scan.tooDeepAt);
     r.failAt(Twine(line) + ":" + Twine(column),
-             "expected at most " + Twine(kMaxNesting) +
-                 " nested arrays or objects, got more");
-    return r.takeError();
+             "expected at most " + Twine(kMaxNesting) + " nested arrays or objects, got more");
+    return false;
   }
+  return true;
+}
 
-  // 2. The syntax. llvm::json reports "[line:column, byte=N]: Message".
+/// 2. The syntax: one JSON object without duplicate keys. llvm::json
+/// reports "[line:column, byte=N]: Message".
+std::optional<json::Value> parseSyntax(Reader &r, StringRef text, const TextScan &scan) {
   llvm::Expected<json::Value> root = json::parse(text);
   if (!root) {
     std::string log = llvm::toString(root.takeError());
@@ -588,76 +590,85 @@ llvm::Expected<ModelSpec> fbt::parseSpec(StringRef text, StringRef source) {
       r.failRoot("invalid JSON: " + what);
     else
       r.failAt(position.split(',').first, "invalid JSON: " + what);
-    return r.takeError();
+    return std::nullopt;
   }
   if (scan.duplicatePath) {
     r.fail(*scan.duplicatePath,
-           "duplicate key (lines " +
-               Twine(lineColumn(text, scan.firstOffset).first) + " and " +
-               Twine(lineColumn(text, scan.duplicateOffset).first) + ")");
-    return r.takeError();
+           "duplicate key (lines " + Twine(lineColumn(text, scan.firstOffset).first) +
+               " and " + Twine(lineColumn(text, scan.duplicateOffset).first) + ")");
+    return std::nullopt;
   }
-  const json::Object *top = root->getAsObject();
-  if (!top) {
+  if (!root->getAsObject()) {
     r.failRoot("expected a JSON object, got " + describeValue(*root));
-    return r.takeError();
+    return std::nullopt;
   }
+  return std::move(*root);
+}
 
-  // 3. Unknown keys, everywhere, before any field is read.
-  ModelSpec spec;
-  r.checkKeys(*top, "", kTopKeys);
-  const json::Object *sections[3];
-  for (auto [i, s] : llvm::enumerate(kSections)) {
-    sections[i] = r.section(*top, s.name);
-    if (sections[i])
-      r.checkKeys(*sections[i], s.name, s.keys);
-  }
-
-  // 4. Fields.
-  static const json::Object empty;
-  const json::Object &feedback = sections[0] ? *sections[0] : empty;
-  const json::Object &training = sections[1] ? *sections[1] : empty;
-  const json::Object &inference = sections[2] ? *sections[2] : empty;
-  readModel(r, *top, spec);
-  readFeedback(r, feedback, spec.feedback);
-  readTraining(r, training, spec.training);
+/// Defaults that depend on other fields (`training` and `inference` are
+/// the spec's sections as written, to tell a given key from a default).
+void resolveDefaults(ModelSpec &spec, const json::Object &training,
+                     const json::Object &inference) {
   InferenceSpec &inf = spec.inference;
-  r.integer(inference, "inference", "batch_size", inf.batchSize, 1);
-  r.integer(inference, "inference", "max_prompt_length", inf.maxPromptLength,
-            1);
-  r.integer(inference, "inference", "max_sequence_length",
-            inf.maxSequenceLength, 1);
-  if (r.failed())
-    return r.takeError();
-
-  // Defaults that depend on other fields.
   if (spec.feedback.depthScaling == 0)
-    spec.feedback.depthScaling =
-        1.0 / std::sqrt(2.0 * double(spec.numHiddenLayers));
+    spec.feedback.depthScaling = 1.0 / std::sqrt(2.0 * double(spec.numHiddenLayers));
   if (spec.feedback.initStd == 0)
-    spec.feedback.initStd =
-        spec.feedback.init == FeedbackInit::Uniform
-            ? 1.0 / std::sqrt(double(spec.hiddenSize))
-            : 0.02;
+    spec.feedback.initStd = spec.feedback.init == FeedbackInit::Uniform
+                                ? 1.0 / std::sqrt(double(spec.hiddenSize))
+                                : 0.02;
   if (!inference.get("max_sequence_length"))
     inf.maxSequenceLength = spec.maxPositionEmbeddings;
   // The training length, unless that exceeds the cache (then the cache).
   if (!inference.get("max_prompt_length"))
-    inf.maxPromptLength =
-        std::min(spec.training.sequenceLength, inf.maxSequenceLength);
+    inf.maxPromptLength = std::min(spec.training.sequenceLength, inf.maxSequenceLength);
   // One deeper than the main K, so giving only `passes` stays consistent.
   // (At INT64_MAX passes the overflow check below names the field.)
   if (!training.get("deep_passes"))
-    spec.training.deepPasses = spec.training.passes == INT64_MAX
-                                   ? INT64_MAX
-                                   : spec.training.passes + 1;
+    spec.training.deepPasses =
+        spec.training.passes == INT64_MAX ? INT64_MAX : spec.training.passes + 1;
   // No K given at all: the measured default, K uniform over 2..8.
   if (spec.training.passDistribution.empty() &&
-      llvm::none_of(kFixedPassKeys,
-                    [&](StringRef key) { return training.get(key); }))
+      llvm::none_of(kFixedPassKeys, [&](StringRef key) { return training.get(key); }))
     for (int64_t k = 2; k <= kDefaultMaxPasses; ++k)
-      spec.training.passDistribution.push_back(
-          {k, 1.0 / double(kDefaultMaxPasses - 1)});
+      spec.training.passDistribution.push_back({k, 1.0 / double(kDefaultMaxPasses - 1)});
+}
+} // namespace
+
+llvm::Expected<ModelSpec> fbt::parseSpec(StringRef text, StringRef source) {
+  Reader r(source);
+  TextScan scan;
+  if (!checkBytes(r, text, scan))
+    return r.takeError();
+  std::optional<json::Value> root = parseSyntax(r, text, scan);
+  if (!root)
+    return r.takeError();
+  const json::Object &top = *root->getAsObject();
+
+  // 3. Unknown keys, everywhere, before any field is read.
+  ModelSpec spec;
+  r.checkKeys(top, "", kTopKeys);
+  const json::Object *sections[3];
+  for (auto [i, s] : llvm::enumerate(kSections)) {
+    sections[i] = r.section(top, s.name);
+    if (sections[i])
+      r.checkKeys(*sections[i], s.name, s.keys);
+  }
+
+  // 4. Fields, then the defaults that depend on them.
+  static const json::Object empty;
+  const json::Object &feedback = sections[0] ? *sections[0] : empty;
+  const json::Object &training = sections[1] ? *sections[1] : empty;
+  const json::Object &inference = sections[2] ? *sections[2] : empty;
+  readModel(r, top, spec);
+  readFeedback(r, feedback, spec.feedback);
+  readTraining(r, training, spec.training);
+  InferenceSpec &inf = spec.inference;
+  r.integer(inference, "inference", "batch_size", inf.batchSize, 1);
+  r.integer(inference, "inference", "max_prompt_length", inf.maxPromptLength, 1);
+  r.integer(inference, "inference", "max_sequence_length", inf.maxSequenceLength, 1);
+  if (r.failed())
+    return r.takeError();
+  resolveDefaults(spec, training, inference);
 
   // 5. Consistency, then the arithmetic of the figures.
   checkConsistency(r, spec);
