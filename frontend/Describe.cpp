@@ -107,42 +107,122 @@ private:
 
 } // namespace
 
-llvm::Expected<Description> fbt::tryDescribe(const ModelSpec &spec) {
-  Checker check;
-  Description d;
-  const Figure V = Figure::field("vocab_size", spec.vocabSize);
-  const Figure D = Figure::field("hidden_size", spec.hiddenSize);
-  const Figure L = Figure::field("num_hidden_layers", spec.numHiddenLayers);
-  const Figure H = Figure::field("num_attention_heads", spec.numAttentionHeads);
-  const Figure F = Figure::field("intermediate_size", spec.intermediateSize);
-  const Figure T =
-      Figure::field("training.sequence_length", spec.training.sequenceLength);
-  const Figure B =
-      Figure::field("training.batch_size", spec.training.batchSize);
-  // max_sequence_length defaults to max_position_embeddings; when they are
-  // equal, name the field the user most likely wrote.
-  const int64_t seq = spec.inference.maxSequenceLength;
-  const char *seqName = seq == spec.maxPositionEmbeddings
-                            ? "max_position_embeddings"
-                            : "inference.max_sequence_length";
-  const Figure S = Figure::field(seqName, seq);
-  const Figure Bi =
-      Figure::field("inference.batch_size", spec.inference.batchSize);
+namespace {
+/// The spec's sizes as Figures, each naming its field.
+struct Sizes {
+  Figure V, D, L, H, F, T, B, S, Bi;
+  const char *seqName; ///< the field S names
+  int64_t seq;
 
-  // Per layer: two RMSNorm scales (2D), Q K V O (4D^2), gate up down (3DF).
-  Figure shared = V * D + L * (2 * D + 4 * D * D + 3 * D * F) + D;
-  Figure fb;
+  explicit Sizes(const ModelSpec &spec)
+      : V(Figure::field("vocab_size", spec.vocabSize)),
+        D(Figure::field("hidden_size", spec.hiddenSize)),
+        L(Figure::field("num_hidden_layers", spec.numHiddenLayers)),
+        H(Figure::field("num_attention_heads", spec.numAttentionHeads)),
+        F(Figure::field("intermediate_size", spec.intermediateSize)),
+        T(Figure::field("training.sequence_length", spec.training.sequenceLength)),
+        B(Figure::field("training.batch_size", spec.training.batchSize)),
+        Bi(Figure::field("inference.batch_size", spec.inference.batchSize)),
+        // max_sequence_length defaults to max_position_embeddings; when they
+        // are equal, name the field the user most likely wrote.
+        seqName(spec.inference.maxSequenceLength == spec.maxPositionEmbeddings
+                    ? "max_position_embeddings"
+                    : "inference.max_sequence_length"),
+        seq(spec.inference.maxSequenceLength) {
+    S = Figure::field(seqName, seq);
+  }
+};
+
+/// The feedback path's parameters: W_U and W_G (glu), W (concat), W_U (add).
+Figure feedbackParams(const ModelSpec &spec, const Sizes &z) {
   switch (spec.feedback.fusion) {
   case Fusion::Glu:    // W_U, W_G: D x D each.
   case Fusion::Concat: // W: D x 2D.
-    fb = 2 * D * D;
-    break;
+    return 2 * z.D * z.D;
   case Fusion::Add: // W_U.
-    fb = D * D;
-    break;
+    return z.D * z.D;
   case Fusion::None:
     break;
   }
+  return Figure();
+}
+
+/// A training step of K passes: FLOPs per token and memory.
+PassFigures describePass(const ModelSpec &spec, const Sizes &z, int64_t k, const Figure &matmul,
+                         const Figure &fb, const Figure &fixedBytes, Checker &check) {
+  const Figure &V = z.V, &D = z.D, &L = z.L, &H = z.H, &F = z.F, &T = z.T, &B = z.B;
+  const char *kName = !spec.training.passDistribution.empty() ? "training.pass_distribution"
+                      : k == spec.training.passes            ? "training.passes"
+                                                             : "training.deep_passes";
+  // With grad_passes, pass 1 and passes first..K are trained; the passes
+  // between run forward only (a third of the work, nothing saved).
+  int64_t first = firstTrainedPass(k, spec.training.gradPasses);
+  uint64_t trainedFused = k > 1 ? uint64_t(k - first + 1) : 0;
+  uint64_t forwardOnly = k > 1 ? uint64_t(first - 2) : 0;
+  Figure trained = Figure::field(kName, 1 + trainedFused, uint64_t(k));
+  Figure fusedPasses = Figure::field(kName, trainedFused, uint64_t(k));
+  Figure forward = Figure::field(kName, forwardOnly, uint64_t(k));
+  std::string at = " at K=" + std::to_string(k);
+
+  // Every trained pass runs the full stack forward and backward (6 FLOPs
+  // per weight), a forward-only pass forward (2); passes k > 1 also run
+  // the fusion's GEMMs.
+  Figure flops = trained * (6 * matmul + 12 * L * T * D) + fusedPasses * 6 * fb +
+                 forward * (2 * matmul + 4 * L * T * D + 2 * fb);
+  // Saved per token, per layer: attention-norm input and output (2D),
+  // q, k, v (3D), attention output (D), residual after attention (D),
+  // MLP-norm output (D), MLP output (D): 9D; gate, up and SwiGLU output
+  // (3F); the attention probabilities (H*T). Per token outside the
+  // layers: logits and their softmax (2V), final-norm output (D). Per
+  // fused pass and token: s, W_U s and the gate (3D). Only trained passes
+  // keep theirs for the backward.
+  Figure activations = 4 * (trained * B * T * (L * (9 * D + 3 * F + H * T) + 2 * V + D) +
+                            fusedPasses * B * T * 3 * D);
+  PassFigures p;
+  p.passes = k;
+  p.trainFlopsPerToken = check(flops, "the training FLOPs per token" + at);
+  p.activationBytes = check(activations, "the activation bytes" + at);
+  p.stepBytes = check(fixedBytes + activations, "the training memory" + at);
+  return p;
+}
+
+/// The KV cache and one decoded token's FLOPs.
+void describeInference(const Sizes &z, const Figure &matmul, const Figure &fb, Checker &check,
+                       Description &d) {
+  const Figure &L = z.L, &D = z.D;
+  // K and V for every layer and token.
+  Figure kvToken32 = 2 * L * D * 4, kvToken16 = 2 * L * D * 2;
+  d.kvBytesPerTokenFp32 = check(kvToken32, "the KV-cache bytes per token");
+  d.kvBytesPerTokenBf16 = check(kvToken16, "the KV-cache bytes per token");
+  d.kvBytesFp32 = check(kvToken32 * z.S * z.Bi, "the KV-cache bytes");
+  d.kvBytesBf16 = check(kvToken16 * z.S * z.Bi, "the KV-cache bytes");
+
+  // One decoded token: every matmul weight once (2 FLOPs), then q.k and
+  // p.v over `ctx` cached tokens (2*D each, per layer).
+  Figure ctx = Figure::field(z.seqName, uint64_t(z.seq / 2), uint64_t(z.seq));
+  Figure perContext = 4 * L * D;
+  d.decodeContext = ctx.value;
+  d.decodeFlopsPerToken = check(2 * matmul + perContext * ctx, "the decode FLOPs per token");
+  d.decodeFlopsPerContextToken = check(perContext, "the decode FLOPs per context token");
+  // Soft decoding adds the fusion's GEMMs and the gate's elementwise work
+  // (sigmoid and product, counted as 4 FLOPs per element).
+  d.softExtraFlopsPerToken = check(2 * fb + 4 * D, "the soft-decoding FLOPs per token");
+  d.softExtraPercent =
+      d.decodeFlopsPerToken
+          ? 100.0 * double(d.softExtraFlopsPerToken) / double(d.decodeFlopsPerToken)
+          : 0;
+}
+} // namespace
+
+llvm::Expected<Description> fbt::tryDescribe(const ModelSpec &spec) {
+  Checker check;
+  Description d;
+  Sizes z(spec);
+  const Figure &V = z.V, &D = z.D, &L = z.L, &F = z.F;
+
+  // Per layer: two RMSNorm scales (2D), Q K V O (4D^2), gate up down (3DF).
+  Figure shared = V * D + L * (2 * D + 4 * D * D + 3 * D * F) + D;
+  Figure fb = feedbackParams(spec, z);
   Figure total = shared + fb;
   Figure matmul = L * (4 * D * D + 3 * D * F) + V * D;
   d.sharedParams = check(shared, "the shared parameter count");
@@ -151,74 +231,13 @@ llvm::Expected<Description> fbt::tryDescribe(const ModelSpec &spec) {
   d.matmulParams = check(matmul, "the matmul parameter count");
 
   Figure weights = 4 * total, grads = 4 * total, adam = 8 * total;
-  d.tokensPerStep = check(B * T, "the tokens per step");
+  d.tokensPerStep = check(z.B * z.T, "the tokens per step");
   d.weightBytes = check(weights, "the weight bytes");
   d.gradientBytes = check(grads, "the gradient bytes");
   d.optimizerBytes = check(adam, "the optimizer bytes");
-
-  for (int64_t k : spec.scheduledPasses()) {
-    const char *kName = !spec.training.passDistribution.empty()
-                            ? "training.pass_distribution"
-                        : k == spec.training.passes ? "training.passes"
-                                                    : "training.deep_passes";
-    // With grad_passes, pass 1 and passes first..K are trained; the passes
-    // between run forward only (a third of the work, nothing saved).
-    int64_t first = firstTrainedPass(k, spec.training.gradPasses);
-    uint64_t trainedFused = k > 1 ? uint64_t(k - first + 1) : 0;
-    uint64_t forwardOnly = k > 1 ? uint64_t(first - 2) : 0;
-    Figure trained = Figure::field(kName, 1 + trainedFused, uint64_t(k));
-    Figure fusedPasses = Figure::field(kName, trainedFused, uint64_t(k));
-    Figure forward = Figure::field(kName, forwardOnly, uint64_t(k));
-    std::string at = " at K=" + std::to_string(k);
-
-    // Every trained pass runs the full stack forward and backward (6 FLOPs
-    // per weight), a forward-only pass forward (2); passes k > 1 also run
-    // the fusion's GEMMs.
-    Figure flops = trained * (6 * matmul + 12 * L * T * D) + fusedPasses * 6 * fb +
-                   forward * (2 * matmul + 4 * L * T * D + 2 * fb);
-    // Saved per token, per layer: attention-norm input and output (2D),
-    // q, k, v (3D), attention output (D), residual after attention (D),
-    // MLP-norm output (D), MLP output (D): 9D; gate, up and SwiGLU output
-    // (3F); the attention probabilities (H*T). Per token outside the
-    // layers: logits and their softmax (2V), final-norm output (D). Per
-    // fused pass and token: s, W_U s and the gate (3D). Only trained passes
-    // keep theirs for the backward.
-    Figure activations =
-        4 * (trained * B * T * (L * (9 * D + 3 * F + H * T) + 2 * V + D) +
-             fusedPasses * B * T * 3 * D);
-    PassFigures p;
-    p.passes = k;
-    p.trainFlopsPerToken = check(flops, "the training FLOPs per token" + at);
-    p.activationBytes = check(activations, "the activation bytes" + at);
-    p.stepBytes =
-        check(weights + grads + adam + activations, "the training memory" + at);
-    d.passes.push_back(p);
-  }
-
-  // K and V for every layer and token.
-  Figure kvToken32 = 2 * L * D * 4, kvToken16 = 2 * L * D * 2;
-  d.kvBytesPerTokenFp32 = check(kvToken32, "the KV-cache bytes per token");
-  d.kvBytesPerTokenBf16 = check(kvToken16, "the KV-cache bytes per token");
-  d.kvBytesFp32 = check(kvToken32 * S * Bi, "the KV-cache bytes");
-  d.kvBytesBf16 = check(kvToken16 * S * Bi, "the KV-cache bytes");
-
-  // One decoded token: every matmul weight once (2 FLOPs), then q.k and
-  // p.v over `ctx` cached tokens (2*D each, per layer).
-  Figure ctx = Figure::field(seqName, uint64_t(seq / 2), uint64_t(seq));
-  Figure perContext = 4 * L * D;
-  d.decodeContext = ctx.value;
-  d.decodeFlopsPerToken =
-      check(2 * matmul + perContext * ctx, "the decode FLOPs per token");
-  d.decodeFlopsPerContextToken =
-      check(perContext, "the decode FLOPs per context token");
-  // Soft decoding adds the fusion's GEMMs and the gate's elementwise work
-  // (sigmoid and product, counted as 4 FLOPs per element).
-  d.softExtraFlopsPerToken =
-      check(2 * fb + 4 * D, "the soft-decoding FLOPs per token");
-  d.softExtraPercent = d.decodeFlopsPerToken
-                           ? 100.0 * double(d.softExtraFlopsPerToken) /
-                                 double(d.decodeFlopsPerToken)
-                           : 0;
+  for (int64_t k : spec.scheduledPasses())
+    d.passes.push_back(describePass(spec, z, k, matmul, fb, weights + grads + adam, check));
+  describeInference(z, matmul, fb, check, d);
 
   if (llvm::Error e = check.takeError())
     return std::move(e);
