@@ -297,57 +297,106 @@ int writeBundle(const fbt::ModelSpec &spec, mlir::ModuleOp module,
   }
   return 0;
 }
-} // namespace
-
-int main(int argc, char **argv) {
-  InitLLVM init(argc, argv);
-  cl::HideUnrelatedOptions(category);
-  cl::ParseCommandLineOptions(
-      argc, argv,
-      "fbtc: compiles a Full-Bandwidth Transformer model spec (JSON)\n");
-
-  Expected<fbt::ModelSpec> spec = fbt::loadSpec(specPath);
-  if (!spec)
-    return fail(kBadInput, toString(spec.takeError()));
-
-  if (describe) {
-    Expected<fbt::Description> d = fbt::describe(*spec);
-    if (!d)
-      return fail(kBadInput, toString(d.takeError()));
-    if (!describeRanks.empty()) {
-      for (int64_t n : describeRanks)
-        if (n < 1)
-          return fail(kBadInput, "--ranks: each world size must be at least 1, got " +
-                                     Twine(n));
-      d->dataParallel = fbt::describeRanks(*d, {describeRanks.begin(), describeRanks.end()});
-    }
-    return writeOutput([&](raw_ostream &os) {
-      if (jsonOutput)
-        fbt::printDescriptionJson(*spec, *d, os);
-      else
-        fbt::printDescription(*spec, *d, os);
-    });
+/// --describe: the figures, as text or JSON.
+int runDescribe(const fbt::ModelSpec &spec) {
+  Expected<fbt::Description> d = fbt::describe(spec);
+  if (!d)
+    return fail(kBadInput, toString(d.takeError()));
+  if (!describeRanks.empty()) {
+    for (int64_t n : describeRanks)
+      if (n < 1)
+        return fail(kBadInput, "--ranks: each world size must be at least 1, got " + Twine(n));
+    d->dataParallel = fbt::describeRanks(*d, {describeRanks.begin(), describeRanks.end()});
   }
+  return writeOutput([&](raw_ostream &os) {
+    if (jsonOutput)
+      fbt::printDescriptionJson(spec, *d, os);
+    else
+      fbt::printDescription(spec, *d, os);
+  });
+}
 
-  mlir::DialectRegistry registry;
-  mlir::fbt::registerNvptxTarget(registry);
-  mlir::MLIRContext ctx(registry);
-  ctx.loadDialect<mlir::fbt::FbtDialect, mlir::func::FuncDialect,
-                  mlir::arith::ArithDialect>();
-  mlir::OwningOpRef<mlir::ModuleOp> module = fbt::buildModel(ctx, *spec);
-  if (failed(mlir::verify(*module)))
-    return fail(kInternalError, "the generated IR does not verify (a bug in "
-                                "fbtc; please report it with the spec)");
-  Stage stage = emit;
+/// The stage to stop after, from --emit and --target; kBadInput where the
+/// options do not fit together.
+int resolveStage(Stage &stage) {
+  stage = emit;
   if (target != Target::None && emit.getNumOccurrences() == 0)
     stage = Stage::Bundle;
   if (stage == Stage::Bundle && target == Target::None)
     return fail(kBadInput, "--emit=bundle needs a --target (cpu, sm_90, sm_80)");
   if (gpuStorage != "bf16" && gpuStorage != "f32")
-    return fail(kBadInput, "--gpu-storage must be bf16 or f32, not '" +
-                               gpuStorage + "'");
+    return fail(kBadInput, "--gpu-storage must be bf16 or f32, not '" + gpuStorage + "'");
   if (stage == Stage::Ptx && !isNvidia(target))
     return fail(kBadInput, "--emit=ptx needs an NVIDIA --target (sm_90, sm_80)");
+  return 0;
+}
+
+/// The training-graph passes, then (from --emit=kernels on) the kernel
+/// passes for the target.
+int runPasses(mlir::MLIRContext &ctx, mlir::ModuleOp module, const fbt::ModelSpec &spec,
+              Stage stage, const std::vector<std::string> &tunedConfigs) {
+  mlir::PassManager pm(&ctx);
+  mlir::fbt::TrainPipelineOptions options;
+  setTrainOptions(spec, options);
+  mlir::fbt::buildTrainPipeline(pm, options);
+  if (stage >= Stage::Kernels)
+    mlir::fbt::buildKernelPipeline(
+        pm, mapsToGpu(target) ? mlir::fbt::KernelTarget::Gpu : mlir::fbt::KernelTarget::Cpu,
+        mapsToGpu(target) && gpuStorage == "bf16" ? mlir::fbt::Storage::BF16
+                                                  : mlir::fbt::Storage::F32,
+        tuneSpace, tunedConfigs);
+  if (failed(pm.run(module)))
+    return fail(kInternalError, "the compiler passes failed");
+  return 0;
+}
+
+/// From the planned steps on: the plans, the PTX, or the bundle.
+int emitPlanned(const fbt::ModelSpec &spec, mlir::ModuleOp module, Stage stage,
+                const std::optional<::fbt::TunedBuild> &tunedBuild) {
+  std::map<std::string, ::fbt::StepPlan> steps;
+  int64_t largestArena = 0;
+  if (failed(planSteps(module, steps, largestArena)))
+    return fail(kInternalError, "planning the steps failed");
+  if (stage == Stage::Plan)
+    return writeOutput([&](raw_ostream &os) {
+      ::fbt::Json plans = ::fbt::Json::object();
+      for (const auto &[name, plan] : steps)
+        plans[name] = ::fbt::toJson(plan);
+      os << ::fbt::dumpJson(plans, 2) << "\n";
+    });
+  if (stage == Stage::Ptx) {
+    FailureOr<mlir::fbt::NvptxBinary> bin = mlir::fbt::compileKernelsForNvptx(module, nvptxOptions());
+    if (failed(bin))
+      return fail(kInternalError, "compiling the kernels failed");
+    return writeOutput([&](raw_ostream &os) { os << bin->ptx; });
+  }
+  return writeBundle(spec, module, std::move(steps), largestArena, tunedBuild);
+}
+} // namespace
+
+int main(int argc, char **argv) {
+  InitLLVM init(argc, argv);
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(argc, argv,
+                              "fbtc: compiles a Full-Bandwidth Transformer model spec (JSON)\n");
+
+  Expected<fbt::ModelSpec> spec = fbt::loadSpec(specPath);
+  if (!spec)
+    return fail(kBadInput, toString(spec.takeError()));
+  if (describe)
+    return runDescribe(*spec);
+
+  mlir::DialectRegistry registry;
+  mlir::fbt::registerNvptxTarget(registry);
+  mlir::MLIRContext ctx(registry);
+  ctx.loadDialect<mlir::fbt::FbtDialect, mlir::func::FuncDialect, mlir::arith::ArithDialect>();
+  mlir::OwningOpRef<mlir::ModuleOp> module = fbt::buildModel(ctx, *spec);
+  if (failed(mlir::verify(*module)))
+    return fail(kInternalError, "the generated IR does not verify (a bug in "
+                                "fbtc; please report it with the spec)");
+  Stage stage;
+  if (int status = resolveStage(stage))
+    return status;
   std::vector<std::string> tunedConfigs;
   std::optional<::fbt::TunedBuild> tunedBuild;
   if (!tunedCache.empty()) {
@@ -360,43 +409,10 @@ int main(int argc, char **argv) {
     if (int status = readTunedConfigs(*spec, tunedConfigs, tunedBuild.emplace()))
       return status;
   }
-  if (stage >= Stage::Train) {
-    mlir::PassManager pm(&ctx);
-    mlir::fbt::TrainPipelineOptions options;
-    setTrainOptions(*spec, options);
-    mlir::fbt::buildTrainPipeline(pm, options);
-    if (stage >= Stage::Kernels)
-      mlir::fbt::buildKernelPipeline(
-          pm,
-          mapsToGpu(target) ? mlir::fbt::KernelTarget::Gpu
-                            : mlir::fbt::KernelTarget::Cpu,
-          mapsToGpu(target) && gpuStorage == "bf16" ? mlir::fbt::Storage::BF16
-                                                    : mlir::fbt::Storage::F32,
-          tuneSpace, tunedConfigs);
-    if (failed(pm.run(*module)))
-      return fail(kInternalError, "the compiler passes failed");
-  }
+  if (stage >= Stage::Train)
+    if (int status = runPasses(ctx, *module, *spec, stage, tunedConfigs))
+      return status;
   if (stage <= Stage::Kernels)
     return writeOutput([&](raw_ostream &os) { module->print(os); });
-
-  std::map<std::string, ::fbt::StepPlan> steps;
-  int64_t largestArena = 0;
-  if (failed(planSteps(*module, steps, largestArena)))
-    return fail(kInternalError, "planning the steps failed");
-  if (stage == Stage::Plan)
-    return writeOutput([&](raw_ostream &os) {
-      ::fbt::Json plans = ::fbt::Json::object();
-      for (const auto &[name, plan] : steps)
-        plans[name] = ::fbt::toJson(plan);
-      os << ::fbt::dumpJson(plans, 2) << "\n";
-    });
-  if (stage == Stage::Ptx) {
-    FailureOr<mlir::fbt::NvptxBinary> bin =
-        mlir::fbt::compileKernelsForNvptx(*module, nvptxOptions());
-    if (failed(bin))
-      return fail(kInternalError, "compiling the kernels failed");
-    return writeOutput([&](raw_ostream &os) { os << bin->ptx; });
-  }
-  return writeBundle(*spec, *module, std::move(steps), largestArena, tunedBuild);
+  return emitPlanned(*spec, *module, stage, tunedBuild);
 }
-
