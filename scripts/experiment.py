@@ -214,6 +214,20 @@ def prepare_data(args, out, fbt):
     return d
 
 
+def recorded_command(argv):
+    """The command as results.json records it: paths inside the checkout
+    relative to it, any other path by its last part (a build folder kept
+    elsewhere says nothing about the results)."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = ["scripts/experiment.py"]
+    for a in argv:
+        if os.path.isabs(a):
+            rel = os.path.relpath(a, root)
+            a = rel if not rel.startswith("..") else os.path.basename(a.rstrip("/"))
+        out.append(a)
+    return out
+
+
 def git_commit():
     """The commit the runner ran at ("unknown" outside a checkout); "+" when
     the tree had changes."""
@@ -437,7 +451,7 @@ def main():
             r["metrics"] = metrics_summary(os.path.join(rundir, "metrics.jsonl"))
             results[label] = r
         runs[str(seed)] = results
-    raw = {"command": ["scripts/experiment.py"] + sys.argv[1:], "commit": git_commit(),
+    raw = {"command": recorded_command(sys.argv[1:]), "commit": git_commit(),
            "spec": spec, "plain_spec": plain, "steps": steps, "seeds": seeds, "splits": splits,
            "report_split": report_split,
            "schedule_weights": {str(k): w for k, w in weights.items()}, "describe": describe,
