@@ -42,6 +42,43 @@ std::vector<std::string> readPrompts(const CommandLine &args) {
   return prompts;
 }
 
+/// --temperature, --top-k, --top-p, --seed, checked.
+SamplingOptions samplingOptions(const CommandLine &args) {
+  SamplingOptions sampling;
+  sampling.temperature = args.getDouble("temperature", 0);
+  sampling.topK = args.getInt("top-k", 0);
+  sampling.topP = args.getDouble("top-p", 1.0);
+  sampling.seed = (uint64_t)args.getInt("seed", 0);
+  if (sampling.temperature < 0 || sampling.topK < 0 || sampling.topP <= 0 || sampling.topP > 1)
+    throw RuntimeError("sampling options: temperature >= 0, top-k >= 0, "
+                       "0 < top-p <= 1");
+  return sampling;
+}
+
+/// One row's text as its tokens arrive: decoded whole each time (a token
+/// may complete a character or, in SentencePiece, change how the previous
+/// one reads); the new part is what it adds.
+struct GrowingText {
+  std::vector<int32_t> ids;
+  std::string text;
+
+  /// Adds `id`; returns the text it adds ("" while a character is partial).
+  std::string add(const Tokenizer &tok, int32_t id) {
+    ids.push_back(id);
+    std::string now = tok.decode(ids);
+    std::string piece = now.size() > text.size() && now.compare(0, text.size(), text) == 0
+                            ? now.substr(text.size())
+                            : "";
+    if (!piece.empty())
+      text = now;
+    return piece;
+  }
+  bool endsWith(const std::string &stop) const {
+    return !stop.empty() && text.size() >= stop.size() &&
+           text.compare(text.size() - stop.size(), stop.size(), stop) == 0;
+  }
+};
+
 } // namespace
 
 int runGenerate(int argc, char **argv) {
@@ -72,15 +109,7 @@ int runGenerate(int argc, char **argv) {
   const Tokenizer &tok = session.tokenizer();
   Decoder decoder(session);
   Regime regime = Regime::parse(args.get("mode", "soft"));
-  SamplingOptions sampling;
-  sampling.temperature = args.getDouble("temperature", 0);
-  sampling.topK = args.getInt("top-k", 0);
-  sampling.topP = args.getDouble("top-p", 1.0);
-  sampling.seed = (uint64_t)args.getInt("seed", 0);
-  if (sampling.temperature < 0 || sampling.topK < 0 || sampling.topP <= 0 ||
-      sampling.topP > 1)
-    throw RuntimeError("sampling options: temperature >= 0, top-k >= 0, "
-                       "0 < top-p <= 1");
+  SamplingOptions sampling = samplingOptions(args);
   int64_t maxNew = args.getInt("max-new-tokens", 64);
   if (maxNew < 1)
     throw RuntimeError("--max-new-tokens must be >= 1");
@@ -89,44 +118,30 @@ int runGenerate(int argc, char **argv) {
 
   std::vector<std::string> prompts = readPrompts(args);
   bool stream = prompts.size() == 1;
+  auto print = [&](const std::string &text) {
+    std::fputs(text.c_str(), stdout);
+    std::fflush(stdout);
+  };
   for (size_t first = 0; first < prompts.size(); first += decoder.batchSize()) {
     size_t count = std::min<size_t>(decoder.batchSize(), prompts.size() - first);
     std::vector<std::vector<int32_t>> ids;
-    std::vector<std::vector<int32_t>> generated(count);
-    std::vector<std::string> texts(count);
+    std::vector<GrowingText> texts(count);
     for (size_t i = 0; i < count; ++i)
       ids.push_back(encode(tok, prompts[first + i]));
-    if (stream) {
-      std::fputs(prompts[0].c_str(), stdout);
-      std::fflush(stdout);
-    }
+    if (stream)
+      print(prompts[0]);
     decoder.generate(ids, regime, sampling, maxNew, [&](int64_t row, int32_t id) {
-      // The text so far, decoded whole (a token may complete a character
-      // or, in SentencePiece, change how the previous one reads); the new
-      // part is what it adds.
-      generated[row].push_back(id);
-      std::string text = tok.decode(generated[row]);
-      std::string piece = text.size() > texts[row].size() &&
-                                  text.compare(0, texts[row].size(), texts[row]) == 0
-                              ? text.substr(texts[row].size())
-                              : "";
-      if (!piece.empty())
-        texts[row] = text;
-      if (stream) {
-        std::fputs(piece.c_str(), stdout);
-        std::fflush(stdout);
-      }
-      bool stopped = !stop.empty() && texts[row].size() >= stop.size() &&
-                     texts[row].compare(texts[row].size() - stop.size(),
-                                        stop.size(), stop) == 0;
-      return id != separator && !stopped;
+      std::string piece = texts[row].add(tok, id);
+      if (stream)
+        print(piece);
+      return id != separator && !texts[row].endsWith(stop);
     });
     if (stream) {
-      std::fputs("\n", stdout);
+      print("\n");
       continue;
     }
     for (size_t i = 0; i < count; ++i)
-      std::printf("[%zu] %s%s\n", first + i, prompts[first + i].c_str(), texts[i].c_str());
+      std::printf("[%zu] %s%s\n", first + i, prompts[first + i].c_str(), texts[i].text.c_str());
   }
   return 0;
 }
