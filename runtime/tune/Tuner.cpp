@@ -230,27 +230,32 @@ std::vector<TunedGemm> chooseGemms(const Measurer &measurer, std::vector<GemmTun
   return choice;
 }
 
-/// 3. Times each workload before and after, alternating sessions. What holds
-/// of one call timed alone need not hold in the step (what is in the caches,
-/// how the threads hand work on): a workload the choice makes slower gets
-/// the defaults back for every kernel and GEMM shape its steps call, and
-/// what those reach is timed again.
-void checkAgainstSteps(const std::string &bundlePath, const Bundle &bundle,
-                       const std::vector<Workload> &work, const TuneSettings &settings,
-                       KernelChoice &choice, std::vector<TunedGemm> &gemmChoice,
-                       TuneReport &report) {
-  Session before(bundlePath), after(bundlePath);
-  before.initialize(1);
-  after.initialize(1);
-  auto calls = [&](const Workload &w) {
-    std::set<std::string> keys;
-    for (const auto &[name, plan] : bundle.steps())
-      if (w.runs(name))
-        for (const PlanOp &op : plan.ops)
-          keys.insert(callKey(op));
-    return keys;
-  };
-  auto timeAll = [&](const std::vector<const Workload *> &which, const char *phase) {
+/// The keys (callKey) of every call of the steps `w` runs.
+std::set<std::string> callKeysOf(const Bundle &bundle, const Workload &w) {
+  std::set<std::string> keys;
+  for (const auto &[name, plan] : bundle.steps())
+    if (w.runs(name))
+      for (const PlanOp &op : plan.ops)
+        keys.insert(callKey(op));
+  return keys;
+}
+
+/// Two sessions of the bundle, one on the default builds and one on the
+/// choice, that time workloads in alternation into the report's steps.
+struct BeforeAndAfter {
+  Session before, after;
+  const TuneSettings &settings;
+
+  BeforeAndAfter(const std::string &bundlePath, const TuneSettings &settings)
+      : before(bundlePath), after(bundlePath), settings(settings) {
+    before.initialize(1);
+    after.initialize(1);
+  }
+
+  /// Times each of `which` twice per session (the faster of the two), within
+  /// the budget; what the budget leaves out is reported untimed.
+  void time(const std::vector<const Workload *> &which, const KernelChoice &choice,
+            const std::vector<TunedGemm> &gemmChoice, const char *phase, TuneReport &report) {
     after.device().selectKernels(choice);
     after.device().selectGemms(gemmAlgorithms(gemmChoice));
     std::unique_ptr<ProgressBar> bar = progress(settings, which.size(), phase);
@@ -276,39 +281,31 @@ void checkAgainstSteps(const std::string &bundlePath, const Bundle &bundle,
     }
     if (bar)
       bar->update(done);
-  };
-  std::vector<const Workload *> all;
-  for (const Workload &w : work)
-    all.push_back(&w);
-  timeAll(all, "timing");
+  }
+};
 
-  std::map<std::string, std::set<std::string>> callsOf;
-  for (const Workload &w : work)
-    callsOf[w.name] = calls(w);
+/// The keys of everything the choice changes.
+std::set<std::string> chosenKeys(const KernelChoice &choice,
+                                 const std::vector<TunedGemm> &gemmChoice) {
   std::set<std::string> chosen;
   for (const auto &[kernel, symbol] : choice)
     chosen.insert(kernel);
   for (const TunedGemm &g : gemmChoice)
     if (g.algorithm != 0)
       chosen.insert(gemmKey(g.shape));
-  std::map<std::string, std::string> reverted =
-      choicesToPutBack(report.steps, callsOf, chosen);
-  if (reverted.empty())
-    return;
+  return chosen;
+}
+
+/// Gives `reverted`'s kernels and GEMM shapes their defaults back, in the
+/// choice and in the report's rows (with the reason).
+void putBack(const std::map<std::string, std::string> &reverted, KernelChoice &choice,
+             std::vector<TunedGemm> &gemmChoice, TuneReport &report) {
   for (const auto &[key, why] : reverted) {
     choice.erase(key);
     for (TunedGemm &g : gemmChoice)
       if (gemmKey(g.shape) == key)
         g.algorithm = 0;
   }
-  std::vector<const Workload *> again;
-  for (const Workload &w : work) {
-    std::set<std::string> keys = calls(w);
-    if (std::any_of(reverted.begin(), reverted.end(),
-                    [&](const auto &r) { return keys.count(r.first); }))
-      again.push_back(&w);
-  }
-  timeAll(again, "timing again");
   for (KernelTuning &k : report.kernels)
     if (auto r = reverted.find(k.kernel); r != reverted.end()) {
       k.reverted = r->second;
@@ -321,6 +318,39 @@ void checkAgainstSteps(const std::string &bundlePath, const Bundle &bundle,
       g.chosen = 0;
       g.speedup = 1;
     }
+}
+
+/// 3. Times each workload before and after, alternating sessions. What holds
+/// of one call timed alone need not hold in the step (what is in the caches,
+/// how the threads hand work on): a workload the choice makes slower gets
+/// the defaults back for every kernel and GEMM shape its steps call, and
+/// what those reach is timed again.
+void checkAgainstSteps(const std::string &bundlePath, const Bundle &bundle,
+                       const std::vector<Workload> &work, const TuneSettings &settings,
+                       KernelChoice &choice, std::vector<TunedGemm> &gemmChoice,
+                       TuneReport &report) {
+  BeforeAndAfter sessions(bundlePath, settings);
+  std::vector<const Workload *> all;
+  std::map<std::string, std::set<std::string>> callsOf;
+  for (const Workload &w : work) {
+    all.push_back(&w);
+    callsOf[w.name] = callKeysOf(bundle, w);
+  }
+  sessions.time(all, choice, gemmChoice, "timing", report);
+
+  std::map<std::string, std::string> reverted =
+      choicesToPutBack(report.steps, callsOf, chosenKeys(choice, gemmChoice));
+  if (reverted.empty())
+    return;
+  putBack(reverted, choice, gemmChoice, report);
+  std::vector<const Workload *> again;
+  for (const Workload &w : work) {
+    const std::set<std::string> &keys = callsOf[w.name];
+    if (std::any_of(reverted.begin(), reverted.end(),
+                    [&](const auto &r) { return keys.count(r.first); }))
+      again.push_back(&w);
+  }
+  sessions.time(again, choice, gemmChoice, "timing again", report);
 }
 } // namespace
 
