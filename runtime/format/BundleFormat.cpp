@@ -52,11 +52,7 @@ DType planTypeOf(const Json &j, const char *what) {
 
 /// The kind `j` names; RuntimeError naming `what` and the kinds there are.
 template <class E> E kindOf(const Json &j, const std::string &what) {
-  std::optional<E> kind = parseKind<E>(asString(j));
-  if (!kind)
-    throw RuntimeError("unknown " + what + " '" + asString(j) + "' (expected one of " +
-                       kindNames<E>() + ")");
-  return *kind;
+  return requireKind<E>(asString(j), what);
 }
 
 Json refJson(const BufferRef &r) {

@@ -8,12 +8,14 @@
 // parseKind(). Adding a value without its name, or a name out of order,
 // fails to compile (the static_asserts below).
 //
-// Header-only and dependency-free, so the compiler can include it.
+// Header-only, on runtime/base alone, so the compiler can include it.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef FBT_RUNTIME_FORMAT_KINDS_H
 #define FBT_RUNTIME_FORMAT_KINDS_H
+
+#include "runtime/base/Error.h"
 
 #include <array>
 #include <cstddef>
@@ -81,6 +83,16 @@ template <class E> std::string kindNames() {
   for (const char *name : detail::KindTable<E>::names)
     out += std::string(out.empty() ? "" : ", ") + "\"" + name + "\"";
   return out;
+}
+
+/// The kind called `name`; RuntimeError "unknown WHAT 'NAME' (expected one
+/// of ...)" when there is none.
+template <class E> E requireKind(std::string_view name, const std::string &what) {
+  std::optional<E> kind = parseKind<E>(name);
+  if (!kind)
+    throw RuntimeError("unknown " + what + " '" + std::string(name) + "' (expected one of " +
+                       kindNames<E>() + ")");
+  return *kind;
 }
 
 } // namespace fbt

@@ -97,13 +97,8 @@ ModelConfig parseModelConfig(const Json &model) {
   c.bosTokenId = m.integer("bos_token_id");
 
   Section f = m.section("feedback");
-  c.feedback.fusion = f.get("fusion", [](const Json &v) {
-    std::optional<Fusion> fusion = parseKind<Fusion>(asString(v));
-    if (!fusion)
-      throw RuntimeError("expected one of " + kindNames<Fusion>() + ", got '" +
-                         asString(v) + "'");
-    return *fusion;
-  });
+  c.feedback.fusion =
+      f.get("fusion", [](const Json &v) { return requireKind<Fusion>(asString(v), "fusion"); });
   c.feedback.init = f.find("init", [](const Json &v) { return asString(v); });
   c.feedback.initStd = f.find("init_std", [](const Json &v) { return asDouble(v); });
 

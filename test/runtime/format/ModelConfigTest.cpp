@@ -141,6 +141,9 @@ TEST(ModelConfigTest, MissingKeysNameTheirPath) {
 }
 
 TEST(ModelConfigTest, WrongKindsNameTheirPath) {
+  EXPECT_EQ(errorAfter([](Json &m) { member(member(m, "feedback"), "fusion") = "gru"; }),
+            "model.feedback.fusion: unknown fusion 'gru' (expected one of \"glu\", \"add\", "
+            "\"concat\", \"none\")");
   EXPECT_EQ(errorAfter([](Json &m) { member(m, "vocab_size") = "256"; }),
             "model.vocab_size: expected an integer, got a string");
   EXPECT_EQ(errorAfter([](Json &m) { member(member(m, "training"), "sequence_length") = 6.5; }),
