@@ -134,10 +134,11 @@ def trained_spec(spec_path):
 
 
 def finished_run(rundir, steps, seed, spec_path):
-    """Whether `rundir` holds a run that `fbt train --steps steps --seed seed`
-    finished from the same spec (bar its inference shapes): run.json and the
-    metrics say so, and TRAINED_SPEC matches. An experiment restarted after
-    an interruption, or with larger prompts, takes it as it is."""
+    """The last step's metrics record if `rundir` holds a run that `fbt train
+    --steps steps --seed seed` finished from the same spec (bar its inference
+    shapes): run.json and the metrics say so, and TRAINED_SPEC matches; else
+    None. An experiment restarted after an interruption, or with larger
+    prompts, takes such a run as it is."""
     try:
         with open(os.path.join(rundir, "run.json")) as f:
             recorded = json.load(f)
@@ -145,10 +146,11 @@ def finished_run(rundir, steps, seed, spec_path):
             same_spec = json.load(f) == trained_spec(spec_path)
         last = read_metrics(os.path.join(rundir, "metrics.jsonl"))[0]
     except (OSError, ValueError):
-        return False
-    return bool(same_spec and recorded.get("steps") == steps and recorded.get("seed") == seed
-                and last and last[-1]["step"] == steps
-                and os.path.exists(os.path.join(rundir, "latest.safetensors")))
+        return None
+    done = (same_spec and recorded.get("steps") == steps and recorded.get("seed") == seed
+            and last and last[-1]["step"] == steps
+            and os.path.exists(os.path.join(rundir, "latest.safetensors")))
+    return last[-1] if done else None
 
 
 def check_depth_prompts(task, describe):
@@ -415,10 +417,11 @@ def main():
             trained[(kind, n)] = label
             rundir = os.path.join(out, "seed-%d" % seed, label)
             t0 = time.time()
-            if finished_run(rundir, n, seed, specs[kind]):
+            finished = finished_run(rundir, n, seed, specs[kind])
+            if finished:
                 print("experiment: %s is a finished run of %d steps, seed %d: measured as it is"
                       % (rundir, n, seed))
-                t0 -= read_metrics(os.path.join(rundir, "metrics.jsonl"))[0][-1]["elapsed_s"]
+                t0 -= finished["elapsed_s"]  # its training time, as if trained now
             else:
                 run([fbt, "train", bundles[kind], "--steps", str(n), "--seed", str(seed),
                      "--out", rundir, "--quiet"] + feed)

@@ -60,14 +60,11 @@ def commands(readme):
 def program_of(words):
     """The program a command runs and the words after it: ("fbt train", [...]),
     ("fbtc", [...]), ("scripts/demo.sh", [...]); None for one not checked here."""
-    while words and words[0] in ("mpirun",) or (words and words[0].startswith("-") and
-                                                not words[0].startswith("--threads")):
-        # mpirun's own options and their values come before the program.
-        if words[0] == "mpirun":
-            words = words[1:]
-            while words and words[0].startswith("-"):
-                words = words[2:] if words[0] in ("-np", "--hostfile", "-x") else words[1:]
-            continue
+    if words and words[0] == "mpirun":  # its own options and their values first
+        words = words[1:]
+        while words and words[0].startswith("-"):
+            words = words[2:] if words[0] in ("-np", "--hostfile", "-x") else words[1:]
+    if words and words[0].startswith("-"):
         return None
     if not words:
         return None
