@@ -81,6 +81,12 @@ def losses(r, split):
     return r["losses"][split]
 
 
+def training_flops(raw, r):
+    """A run's training FLOPs: its FLOPs per token over its tokens."""
+    tps = raw["describe"]["fbt"]["training"]["tokens_per_step"]
+    return r["flops_per_token"] * tps * r["steps"]
+
+
 def plain_curve(results, split):
     pts = {(r["multiplier"], losses(r, split)["regimes"]["standard"]["loss"])
            for r in results.values() if r["kind"] == "plain" and r.get("multiplier")}
@@ -94,13 +100,12 @@ def per_seed(raw, fn):
 
 def models_table(raw):
     first = raw["runs"][str(raw["seeds"][0])]
-    tps = raw["describe"]["fbt"]["training"]["tokens_per_step"]
     md = ["| model | steps | FLOPs/token | training FLOPs | tokens | train time (s, mean) |",
           "|---|---|---|---|---|---|"]
     for label, r in first.items():
         secs = [raw["runs"][str(s)][label].get("train_seconds") for s in raw["seeds"]]
         md.append("| %s | %d | %.3g | %.3g | %.3g (%s) | %s |" % (
-            label, r["steps"], r["flops_per_token"], r["flops_per_token"] * tps * r["steps"],
+            label, r["steps"], r["flops_per_token"], training_flops(raw, r),
             r["tokens"], "%.2fx" % r["multiplier"] if r["multiplier"] else "1x",
             "= " + r["alias_of"] if r.get("alias_of") else "%.0f" % (sum(secs) / len(secs))))
     return md
@@ -185,18 +190,17 @@ def curve_table(raw, split):
     plain = [r for r in first.values() if r["kind"] == "plain" and r.get("multiplier")
              and not r.get("alias_of")]
     plain.sort(key=lambda r: r["multiplier"])
-    tps = raw["describe"]["fbt"]["training"]["tokens_per_step"]
     md = ["| plain model | tokens | training FLOPs | held-out loss (mean over seeds) |",
           "|---|---|---|---|"]
     for r in plain:
         label = next(l for l, v in first.items() if v is r)
         vals = per_seed(raw, lambda res: losses(res[label], split)["regimes"]["standard"]["loss"])
         md.append("| %s (%.3gx) | %.3g | %.3g | %s |" % (
-            label, r["multiplier"], r["tokens"], r["flops_per_token"] * tps * r["steps"],
+            label, r["multiplier"], r["tokens"], training_flops(raw, r),
             ci(stats(vals))))
     fbt = first["fbt"]
     md.append("| FBT | %.3g | %.3g | (per regime above) |" % (
-        fbt["tokens"], fbt["flops_per_token"] * tps * fbt["steps"]))
+        fbt["tokens"], training_flops(raw, fbt)))
     return md
 
 
@@ -226,16 +230,22 @@ def depth_rows(raw):
 
 
 def depth_table(raw):
+    """Accuracy per model, regime and k (mean over the seeds, +- the 95%
+    t half-width with two or more), each model's training tokens and FLOPs
+    beside it."""
     ks, rows = depth_rows(raw)
-    first = raw["runs"][str(raw["seeds"][0])]["fbt"]["depth"]
-    md = ["| model | regime | " + " | ".join("k=%s" % k for k in ks) + " |",
-          "|---|---|" + "---|" * len(ks),
-          "| (problems) | | " + " | ".join(str(first[k]["problems"]) for k in ks) + " |"]
+    runs = raw["runs"][str(raw["seeds"][0])]
+    first = runs["fbt"]["depth"]
+    md = ["| model | regime | tokens | training FLOPs | " +
+          " | ".join("k=%s" % k for k in ks) + " |",
+          "|---|---|---|---|" + "---|" * len(ks),
+          "| (problems) | | | | " + " | ".join(str(first[k]["problems"]) for k in ks) + " |"]
     for label, reg, acc in rows:
-        md.append("| %s | %s | " % (label, reg) + " | ".join(
-            "%.3f" % stats(acc[k])["mean"] + (" +- %.3f" % stats(acc[k])["half"]
-                                               if len(acc[k]) > 1 else "")
-            for k in ks) + " |")
+        r = runs[label]
+        md.append("| %s | %s | %.3g | %.3g | " % (label, reg, r["tokens"], training_flops(raw, r)) +
+                  " | ".join("%.3f" % stats(acc[k])["mean"] +
+                             (" +- %.3f" % stats(acc[k])["half"] if len(acc[k]) > 1 else "")
+                             for k in ks) + " |")
     return md
 
 
