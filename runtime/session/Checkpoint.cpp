@@ -84,6 +84,68 @@ const Tokenizer &Session::tokenizer() {
   return *tokenizer_;
 }
 
+namespace {
+/// A checkpoint tensor's values as the bundle's parameter `p` takes them.
+std::vector<float> parameterValues(const std::string &path, const Tensor &t,
+                                   const ParamSpec &p) {
+  if (t.shape != p.shape)
+    throw RuntimeError(path + ": tensor '" + t.name + "' has shape " +
+                       shapeString(t.shape) + ", the bundle expects " +
+                       shapeString(p.shape));
+  std::vector<float> values = t.toF32();
+  for (float x : values)
+    if (!std::isfinite(x))
+      throw RuntimeError(path + ": tensor '" + t.name + "' holds NaN or Inf");
+  return values;
+}
+
+bool isMoment(const std::string &name) { return name.rfind("optimizer.", 0) == 0; }
+} // namespace
+
+std::vector<std::string> Session::loadWeights(const std::string &path) {
+  SafetensorsFile file =
+      readSafetensorsSome(path, [](std::string_view name) { return !isMoment(std::string(name)); });
+  // Every mismatch at once, so one attempt shows what the two models differ in.
+  std::vector<std::string> wrongShape, unknown;
+  for (const Tensor &t : file.tensors) {
+    if (isMoment(t.name))
+      continue;
+    int64_t i = paramIndex(t.name);
+    if (i < 0)
+      unknown.push_back("'" + t.name + "'");
+    else if (t.shape != bundle_.params()[i].shape)
+      wrongShape.push_back("'" + t.name + "' " + shapeString(t.shape) + " (the bundle's " +
+                           shapeString(bundle_.params()[i].shape) + ")");
+  }
+  auto list = [](const std::vector<std::string> &names) {
+    std::string s;
+    for (const std::string &n : names)
+      s += (s.empty() ? "" : ", ") + n;
+    return s;
+  };
+  if (!wrongShape.empty() || !unknown.empty()) {
+    std::string why;
+    if (!wrongShape.empty())
+      why += "tensors of another shape: " + list(wrongShape);
+    if (!unknown.empty())
+      why += std::string(why.empty() ? "" : "; ") +
+             "tensors the model '" + model_.name + "' has no parameter for: " + list(unknown);
+    throw RuntimeError(path + ": cannot start from these weights: " + why);
+  }
+  std::vector<std::string> missing;
+  for (size_t i = 0; i < bundle_.params().size(); ++i) {
+    const ParamSpec &p = bundle_.params()[i];
+    const Tensor *t = file.find(p.name);
+    if (!t) {
+      missing.push_back(p.name);
+      continue;
+    }
+    std::vector<float> values = parameterValues(path, *t, p);
+    device_->upload(state_.params[i].data(), values.data(), state_.params[i].size());
+  }
+  return missing;
+}
+
 void Session::loadCheckpoint(const std::string &path) {
   SafetensorsFile file = readSafetensors(path);
   auto fill = [&](const std::string &name, const ParamSpec &p, DeviceBuffer &b,
@@ -98,14 +160,7 @@ void Session::loadCheckpoint(const std::string &path) {
       device_->zero(b.data(), b.size());
       return;
     }
-    if (t->shape != p.shape)
-      throw RuntimeError(path + ": tensor '" + name + "' has shape " +
-                         shapeString(t->shape) + ", the bundle expects " +
-                         shapeString(p.shape));
-    std::vector<float> values = t->toF32();
-    for (float x : values)
-      if (!std::isfinite(x))
-        throw RuntimeError(path + ": tensor '" + name + "' holds NaN or Inf");
+    std::vector<float> values = parameterValues(path, *t, p);
     device_->upload(b.data(), values.data(), b.size());
   };
   allocateMoments();

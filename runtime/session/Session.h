@@ -93,6 +93,13 @@ public:
   /// those this rank keeps). Every parameter must be there with the
   /// bundle's shape.
   void loadCheckpoint(const std::string &path);
+  /// Starts from another run's weights (`fbt train --init`): after
+  /// initialize(), loads every parameter the checkpoint `path` holds, its
+  /// moments and step left behind. Returns the bundle's parameters the
+  /// checkpoint lacks (the feedback weights of a plain model's checkpoint),
+  /// which keep their initial values. Throws one line naming every tensor of
+  /// the wrong shape and every one the bundle has no parameter for.
+  std::vector<std::string> loadWeights(const std::string &path);
 
   /// Whether the training steps shard AdamW's state over the ranks
   /// (training.zero = 1: the plans give calls to one rank, PlanOp::shard).

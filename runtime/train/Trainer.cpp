@@ -7,6 +7,7 @@
 #include "runtime/base/FileIO.h"
 #include "runtime/base/Hash.h"
 #include "runtime/base/Random.h"
+#include "runtime/format/Safetensors.h"
 #include "runtime/format/StepNames.h"
 #include "runtime/text/DefaultCorpus.h"
 #include "runtime/train/RunDirectory.h"
@@ -97,6 +98,12 @@ void requireAtLeast(int64_t value, int64_t least, const char *option) {
 // Records
 //===----------------------------------------------------------------------===//
 
+Json InitSource::toJson() const {
+  if (checkpoint.empty())
+    return Json();
+  return Json::object({{"checkpoint", checkpoint}, {"model", model}, {"step", step}});
+}
+
 Json RunSettings::toJson() const {
   return Json::object({
       {"data", data.empty() ? Json() : Json(data)},
@@ -107,6 +114,8 @@ Json RunSettings::toJson() const {
       {"seed", static_cast<int64_t>(seed)},
       {"learning_rate", learningRate},
       {"min_learning_rate", minLearningRate},
+      {"warmup_steps", warmupSteps},
+      {"init", init.toJson()},
       {"eval_every", evalEvery},
       {"eval_batches", evalBatches},
       {"save_every", saveEvery},
@@ -158,8 +167,9 @@ Trainer::Trainer(Session &session, const TrainOptions &options)
     : session_(session) {
   std::string model = session_.model().name;
   ResumePoint from = findResumePoint(options.resume, model);
-  resolve(options, from.recorded.is_null() ? nullptr : &from.recorded,
-          from.metadata);
+  const Json *recorded = from.recorded.is_null() ? nullptr : &from.recorded;
+  resolveInit(options, recorded, from.metadata);
+  resolve(options, recorded, from.metadata);
   resolveRanks(options, from.recorded.is_null() ? nullptr : &from.recorded);
   loadData();
   checkSteps();
@@ -245,6 +255,8 @@ void Trainer::restoreState(const std::string &checkpoint) {
     std::error_code ec;
     replacesRun_ = fs::exists(joinPath(outDir_, "latest.safetensors"), ec);
     session_.initialize(settings_.seed);
+    if (!settings_.init.checkpoint.empty())
+      initializedFresh_ = session_.loadWeights(settings_.init.checkpoint);
     return;
   }
   session_.loadCheckpoint(checkpoint);
@@ -259,6 +271,40 @@ void Trainer::restoreState(const std::string &checkpoint) {
                        std::to_string(settings_.steps) +
                        " steps: nothing to do (pass a larger --steps to "
                        "train further)");
+}
+
+/// --init: the checkpoint a fresh run starts from, what it says of itself,
+/// and its tokenizer, which the run must keep (`meta`, for resolve). A
+/// resumed run keeps the source its run.json records.
+void Trainer::resolveInit(const TrainOptions &o, const Json *recordedJson,
+                          std::map<std::string, std::string> &meta) {
+  InitSource &init = settings_.init;
+  if (o.init.empty()) {
+    Recorded rec(recordedJson, "run.json");
+    if (rec.find("init"))
+      init = rec.get("init", [](const Json &v) {
+        return InitSource{asString(jsonAt(v, "checkpoint")),
+                          asString(jsonAt(v, "model")), asInt(jsonAt(v, "step"))};
+      });
+    return;
+  }
+  if (!o.resume.empty())
+    throw RuntimeError("--init starts a new run from a checkpoint's weights and "
+                       "--resume continues a run: pass one of them");
+  init.checkpoint = checkpointToResume(o.init);
+  std::map<std::string, std::string> header;
+  try { // the header alone; Session::loadWeights reports a bad file
+    header = readSafetensorsHeader(init.checkpoint).metadata;
+  } catch (const RuntimeError &) {
+  }
+  if (auto m = header.find("fbt.model"); m != header.end())
+    init.model = m->second;
+  if (auto s = header.find("fbt.step"); s != header.end() && isDecimal(s->second))
+    init.step = std::stoll(s->second);
+  // The embedding rows are the source's tokens: its tokenizer comes along.
+  meta.clear();
+  if (auto t = header.find("fbt.tokenizer"); t != header.end())
+    meta["fbt.tokenizer"] = t->second;
 }
 
 /// Each setting: the option, else what the resumed run recorded, else the
@@ -281,8 +327,9 @@ void Trainer::resolve(const TrainOptions &o, const Json *recordedJson,
     recorded = m->second;
   if (o.tokenizer && (recordedJson || meta.count("fbt.tokenizer")) &&
       canonicalTokenizerName(*o.tokenizer) != canonicalTokenizerName(recorded))
-    throw RuntimeError("--tokenizer " + *o.tokenizer + ": the resumed run was "
-                       "tokenized with " + recorded);
+    throw RuntimeError("--tokenizer " + *o.tokenizer + ": the weights this run " +
+                       (o.init.empty() ? "continues" : "starts from") +
+                       " were trained on text tokenized with " + recorded);
   s.tokenizer = canonicalTokenizerName(o.tokenizer.value_or(recorded));
   session_.setTokenizer(s.tokenizer);
   s.valFraction =
@@ -314,6 +361,10 @@ void Trainer::resolve(const TrainOptions &o, const Json *recordedJson,
     s.learningRate = rec.number("learning_rate").value_or(specLr);
     s.minLearningRate = rec.number("min_learning_rate").value_or(specMin);
   }
+
+  s.warmupSteps = o.warmupSteps.value_or(
+      rec.integer("warmup_steps").value_or(t.warmupSteps));
+  requireAtLeast(s.warmupSteps, 0, "--warmup");
 
   s.evalEvery = o.evalEvery.value_or(
       rec.integer("eval_every").value_or(std::max<int64_t>(1, s.steps / 10)));
@@ -382,13 +433,12 @@ void Trainer::loadData() {
 /// The schedules, and the compiled steps they need.
 void Trainer::checkSteps() {
   const ModelConfig &config = session_.model();
-  const ModelConfig::Training &t = config.training;
   const Bundle &bundle = session_.bundle();
   passSchedule_ = PassSchedule::ofModel(config, settings_.steps, settings_.seed);
 
   lrSchedule_.learningRate = settings_.learningRate;
   lrSchedule_.minLearningRate = settings_.minLearningRate;
-  lrSchedule_.warmupSteps = t.warmupSteps;
+  lrSchedule_.warmupSteps = settings_.warmupSteps;
   lrSchedule_.totalSteps = settings_.steps;
   lrSchedule_.validate();
 

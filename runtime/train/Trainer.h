@@ -69,6 +69,7 @@ struct TrainOptions {
   std::optional<int64_t> steps;       ///< default training.steps
   std::optional<uint64_t> seed;       ///< default training.seed
   std::optional<double> learningRate; ///< default training.learning_rate
+  std::optional<int64_t> warmupSteps; ///< default training.warmup_steps
   std::optional<int64_t> evalEvery;   ///< default max(1, steps / 10)
   std::optional<int64_t> evalBatches; ///< default 4
   std::optional<int64_t> saveEvery;   ///< default evalEvery
@@ -76,8 +77,20 @@ struct TrainOptions {
                                       ///< default: the resumed run's G / N, else 1
   std::string outDir;    ///< "" : runs/<model name>, or the resumed run's dir
   std::string resume;    ///< a checkpoint file or a run directory; "" : fresh
+  /// A fresh run from another run's weights (a checkpoint file or a run
+  /// directory): its parameters, not its moments, step or schedule.
+  std::string init;
   int64_t stopAfter = 0; ///< > 0: checkpoint and stop after this many steps
                          ///< (of --steps; the schedule is unchanged)
+};
+
+/// The weights a run began from (`--init`), as run.json records them.
+struct InitSource {
+  std::string checkpoint; ///< "" : the spec's initialization
+  std::string model;      ///< the checkpoint's fbt.model ("" if it has none)
+  int64_t step = 0;       ///< the checkpoint's fbt.step
+
+  Json toJson() const;
 };
 
 /// The resolved settings of a run (what run.json records).
@@ -89,6 +102,8 @@ struct RunSettings {
   int64_t steps = 0;
   uint64_t seed = 0;
   double learningRate = 0, minLearningRate = 0;
+  int64_t warmupSteps = 0;
+  InitSource init;
   int64_t evalEvery = 1, evalBatches = 4, saveEvery = 1;
   int64_t microBatches = 1; ///< G: the global batch, in compiled batches
 
@@ -182,6 +197,9 @@ public:
   const DataSplits &splits() const { return split_; }
   /// The checkpoint resumed from ("" for a fresh run).
   const std::string &resumedFrom() const { return resumedFrom_; }
+  /// The parameters a run from --init initialized as the spec says, since
+  /// its checkpoint lacks them (empty otherwise).
+  const std::vector<std::string> &initializedFresh() const { return initializedFresh_; }
   /// A fresh run whose output directory already held a run's checkpoint,
   /// which the first save replaces.
   bool replacesRun() const { return replacesRun_; }
@@ -196,6 +214,8 @@ public:
 private:
   void resolve(const TrainOptions &options, const Json *recorded,
                const std::map<std::string, std::string> &checkpointMeta);
+  void resolveInit(const TrainOptions &options, const Json *recorded,
+                   std::map<std::string, std::string> &tokenizerMeta);
   void loadData();
   void checkSteps();
   void restoreState(const std::string &checkpoint);
@@ -215,6 +235,7 @@ private:
   int64_t accumulate_ = 1;
   int64_t evalPasses_ = 0; ///< 0: no validation (--val-fraction 0)
   bool replacesRun_ = false;
+  std::vector<std::string> initializedFresh_;
   PassSchedule passSchedule_;
   LrSchedule lrSchedule_;
   DataSplits split_;

@@ -105,9 +105,10 @@ public:
       std::fprintf(stderr, "zero     1: rank 0 keeps %.2f MiB of AdamW's %.2f MiB\n",
                    double(session_.momentBytes()) / mib, whole / mib);
     }
-    std::fprintf(stderr, "schedule %lld steps: %s; lr %g -> %g, seed %llu\n",
+    std::fprintf(stderr, "schedule %lld steps: %s; lr %g -> %g (warmup %lld), seed %llu\n",
                  (long long)s.steps, describe(t.passSchedule()).c_str(),
-                 s.learningRate, s.minLearningRate, (unsigned long long)s.seed);
+                 s.learningRate, s.minLearningRate, (long long)s.warmupSteps,
+                 (unsigned long long)s.seed);
     const DataSplits &parts = t.splits();
     std::fprintf(stderr,
                  "data     %s: %s training, %s validation, %s test tokens (%s)\n",
@@ -121,6 +122,15 @@ public:
                         std::to_string(parts.documents[2]) + " documents")
                            .c_str()
                      : "too few documents: the parts are cut by tokens");
+    if (const InitSource &init = s.init; !init.checkpoint.empty() && t.startStep() == 0) {
+      std::string fresh;
+      for (const std::string &name : t.initializedFresh())
+        fresh += (fresh.empty() ? "" : ", ") + name;
+      std::fprintf(stderr, "init     %s (model %s, step %lld): %s\n", init.checkpoint.c_str(),
+                   init.model.empty() ? "unnamed" : init.model.c_str(), (long long)init.step,
+                   fresh.empty() ? "every parameter loaded"
+                                 : ("initialized as the spec says: " + fresh).c_str());
+    }
     std::fprintf(stderr, "output   %s\n", t.outDir().c_str());
     if (t.replacesRun())
       std::fprintf(stderr,
@@ -225,6 +235,14 @@ void declareOptions(CommandLine &args) {
       .number("lr", "LR",
               "peak learning rate (default: training.learning_rate); the "
               "cosine floor keeps its ratio to the peak")
+      .integer("warmup", "N",
+               "learning-rate warmup steps (default: training.warmup_steps)")
+      .text("init", "PATH",
+            "start a new run from a checkpoint's weights (a file, or a run "
+            "directory's latest.safetensors): fresh optimizer and schedule; "
+            "parameters it lacks (a plain model's feedback weights) start as "
+            "the spec says, tensors of another shape or unknown to the spec "
+            "are refused")
       .text("out", "DIR",
             "the run directory (default: runs/<model name>): run.json, "
             "metrics.jsonl, latest.safetensors and step-<N>.safetensors at "
@@ -274,6 +292,8 @@ int runTrain(int argc, char **argv) {
     o.testFraction = args.getDouble("test-fraction", 0);
   if (args.has("lr"))
     o.learningRate = args.getDouble("lr", 0);
+  o.warmupSteps = intOption(args, "warmup");
+  o.init = args.get("init");
   o.steps = intOption(args, "steps");
   if (auto seed = intOption(args, "seed")) {
     if (*seed < 0)
