@@ -3,6 +3,7 @@
 #include "runtime/serve/Protocol.h"
 
 #include "runtime/base/Error.h"
+#include "runtime/text/ChatTemplate.h"
 
 #include <cmath>
 #include <cstdio>
@@ -80,30 +81,6 @@ const std::string &text(const Json &v, const std::string &name) {
 }
 } // namespace
 
-std::string chatPrompt(const Json &messages) {
-  if (!messages.is_array() || messages.empty())
-    bad("messages", "'messages' must be a non-empty array of {role, content}");
-  std::string prompt;
-  for (size_t i = 0; i < messages.size(); ++i) {
-    const Json &m = jsonAt(messages, i);
-    std::string where = "messages[" + std::to_string(i) + "]";
-    if (!m.is_object())
-      bad(where, "'" + where + "' must be an object with role and content");
-    const Json *role = jsonFind(m, "role"), *content = jsonFind(m, "content");
-    if (!role || !content)
-      bad(where, "'" + where + "' needs a role and a content");
-    const std::string &r = text(*role, where + ".role");
-    if (r != "system" && r != "user" && r != "assistant")
-      bad(where + ".role", "'" + where + ".role' must be system, user or "
-                           "assistant, got '" + r + "'");
-    for (const auto &[key, value] : asObject(m))
-      if (key != "role" && key != "content" && key != "name")
-        bad(where + "." + key, "unknown field '" + where + "." + key + "'");
-    prompt += "<|" + r + "|>\n" + text(*content, where + ".content") + "\n";
-  }
-  return prompt + "<|assistant|>\n";
-}
-
 GenerationRequest parseGenerationRequest(const std::string &body, bool chat,
                                          const Regime &defaultRegime) {
   Json root;
@@ -136,7 +113,11 @@ GenerationRequest parseGenerationRequest(const std::string &body, bool chat,
         r.prompt = text(v, key);
       havePrompt = true;
     } else if (key == "messages" && chat) {
-      r.prompt = chatPrompt(v);
+      try {
+        r.prompt = chatPrompt(parseChatMessages(v));
+      } catch (const ChatFormatError &e) {
+        bad(e.field, e.what());
+      }
       havePrompt = true;
     } else if (key == "max_tokens" || (chat && key == "max_completion_tokens")) {
       if (!v.is_null())
@@ -245,7 +226,7 @@ size_t stopAt(const std::string &generated, const GenerationRequest &r) {
   for (const std::string &s : r.stop)
     at = std::min(at, generated.find(s));
   if (r.chat)
-    at = std::min(at, generated.find("\n<|"));
+    at = std::min(at, generated.find(kChatTurnStart));
   return at;
 }
 
@@ -262,7 +243,7 @@ size_t stopHoldback(const std::string &text, const GenerationRequest &r) {
     if (!s.empty())
       hold(s);
   if (r.chat)
-    hold("\n<|");
+    hold(kChatTurnStart);
   return held;
 }
 

@@ -3,7 +3,7 @@
 // What `fbt serve` speaks, without the HTTP: parsing and checking a request
 // body of POST /v1/completions or /v1/chat/completions into a
 // GenerationRequest (a bad one is an ApiError: the HTTP status and an
-// OpenAI-style message naming the field), the chat template, and the JSON
+// OpenAI-style message naming the field) and the JSON
 // of replies and of server-sent-event chunks.
 //
 // Fields: model, prompt (completions: a string, or an array of one),
@@ -17,10 +17,8 @@
 // logprobs, echo, best_of, response_format) are accepted if their type is
 // right; any other field is an error, so a typo is not ignored.
 //
-// The chat template, plain text a byte-level or BPE model can learn:
-//   "<|system|>\n{content}\n" ... "<|user|>\n{content}\n" ...
-//   "<|assistant|>\n{content}\n" ... then "<|assistant|>\n" to answer;
-// the answer stops at the next "\n<|" (the start of another turn).
+// Chat requests are rendered with the chat template (text/ChatTemplate.h);
+// an answer stops where the template's next turn would start.
 //
 //===----------------------------------------------------------------------===//
 
@@ -64,10 +62,6 @@ struct GenerationRequest {
 /// server's (--mode).
 GenerationRequest parseGenerationRequest(const std::string &body, bool chat,
                                          const Regime &defaultRegime);
-
-/// The chat template (see the file comment) for `messages`, ending with the
-/// assistant's turn to speak.
-std::string chatPrompt(const Json &messages);
 
 /// Where generated `text` should end: the first stop string (the request's,
 /// and for chat the next turn's "\n<|"), or npos.

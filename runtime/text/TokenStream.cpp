@@ -3,9 +3,11 @@
 #include "runtime/text/TokenStream.h"
 
 #include "runtime/base/Error.h"
+#include "runtime/base/IgnoredTarget.h"
 #include "runtime/base/FileIO.h"
 #include "runtime/base/Json.h"
 #include "runtime/base/Random.h"
+#include "runtime/text/JsonlData.h"
 #include "runtime/text/Tokenizer.h"
 
 #include <algorithm>
@@ -30,6 +32,8 @@ namespace fbt {
 /// Owns the bytes behind one or more views: a vector or a file mapping.
 struct TokenStream::Storage {
   std::vector<int32_t> owned;
+  std::vector<uint8_t> trained; ///< empty: every token is trained on
+  std::vector<int64_t> starts;  ///< conversation starts of instruction data
   void *mapping = nullptr;
   size_t mappingBytes = 0;
 
@@ -50,6 +54,36 @@ TokenStream::TokenStream(std::vector<int32_t> tokens, std::string source)
   size_ = static_cast<int64_t>(storage->owned.size());
   width_ = 4;
   storage_ = std::move(storage);
+}
+
+TokenStream::TokenStream(std::vector<int32_t> tokens, std::vector<uint8_t> trained,
+                         std::vector<int64_t> starts, std::string source)
+    : TokenStream(std::move(tokens), std::move(source)) {
+  if (trained.size() != static_cast<size_t>(size_))
+    throw RuntimeError(source_ + ": " + std::to_string(trained.size()) +
+                       " loss flags for " + std::to_string(size_) + " tokens");
+  auto storage = std::const_pointer_cast<Storage>(storage_);
+  storage->trained = std::move(trained);
+  storage->starts = std::move(starts);
+}
+
+bool TokenStream::masked() const { return storage_ && !storage_->trained.empty(); }
+
+bool TokenStream::trained(int64_t i) const {
+  return !masked() || storage_->trained[static_cast<size_t>(first_ + i)] != 0;
+}
+
+int64_t TokenStream::startsThrough(int64_t last) const {
+  const std::vector<int64_t> &s = storage_->starts;
+  auto from = std::lower_bound(s.begin(), s.end(), first_);
+  auto to = std::upper_bound(s.begin(), s.end(), first_ + last);
+  return to > from ? to - from : 0;
+}
+
+int64_t TokenStream::start(int64_t j) const {
+  const std::vector<int64_t> &s = storage_->starts;
+  auto from = std::lower_bound(s.begin(), s.end(), first_);
+  return from[j] - first_;
 }
 
 int32_t TokenStream::operator[](int64_t i) const {
@@ -86,6 +120,7 @@ TokenStream TokenStream::slice(int64_t begin, int64_t count) const {
                        std::to_string(size_) + " tokens)");
   TokenStream view = *this;
   view.base_ = base_ + begin * width_;
+  view.first_ = first_ + begin;
   view.size_ = count;
   return view;
 }
@@ -313,28 +348,6 @@ std::vector<std::string> jsonlTexts(const std::string &path, std::string_view co
   return texts;
 }
 
-namespace {
-/// A JSON Lines file's documents, each through `tokenizer` after its
-/// separator (a NUL in byte-level text is an error naming its line).
-TokenStream loadJsonlFile(const std::string &path, int64_t vocabSize,
-                          const Tokenizer &tokenizer) {
-  std::vector<std::string> texts = jsonlTexts(path, readFile(path));
-  std::vector<int32_t> ids;
-  for (size_t d = 0; d < texts.size(); ++d) {
-    std::string where = path + ": document " + std::to_string(d + 1);
-    std::vector<int32_t> doc = tokenizer.name() == "bytes"
-                                   ? tokenizeText(texts[d], {}, where)
-                                   : tokenizeDocuments(texts[d], {}, tokenizer, where);
-    ids.insert(ids.end(), doc.begin(), doc.end());
-  }
-  if (ids.empty())
-    throw RuntimeError(path + ": no text");
-  TokenStream stream(std::move(ids), path);
-  checkVocab(stream, vocabSize);
-  return stream;
-}
-} // namespace
-
 TokenStream loadTokenFile(const std::string &path, int64_t vocabSize,
                           TokenFileFormat format,
                           std::string_view docSeparator,
@@ -346,11 +359,15 @@ TokenStream loadTokenFile(const std::string &path, int64_t vocabSize,
     return loadBinFile(path, vocabSize, 2);
   case TokenFileFormat::U32:
     return loadBinFile(path, vocabSize, 4);
-  case TokenFileFormat::Jsonl:
+  case TokenFileFormat::Jsonl: {
     if (!tokenizer && vocabSize < kByteVocabSize)
       throw RuntimeError(path + ": byte-level text needs a vocab size of at least 256, "
                                 "the model has " + std::to_string(vocabSize));
-    return loadJsonlFile(path, vocabSize, tokenizer ? *tokenizer : byteTokenizer());
+    TokenStream stream =
+        jsonlStream(path, readFile(path), tokenizer ? *tokenizer : byteTokenizer());
+    checkVocab(stream, vocabSize);
+    return stream;
+  }
   default: {
     if (tokenizer && tokenizer->name() != "bytes") {
       TokenStream stream(tokenizeDocuments(readFile(path), docSeparator, *tokenizer, path),
@@ -398,6 +415,10 @@ static void fillRow(const TokenStream &tokens, int64_t offset, int64_t row,
               static_cast<size_t>(T) * 4);
   std::memcpy(batch.targets.data() + row * T, window.data() + 1,
               static_cast<size_t>(T) * 4);
+  if (tokens.masked())
+    for (int64_t t = 0; t < T; ++t)
+      if (!tokens.trained(offset + t + 1))
+        batch.targets[static_cast<size_t>(row * T + t)] = kIgnoredTarget;
 }
 
 static Batch emptyBatch(int64_t batchSize, int64_t seqLen) {
@@ -419,11 +440,21 @@ Batch sampleBatch(const TokenStream &tokens, int64_t batchSize, int64_t seqLen,
                        std::to_string(microBatches) + " does not exist");
   // Offsets 0 .. n - T - 1 all leave room for the window's last target.
   uint64_t offsets = static_cast<uint64_t>(tokens.size() - seqLen);
+  int64_t conversations = 0;
+  if (tokens.masked()) {
+    conversations = tokens.startsThrough(tokens.size() - seqLen - 1);
+    if (conversations == 0)
+      throw RuntimeError(tokens.source() + ": no conversation starts a window of " +
+                         std::to_string(seqLen + 1) + " tokens");
+    offsets = static_cast<uint64_t>(conversations);
+  }
   Batch batch = emptyBatch(batchSize, seqLen);
   for (int64_t b = 0; b < batchSize; ++b) {
     uint64_t counter = static_cast<uint64_t>((step * microBatches + micro) * batchSize + b);
     auto offset = static_cast<int64_t>(
         rng::uniformInt(seed, rng::streams::kBatch, counter, offsets));
+    if (conversations)
+      offset = tokens.start(offset);
     fillRow(tokens, offset, b, batch);
   }
   return batch;

@@ -46,6 +46,12 @@ public:
   /// Owns `tokens`; `source` names the stream in errors.
   explicit TokenStream(std::vector<int32_t> tokens,
                        std::string source = "<memory>");
+  /// Instruction data: `trained[i]` says whether token i is a target the
+  /// loss counts (an assistant's answer) or not (the prompt, the user's
+  /// turns); `starts` are the token indices where conversations begin, in
+  /// order, where training windows start (sampleBatch).
+  TokenStream(std::vector<int32_t> tokens, std::vector<uint8_t> trained,
+              std::vector<int64_t> starts, std::string source);
 
   int64_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
@@ -59,11 +65,22 @@ public:
   /// File name (or "<memory>") for messages.
   const std::string &source() const { return source_; }
 
+  /// Whether some tokens are not trained on (instruction data).
+  bool masked() const;
+  /// Whether token i (0 <= i < size()) is a target the loss counts: every
+  /// token of a stream that is not masked().
+  bool trained(int64_t i) const;
+  /// Of a masked() stream: how many conversations start at an index
+  /// <= `last`, and the index of the j-th of them.
+  int64_t startsThrough(int64_t last) const;
+  int64_t start(int64_t j) const;
+
 private:
   friend TokenStream loadBinFile(const std::string &, int64_t, int);
   struct Storage;
   std::shared_ptr<const Storage> storage_;
   const uint8_t *base_ = nullptr; // first token of this view
+  int64_t first_ = 0;             // its index in the storage
   int64_t size_ = 0;
   int width_ = 4; // bytes per token: 2 or 4
   std::string source_;
@@ -149,7 +166,9 @@ struct Batch {
   int64_t batchSize = 0;
   int64_t seqLen = 0;
   std::vector<int32_t> inputs;
-  std::vector<int32_t> targets; ///< targets[b, t] = inputs[b, t + 1] in-stream
+  /// targets[b, t] = inputs[b, t + 1] in-stream, or kIgnoredTarget
+  /// (base/IgnoredTarget.h) where the stream does not train on that token.
+  std::vector<int32_t> targets;
 };
 
 /// Micro-batch `micro` of the `microBatches` that make up the global batch
@@ -158,6 +177,11 @@ struct Batch {
 /// batchSize + b, n - seqLen), split into inputs and targets. A pure
 /// function of its arguments, whichever rank draws it, so a run's data does
 /// not depend on how many ranks share the global batch. Needs n >= seqLen + 1.
+/// Of a masked() stream (instruction data), windows start where
+/// conversations do: the offset is the start(uniformInt(..., S)) of the S
+/// conversations starting at or before n - seqLen - 1, so every window
+/// opens with a whole conversation, and the ones packed after it run to the
+/// window's end.
 Batch sampleBatch(const TokenStream &tokens, int64_t batchSize, int64_t seqLen,
                   uint64_t seed, int64_t step, int64_t micro = 0,
                   int64_t microBatches = 1);

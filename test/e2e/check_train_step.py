@@ -2,7 +2,7 @@
 """Checks the compiled training step of a bundle against the PyTorch reference.
 
     check_train_step.py --fbt FBT --bundle BUNDLE.fbtb --spec SPEC.json --passes K
-                        [--steps 3] [--workdir DIR]
+                        [--steps 3] [--workdir DIR] [--mask]
 
 1. Makes the inputs: parameters from init_params(seed 7) with the norm scales perturbed
    (1 + 0.1 * randn) so their gradients are exercised; a batch of [B, T] token ids (B, T
@@ -65,8 +65,12 @@ def make_params(cfg):
     return R.init_params(cfg, PARAM_SEED, dtype=torch.float32, norm_noise=0.1)
 
 
-def make_batch(cfg, steps):
-    """(ids [B, T] int32, targets [B, T] int32, seed, lr float32 [steps])."""
+def make_batch(cfg, steps, mask=False):
+    """(ids [B, T] int32, targets [B, T] int32, seed, lr float32 [steps]).
+
+    mask: targets as instruction data has them: in each row the first 40% of the
+    positions (a prompt) and every third one after (the user's turns) are ignored (-1),
+    and row 0 has a stretch of four ignored targets between answers."""
     B, T = cfg.batch_size, cfg.sequence_length
     rng = np.random.default_rng(BATCH_SEED)
     tokens = np.array([v for v in range(cfg.V) if v != cfg.bos_token_id])
@@ -82,6 +86,10 @@ def make_batch(cfg, steps):
         ids[1, T // 2 + 1] = bos
     targets = np.full((B, T), -1, dtype=np.int32)
     targets[:, :-1] = ids[:, 1:]
+    if mask:
+        targets[:, : (2 * T) // 5] = -1
+        targets[:, (2 * T) // 5 :: 3] = -1
+        targets[0, (3 * T) // 5 : (3 * T) // 5 + 4] = -1
     # A decaying learning rate, so that each step's lr is seen to be used.
     lr = np.array([cfg.learning_rate * 0.5 ** i for i in range(steps)], dtype=np.float32)
     return ids, targets, BATCH_SEED, lr
@@ -209,6 +217,8 @@ def main(argv=None):
     ap.add_argument("--passes", type=int, required=True, help="K, the passes of the step")
     ap.add_argument("--steps", type=int, default=3, help="training steps to run (default 3)")
     ap.add_argument("--workdir", help="where to write the files (default: a temporary folder)")
+    ap.add_argument("--mask", action="store_true",
+                    help="ignore the targets instruction data masks (see make_batch)")
     ap.add_argument("--emulate", action="store_true",
                     help="run no binary; emulate the runtime with the fp32 reference")
     args = ap.parse_args(argv)
@@ -220,7 +230,7 @@ def main(argv=None):
     torch.set_num_threads(max(1, min(4, os.cpu_count() or 1)))
     cfg = R.load_config(args.spec)
     params = make_params(cfg)
-    ids, targets, seed, lrs = make_batch(cfg, args.steps)
+    ids, targets, seed, lrs = make_batch(cfg, args.steps, args.mask)
 
     with tempfile.TemporaryDirectory(prefix="fbt-check-") as tmp:
         workdir = args.workdir or tmp

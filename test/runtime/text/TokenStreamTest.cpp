@@ -67,10 +67,10 @@ TEST(TokenStreamTest, JsonLinesFilesHoldADocumentALine) {
             (std::vector<int32_t>{0, 'o', 'n', 'e', '\n', '\n', 't', 'w', 'o', 0, 'x'}));
   spit(dir.file("bad.jsonl"), "{\"text\": \"a\"}\n{\"body\": \"b\"}\n");
   EXPECT_EQ(errorOf([&] { loadTokenFile(dir.file("bad.jsonl"), 256); }),
-            dir.file("bad.jsonl") + ":2: no string field 'text'");
+            dir.file("bad.jsonl") + ":2: no field \"text\", \"messages\" or \"prompt\"");
   spit(dir.file("nul.jsonl"), "{\"text\": \"a\\u0000b\"}\n");
   EXPECT_NE(errorOf([&] { loadTokenFile(dir.file("nul.jsonl"), 256); })
-                .find("nul.jsonl: document 1: NUL byte at byte offset 1"),
+                .find("nul.jsonl:1: a NUL byte at offset 1"),
             std::string::npos);
 }
 

@@ -1,0 +1,40 @@
+//===- JsonlData.h - JSON Lines training data ---------------------*- C++ -*-===//
+//
+// A .jsonl file holds a document a line, in any of three forms (mixed
+// freely):
+//   {"text": "..."}                          every token is trained on
+//   {"messages": [{"role", "content"}, ...]} a conversation in the chat
+//                                            template (text/ChatTemplate.h):
+//                                            what the assistant says is
+//                                            trained on, the rest is context
+//   {"prompt": "...", "completion": "..."}   the completion is trained on,
+//                                            and the separator after it
+// Each document is preceded by the tokenizer's separator. Text is encoded a
+// piece at a time, a piece being a run of bytes all trained on or all not,
+// so the mask falls on token boundaries with every tokenizer (with BPE the
+// pieces are cut where the template's turns meet). A file with a
+// conversation or a pair in it is instruction data: its stream is masked()
+// and its windows start at documents (TokenStream.h, sampleBatch).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FBT_RUNTIME_TEXT_JSONLDATA_H
+#define FBT_RUNTIME_TEXT_JSONLDATA_H
+
+#include "runtime/text/TokenStream.h"
+
+#include <string>
+#include <string_view>
+
+namespace fbt {
+
+class Tokenizer;
+
+/// The documents of a JSON Lines file's `contents` as one stream; errors
+/// name path:line and the field.
+TokenStream jsonlStream(const std::string &path, std::string_view contents,
+                        const Tokenizer &tokenizer);
+
+} // namespace fbt
+
+#endif // FBT_RUNTIME_TEXT_JSONLDATA_H
