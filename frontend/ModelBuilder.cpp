@@ -9,6 +9,7 @@
 #include "frontend/ModelBuilder.h"
 
 #include "dialect/FbtOps.h"
+#include "runtime/base/IgnoredTarget.h"
 #include "runtime/format/StepNames.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -355,7 +356,7 @@ private:
       Value h = stack(body->getArgument(0), p, Value(), {}, {});
       auto [normed, logits] = head(h, p);
       Value ce = ops::NTPLossOp::create(b, loc, f32({}), logits, targets,
-                                        b.getI64IntegerAttr(-1));
+                                        b.getI64IntegerAttr(kIgnoredTarget));
       ops::YieldOp::create(b, loc, ValueRange{carried(h, normed), ce});
 
       Block *fb = b.createBlock(&mp.getFeedback(), {}, {x, x}, {loc, loc});

@@ -3,6 +3,7 @@
 #include "runtime/eval/Evaluation.h"
 
 #include "runtime/base/Error.h"
+#include "runtime/base/IgnoredTarget.h"
 #include "runtime/format/StepNames.h"
 #include "runtime/text/DataSplits.h"
 
@@ -101,9 +102,12 @@ void checkLossOptions(const LossOptions &o, int64_t evalK) {
 }
 
 /// Each window's mean loss over its continuation (positions P-1 .. T-1
-/// predict tokens P .. T) in `regime`, teacher-forced through the decoder.
+/// predict tokens P .. T) in `regime`, teacher-forced through the decoder,
+/// counting the targets the data trains on (instruction data masks the
+/// rest: kIgnoredTarget); NaN for a window without one. `counted` gets the
+/// targets counted.
 std::vector<double> continuationLosses(Decoder &decoder, const Batch &b, int64_t promptLength,
-                                       const Regime &regime) {
+                                       const Regime &regime, int64_t *counted) {
   const int64_t seqLen = b.seqLen;
   std::vector<double> out;
   for (int64_t first = 0; first < b.batchSize; first += decoder.batchSize()) {
@@ -115,12 +119,39 @@ std::vector<double> continuationLosses(Decoder &decoder, const Batch &b, int64_t
     auto logits = decoder.score(seqs, prompts, regime);
     for (int64_t w = 0; w < count; ++w) {
       double nats = 0;
-      for (int64_t t = promptLength - 1; t < seqLen; ++t)
-        nats += crossEntropy(logits[w][t], b.targets[(first + w) * seqLen + t]);
-      out.push_back(nats / double(seqLen - promptLength + 1));
+      int64_t n = 0;
+      for (int64_t t = promptLength - 1; t < seqLen; ++t) {
+        int32_t target = b.targets[(first + w) * seqLen + t];
+        if (target == kIgnoredTarget)
+          continue;
+        nats += crossEntropy(logits[w][t], target);
+        ++n;
+      }
+      *counted += n;
+      out.push_back(n ? nats / double(n) : std::nan(""));
     }
   }
   return out;
+}
+
+/// Drops the windows without a counted target (NaN: the same ones in every
+/// regime) from the windows' losses and their documents.
+void dropUncounted(std::vector<std::vector<double>> &windowLoss, std::vector<int64_t> &docs) {
+  std::vector<size_t> keep;
+  for (size_t w = 0; w < docs.size(); ++w)
+    if (windowLoss.empty() || !std::isnan(windowLoss[0][w]))
+      keep.push_back(w);
+  if (keep.size() == docs.size())
+    return;
+  auto pick = [&](auto &v) {
+    std::remove_reference_t<decltype(v)> kept;
+    for (size_t w : keep)
+      kept.push_back(v[w]);
+    v = std::move(kept);
+  };
+  for (std::vector<double> &l : windowLoss)
+    pick(l);
+  pick(docs);
 }
 
 /// The report's regimes from each window's loss per regime: means, standard
@@ -178,7 +209,6 @@ LossReport evaluateLosses(Session &session, const TokenStream &heldOut,
   r.promptLength = std::clamp<int64_t>(
       std::llround(o.promptFraction * double(seqLen)), 1,
       std::min(seqLen - 1, decoder.maxPrompt()));
-  r.tokens = r.windows * (seqLen - r.promptLength + 1);
   std::vector<int64_t> offsets;
   for (int64_t w = 0; w < r.windows; ++w)
     offsets.push_back(val.offset(w));
@@ -199,7 +229,11 @@ LossReport evaluateLosses(Session &session, const TokenStream &heldOut,
     if (progress)
       progress(++done, total);
     for (size_t g = 0; g < regimes.size(); ++g) {
-      std::vector<double> l = continuationLosses(decoder, b, r.promptLength, regimes[g]);
+      int64_t counted = 0;
+      std::vector<double> l =
+          continuationLosses(decoder, b, r.promptLength, regimes[g], &counted);
+      if (g == 0)
+        r.tokens += counted;
       windowLoss[g].insert(windowLoss[g].end(), l.begin(), l.end());
       if (progress)
         progress(++done, total);
@@ -207,6 +241,10 @@ LossReport evaluateLosses(Session &session, const TokenStream &heldOut,
   }
   for (int64_t k = 0; k < o.passes; ++k)
     r.passes.push_back(meanLoss(passLoss[k], {}));
+  dropUncounted(windowLoss, docs);
+  if (!regimes.empty() && docs.empty())
+    throw RuntimeError("no held-out window has a target the data trains on after its "
+                       "prompt (instruction data: lower --prompt-fraction)");
   r.regimes = regimeLosses(regimes, windowLoss, docs, o.byteLevel);
   return r;
 }

@@ -6,6 +6,7 @@
 #include "runtime/base/Random.h"
 #include "runtime/eval/Evaluation.h"
 #include "runtime/text/ArithmeticFacts.h"
+#include "runtime/text/ChatTemplate.h"
 
 #include <algorithm>
 #include <fstream>
@@ -80,6 +81,53 @@ std::vector<TaskProblem> loadTaskFile(const std::string &path, int64_t count,
     throw RuntimeError("task file " + path + ": no problems");
   return out;
 }
+/// chat:PATH: the first `count` conversations of a chat JSON Lines file,
+/// each asked up to its last (the assistant's) turn.
+std::vector<TaskProblem> loadChatTask(const std::string &path, int64_t count,
+                                      std::string_view trainingText) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw RuntimeError("task file " + path + ": cannot open it");
+  std::vector<TaskProblem> out;
+  std::string line;
+  for (int64_t n = 1; int64_t(out.size()) < count && std::getline(in, line); ++n) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos)
+      continue;
+    std::string where = path + ":" + std::to_string(n);
+    std::vector<ChatMessage> messages;
+    try {
+      messages = parseChatMessages(jsonAt(parseJson(line, where), "messages"));
+    } catch (const RuntimeError &e) {
+      throw RuntimeError(where + ": " + e.what());
+    }
+    if (messages.size() < 2 || messages.back().role != "assistant")
+      throw RuntimeError(where + ": the conversation must end with the assistant's "
+                         "answer, after a turn that asks it");
+    TaskProblem p;
+    p.answer = messages.back().content;
+    messages.pop_back();
+    p.prompt = chatPrompt(messages);
+    // The template closes a turn with a newline, then another turn's "<|"
+    // or the document's end: the answer is the first line the model writes.
+    p.terminator = "\n";
+    p.maxLength = std::max<int64_t>(64, 4 * int64_t(p.answer.size()));
+    if (p.answer.empty() || p.answer.find('\n') != std::string::npos ||
+        (p.prompt + p.answer).find('\0') != std::string::npos)
+      throw RuntimeError(where + ": the answer must be one non-empty line and no field may "
+                         "hold a NUL byte (the byte-level BOS)");
+    // The last question and its answer, as the template writes a turn pair.
+    std::string pair = "<|" + messages.back().role + "|>\n" + messages.back().content +
+                       "\n<|assistant|>\n" + p.answer + "\n";
+    if (trainingText.find(pair) != std::string_view::npos)
+      throw RuntimeError(where + ": the question and answer '" + messages.back().content +
+                         "' -> '" + p.answer + "' are in the training text, so it is "
+                         "not held out");
+    out.push_back(std::move(p));
+  }
+  if (out.empty())
+    throw RuntimeError("task file " + path + ": no conversations");
+  return out;
+}
 } // namespace
 
 const std::vector<std::string> &taskNames() {
@@ -114,6 +162,8 @@ std::vector<TaskProblem> makeTask(const std::string &name, int64_t count,
   }
   if (name.rfind("file:", 0) == 0)
     return loadTaskFile(name.substr(5), count, trainingText);
+  if (name.rfind("chat:", 0) == 0)
+    return loadChatTask(name.substr(5), count, trainingText);
   if (name == "counting") {
     for (int64_t i = 0; i < count; ++i) {
       Draws d(seed, uint64_t(i));
@@ -128,7 +178,7 @@ std::vector<TaskProblem> makeTask(const std::string &name, int64_t count,
   for (const std::string &t : taskNames())
     all += (all.empty() ? "" : ", ") + t;
   throw RuntimeError("unknown task '" + name + "' (expected one of " + all +
-                     ", or file:PATH)");
+                     ", file:PATH or chat:PATH)");
 }
 
 std::vector<TaskResult> evaluateTask(Session &session,
@@ -151,19 +201,25 @@ std::vector<TaskResult> evaluateTask(Session &session,
         for (unsigned char c : p.prompt)
           ids.push_back(c);
         prompts.push_back(std::move(ids));
-        longest = std::max(longest, p.answer.size() + p.terminator.size());
+        longest = std::max(longest, size_t(p.limit()));
       }
       decoder.generate(prompts, regime, SamplingOptions{}, int64_t(longest),
                        [&](int64_t row, int32_t id) {
                          const TaskProblem &p = problems[first + row];
                          if (id == bosToken)
                            return false;
-                         written[row] += char(id);
-                         return written[row].size() < p.answer.size() + p.terminator.size();
+                         std::string &w = written[row];
+                         w += char(id);
+                         bool ended = !p.terminator.empty() && w.size() >= p.terminator.size() &&
+                                      w.compare(w.size() - p.terminator.size(),
+                                                p.terminator.size(), p.terminator) == 0;
+                         return !ended && int64_t(w.size()) < p.limit();
                        });
       for (size_t i = 0; i < count; ++i) {
         const TaskProblem &p = problems[first + i];
         r.correct += written[i] == p.answer + p.terminator;
+        size_t end = p.terminator.empty() ? std::string::npos : written[i].find(p.terminator);
+        r.answerBytes += int64_t(std::min(end, written[i].size()));
         ++r.total;
       }
     }
@@ -177,7 +233,8 @@ Json toJson(const std::string &task, const std::vector<TaskResult> &results) {
   for (const TaskResult &r : results)
     regimes[r.regime] = Json::object({{"accuracy", r.accuracy()},
                                       {"correct", r.correct},
-                                      {"total", r.total}});
+                                      {"total", r.total},
+                                      {"mean_answer_bytes", r.meanAnswerBytes()}});
   int64_t problems = results.empty() ? 0 : results.front().total;
   return Json::object({{"task", task}, {"problems", problems},
                        {"regimes", std::move(regimes)}});

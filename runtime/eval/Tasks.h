@@ -17,6 +17,16 @@
 //               --problems of them asked. A problem whose question (the
 //               prompt's last line) and answer stand as a whole line in the
 //               training text is refused: held-out means never trained on.
+//   chat:PATH   held-out conversations (chat JSON Lines, as training takes
+//               them: text/JsonlData.h), each ending with the assistant's
+//               answer: the model is asked the conversation before it in the
+//               chat template and writes until the line that closes the
+//               turn ends (or 4x the answer's bytes, at least 64): exact
+//               match of that line, so answers are one line each.
+//               A conversation whose last question and answer stand in the
+//               training text as a turn pair is refused.
+// Every task also reports the mean length of the written answers (bytes,
+// up to the terminator), per regime: whether a regime answers shorter.
 // Prompts are byte-level and start with BOS, like every training document.
 //
 //===----------------------------------------------------------------------===//
@@ -41,6 +51,11 @@ struct TaskProblem {
   /// The answer ends where the model writes this (e.g. a newline); empty:
   /// the answer is a prefix of what is written.
   std::string terminator;
+  /// The most bytes the model may write; 0: the answer and terminator's.
+  int64_t maxLength = 0;
+  int64_t limit() const {
+    return maxLength ? maxLength : int64_t(answer.size() + terminator.size());
+  }
 };
 
 /// The task names `fbt eval --task` takes.
@@ -55,7 +70,10 @@ std::vector<TaskProblem> makeTask(const std::string &name, int64_t count,
 struct TaskResult {
   std::string regime;
   int64_t correct = 0, total = 0;
+  /// Bytes written before the terminator (or all, where none came), summed.
+  int64_t answerBytes = 0;
   double accuracy() const { return total ? double(correct) / double(total) : 0; }
+  double meanAnswerBytes() const { return total ? double(answerBytes) / double(total) : 0; }
 };
 
 /// The greedy answers' exact-match counts, per regime.

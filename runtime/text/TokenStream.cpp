@@ -73,6 +73,13 @@ bool TokenStream::trained(int64_t i) const {
   return !masked() || storage_->trained[static_cast<size_t>(first_ + i)] != 0;
 }
 
+int64_t TokenStream::trainedTargets() const {
+  int64_t n = 0;
+  for (int64_t i = 1; i < size_; ++i)
+    n += trained(i);
+  return n;
+}
+
 int64_t TokenStream::startsThrough(int64_t last) const {
   const std::vector<int64_t> &s = storage_->starts;
   auto from = std::lower_bound(s.begin(), s.end(), first_);

@@ -70,6 +70,8 @@ public:
   /// Whether token i (0 <= i < size()) is a target the loss counts: every
   /// token of a stream that is not masked().
   bool trained(int64_t i) const;
+  /// How many of tokens 1..size()-1 (the stream's targets) are trained on.
+  int64_t trainedTargets() const;
   /// Of a masked() stream: how many conversations start at an index
   /// <= `last`, and the index of the j-th of them.
   int64_t startsThrough(int64_t last) const;

@@ -99,8 +99,9 @@ int runTask(const CommandLine &args, Session &session, const TokenStream &tokens
   std::printf("task %s: %lld held-out problems, greedy, exact match\n",
               args.get("task").c_str(), (long long)count);
   for (const TaskResult &r : results)
-    std::printf("  %-9s accuracy %.3f (%lld/%lld)\n", r.regime.c_str(),
-                r.accuracy(), (long long)r.correct, (long long)r.total);
+    std::printf("  %-9s accuracy %.3f (%lld/%lld), answers %.1f bytes on average\n",
+                r.regime.c_str(), r.accuracy(), (long long)r.correct, (long long)r.total,
+                r.meanAnswerBytes());
   return 0;
 }
 
@@ -269,9 +270,10 @@ void declareOptions(CommandLine &args) {
       .text("regimes", "LIST",
             "comma-separated regimes (default standard,soft,fused:2,fused:3)")
       .text("task", "NAME",
-            "arithmetic|counting|file:PATH: exact-match accuracy of greedy "
-            "answers to --problems held-out problems (file: the first of a JSON "
-            "Lines file's {prompt, answer}), per regime")
+            "arithmetic|counting|file:PATH|chat:PATH: exact-match accuracy "
+            "and mean length of greedy answers to --problems held-out problems "
+            "(file: the first of a JSON Lines file's {prompt, answer}; chat: "
+            "conversations ending with the assistant's answer), per regime")
       .integer("problems", "N", "--task: problems (default 200)")
       .integer("seed", "S", "--task: the problems' seed (default 20261201)")
       .flag("contraction",

@@ -15,6 +15,7 @@
 #include "runtime/session/Session.h"
 #include "runtime/train/Trainer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <memory>
@@ -110,8 +111,17 @@ public:
                  s.learningRate, s.minLearningRate, (long long)s.warmupSteps,
                  (unsigned long long)s.seed);
     const DataSplits &parts = t.splits();
+    std::string masked;
+    if (parts.train.masked()) {
+      char share[96];
+      std::snprintf(share, sizeof share,
+                    "; the loss counts %.1f%% of the training targets (instruction data)",
+                    100.0 * double(parts.train.trainedTargets()) /
+                        double(std::max<int64_t>(1, parts.train.size() - 1)));
+      masked = share;
+    }
     std::fprintf(stderr,
-                 "data     %s: %s training, %s validation, %s test tokens (%s)\n",
+                 "data     %s: %s training, %s validation, %s test tokens (%s)%s\n",
                  parts.train.source().c_str(),
                  ProgressBar::formatCount(parts.train.size()).c_str(),
                  ProgressBar::formatCount(parts.validation.size()).c_str(),
@@ -121,7 +131,8 @@ public:
                         std::to_string(parts.documents[1]) + " / " +
                         std::to_string(parts.documents[2]) + " documents")
                            .c_str()
-                     : "too few documents: the parts are cut by tokens");
+                     : "too few documents: the parts are cut by tokens",
+                 masked.c_str());
     if (const InitSource &init = s.init; !init.checkpoint.empty() && t.startStep() == 0) {
       std::string fresh;
       for (const std::string &name : t.initializedFresh())

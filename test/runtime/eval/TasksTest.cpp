@@ -97,7 +97,7 @@ TEST(TasksTest, UnknownTaskIsNamed) {
     FAIL();
   } catch (const RuntimeError &e) {
     EXPECT_STREQ(e.what(),
-                 "unknown task 'poetry' (expected one of arithmetic, counting, or file:PATH)");
+                 "unknown task 'poetry' (expected one of arithmetic, counting, file:PATH or chat:PATH)");
   }
 }
 
@@ -161,6 +161,43 @@ TEST(TasksTest, FileTaskRefusesTrainedProblemsAndBadLines) {
   } catch (const RuntimeError &e) {
     EXPECT_NE(std::string(e.what()).find("missing.jsonl: cannot open it"), std::string::npos);
   }
+}
+
+TEST(TasksTest, ChatTaskAsksTheConversationBeforeTheAnswer) {
+  std::string path = writeTaskFile(
+      "c.jsonl",
+      R"({"messages": [{"role": "system", "content": "s"}, {"role": "user", "content": "2+2"},)"
+      R"( {"role": "assistant", "content": "4"}]})"
+      "\n");
+  std::vector<TaskProblem> ps = makeTask("chat:" + path, 10, 1, "");
+  ASSERT_EQ(ps.size(), 1u);
+  // The chat template up to the assistant's turn; the answer is its line.
+  EXPECT_EQ(ps[0].prompt, "<|system|>\ns\n<|user|>\n2+2\n<|assistant|>\n");
+  EXPECT_EQ(ps[0].answer, "4");
+  EXPECT_EQ(ps[0].terminator, "\n");
+  EXPECT_EQ(ps[0].limit(), 64); // room to answer at length
+  auto message = [](const std::string &name, const std::string &text,
+                    const std::string &training) {
+    std::string path = writeTaskFile(name, text);
+    try {
+      makeTask("chat:" + path, 10, 1, training);
+    } catch (const RuntimeError &e) {
+      std::string what = e.what();
+      return what.substr(what.find(name));
+    }
+    return std::string("no error");
+  };
+  std::string ok = R"({"messages": [{"role": "user", "content": "2+2"}, {"role": "assistant", "content": "4"}]})";
+  EXPECT_EQ(message("c1.jsonl", ok, "x<|user|>\n2+2\n<|assistant|>\n4\n<|"),
+            "c1.jsonl:1: the question and answer '2+2' -> '4' are in the training text, so it "
+            "is not held out");
+  EXPECT_EQ(message("c2.jsonl", ok, "<|user|>\n2+2\n<|assistant|>\n5\n"), "no error");
+  EXPECT_EQ(message("c3.jsonl", R"({"messages": [{"role": "user", "content": "2+2"}]})", ""),
+            "c3.jsonl:1: the conversation must end with the assistant's answer, after a turn "
+            "that asks it");
+  EXPECT_EQ(message("c4.jsonl", R"({"messages": [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b\nc"}]})", ""),
+            "c4.jsonl:1: the answer must be one non-empty line and no field may hold a NUL "
+            "byte (the byte-level BOS)");
 }
 
 } // namespace
