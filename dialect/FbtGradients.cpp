@@ -74,7 +74,8 @@ LogicalResult RopeOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
   // A rotation's transpose is the rotation backwards.
   Value dx = RopeOp::create(b, getLoc(), getInput().getType(), dys[0],
                             getPositions(), getNumHeadsAttr(), getThetaAttr(),
-                            getInverse() ? UnitAttr() : b.getUnitAttr());
+                            getInverse() ? UnitAttr() : b.getUnitAttr(),
+                            getPositionScaleAttr());
   grads.push_back(dx);
   if (getPositions())
     grads.push_back(Value());

@@ -220,6 +220,9 @@ LogicalResult RopeOp::verify() {
   if (getTheta().convertToDouble() <= 0)
     return emitOpError() << "theta must be > 0, got "
                          << num(getTheta().convertToDouble());
+  double scale = getPositionScale().convertToDouble();
+  if (!(scale > 0 && scale <= 1))
+    return emitOpError() << "position_scale must be in (0, 1], got " << num(scale);
   if (getPositions() &&
       failed(expectShape(*this, getPositions(), "positions", {x[0], x[1]},
                          "[B, T] of the input")))

@@ -145,11 +145,14 @@ def Fbt_RopeOp : Fbt_Op<"rope", [Pure, Differentiable]> {
     `input` is `[B, T, D]` viewed as `num_heads` heads of `D / num_heads`
     (even) channels; pairs `(i, i + Dh/2)` rotate by `pos * theta^(-2i/Dh)`
     (the HF Llama convention). Positions come from `positions` `[B, T]` when
-    given, else position `t` for index `t`. With `inverse` the rotation runs
-    backwards (the transpose, used by the gradient).
+    given, else position `t` for index `t`, each multiplied by
+    `position_scale` (1 / the factor of linear RoPE scaling; 1 without).
+    With `inverse` the rotation runs backwards (the transpose, used by the
+    gradient).
   }];
   let arguments = (ins Fbt_FloatTensor:$input, Optional<Fbt_IntTensor>:$positions,
-                       I64Attr:$num_heads, F64Attr:$theta, UnitAttr:$inverse);
+                       I64Attr:$num_heads, F64Attr:$theta, UnitAttr:$inverse,
+                       DefaultValuedAttr<F64Attr, "1.0">:$position_scale);
   let results = (outs Fbt_FloatTensor:$result);
   let assemblyFormat = "$input (`,` $positions^)? attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;

@@ -193,10 +193,11 @@ private:
     Value q = ops::MatmulOp::create(b, loc, x, n, w.wq);
     Value k = ops::MatmulOp::create(b, loc, x, n, w.wk);
     Value v = ops::MatmulOp::create(b, loc, x, n, w.wv);
-    q = ops::RopeOp::create(b, loc, x, q, kv.positions, heads, theta,
-                            UnitAttr());
-    k = ops::RopeOp::create(b, loc, x, k, kv.positions, heads, theta,
-                            UnitAttr());
+    auto positionScale = b.getF64FloatAttr(1.0 / spec.ropeScaling.factor);
+    q = ops::RopeOp::create(b, loc, x, q, kv.positions, heads, theta, UnitAttr(),
+                            positionScale);
+    k = ops::RopeOp::create(b, loc, x, k, kv.positions, heads, theta, UnitAttr(),
+                            positionScale);
 
     Value attn;
     if (kv.kCache) {

@@ -84,6 +84,7 @@ constexpr StringRef kTopKeys[] = {"name",
                                   "max_position_embeddings",
                                   "rms_norm_eps",
                                   "rope_theta",
+                                  "rope_scaling",
                                   "tie_word_embeddings",
                                   "bos_token_id",
                                   "feedback",
@@ -348,6 +349,38 @@ private:
   std::optional<std::string> error;
 };
 
+/// rope_scaling: null, or {"rope_type" (or "type"): "linear", "factor": >= 1}.
+/// Other types are refused by name rather than run as something else.
+void readRopeScaling(Reader &r, const json::Object &o, RopeScaling &out) {
+  const json::Value *v = r.get(o, "", "rope_scaling");
+  if (!v || v->getAsNull())
+    return;
+  const json::Object *obj = v->getAsObject();
+  if (!obj)
+    return r.expected("rope_scaling", "null or an object {\"rope_type\", \"factor\"}",
+                      describeValue(*v));
+  for (const auto &kv : *obj)
+    if (!llvm::is_contained({"rope_type", "type", "factor"}, StringRef(kv.first)))
+      return r.fail("rope_scaling." + StringRef(kv.first),
+                    "unknown key (rope_scaling takes rope_type and factor)");
+  const json::Value *type = obj->get("rope_type");
+  if (!type)
+    type = obj->get("type");
+  std::optional<StringRef> name = type ? type->getAsString() : std::nullopt;
+  if (!name)
+    return r.fail("rope_scaling.rope_type", "required: \"linear\"");
+  if (*name != "linear")
+    return r.fail("rope_scaling.rope_type",
+                  "'" + *name + "' is not supported (supported: linear; a plain base "
+                  "change is rope_theta)");
+  const json::Value *factor = obj->get("factor");
+  std::optional<double> f = factor ? factor->getAsNumber() : std::nullopt;
+  if (!f || !std::isfinite(*f) || *f < 1)
+    return r.expected("rope_scaling.factor", "a number >= 1",
+                      factor ? describeValue(*factor) : std::string("nothing"));
+  out.factor = *f;
+}
+
 void readModel(Reader &r, const json::Object &o, ModelSpec &spec) {
   if (const json::Value *v = r.get(o, "", "name")) {
     std::optional<StringRef> s = v->getAsString();
@@ -371,6 +404,7 @@ void readModel(Reader &r, const json::Object &o, ModelSpec &spec) {
             true);
   r.number(o, "", "rms_norm_eps", spec.rmsNormEps, Reader::Range::Positive);
   r.number(o, "", "rope_theta", spec.ropeTheta, Reader::Range::Positive);
+  readRopeScaling(r, o, spec.ropeScaling);
   r.boolean(o, "", "tie_word_embeddings", spec.tieWordEmbeddings);
   if (!r.failed() && !spec.tieWordEmbeddings)
     r.expected("tie_word_embeddings",

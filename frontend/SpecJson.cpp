@@ -31,7 +31,7 @@ llvm::json::Value fbt::specToJson(const ModelSpec &s) {
                   {"zero", t.zero}};
   if (!t.passDistribution.empty())
     training["pass_distribution"] = std::move(distribution);
-  return Object{
+  Object spec{
       {"name", s.name},
       {"vocab_size", s.vocabSize},
       {"hidden_size", s.hiddenSize},
@@ -62,4 +62,8 @@ llvm::json::Value fbt::specToJson(const ModelSpec &s) {
                            {"max_prompt_length", i.maxPromptLength},
                            {"max_sequence_length", i.maxSequenceLength}}},
   };
+  // Only where set, so a spec without it resolves as before.
+  if (s.ropeScaling.enabled())
+    spec["rope_scaling"] = Object{{"rope_type", "linear"}, {"factor", s.ropeScaling.factor}};
+  return spec;
 }

@@ -136,8 +136,10 @@ FailureOr<func::FuncOp> buildRope(KernelBuilder &kb, RopeOp rope) {
   unsigned outArg = hasPos ? 2 : 1;
   double lnTheta = std::log(rope.getTheta().convertToDouble());
   Value sign = kb.f32(rope.getInverse() ? -1.0 : 1.0);
+  double scale = rope.getPositionScale().convertToDouble();
   auto position = [&](Value row) {
-    return hasPos ? kb.toF32(kb.load(kb.arg(1), row)) : kb.toF32(kb.irem(row, t));
+    Value pos = hasPos ? kb.toF32(kb.load(kb.arg(1), row)) : kb.toF32(kb.irem(row, t));
+    return scale == 1.0 ? pos : kb.mul(pos, kb.f32(scale)); // linear RoPE scaling
   };
   // cos and (signed) sin of pos * theta^(-2i/Dh) for channel pair i.
   auto angle = [&](Value pos, Value i) -> std::pair<Value, Value> {

@@ -43,6 +43,7 @@ struct Hyperparameters {
   int64_t contextLength = 0; ///< max_position_embeddings
   double rmsNormEps = 0;     ///< rms_norm_eps
   double ropeTheta = 0;      ///< rope_theta
+  double ropeScaling = 1;    ///< rope_scaling.factor (linear; 1: none)
   double depthScale = 0;     ///< feedback.depth_scaling, resolved to a number
   int64_t bosTokenId = 0;
 };

@@ -154,6 +154,14 @@ func.func @rope_theta(%x: tensor<2x8x64xf32>) {
 
 // -----
 
+func.func @rope_position_scale(%x: tensor<2x8x64xf32>) {
+  // expected-error @+1 {{position_scale must be in (0, 1], got 2}}
+  %r = fbt.rope %x {num_heads = 4 : i64, theta = 10000.0 : f64, position_scale = 2.0 : f64} : (tensor<2x8x64xf32>) -> tensor<2x8x64xf32>
+  return
+}
+
+// -----
+
 func.func @attention_causal_needs_same_length(%q: tensor<2x8x64xf32>, %k: tensor<2x16x64xf32>) {
   // expected-error @+1 {{operand #1 ('key') must have shape [2, 8, 64] ([B, T, D] like the query: without query_positions attention is causal over one sequence), got [2, 16, 64]}}
   %a = fbt.attention %q, %k, %k {num_heads = 4 : i64} : (tensor<2x8x64xf32>, tensor<2x16x64xf32>, tensor<2x16x64xf32>) -> tensor<2x8x64xf32>

@@ -27,6 +27,9 @@ func.func @primitives(%x: tensor<2x8x64xf32>, %scale: tensor<64xf32>, %w: tensor
   %r = fbt.rope %x {num_heads = 4 : i64, theta = 10000.0 : f64} : (tensor<2x8x64xf32>) -> tensor<2x8x64xf32>
   // CHECK: fbt.rope %{{.*}}, %{{.*}} {num_heads = 4 : i64, theta = 1.000000e+04 : f64} : (tensor<2x8x64xf32>, tensor<2x8xi32>)
   %rp = fbt.rope %x, %pos {num_heads = 4 : i64, theta = 10000.0 : f64} : (tensor<2x8x64xf32>, tensor<2x8xi32>) -> tensor<2x8x64xf32>
+  // Linear RoPE scaling (factor 2); the default scale 1 is not printed.
+  // CHECK: fbt.rope %{{.*}} {num_heads = 4 : i64, position_scale = 5.000000e-01 : f64, theta = 1.000000e+04 : f64}
+  %rs = fbt.rope %x {num_heads = 4 : i64, theta = 10000.0 : f64, position_scale = 0.5 : f64} : (tensor<2x8x64xf32>) -> tensor<2x8x64xf32>
   // CHECK: fbt.attention %{{.*}}, %{{.*}}, %{{.*}} {num_heads = 4 : i64}
   %a = fbt.attention %r, %r, %x {num_heads = 4 : i64} : (tensor<2x8x64xf32>, tensor<2x8x64xf32>, tensor<2x8x64xf32>) -> tensor<2x8x64xf32>
   // CHECK: fbt.swiglu

@@ -50,6 +50,7 @@ def main():
     want = {field: resolved[key] for field, key in FIELDS.items()}
     want.update({k: resolved["feedback"][k] for k in FEEDBACK})
     want.update({k: resolved["training"][k] for k in TRAINING})
+    want["rope_factor"] = (resolved.get("rope_scaling") or {}).get("factor", 1.0)
     bad = [f"{sys.argv[1]}: {field}: the reference has {getattr(cfg, field)!r}, "
            f"the frontend {value!r}"
            for field, value in want.items() if not same(getattr(cfg, field), value)]

@@ -47,6 +47,7 @@ class Config:
     F: int  # intermediate_size
     eps: float = 1e-5  # rms_norm_eps
     theta: float = 10000.0  # rope_theta
+    rope_factor: float = 1.0  # rope_scaling.factor (linear; 1: none)
     bos_token_id: int = 0
     max_position_embeddings: int = 0  # 0: unset
     name: str = "fbt"
@@ -126,6 +127,7 @@ def config_from_dict(spec):
         F=int(spec["intermediate_size"]),
         eps=float(spec.get("rms_norm_eps", 1e-5)),
         theta=float(spec.get("rope_theta", 10000.0)),
+        rope_factor=rope_factor(spec.get("rope_scaling")),
         bos_token_id=int(spec.get("bos_token_id", 0)),
         max_position_embeddings=int(spec.get("max_position_embeddings", 0)),
         name=str(spec.get("name", "fbt")),
@@ -359,14 +361,25 @@ def rms_norm(x, w, eps):
     return x / torch.sqrt((x * x).mean(dim=-1, keepdim=True) + eps) * w
 
 
-def rope_cos_sin(T, Dh, theta, dtype, start=0):
-    """cos and sin [T, Dh] for positions start..start+T-1 (HF Llama: halves duplicated).
+def rope_factor(scaling):
+    """The position divisor of Hugging Face's rope_scaling (linear only, as fbtc)."""
+    if not scaling:
+        return 1.0
+    kind = scaling.get("rope_type", scaling.get("type"))
+    if kind != "linear":
+        raise ValueError("rope_scaling type %r is not supported (linear only)" % kind)
+    return float(scaling["factor"])
+
+
+def rope_cos_sin(T, Dh, theta, dtype, start=0, factor=1.0):
+    """cos and sin [T, Dh] for positions start..start+T-1 (HF Llama: halves duplicated),
+    each divided by `factor` (linear RoPE scaling, as transformers does it).
 
     The angles are computed in fp64 and rounded once to `dtype`.
     """
     i = torch.arange(Dh // 2, dtype=torch.float64)
     inv_freq = theta ** (-2.0 * i / Dh)  # [Dh/2]
-    pos = torch.arange(start, start + T, dtype=torch.float64)
+    pos = torch.arange(start, start + T, dtype=torch.float64) / factor
     angle = pos[:, None] * inv_freq[None, :]  # [T, Dh/2]
     angle = torch.cat([angle, angle], dim=-1)  # [T, Dh]
     return torch.cos(angle).to(dtype), torch.sin(angle).to(dtype)
@@ -395,7 +408,7 @@ def attention(x, p, pre, cfg):
     q = heads(linear(x, p[pre + "self_attn.q_proj.weight"]))
     k = heads(linear(x, p[pre + "self_attn.k_proj.weight"]))
     v = heads(linear(x, p[pre + "self_attn.v_proj.weight"]))
-    cos, sin = rope_cos_sin(T, Dh, cfg.theta, x.dtype)
+    cos, sin = rope_cos_sin(T, Dh, cfg.theta, x.dtype, factor=cfg.rope_factor)
     q = rope(q, cos, sin)
     k = rope(k, cos, sin)
 

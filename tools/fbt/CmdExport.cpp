@@ -62,6 +62,8 @@ llama::Hyperparameters readHyperparameters(const Bundle &bundle) {
   h.contextLength = read("max_position_embeddings", [](const Json &v) { return asInt(v); });
   h.rmsNormEps = read("rms_norm_eps", number);
   h.ropeTheta = read("rope_theta", number);
+  if (const Json *scaling = jsonFind(model, "rope_scaling"); scaling && !scaling->is_null())
+    h.ropeScaling = asDouble(jsonAt(*scaling, "factor"));
   h.depthScale = read("feedback.depth_scaling", number);
   return h;
 }

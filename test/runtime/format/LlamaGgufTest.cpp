@@ -127,4 +127,20 @@ TEST(LlamaGgufTest, TheByteVocabularyFillsTheEmbeddingRows) {
   EXPECT_THROW(llama::addHyperparameters(small, h), RuntimeError);
 }
 
+TEST(LlamaGgufTest, LinearRopeScalingIsWrittenOnlyWhereSet) {
+  llama::Hyperparameters h = tiny();
+  GgufWriter plain;
+  llama::addHyperparameters(plain, h);
+  std::string file = plain.serialize();
+  EXPECT_FALSE(keyOf(parse(file, plain.alignment()), "llama.rope.scaling.type"));
+  h.ropeScaling = 2;
+  GgufWriter scaled;
+  llama::addHyperparameters(scaled, h);
+  file = scaled.serialize();
+  Parsed p = parse(file, scaled.alignment());
+  ASSERT_TRUE(keyOf(p, "llama.rope.scaling.type"));
+  EXPECT_EQ(keyOf(p, "llama.rope.scaling.type")->s, "linear");
+  EXPECT_EQ(keyOf(p, "llama.rope.scaling.factor")->f, 2.0);
+}
+
 } // namespace
