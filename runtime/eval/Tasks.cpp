@@ -128,6 +128,39 @@ std::vector<TaskProblem> loadChatTask(const std::string &path, int64_t count,
     throw RuntimeError("task file " + path + ": no conversations");
   return out;
 }
+/// passkey:N: a five-digit key stated once inside N bytes of filler, asked
+/// for at the end; problem i of `count` states it at depth (i + 0.5) / count
+/// of the filler, so the distances spread over the whole prompt.
+std::vector<TaskProblem> passkeyTask(const std::string &name, int64_t count, uint64_t seed) {
+  std::string length = name.substr(8);
+  if (length.empty() || length.size() > 6 ||
+      length.find_first_not_of("0123456789") != std::string::npos)
+    throw RuntimeError("task " + name + ": expected passkey:N, N the prompt's bytes");
+  const std::string question = "What is the pass key? It is ";
+  const std::string filler =
+      "The grass is green. The sky is blue. The sun is yellow. Here we go. ";
+  auto statement = [](const std::string &key) {
+    return "The pass key is " + key + ". ";
+  };
+  int64_t n = std::stoll(length);
+  int64_t room = n - int64_t(question.size() + statement("00000").size());
+  if (room < 0)
+    throw RuntimeError("task " + name + ": a prompt of " + length + " bytes cannot hold the "
+                       "key and the question (at least " +
+                       std::to_string(n - room) + ")");
+  std::string text;
+  while (int64_t(text.size()) < room)
+    text += filler;
+  text.resize(size_t(room));
+  std::vector<TaskProblem> out;
+  for (int64_t i = 0; i < count; ++i) {
+    Draws d(seed, uint64_t(i));
+    std::string key = std::to_string(d.range(10000, 99999));
+    size_t at = size_t(double(room) * (double(i) + 0.5) / double(count));
+    out.push_back({text.substr(0, at) + statement(key) + text.substr(at) + question, key, "."});
+  }
+  return out;
+}
 } // namespace
 
 const std::vector<std::string> &taskNames() {
@@ -164,6 +197,8 @@ std::vector<TaskProblem> makeTask(const std::string &name, int64_t count,
     return loadTaskFile(name.substr(5), count, trainingText);
   if (name.rfind("chat:", 0) == 0)
     return loadChatTask(name.substr(5), count, trainingText);
+  if (name.rfind("passkey:", 0) == 0)
+    return passkeyTask(name, count, seed);
   if (name == "counting") {
     for (int64_t i = 0; i < count; ++i) {
       Draws d(seed, uint64_t(i));
@@ -178,7 +213,7 @@ std::vector<TaskProblem> makeTask(const std::string &name, int64_t count,
   for (const std::string &t : taskNames())
     all += (all.empty() ? "" : ", ") + t;
   throw RuntimeError("unknown task '" + name + "' (expected one of " + all +
-                     ", file:PATH or chat:PATH)");
+                     ", file:PATH, chat:PATH or passkey:N)");
 }
 
 std::vector<TaskResult> evaluateTask(Session &session,

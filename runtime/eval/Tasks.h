@@ -25,6 +25,10 @@
 //               match of that line, so answers are one line each.
 //               A conversation whose last question and answer stand in the
 //               training text as a turn pair is refused.
+//   passkey:N   a long-range check: a five-digit key stated once in N
+//               bytes of filler and asked for at the end, problem i stating
+//               it at depth (i + 0.5) / count, so the distances between key
+//               and question spread from 0 to about N.
 // Every task also reports the mean length of the written answers (bytes,
 // up to the terminator), per regime: whether a regime answers shorter.
 // Prompts are byte-level and start with BOS, like every training document.

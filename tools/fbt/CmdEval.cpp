@@ -270,10 +270,11 @@ void declareOptions(CommandLine &args) {
       .text("regimes", "LIST",
             "comma-separated regimes (default standard,soft,fused:2,fused:3)")
       .text("task", "NAME",
-            "arithmetic|counting|file:PATH|chat:PATH: exact-match accuracy "
+            "arithmetic|counting|file:PATH|chat:PATH|passkey:N: exact-match accuracy "
             "and mean length of greedy answers to --problems held-out problems "
             "(file: the first of a JSON Lines file's {prompt, answer}; chat: "
-            "conversations ending with the assistant's answer), per regime")
+            "conversations ending with the assistant's answer; passkey: a key "
+            "retrieved across N bytes), per regime")
       .integer("problems", "N", "--task: problems (default 200)")
       .integer("seed", "S", "--task: the problems' seed (default 20261201)")
       .flag("contraction",

@@ -97,7 +97,7 @@ TEST(TasksTest, UnknownTaskIsNamed) {
     FAIL();
   } catch (const RuntimeError &e) {
     EXPECT_STREQ(e.what(),
-                 "unknown task 'poetry' (expected one of arithmetic, counting, file:PATH or chat:PATH)");
+                 "unknown task 'poetry' (expected one of arithmetic, counting, file:PATH, chat:PATH or passkey:N)");
   }
 }
 
@@ -198,6 +198,25 @@ TEST(TasksTest, ChatTaskAsksTheConversationBeforeTheAnswer) {
   EXPECT_EQ(message("c4.jsonl", R"({"messages": [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b\nc"}]})", ""),
             "c4.jsonl:1: the answer must be one non-empty line and no field may hold a NUL "
             "byte (the byte-level BOS)");
+}
+
+TEST(TasksTest, PasskeySpreadsTheKeyOverThePrompt) {
+  std::vector<TaskProblem> ps = makeTask("passkey:200", 4, 7, "");
+  ASSERT_EQ(ps.size(), 4u);
+  size_t last = 0;
+  for (const TaskProblem &p : ps) {
+    EXPECT_EQ(p.prompt.size(), 200u);
+    EXPECT_EQ(p.answer.size(), 5u);
+    EXPECT_EQ(p.terminator, ".");
+    size_t at = p.prompt.find("The pass key is " + p.answer + ".");
+    ASSERT_NE(at, std::string::npos);
+    EXPECT_GE(at, last); // deeper problem by problem
+    last = at;
+    EXPECT_EQ(p.prompt.substr(p.prompt.size() - 28), "What is the pass key? It is ");
+  }
+  EXPECT_NE(ps[0].answer, ps[1].answer);
+  EXPECT_THROW(makeTask("passkey:40", 1, 7, ""), RuntimeError);
+  EXPECT_THROW(makeTask("passkey:x", 1, 7, ""), RuntimeError);
 }
 
 } // namespace
