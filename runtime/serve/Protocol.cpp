@@ -81,6 +81,49 @@ const std::string &text(const Json &v, const std::string &name) {
 }
 } // namespace
 
+namespace {
+/// Fields OpenAI defines that this server does not implement: accepted only
+/// with the value that asks for nothing, as SDKs send by default.
+bool isUnsupported(const std::string &key) {
+  static const std::set<std::string> fields = {
+      "logit_bias", "presence_penalty", "frequency_penalty", "logprobs", "top_logprobs",
+      "echo", "best_of", "response_format", "suffix"};
+  return fields.count(key) != 0;
+}
+
+bool asksNothing(const std::string &key, const Json &v) {
+  if (v.is_null())
+    return true;
+  if (key == "logprobs" || key == "echo")
+    return v.is_boolean() && !v.get<bool>();
+  if (key == "presence_penalty" || key == "frequency_penalty" || key == "top_logprobs")
+    return v.is_number() && v.get<double>() == 0;
+  if (key == "best_of")
+    return isInteger(v) && asInt(v) == 1;
+  if (key == "logit_bias")
+    return v.is_object() && v.empty();
+  if (key == "response_format") {
+    const Json *type = v.is_object() ? jsonFind(v, "type") : nullptr;
+    return type && type->is_string() && asString(*type) == "text" && v.size() == 1;
+  }
+  return key == "suffix" && v.is_string() && asString(v).empty();
+}
+
+std::string noOpValue(const std::string &key) {
+  if (key == "logprobs" || key == "echo")
+    return "only null or false";
+  if (key == "presence_penalty" || key == "frequency_penalty" || key == "top_logprobs")
+    return "only null or 0";
+  if (key == "best_of")
+    return "only null or 1";
+  if (key == "logit_bias")
+    return "only null or {}";
+  if (key == "response_format")
+    return "only null or {\"type\": \"text\"}";
+  return "only null or \"\"";
+}
+} // namespace
+
 GenerationRequest parseGenerationRequest(const std::string &body, bool chat,
                                          const Regime &defaultRegime) {
   Json root;
@@ -96,10 +139,6 @@ GenerationRequest parseGenerationRequest(const std::string &body, bool chat,
   r.regime = defaultRegime;
   r.sampling.temperature = 1.0;
   bool havePrompt = false;
-  // Accepted for compatibility; they do not change what we generate.
-  static const std::set<std::string> ignored = {
-      "user", "logit_bias", "presence_penalty", "frequency_penalty", "logprobs",
-      "top_logprobs", "echo", "best_of", "response_format", "suffix"};
   for (const auto &[key, v] : asObject(root)) {
     if (key == "model") {
       r.model = text(v, key);
@@ -174,7 +213,16 @@ GenerationRequest parseGenerationRequest(const std::string &body, bool chat,
       // Each fused pass is a prefill of the whole prompt.
       if (r.regime.kind == Regime::Kind::Fused && r.regime.passes > kMaxFusedPasses)
         bad(key, "'regime': at most fused:" + std::to_string(kMaxFusedPasses));
-    } else if (!ignored.count(key)) {
+    } else if (key == "user") {
+      text(v, key); // an end-user id: metadata, it changes nothing
+    } else if (isUnsupported(key)) {
+      // Refused unless it asks for nothing: a client that wants
+      // log-probabilities or JSON output must not get an answer that only
+      // looks right.
+      if (!asksNothing(key, v))
+        bad(key, "'" + key + "' is not supported by this server (" + noOpValue(key) +
+                     " is accepted), got " + dumpJson(v));
+    } else {
       bad(key, "unknown field '" + key + "'");
     }
   }

@@ -12,10 +12,13 @@
 // (0..2, default 1), top_p (0..1], stop (a string or up to 4), seed, n
 // (1..8), stream, stream_options ({include_usage}: a last chunk with the
 // usage and no choices), and fbt's own: regime ("standard" | "soft" |
-// "fused:N"; default the server's). Fields OpenAI defines that do not
-// change our output (user, logit_bias, presence_penalty, frequency_penalty,
-// logprobs, echo, best_of, response_format) are accepted if their type is
-// right; any other field is an error, so a typo is not ignored.
+// "fused:N"; default the server's), and user (an end-user id, accepted).
+// Fields OpenAI defines that this server does not implement (logit_bias,
+// presence_penalty, frequency_penalty, logprobs, top_logprobs, echo,
+// best_of, response_format, suffix) are refused with a 400 naming them,
+// unless their value asks for nothing (null, false, 0, 1, {}, {"type":
+// "text"}, ""): an answer must never only look like what was asked. Any
+// other field is an error too, so a typo is not ignored.
 //
 // Chat requests are rendered with the chat template (text/ChatTemplate.h);
 // an answer stops where the template's next turn would start.

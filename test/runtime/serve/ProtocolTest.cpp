@@ -42,6 +42,39 @@ TEST(ProtocolTest, CompletionFieldsAndDefaults) {
   EXPECT_EQ(d.regime.name(), "soft");
 }
 
+TEST(ProtocolTest, UnimplementedFieldsAreRefusedUnlessTheyAskForNothing) {
+  // What SDKs send by default is accepted.
+  EXPECT_EQ(errorOf(R"({"prompt": "a", "logprobs": false, "echo": false, "presence_penalty": 0,
+      "frequency_penalty": 0, "best_of": 1, "logit_bias": {}, "top_logprobs": null,
+      "response_format": {"type": "text"}, "suffix": "", "user": "u"})"),
+            "");
+  // Anything that would change the answer is a 400 naming the field.
+  EXPECT_EQ(errorOf(R"({"prompt": "a", "logprobs": 5})"),
+            "400 logprobs: 'logprobs' is not supported by this server (only null or false is "
+            "accepted), got 5");
+  EXPECT_EQ(errorOf(R"({"prompt": "a", "echo": true})"),
+            "400 echo: 'echo' is not supported by this server (only null or false is accepted), "
+            "got true");
+  EXPECT_EQ(errorOf(R"({"prompt": "a", "presence_penalty": 0.5})"),
+            "400 presence_penalty: 'presence_penalty' is not supported by this server (only null "
+            "or 0 is accepted), got 0.5");
+  EXPECT_EQ(errorOf(R"({"prompt": "a", "logit_bias": {"50": 100}})"),
+            "400 logit_bias: 'logit_bias' is not supported by this server (only null or {} is "
+            "accepted), got {\"50\":100}");
+  EXPECT_EQ(errorOf(R"({"prompt": "a", "best_of": 3})"),
+            "400 best_of: 'best_of' is not supported by this server (only null or 1 is accepted), "
+            "got 3");
+  EXPECT_EQ(errorOf(R"({"prompt": "a", "suffix": "end"})"),
+            "400 suffix: 'suffix' is not supported by this server (only null or \"\" is accepted), "
+            "got \"end\"");
+  EXPECT_EQ(errorOf(R"({"messages": [{"role": "user", "content": "x"}],
+      "response_format": {"type": "json_object"}})", true),
+            "400 response_format: 'response_format' is not supported by this server (only null or "
+            "{\"type\": \"text\"} is accepted), got {\"type\":\"json_object\"}");
+  EXPECT_EQ(errorOf(R"({"prompt": "a", "user": 3})"),
+            "400 user: 'user' must be a string, not a number");
+}
+
 TEST(ProtocolTest, BadRequestsNameTheField) {
   EXPECT_EQ(errorOf("{\"prompt\": 3}"), "400 prompt: 'prompt' must be a string, not a number");
   EXPECT_EQ(errorOf("{}"), "400 prompt: 'prompt' is required");
