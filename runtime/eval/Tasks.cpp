@@ -7,9 +7,11 @@
 #include "runtime/eval/Evaluation.h"
 #include "runtime/text/ArithmeticFacts.h"
 #include "runtime/text/ChatTemplate.h"
+#include "runtime/text/JsonlData.h"
 
 #include <algorithm>
 #include <fstream>
+#include <iterator>
 #include <set>
 
 namespace fbt {
@@ -46,19 +48,19 @@ bool seen(std::string_view text, const std::string &q, const std::string &a) {
   }
   return false;
 }
-/// file:PATH: the first `count` problems of a JSON Lines file.
-std::vector<TaskProblem> loadTaskFile(const std::string &path, int64_t count,
-                                      std::string_view trainingText) {
+/// A task file's contents.
+std::string readTaskFile(const std::string &path) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
     throw RuntimeError("task file " + path + ": cannot open it");
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+/// file:PATH: the first `count` problems of a JSON Lines file.
+std::vector<TaskProblem> loadTaskFile(const std::string &path, int64_t count,
+                                      std::string_view trainingText) {
   std::vector<TaskProblem> out;
-  std::string line;
-  for (int64_t n = 1; int64_t(out.size()) < count && std::getline(in, line); ++n) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos)
-      continue;
-    std::string where = path + ":" + std::to_string(n);
-    Json j = parseJson(line, where);
+  forEachJsonLine(path, readTaskFile(path), [&](const Json &j, const std::string &where) {
     TaskProblem p;
     try {
       p.prompt = asString(jsonAt(j, "prompt"));
@@ -76,7 +78,8 @@ std::vector<TaskProblem> loadTaskFile(const std::string &path, int64_t count,
       throw RuntimeError(where + ": the problem '" + question + p.answer +
                          "' stands as a line of the training text, so it is not held out");
     out.push_back(std::move(p));
-  }
+    return int64_t(out.size()) < count;
+  });
   if (out.empty())
     throw RuntimeError("task file " + path + ": no problems");
   return out;
@@ -85,18 +88,11 @@ std::vector<TaskProblem> loadTaskFile(const std::string &path, int64_t count,
 /// each asked up to its last (the assistant's) turn.
 std::vector<TaskProblem> loadChatTask(const std::string &path, int64_t count,
                                       std::string_view trainingText) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw RuntimeError("task file " + path + ": cannot open it");
   std::vector<TaskProblem> out;
-  std::string line;
-  for (int64_t n = 1; int64_t(out.size()) < count && std::getline(in, line); ++n) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos)
-      continue;
-    std::string where = path + ":" + std::to_string(n);
+  forEachJsonLine(path, readTaskFile(path), [&](const Json &j, const std::string &where) {
     std::vector<ChatMessage> messages;
     try {
-      messages = parseChatMessages(jsonAt(parseJson(line, where), "messages"));
+      messages = parseChatMessages(jsonAt(j, "messages"));
     } catch (const RuntimeError &e) {
       throw RuntimeError(where + ": " + e.what());
     }
@@ -123,7 +119,8 @@ std::vector<TaskProblem> loadChatTask(const std::string &path, int64_t count,
                          "' -> '" + p.answer + "' are in the training text, so it is "
                          "not held out");
     out.push_back(std::move(p));
-  }
+    return int64_t(out.size()) < count;
+  });
   if (out.empty())
     throw RuntimeError("task file " + path + ": no conversations");
   return out;

@@ -101,9 +101,8 @@ void addRecord(const Json &record, const std::string &where, MaskedIds &out) {
 }
 } // namespace
 
-TokenStream jsonlStream(const std::string &path, std::string_view contents,
-                        const Tokenizer &tokenizer) {
-  MaskedIds out(tokenizer);
+void forEachJsonLine(const std::string &path, std::string_view contents,
+                     const std::function<bool(const Json &, const std::string &)> &record) {
   size_t line = 0;
   for (size_t at = 0; at < contents.size();) {
     size_t end = contents.find('\n', at);
@@ -115,13 +114,23 @@ TokenStream jsonlStream(const std::string &path, std::string_view contents,
     if (l.find_first_not_of(" \t\r") == std::string_view::npos)
       continue;
     std::string where = path + ":" + std::to_string(line);
+    if (!record(parseJson(l, where), where))
+      return;
+  }
+}
+
+TokenStream jsonlStream(const std::string &path, std::string_view contents,
+                        const Tokenizer &tokenizer) {
+  MaskedIds out(tokenizer);
+  forEachJsonLine(path, contents, [&](const Json &record, const std::string &where) {
     try {
-      addRecord(parseJson(l, where), where, out);
+      addRecord(record, where, out);
     } catch (const RuntimeError &e) {
       std::string what = e.what();
       throw RuntimeError(what.rfind(where, 0) == 0 ? what : where + ": " + what);
     }
-  }
+    return true;
+  });
   if (out.ids_.empty())
     throw RuntimeError(path + ": no text");
   if (!out.masked)

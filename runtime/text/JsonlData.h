@@ -21,14 +21,22 @@
 #ifndef FBT_RUNTIME_TEXT_JSONLDATA_H
 #define FBT_RUNTIME_TEXT_JSONLDATA_H
 
+#include "runtime/base/Json.h"
 #include "runtime/text/TokenStream.h"
 
+#include <functional>
 #include <string>
 #include <string_view>
 
 namespace fbt {
 
 class Tokenizer;
+
+/// Calls `record(value, where)` for each non-blank line of a JSON Lines
+/// file's `contents`, `where` being "path:line", until it returns false. A
+/// line that is not JSON is an error naming path:line.
+void forEachJsonLine(const std::string &path, std::string_view contents,
+                     const std::function<bool(const Json &, const std::string &)> &record);
 
 /// The documents of a JSON Lines file's `contents` as one stream; errors
 /// name path:line and the field.

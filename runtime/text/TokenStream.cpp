@@ -335,23 +335,13 @@ TokenFileFormat tokenFileFormat(const std::string &path) {
 std::vector<std::string> jsonlTexts(const std::string &path, std::string_view contents,
                                     const std::string &field) {
   std::vector<std::string> texts;
-  size_t line = 0;
-  for (size_t at = 0; at < contents.size();) {
-    size_t end = contents.find('\n', at);
-    if (end == std::string_view::npos)
-      end = contents.size();
-    std::string_view l = contents.substr(at, end - at);
-    at = end + 1;
-    ++line;
-    if (l.find_first_not_of(" \t\r") == std::string_view::npos)
-      continue;
-    std::string where = path + ":" + std::to_string(line);
-    Json record = parseJson(l, where);
+  forEachJsonLine(path, contents, [&](const Json &record, const std::string &where) {
     const Json *text = jsonFind(record, field);
     if (!text || !text->is_string())
       throw RuntimeError(where + ": no string field '" + field + "'");
     texts.push_back(asString(*text));
-  }
+    return true;
+  });
   return texts;
 }
 
