@@ -122,8 +122,50 @@ std::string noOpValue(const std::string &key) {
     return "only null or {\"type\": \"text\"}";
   return "only null or \"\"";
 }
+/// prompt: a string, or an array of one.
+std::string completionPrompt(const Json &v) {
+  if (v.is_array() && v.size() == 1)
+    return text(jsonAt(v, 0), "prompt[0]");
+  if (v.is_array())
+    bad("prompt", "'prompt' as an array must hold one string (send one request per prompt)");
+  return text(v, "prompt");
+}
+
+/// stream_options: null or {"include_usage": bool}.
+void readStreamOptions(const Json &v, GenerationRequest &r) {
+  if (v.is_null())
+    return;
+  if (!v.is_object())
+    bad("stream_options", "'stream_options' must be an object");
+  for (const auto &[option, value] : asObject(v)) {
+    if (option != "include_usage")
+      bad("stream_options", "unknown stream option '" + option + "'");
+    if (!value.is_boolean())
+      bad("stream_options", "'stream_options.include_usage' must be true or false");
+    r.streamUsage = asBool(value);
+  }
+}
+
+/// stop: null, a string or up to 4 strings, none empty.
+std::vector<std::string> stopStrings(const Json &v) {
+  std::vector<std::string> stop;
+  if (v.is_string()) {
+    stop = {asString(v)};
+  } else if (v.is_array() && v.size() <= 4) {
+    for (size_t i = 0; i < v.size(); ++i)
+      stop.push_back(text(jsonAt(v, i), "stop[" + std::to_string(i) + "]"));
+  } else if (!v.is_null()) {
+    bad("stop", "'stop' must be a string or an array of up to 4 strings");
+  }
+  for (const std::string &s : stop)
+    if (s.empty())
+      bad("stop", "a 'stop' string must not be empty");
+  return stop;
+}
 } // namespace
 
+// One branch per field, so the function reads as the API's field list; the
+// fields with structure of their own are parsed by the helpers above.
 GenerationRequest parseGenerationRequest(const std::string &body, bool chat,
                                          const Regime &defaultRegime) {
   Json root;
@@ -143,13 +185,7 @@ GenerationRequest parseGenerationRequest(const std::string &body, bool chat,
     if (key == "model") {
       r.model = text(v, key);
     } else if (key == "prompt" && !chat) {
-      if (v.is_array() && v.size() == 1)
-        r.prompt = text(jsonAt(v, 0), "prompt[0]");
-      else if (v.is_array())
-        bad(key, "'prompt' as an array must hold one string (send one "
-                 "request per prompt)");
-      else
-        r.prompt = text(v, key);
+      r.prompt = completionPrompt(v);
       havePrompt = true;
     } else if (key == "messages" && chat) {
       try {
@@ -180,30 +216,9 @@ GenerationRequest parseGenerationRequest(const std::string &body, bool chat,
         bad(key, "'stream' must be true or false");
       r.stream = v.is_boolean() && asBool(v);
     } else if (key == "stream_options") {
-      if (v.is_null())
-        continue;
-      if (!v.is_object())
-        bad(key, "'stream_options' must be an object");
-      for (const auto &[option, value] : asObject(v)) {
-        if (option != "include_usage")
-          bad(key, "unknown stream option '" + option + "'");
-        if (!value.is_boolean())
-          bad(key, "'stream_options.include_usage' must be true or false");
-        r.streamUsage = asBool(value);
-      }
+      readStreamOptions(v, r);
     } else if (key == "stop") {
-      if (v.is_string()) {
-        r.stop = {asString(v)};
-      } else if (v.is_array() && v.size() <= 4) {
-        for (size_t i = 0; i < v.size(); ++i)
-          r.stop.push_back(
-              text(jsonAt(v, i), "stop[" + std::to_string(i) + "]"));
-      } else if (!v.is_null()) {
-        bad(key, "'stop' must be a string or an array of up to 4 strings");
-      }
-      for (const std::string &s : r.stop)
-        if (s.empty())
-          bad(key, "a 'stop' string must not be empty");
+      r.stop = stopStrings(v);
     } else if (key == "regime") {
       try {
         r.regime = Regime::parse(text(v, key));
