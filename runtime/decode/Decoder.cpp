@@ -74,9 +74,25 @@ void Decoder::prefill(const std::vector<std::vector<int32_t>> &prompts,
   runPrefill(prompts, regime, 0, batch_, afterPass);
 }
 
+Regime Decoder::defaultRegime() const {
+  return Regime::parse(hasFeedback() ? "soft" : "standard");
+}
+
+bool Decoder::hasFeedback() const {
+  return session_.model().feedback.fusion != Fusion::None;
+}
+
+void Decoder::checkRegime(const Regime &regime) const {
+  if (regime.kind != Regime::Kind::Standard && !hasFeedback())
+    throw RuntimeError("model '" + session_.model().name +
+                       "' has no feedback path (fusion none): it decodes only in the "
+                       "standard regime, not " + regime.name());
+}
+
 void Decoder::runPrefill(const std::vector<std::vector<int32_t>> &prompts,
                          const Regime &regime, int64_t row, int64_t rows,
                          const std::function<void(StepBinding &)> &afterPass) {
+  checkRegime(regime);
   // The whole batch's steps, or one row's (a batch of one is its own row),
   // over the fewest positions that hold the longest prompt.
   size_t longest = 0;

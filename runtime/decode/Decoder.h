@@ -45,6 +45,11 @@ public:
   const std::vector<int64_t> &rowPrefillLengths() const { return rowPrefills_; }
   int64_t maxSequence() const { return maxSequence_; }
   int64_t vocab() const { return vocab_; }
+  /// soft, or standard for a model without a feedback path (fusion none).
+  Regime defaultRegime() const;
+  /// A RuntimeError for a regime the model cannot decode in (soft or fused
+  /// without a feedback path); every prefill checks it.
+  void checkRegime(const Regime &regime) const;
 
   /// Teacher forcing: for each sequence, prefill its first `promptLengths[b]`
   /// tokens under `regime`, then feed the rest one by one. Returns the
@@ -137,6 +142,7 @@ public:
   int64_t prefillCacheMisses() const { return cache_.misses(); }
 
 private:
+  bool hasFeedback() const;
   /// Prefill (and fused passes) for up to B prompts; leaves the caches
   /// filled, each row's last logits and state in lastLogits_/state_.
   /// `afterPass` sees each pass's step binding (its outputs) in turn.

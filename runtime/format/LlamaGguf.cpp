@@ -53,27 +53,32 @@ void addHyperparameters(GgufWriter &gguf, const Hyperparameters &h) {
   gguf.addU32("llama.vocab_size", (uint32_t)h.vocab);
 }
 
-void addByteVocabulary(GgufWriter &gguf, const Hyperparameters &h,
-                       const std::vector<std::string> &byteSymbols) {
-  std::vector<std::string> tokens = byteSymbols;
-  std::vector<int32_t> types(tokens.size(), 1); // LLAMA_TOKEN_TYPE_NORMAL
-  for (int64_t id = (int64_t)tokens.size(); id < h.vocab; ++id) {
-    tokens.push_back("<fbt_unused_" + std::to_string(id) + ">");
-    types.push_back(5); // LLAMA_TOKEN_TYPE_UNUSED
-  }
-  if ((int64_t)tokens.size() > h.vocab)
+void addBpeVocabulary(GgufWriter &gguf, const Hyperparameters &h, const BpeVocabulary &v) {
+  if ((int64_t)v.tokens.size() > h.vocab)
     throw RuntimeError("the model's vocabulary (" + std::to_string(h.vocab) +
-                       ") is smaller than the " + std::to_string(byteSymbols.size()) +
-                       " bytes");
-  // "default" pre-tokenization: with no merges, how text is split into
-  // words does not change the ids (each byte stays its own token).
+                       ") is smaller than the tokenizer's " + std::to_string(v.tokens.size()) +
+                       " tokens");
+  std::vector<std::string> tokens = v.tokens;
+  std::vector<int32_t> types(tokens.size(), 1); // LLAMA_TOKEN_TYPE_NORMAL
+  for (int64_t id : v.control)
+    types.at(id) = 3; // LLAMA_TOKEN_TYPE_CONTROL: never produced by tokenizing text
+  for (int64_t id = 0; id < h.vocab; ++id) {
+    if (id == (int64_t)tokens.size())
+      tokens.emplace_back(), types.push_back(1);
+    if (tokens[id].empty()) { // ids no token has: the padding of the embedding
+      tokens[id] = "<fbt_unused_" + std::to_string(id) + ">";
+      types[id] = 5; // LLAMA_TOKEN_TYPE_UNUSED
+    }
+  }
+  // Without merges, how text is split into words does not change the ids
+  // (each byte stays its own token): "default". With them, GPT-2's regex.
   gguf.addString("tokenizer.ggml.model", "gpt2");
-  gguf.addString("tokenizer.ggml.pre", "default");
+  gguf.addString("tokenizer.ggml.pre", v.merges.empty() ? "default" : "gpt-2");
   gguf.addStringArray("tokenizer.ggml.tokens", tokens);
   gguf.addI32Array("tokenizer.ggml.token_type", types);
-  gguf.addStringArray("tokenizer.ggml.merges", {});
-  gguf.addU32("tokenizer.ggml.bos_token_id", (uint32_t)h.bosTokenId);
-  gguf.addU32("tokenizer.ggml.eos_token_id", (uint32_t)h.bosTokenId);
+  gguf.addStringArray("tokenizer.ggml.merges", v.merges);
+  gguf.addU32("tokenizer.ggml.bos_token_id", (uint32_t)v.separator);
+  gguf.addU32("tokenizer.ggml.eos_token_id", (uint32_t)v.separator);
   gguf.addBool("tokenizer.ggml.add_bos_token", true);
   gguf.addBool("tokenizer.ggml.add_eos_token", false);
 }

@@ -15,10 +15,11 @@
 //    converter does for HF checkpoints, turns one into the other; q.k is
 //    unchanged because q and k are permuted alike.
 //  - Tied embeddings: no output.weight; llama.cpp then uses token_embd.
-//  - The byte-level vocabulary: tokenizer.ggml.model "gpt2" with the 256
-//    GPT-2 byte symbols as tokens and no merges, so llama.cpp's BPE maps
-//    each byte to its own id, as fbt's tokenizer does; BOS (the document
-//    separator fbt puts before every prompt) is also EOS.
+//  - The vocabulary: tokenizer.ggml.model "gpt2", the tokens in GPT-2's
+//    byte symbols with their merges (none for the byte-level vocabulary,
+//    so llama.cpp's BPE maps each byte to its own id, as fbt's tokenizer
+//    does); BOS (the document separator fbt puts before every prompt) is
+//    also EOS.
 // fbt export (tools/fbt/CmdExport.cpp) reads the checkpoint and writes the
 // file; this is the conversion, unit-tested on its own (LlamaGgufTest.cpp).
 //
@@ -57,12 +58,24 @@ std::vector<float> ropeRowsToPairs(const std::vector<float> &w, int64_t rows, in
 /// GGUF's u32 fields.
 void addHyperparameters(GgufWriter &gguf, const Hyperparameters &h);
 
-/// The byte-level vocabulary: `byteSymbols` (GPT-2's 256 stand-ins, in
-/// byte order) as ids 0..255, and unused placeholders up to h.vocab, so the
-/// token list matches token_embd's rows. RuntimeError for a vocabulary
-/// smaller than the 256 bytes.
-void addByteVocabulary(GgufWriter &gguf, const Hyperparameters &h,
-                       const std::vector<std::string> &byteSymbols);
+/// A byte-level BPE vocabulary as llama.cpp's "gpt2" tokenizer model.
+struct BpeVocabulary {
+  /// Each id's token in GPT-2's byte symbols (Gpt2Bytes.h); "" for an id no
+  /// token has, stored as an unused placeholder.
+  std::vector<std::string> tokens;
+  /// "a b", in rank order; none for the byte-level vocabulary.
+  std::vector<std::string> merges;
+  /// Special tokens (<|endoftext|>): control tokens, never made from text.
+  std::vector<int64_t> control;
+  /// The document separator fbt puts before every prompt: llama.cpp's BOS,
+  /// and its EOS, where fbt generate stops.
+  int64_t separator = 0;
+};
+
+/// `v` as tokenizer.ggml.*, with unused placeholders up to h.vocab so the
+/// token list matches token_embd's rows. RuntimeError for a model
+/// vocabulary smaller than the tokenizer's.
+void addBpeVocabulary(GgufWriter &gguf, const Hyperparameters &h, const BpeVocabulary &v);
 
 /// A weight by its fbt name ("model.layers.0.self_attn.q_proj.weight"),
 /// row-major, checked by the caller.

@@ -6,6 +6,7 @@
 #include "runtime/base/FileIO.h"
 #include "runtime/base/Json.h"
 #include "runtime/text/Gpt2Bytes.h"
+#include "runtime/text/Gpt2Vocabulary.h"
 
 #ifdef FBT_HAVE_PCRE2
 #define PCRE2_CODE_UNIT_WIDTH 8
@@ -111,10 +112,10 @@ std::string rawBytes(const std::string &s, const std::vector<int> &byteOf,
 
 class Gpt2Bpe : public Tokenizer {
 public:
-  Gpt2Bpe(std::string name, const std::vector<std::pair<std::string, int64_t>> &vocab,
-          const std::vector<std::pair<std::string, std::string>> &merges,
-          const std::string &source)
+  Gpt2Bpe(std::string name, const gpt2::Vocabulary &vocabulary, const std::string &source)
       : name_(std::move(name)) {
+    const auto &vocab = vocabulary.tokens;
+    const auto &merges = vocabulary.merges;
     std::vector<int> byteOf = gpt2::byteOfCodePoint();
     std::unordered_map<std::string, int32_t> idOfRaw;
     int64_t size = 0;
@@ -296,88 +297,8 @@ private:
   pcre2_code *pattern_ = nullptr;
 };
 
-std::vector<std::pair<std::string, int64_t>> vocabOf(const Json &object,
-                                                     const std::string &source) {
-  if (!object.is_object())
-    throw RuntimeError(source + ": the vocabulary is not a JSON object");
-  std::vector<std::pair<std::string, int64_t>> vocab;
-  for (const auto &[token, id] : asObject(object)) {
-    if (!isInteger(id))
-      throw RuntimeError(source + ": token '" + token + "' has no integer id");
-    vocab.push_back({token, asInt(id)});
-  }
-  return vocab;
-}
-
-/// Merges as "a b" lines (vocab.bpe / merges.txt: a "#version" line first).
-std::vector<std::pair<std::string, std::string>> mergesOf(const std::string &text,
-                                                          const std::string &source) {
-  std::vector<std::pair<std::string, std::string>> merges;
-  size_t line = 0;
-  for (size_t at = 0; at < text.size();) {
-    size_t end = text.find('\n', at);
-    if (end == std::string::npos)
-      end = text.size();
-    std::string l = text.substr(at, end - at);
-    at = end + 1;
-    ++line;
-    if (!l.empty() && l.back() == '\r')
-      l.pop_back();
-    if (l.empty() || (line == 1 && l.rfind("#version", 0) == 0))
-      continue;
-    size_t space = l.find(' ');
-    if (space == std::string::npos || space == 0 || space + 1 == l.size() ||
-        l.find(' ', space + 1) != std::string::npos)
-      throw RuntimeError(source + ":" + std::to_string(line) +
-                         ": expected two symbols separated by one space");
-    merges.push_back({l.substr(0, space), l.substr(space + 1)});
-  }
-  return merges;
-}
-
 std::unique_ptr<Tokenizer> loadGpt2(const std::string &path) {
-  std::string name = "gpt2:" + path;
-  if (isDir(path)) {
-    for (auto [v, m] : {std::pair{"encoder.json", "vocab.bpe"},
-                        std::pair{"vocab.json", "merges.txt"}}) {
-      std::string vp = path + "/" + v, mp = path + "/" + m;
-      if (isFile(vp) && isFile(mp))
-        return std::make_unique<Gpt2Bpe>(
-            name, vocabOf(parseJson(readFile(vp), vp), vp),
-            mergesOf(readFile(mp), mp), vp);
-    }
-    throw RuntimeError(path + ": no encoder.json + vocab.bpe or vocab.json + "
-                              "merges.txt in this folder");
-  }
-  // A Hugging Face tokenizer.json with a byte-level BPE model.
-  Json root = parseJson(readFile(path), path);
-  const Json *model = jsonFind(root, "model");
-  const Json *type = model ? jsonFind(*model, "type") : nullptr;
-  if (!type || !type->is_string() || asString(*type) != "BPE")
-    throw RuntimeError(path + ": not a tokenizer.json with a BPE model");
-  const Json *pre = jsonFind(root, "pre_tokenizer");
-  std::string preText = pre ? dumpJson(*pre) : "";
-  if (preText.find("\"ByteLevel\"") == std::string::npos)
-    throw RuntimeError(path + ": the BPE model is not byte-level (GPT-2 style); "
-                              "only byte-level BPE is supported");
-  auto vocab = vocabOf(jsonAt(*model, "vocab"), path);
-  if (const Json *added = jsonFind(root, "added_tokens");
-      added && added->is_array())
-    for (const Json &t : asArray(*added))
-      if (t.is_object() && jsonFind(t, "content") && jsonFind(t, "id"))
-        vocab.push_back(
-            {asString(jsonAt(t, "content")), asInt(jsonAt(t, "id"))});
-  std::string mergesText;
-  for (const Json &m : asArray(jsonAt(*model, "merges"))) {
-    if (m.is_string())
-      mergesText += asString(m) + "\n";
-    else if (m.is_array() && m.size() == 2)
-      mergesText +=
-          asString(jsonAt(m, 0)) + " " + asString(jsonAt(m, 1)) + "\n";
-    else
-      throw RuntimeError(path + ": a merge is neither \"a b\" nor [\"a\", \"b\"]");
-  }
-  return std::make_unique<Gpt2Bpe>(name, vocab, mergesOf(mergesText, path), path);
+  return std::make_unique<Gpt2Bpe>("gpt2:" + path, gpt2::readVocabulary(path), path);
 }
 #else
 std::unique_ptr<Tokenizer> loadGpt2(const std::string &path) {

@@ -1,9 +1,10 @@
-//===- CmdExport.cpp - fbt export: a checkpoint as a llama.cpp GGUF -------===//
+//===- CmdExport.cpp - fbt export: a checkpoint as GGUF or a Hugging Face Llama ===//
 //
 // Reads a checkpoint's model weights (checked as loading it would check
 // them) and writes its standard regime as llama.cpp's "llama" architecture
 // through runtime/format/LlamaGguf.h, which says how the two differ and how
-// the conversion makes up for it. The feedback weights: llama.cpp refuses a
+// the conversion makes up for it, or as a Hugging Face Llama folder
+// (runtime/format/HfLlama.h), which fbt import reads back. The feedback weights: llama.cpp refuses a
 // file holding tensors its architecture does not use ("done_getting_tensors:
 // wrong number of tensors"), so they are left out unless --with-feedback
 // asks for them (as fbt.feedback.*), for readers other than llama.cpp.
@@ -15,14 +16,19 @@
 
 #include "runtime/base/Error.h"
 #include "runtime/format/Bundle.h"
+#include "runtime/base/FileIO.h"
+#include "runtime/base/Json.h"
 #include "runtime/format/Gguf.h"
+#include "runtime/format/HfLlama.h"
 #include "runtime/format/LlamaGguf.h"
 #include "runtime/format/ModelConfig.h"
 #include "runtime/format/Safetensors.h"
-#include "runtime/text/Gpt2Bytes.h"
+#include "runtime/text/Gpt2Vocabulary.h"
 #include "runtime/text/Tokenizer.h"
 
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <cstdint>
 #include <cstdio>
 #include <string_view>
@@ -68,16 +74,50 @@ llama::Hyperparameters readHyperparameters(const Bundle &bundle) {
   return h;
 }
 
-/// The checkpoint's tokenizer, which must be byte-level.
-std::string byteTokenizer(const SafetensorsFile &ckpt, const std::string &ckptPath) {
-  std::string tokenizer = "bytes";
+/// The run's vocabulary as the export writes it, and the id fbt puts
+/// before every prompt (llama.cpp's BOS and EOS, Hugging Face's too).
+struct RunVocabulary {
+  std::string tokenizer; ///< the run's ("bytes", "gpt2:PATH")
+  gpt2::Vocabulary vocabulary;
+  int32_t separator = 0;
+};
+
+RunVocabulary runVocabulary(const SafetensorsFile &ckpt, const std::string &ckptPath) {
+  RunVocabulary r;
+  r.tokenizer = "bytes";
   if (auto it = ckpt.metadata.find("fbt.tokenizer"); it != ckpt.metadata.end())
-    tokenizer = canonicalTokenizerName(it->second);
-  if (tokenizer != "bytes")
-    throw RuntimeError(ckptPath + ": its run's tokenizer is '" + tokenizer +
-                       "'; fbt export supports byte-level runs (tokenizer "
-                       "bytes) for now");
-  return tokenizer;
+    r.tokenizer = canonicalTokenizerName(it->second);
+  if (r.tokenizer == "bytes") {
+    r.vocabulary = gpt2::byteVocabulary();
+    r.separator = byteTokenizer().documentSeparator();
+    return r;
+  }
+  if (r.tokenizer.rfind("gpt2:", 0) != 0)
+    throw RuntimeError(ckptPath + ": its run's tokenizer is '" + r.tokenizer +
+                       "'; fbt export writes byte-level and GPT-2 BPE vocabularies "
+                       "(SentencePiece is not exported yet)");
+  try {
+    r.vocabulary = gpt2::readVocabulary(r.tokenizer.substr(5));
+    r.separator = loadTokenizer(r.tokenizer)->documentSeparator();
+  } catch (const RuntimeError &e) {
+    throw RuntimeError(ckptPath + ": its run's tokenizer: " + e.what());
+  }
+  return r;
+}
+
+/// llama.cpp's form of it: the separator and the added tokens are control
+/// tokens (the byte vocabulary's separator is byte 0, kept a plain byte).
+llama::BpeVocabulary ggufVocabulary(const RunVocabulary &r) {
+  llama::BpeVocabulary v;
+  v.tokens = gpt2::tokensById(r.vocabulary);
+  for (const auto &[a, b] : r.vocabulary.merges)
+    v.merges.push_back(a + " " + b);
+  v.control = r.vocabulary.added;
+  if (r.tokenizer != "bytes" &&
+      std::find(v.control.begin(), v.control.end(), r.separator) == v.control.end())
+    v.control.push_back(r.separator);
+  v.separator = r.separator;
+  return v;
 }
 
 /// A weight of the bundle's model from `ckpt`, checked the way loading a
@@ -108,28 +148,91 @@ std::vector<float> checkedWeight(const Bundle &bundle, const SafetensorsFile &ck
 
 } // namespace
 
+namespace {
+
+void writeGguf(const std::string &outPath, const Bundle &bundle, const llama::Hyperparameters &h,
+               const RunVocabulary &vocab, const SafetensorsFile &ckpt,
+               const llama::WeightSource &weight, bool withFeedback) {
+  GgufWriter gguf; // alignment 32, llama.cpp's default, written explicitly
+  try {
+    llama::addHyperparameters(gguf, h);
+    llama::addBpeVocabulary(gguf, h, ggufVocabulary(vocab));
+  } catch (const RuntimeError &e) {
+    throw RuntimeError(bundle.path() + ": " + e.what());
+  }
+  // Where it came from; readers ignore keys they do not know.
+  gguf.addString("fbt.tokenizer", vocab.tokenizer);
+  if (auto it = ckpt.metadata.find("fbt.step"); it != ckpt.metadata.end())
+    gguf.addString("fbt.step", it->second);
+  gguf.addF32("fbt.depth_scaling_folded", (float)h.depthScale);
+  llama::addTensors(gguf, h, weight);
+  size_t feedbackTensors = 0;
+  if (withFeedback)
+    for (const ParamSpec &p : bundle.params())
+      if (p.name.rfind("feedback.", 0) == 0) {
+        gguf.addTensor("fbt." + p.name, p.shape, weight(p.name));
+        ++feedbackTensors;
+      }
+  gguf.writeAtomic(outPath);
+  std::printf("wrote %s: %s, %zu tensors (llama: V=%lld D=%lld L=%lld H=%lld "
+              "F=%lld), depth scaling %.4g folded%s\n",
+              outPath.c_str(), h.name.c_str(), gguf.tensorCount(), (long long)h.vocab,
+              (long long)h.hidden, (long long)h.layers, (long long)h.heads,
+              (long long)h.intermediate, h.depthScale,
+              feedbackTensors ? ", feedback weights as fbt.feedback.*" : "");
+}
+
+/// config.json, model.safetensors and tokenizer.json in `dir` (made if
+/// missing), each replaced atomically.
+void writeHfFolder(const std::string &dir, const llama::Hyperparameters &h,
+                   const RunVocabulary &vocab, const llama::WeightSource &weight) {
+  if (vocab.vocabulary.tokens.size() > (size_t)h.vocab)
+    throw RuntimeError("the model's vocabulary (" + std::to_string(h.vocab) +
+                       ") is smaller than its tokenizer's");
+  std::vector<Tensor> tensors = hf::llamaTensors(h, weight);
+  std::filesystem::create_directories(dir);
+  std::string config = dumpJson(hf::llamaConfig(h), 2) + "\n";
+  std::string tokenizer = gpt2::tokenizerJson(vocab.vocabulary);
+  writeFileAtomic(dir + "/config.json", {config});
+  writeFileAtomic(dir + "/tokenizer.json", {tokenizer});
+  writeSafetensorsAtomic(dir + "/model.safetensors", tensors, {{"format", "pt"}});
+  std::printf("wrote %s: %s, config.json, model.safetensors (%zu tensors, f32), "
+              "tokenizer.json (%zu tokens); depth scaling %.4g folded\n",
+              dir.c_str(), h.name.c_str(), tensors.size(), vocab.vocabulary.tokens.size(),
+              h.depthScale);
+}
+
+} // namespace
+
 int runExport(int argc, char **argv) {
   CommandLine args(
       "fbt export",
-      "Writes the standard (K=1) model of a checkpoint as a GGUF file of\n"
-      "llama.cpp's \"llama\" architecture, f32: what `fbt generate --mode\n"
-      "standard` computes, for llama.cpp and the tools built on it.");
+      "Writes the standard (K=1) model of a checkpoint, what `fbt generate --mode\n"
+      "standard` computes, as a GGUF file of llama.cpp's \"llama\" architecture\n"
+      "(f32) or as a Hugging Face LlamaForCausalLM folder.");
   args.positional("BUNDLE", "the compiled bundle the checkpoint was trained with")
       .text("ckpt", "CKPT", "a checkpoint from fbt train (required)")
-      .text("gguf", "OUT.gguf", "the file to write (required; replaced atomically)")
+      .text("gguf", "OUT.gguf", "the GGUF file to write (replaced atomically)")
+      .text("hf", "DIR",
+            "the folder to write: config.json, model.safetensors, tokenizer.json "
+            "(fbt import reads it back)")
       .flag("with-feedback",
-            "also store the feedback weights, as fbt.feedback.* (llama.cpp "
+            "also store the feedback weights in the GGUF, as fbt.feedback.* (llama.cpp "
             "then refuses the file: it loads only files whose every tensor "
             "its architecture uses)")
-      .footer("Depth scaling is folded into attn_output and ffn_down, W_q and W_k\n"
-              "rows are permuted to llama.cpp's RoPE pairs, and the byte-level\n"
-              "vocabulary is stored as GPT-2 byte symbols without merges. Runs\n"
-              "with a GPT-2 BPE or SentencePiece tokenizer are not exported yet.");
+      .footer("Depth scaling is folded into attn_output / o_proj and ffn_down /\n"
+              "down_proj; for GGUF, W_q and W_k rows are permuted to llama.cpp's\n"
+              "RoPE pairs. The vocabulary is the run's: byte-level (GPT-2 byte\n"
+              "symbols without merges) or GPT-2 BPE with its merges. Runs with a\n"
+              "SentencePiece tokenizer are not exported yet.");
   if (!args.parse(argc, argv))
     return 0;
-  if (!args.has("ckpt") || !args.has("gguf"))
-    throw RuntimeError("--ckpt and --gguf are required (see --help)");
-  const std::string ckptPath = args.get("ckpt"), outPath = args.get("gguf");
+  if (!args.has("ckpt") || args.has("gguf") == args.has("hf"))
+    throw RuntimeError("--ckpt and one of --gguf and --hf are required (see --help)");
+  if (args.has("hf") && args.has("with-feedback"))
+    throw RuntimeError("--with-feedback is for --gguf: a Hugging Face Llama has no "
+                       "feedback weights (see --help)");
+  const std::string ckptPath = args.get("ckpt");
 
   Bundle bundle = Bundle::load(args.require("BUNDLE"));
   llama::Hyperparameters h = readHyperparameters(bundle);
@@ -147,39 +250,15 @@ int runExport(int argc, char **argv) {
   if (auto it = ckpt.metadata.find("fbt.model"); it != ckpt.metadata.end() && it->second != h.name)
     throw RuntimeError(ckptPath + ": a checkpoint of model '" + it->second + "', not of " +
                        bundle.path() + "'s '" + h.name + "'");
-  std::string tokenizer = byteTokenizer(ckpt, ckptPath);
+  RunVocabulary vocab = runVocabulary(ckpt, ckptPath);
+  h.bosTokenId = vocab.separator;
   auto weight = [&](const std::string &name) {
     return checkedWeight(bundle, ckpt, ckptPath, name);
   };
-
-  GgufWriter gguf; // alignment 32, llama.cpp's default, written explicitly
-  try {
-    llama::addHyperparameters(gguf, h);
-    llama::addByteVocabulary(gguf, h, gpt2::byteSymbols());
-  } catch (const RuntimeError &e) {
-    throw RuntimeError(bundle.path() + ": " + e.what());
-  }
-  // Where it came from; readers ignore keys they do not know.
-  gguf.addString("fbt.tokenizer", tokenizer);
-  if (auto it = ckpt.metadata.find("fbt.step"); it != ckpt.metadata.end())
-    gguf.addString("fbt.step", it->second);
-  gguf.addF32("fbt.depth_scaling_folded", (float)h.depthScale);
-  llama::addTensors(gguf, h, weight);
-  size_t feedbackTensors = 0;
-  if (withFeedback)
-    for (const ParamSpec &p : bundle.params())
-      if (p.name.rfind("feedback.", 0) == 0) {
-        gguf.addTensor("fbt." + p.name, p.shape, weight(p.name));
-        ++feedbackTensors;
-      }
-
-  gguf.writeAtomic(outPath);
-  std::printf("wrote %s: %s, %zu tensors (llama: V=%lld D=%lld L=%lld H=%lld "
-              "F=%lld), depth scaling %.4g folded%s\n",
-              outPath.c_str(), h.name.c_str(), gguf.tensorCount(), (long long)h.vocab,
-              (long long)h.hidden, (long long)h.layers, (long long)h.heads,
-              (long long)h.intermediate, h.depthScale,
-              feedbackTensors ? ", feedback weights as fbt.feedback.*" : "");
+  if (args.has("gguf"))
+    writeGguf(args.get("gguf"), bundle, h, vocab, ckpt, weight, withFeedback);
+  else
+    writeHfFolder(args.get("hf"), h, vocab, weight);
   return 0;
 }
 

@@ -92,8 +92,8 @@ int runGenerate(int argc, char **argv) {
       .text("prompts", "FILE", "prompts, one per line")
       .text("mode", "MODE",
             "standard: plain inputs; soft: every generated token fuses the "
-            "previous top-layer state (default); fused:N: N prefill passes, "
-            "then soft")
+            "previous top-layer state (default; standard for a model without "
+            "feedback); fused:N: N prefill passes, then soft")
       .integer("max-new-tokens", "N", "tokens to generate per prompt (default 64)")
       .number("temperature", "T", "0 for greedy (default 0)")
       .integer("top-k", "K", "sample among the K likeliest (default 0: all)")
@@ -108,7 +108,8 @@ int runGenerate(int argc, char **argv) {
   Session &session = *opened;
   const Tokenizer &tok = session.tokenizer();
   Decoder decoder(session);
-  Regime regime = Regime::parse(args.get("mode", "soft"));
+  Regime regime = args.has("mode") ? Regime::parse(args.get("mode")) : decoder.defaultRegime();
+  decoder.checkRegime(regime);
   SamplingOptions sampling = samplingOptions(args);
   int64_t maxNew = args.getInt("max-new-tokens", 64);
   if (maxNew < 1)

@@ -85,7 +85,8 @@ int runServe(int argc, char **argv) {
       .text("host", "HOST", "the address to listen on (default 127.0.0.1)")
       .integer("port", "PORT", "the port to listen on; 0: any free port (default 8000)")
       .text("mode", "MODE",
-            "the default regime: standard, soft or fused:N (default soft)")
+            "the default regime: standard, soft or fused:N (default soft; standard "
+            "for a model without feedback)")
       .integer("max-queue", "N",
                "requests queued at most; a full queue answers 429 (default 64)")
       .text("model-name", "NAME", "the model's name in the API (default: the bundle's)")
@@ -107,7 +108,9 @@ int runServe(int argc, char **argv) {
   std::unique_ptr<Session> opened = openTrained(args);
   Session &session = *opened;
   EngineOptions options;
-  options.defaultRegime = Regime::parse(args.get("mode", "soft"));
+  // Soft unless the model has no feedback path, which decodes only standard.
+  bool plain = session.model().feedback.fusion == Fusion::None;
+  options.defaultRegime = Regime::parse(args.get("mode", plain ? "standard" : "soft"));
   options.model = args.get("model-name", session.model().name);
   int64_t maxQueue = args.getInt("max-queue", 64);
   int64_t prefixCache = args.getInt("prefix-cache", 64);

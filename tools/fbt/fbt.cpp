@@ -50,8 +50,12 @@ const Command kCommands[] = {
      "fbtc --tune-space)",
      fbt::runTune},
     {"export", "BUNDLE",
-     "the standard model of a checkpoint as a llama.cpp GGUF (--gguf OUT.gguf)",
+     "the standard model of a checkpoint as a llama.cpp GGUF (--gguf OUT.gguf) or a "
+     "Hugging Face Llama folder (--hf DIR)",
      fbt::runExport},
+    {"import", "HF_DIR",
+     "a Hugging Face Llama folder as a spec and a checkpoint (-o SPEC.json CKPT)",
+     fbt::runImport},
     {"devices", "", "list the GPUs this fbt can use", fbt::runDevices},
     {"tokenize", "FILE..",
      "text (or JSONL) to a token file: bytes, GPT-2 BPE, SentencePiece", fbt::runTokenize},

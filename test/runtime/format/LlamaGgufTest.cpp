@@ -100,12 +100,12 @@ TEST(LlamaGgufTest, TensorsAreNamedPermutedAndScaled) {
 
 TEST(LlamaGgufTest, TheByteVocabularyFillsTheEmbeddingRows) {
   llama::Hyperparameters h = tiny();
-  std::vector<std::string> bytes256;
+  llama::BpeVocabulary bytes256;
   for (int b = 0; b < 256; ++b)
-    bytes256.push_back("b" + std::to_string(b));
+    bytes256.tokens.push_back("b" + std::to_string(b));
   GgufWriter gguf;
   llama::addHyperparameters(gguf, h);
-  llama::addByteVocabulary(gguf, h, bytes256);
+  llama::addBpeVocabulary(gguf, h, bytes256);
   std::string file = gguf.serialize();
   Parsed p = parse(file, gguf.alignment());
   const Value *tokens = keyOf(p, "tokenizer.ggml.tokens");
@@ -119,12 +119,39 @@ TEST(LlamaGgufTest, TheByteVocabularyFillsTheEmbeddingRows) {
   EXPECT_EQ(types->ints[259], 5);
   EXPECT_EQ(keyOf(p, "llama.rope.dimension_count")->u, 4u);
   EXPECT_EQ(keyOf(p, "tokenizer.ggml.model")->s, "gpt2");
+  EXPECT_EQ(keyOf(p, "tokenizer.ggml.pre")->s, "default");
 
   h.vocab = 200;
   GgufWriter small;
-  EXPECT_THROW(llama::addByteVocabulary(small, h, bytes256), RuntimeError);
+  EXPECT_THROW(llama::addBpeVocabulary(small, h, bytes256), RuntimeError);
   h.contextLength = int64_t(1) << 33;
   EXPECT_THROW(llama::addHyperparameters(small, h), RuntimeError);
+}
+
+TEST(LlamaGgufTest, ABpeVocabularyKeepsItsMergesAndMarksSpecialTokens) {
+  llama::Hyperparameters h = tiny();
+  llama::BpeVocabulary v;
+  v.tokens = {"a", "b", "", "ab", "<|endoftext|>"}; // id 2 has no token
+  v.merges = {"a b"};
+  v.control = {4};
+  v.separator = 4;
+  GgufWriter gguf;
+  llama::addBpeVocabulary(gguf, h, v);
+  std::string file = gguf.serialize();
+  Parsed p = parse(file, gguf.alignment());
+  const Value *tokens = keyOf(p, "tokenizer.ggml.tokens");
+  ASSERT_TRUE(tokens);
+  ASSERT_EQ(tokens->strings.size(), 260u);
+  EXPECT_EQ(tokens->strings[2], "<fbt_unused_2>");
+  EXPECT_EQ(tokens->strings[3], "ab");
+  const Value *types = keyOf(p, "tokenizer.ggml.token_type");
+  EXPECT_EQ(types->ints[2], 5);
+  EXPECT_EQ(types->ints[3], 1);
+  EXPECT_EQ(types->ints[4], 3);
+  EXPECT_EQ(keyOf(p, "tokenizer.ggml.merges")->strings, std::vector<std::string>{"a b"});
+  EXPECT_EQ(keyOf(p, "tokenizer.ggml.pre")->s, "gpt-2");
+  EXPECT_EQ(keyOf(p, "tokenizer.ggml.bos_token_id")->u, 4u);
+  EXPECT_EQ(keyOf(p, "tokenizer.ggml.eos_token_id")->u, 4u);
 }
 
 TEST(LlamaGgufTest, LinearRopeScalingIsWrittenOnlyWhereSet) {
