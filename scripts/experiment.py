@@ -11,6 +11,7 @@ inference mode, and writes report.md with PNG plots.
                   [--seeds N] [--seed S] [--splits validation,test]
                   [--report-split validation|test] [--windows N|all]
                   [--deeper-plain] [--problems N] [--build BUILD_DIR] [--quick]
+                  [--sft plain,worked [--sft-steps N] [--sft-lr LR]]
 
 The models, one spec:
   fbt            the spec as written (its feedback recipe and pass schedule)
@@ -52,6 +53,13 @@ through k updates, answer first; --depth-k, --depth-mix, --depth-weights,
 reports exact-match accuracy on its held-out problems per model, regime and fused:N (N =
 1..--depth-passes) against k: depth.{md,jsonl,png}.
 
+--sft adds a stage after pretraining (scripts/sft_task.py): the FBT and the
+same-tokens plain model are each instruction-tuned from their weights
+(`fbt train --init`, the loss on the answers alone) on sums asked as
+questions, answered plainly or with worked steps (one tuned run per style),
+and asked held-out questions before and after (`fbt eval --task chat:`):
+accuracy and mean answer length per regime, sft.md.
+
 Everything lands in DIR (default runs/experiment-NAME): the bundles, runs,
 the data recipe's files, results.json (the raw results: the command, the
 commit, every run's eval JSON per part and metrics summary) and, built from
@@ -70,6 +78,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import code_corpus  # noqa: E402
 import depth_task  # noqa: E402
 import experiment_report  # noqa: E402
+import sft_task  # noqa: E402
 
 
 def run(cmd, capture=False):
@@ -122,6 +131,7 @@ def read_metrics(path):
     return steps, evals
 
 
+SFT_REGIMES = ["standard", "soft", "fused:2", "fused:4"]  # the SFT stage asks in these
 TRAINED_SPEC = "trained-spec.json"  # in a run folder: the spec it was trained from
 
 
@@ -151,6 +161,32 @@ def finished_run(rundir, steps, seed, spec_path):
             and last and last[-1]["step"] == steps
             and os.path.exists(os.path.join(rundir, "latest.safetensors")))
     return last[-1] if done else None
+
+
+def sft_stage(fbt, bundle, spec_path, rundir, seed, sft, regimes, args):
+    """{style: {before, after, steps}}: the chat task's JSON on the style's
+    held-out questions from the pretrained run in `rundir`, and from its
+    instruction-tuned continuation (rundir-sft-STYLE, reused when finished)."""
+    out = {}
+    for style, paths in sft.items():
+        def ask(ckpt):
+            return json.loads(run([fbt, "eval", bundle, "--ckpt", ckpt, "--json", "--data",
+                                   paths["train"], "--task", "chat:" + paths["heldout"],
+                                   "--regimes", ",".join(regimes),
+                                   "--problems", str(args.sft_problems)], capture=True))
+        tuned = "%s-sft-%s" % (rundir, style)
+        if not finished_run(tuned, args.sft_steps, seed, spec_path):
+            run([fbt, "train", bundle, "--init", rundir, "--data", paths["train"],
+                 "--steps", str(args.sft_steps), "--lr", repr(args.sft_lr),
+                 "--warmup", str(max(1, args.sft_steps // 20)), "--seed", str(seed),
+                 "--out", tuned, "--quiet"])
+            with open(os.path.join(tuned, TRAINED_SPEC), "w") as f:
+                json.dump(trained_spec(spec_path), f, indent=1)
+        out[style] = {"steps": args.sft_steps, "lr": args.sft_lr,
+                      "before": ask(os.path.join(rundir, "latest.safetensors")),
+                      "after": ask(os.path.join(tuned, "latest.safetensors")),
+                      "metrics": metrics_summary(os.path.join(tuned, "metrics.jsonl"))}
+    return out
 
 
 def check_depth_prompts(task, describe):
@@ -309,6 +345,15 @@ def main():
     ap.add_argument("--windows", default="all",
                     help="held-out windows per loss, spread over the part (default all)")
     ap.add_argument("--build", default=os.environ.get("FBT_BUILD_DIR", "build"))
+    ap.add_argument("--sft", default="",
+                    help="an SFT stage after pretraining, one tuned run per style: plain, "
+                    "worked or both (plain,worked); see above")
+    ap.add_argument("--sft-steps", type=int, default=400, help="--sft: steps (400)")
+    ap.add_argument("--sft-lr", type=float, default=1e-3, help="--sft: peak rate (1e-3)")
+    ap.add_argument("--sft-count", type=int, default=2000,
+                    help="--sft: training conversations (2000)")
+    ap.add_argument("--sft-problems", type=int, default=200,
+                    help="--sft: held-out questions asked (200)")
     ap.add_argument("--quick", action="store_true",
                     help="fewer eval windows and problems (for tests)")
     args = ap.parse_args()
@@ -335,7 +380,17 @@ def main():
         sys.exit("experiment: the spec has no feedback path (fusion none); give an FBT spec")
     if args.quick and not args.depth_problems:
         args.depth_problems = 20
+    if args.quick:
+        args.sft_problems = min(args.sft_problems, 20)
     data = prepare_data(args, out, fbt)
+    styles = [x for x in args.sft.split(",") if x]
+    if any(x not in sft_task.STYLES for x in styles):
+        sys.exit("experiment: --sft takes %s" % " and/or ".join(sft_task.STYLES))
+    if styles and args.tokenizer != "bytes":
+        sys.exit("experiment: --sft asks byte-level questions (fbt eval --task); "
+                 "give --tokenizer bytes")
+    sft = {x: sft_task.build(os.path.join(out, "data", "sft"), x, args.sft_count,
+                             args.sft_problems, base_seed_of(args, spec)) for x in styles}
     spec.update(data["spec"])
 
     # The models: the spec, and the spec without its feedback path.
@@ -400,7 +455,7 @@ def main():
     windows = ["--windows", "16" if args.quick else args.windows]
     problems = ["--problems", str(20 if args.quick else args.problems)]
     fbt_regimes = ["standard", "soft"] + ["fused:%d" % n for n in range(1, args.depth_passes + 1)]
-    base_seed = args.seed if args.seed is not None else spec.get("training", {}).get("seed", 1234)
+    base_seed = base_seed_of(args, spec)
     seeds = [base_seed + i for i in range(args.seeds)]
     reuse = earlier_plain_runs(args.baselines, plain) if args.baselines else {}
     runs = {}
@@ -451,6 +506,9 @@ def main():
                         capture=True))
             if kind == "fbt":
                 r["contraction"] = json.loads(run([fbt] + ev + ["--contraction"], capture=True))
+            if sft and label in ("fbt", "same-tokens"):
+                r["sft"] = sft_stage(fbt, bundles[kind], specs[kind], rundir, seed, sft,
+                                     SFT_REGIMES if kind == "fbt" else ["standard"], args)
             r["metrics"] = metrics_summary(os.path.join(rundir, "metrics.jsonl"))
             results[label] = r
         runs[str(seed)] = results
@@ -462,11 +520,17 @@ def main():
                "name", "val_fraction", "test_fraction", "bytes_per_token")},
            "depth": data["depth"] and {k: v for k, v in data["depth"].items() if k not in (
                "data", "problems")},
+           "sft": sft and {"styles": styles, "count": args.sft_count, "steps": args.sft_steps,
+                           "lr": args.sft_lr},
            "runs": runs}
     with open(os.path.join(out, "results.json"), "w") as f:
         json.dump(raw, f, indent=1)
     experiment_report.write(out)
     print("report: " + os.path.join(out, "report.md"))
+
+
+def base_seed_of(args, spec):
+    return args.seed if args.seed is not None else spec.get("training", {}).get("seed", 1234)
 
 
 def apply_changes(spec, changes, flag):

@@ -269,6 +269,29 @@ def gain_table(raw):
     return md
 
 
+def sft_table(raw):
+    """Per model, style and regime: held-out exact match and mean answer
+    length (bytes) before and after the SFT stage, mean over the seeds (+-
+    the 95% t half-width with two or more)."""
+    first = raw["runs"][str(raw["seeds"][0])]
+    def cell(xs, fmt):
+        s = stats(xs)
+        return fmt % s["mean"] + (" +- " + fmt % s["half"] if s["half"] is not None else "")
+    md = ["| model | answers | regime | accuracy before | accuracy after | "
+          "answer bytes before | answer bytes after |", "|---|---|---|---|---|---|---|"]
+    for label, r in first.items():
+        for style in r.get("sft", {}):
+            for reg in r["sft"][style]["after"]["regimes"]:
+                def seeds(when, key):
+                    return per_seed(raw, lambda res: res[label]["sft"][style][when]["regimes"][reg][key])
+                md.append("| %s | %s | %s | %s | %s | %s | %s |" % (
+                    label, style, reg, cell(seeds("before", "accuracy"), "%.3f"),
+                    cell(seeds("after", "accuracy"), "%.3f"),
+                    cell(seeds("before", "mean_answer_bytes"), "%.1f"),
+                    cell(seeds("after", "mean_answer_bytes"), "%.1f")))
+    return md
+
+
 def tables(raw):
     """{file: text} of every table the results build."""
     split = part(raw)
@@ -311,6 +334,16 @@ def tables(raw):
                "The task: %s, %.0f%% of the training bytes; asked: held-out problems only, at "
                "the depths whose held-out set holds as many as asked." % (
                    what, 100 * raw["depth"]["mix"]), ""] + d
+    if raw.get("sft"):
+        t = sft_table(raw)
+        out["sft.md"] = "\n".join(t) + "\n"
+        md += ["", "## Instruction tuning (SFT stage)", "",
+               "Each of the FBT and the same-tokens plain model tuned from its weights for %d "
+               "steps (peak rate %g, loss on the answers alone) on %d conversations asking "
+               "sums of two two-digit numbers, answered plainly or with worked steps "
+               "(scripts/sft_task.py); held-out questions asked before and after, greedy, "
+               "exact match of the answer line." % (
+                   raw["sft"]["steps"], raw["sft"]["lr"], raw["sft"]["count"]), ""] + t
     md += ["", "## Plots", ""]
     for png, what in [("tokens_equivalence.png", "held-out loss against training tokens"),
                       ("depth.png", "depth task accuracy against k"),
@@ -357,7 +390,8 @@ def plots(raw, out):
             err = [stats(acc[k])["half"] or 0 for k in ks]
             ax.errorbar([int(k) for k in ks], ys, yerr=err, marker=".", capsize=2,
                         linestyle="-" if label == "fbt" else "--", label="%s %s" % (label, reg))
-        ax.axhline(0.1, color="black", linestyle=":", linewidth=1, label="guessing")
+        chance = 0.2 if raw["depth"]["ops"] == "perm5" else 0.1  # 5 positions, 10 digits
+        ax.axhline(chance, color="black", linestyle=":", linewidth=1, label="guessing")
         ax.set_xlabel("k (updates)")
         ax.set_ylabel("exact match (held-out problems)")
         ax.set_ylim(0, 1)
