@@ -16,7 +16,7 @@ std::string ApiError::body() const {
       {{"error", Json::object({{"message", message},
                                {"type", type},
                                {"param", param.empty() ? Json() : Json(param)},
-                               {"code", Json()}})}}));
+                               {"code", status == 401 ? Json("invalid_api_key") : Json()}})}}));
 }
 
 namespace {

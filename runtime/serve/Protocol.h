@@ -44,7 +44,8 @@ struct ApiError {
   int status = 400;
   std::string message, param;
   std::string type = "invalid_request_error";
-  /// {"error": {"message", "type", "param", "code"}}.
+  /// {"error": {"message", "type", "param", "code"}}; the code is null but
+  /// for a 401, which OpenAI marks "invalid_api_key".
   std::string body() const;
 };
 

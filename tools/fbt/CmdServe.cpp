@@ -1,6 +1,7 @@
 //===- CmdServe.cpp - fbt serve: an OpenAI-compatible HTTP server ----------===//
 //
 //   fbt serve BUNDLE --ckpt C [--host 127.0.0.1] [--port 8000] [--mode soft]
+//                    [--api-key KEY | --api-key-file FILE] [--max-body-bytes N]
 //
 // The options and the HTTP routes; the engine, its jobs and its metrics are
 // runtime/serve's. POST /v1/completions and /v1/chat/completions
@@ -8,7 +9,8 @@
 // /v1/models, /health, and /metrics (Prometheus text). A full queue
 // (--max-queue) answers 429; a client that goes away stops its generation
 // at the next token; SIGTERM or SIGINT stops taking requests (503),
-// finishes those in flight, and exits 0.
+// finishes those in flight, and exits 0. With API keys (runtime/serve/
+// ApiKeys.h) a request without one answers 401 before any route.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,6 +18,7 @@
 #include "Commands.h"
 
 #include "runtime/base/Error.h"
+#include "runtime/serve/ApiKeys.h"
 #include "runtime/serve/Engine.h"
 
 #include <httplib.h>
@@ -23,6 +26,7 @@
 #include <atomic>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <thread>
 
 namespace fbt {
@@ -34,6 +38,34 @@ extern "C" void onStopSignal(int) { gStopRequested = true; }
 void sendError(httplib::Response &res, const ApiError &e) {
   res.status = e.status;
   res.set_content(e.body(), "application/json");
+}
+
+/// The keys --api-key, --api-key-file and FBT_API_KEY give (none: open).
+ApiKeys apiKeys(const CommandLine &args) {
+  std::vector<std::string> keys;
+  if (args.has("api-key"))
+    keys.push_back(args.get("api-key"));
+  if (const char *env = std::getenv("FBT_API_KEY"); env && *env)
+    keys.push_back(env);
+  return ApiKeys::of(keys, args.get("api-key-file"));
+}
+
+/// Before any route: a request without one of the keys answers 401, but
+/// for /health (and /metrics with --metrics-open), which monitors poll.
+void guard(httplib::Server &server, const ApiKeys &keys, bool metricsOpen,
+           ServerMetrics &metrics) {
+  server.set_pre_routing_handler([&keys, metricsOpen, &metrics](const httplib::Request &req,
+                                                                httplib::Response &res) {
+    bool open = req.path == "/health" || (metricsOpen && req.path == "/metrics");
+    if (open || keys.accepts(req.get_header_value("Authorization")))
+      return httplib::Server::HandlerResponse::Unhandled;
+    ApiError e{401, "a valid API key is required: send it as \"Authorization: Bearer KEY\"",
+               "", "invalid_request_error"};
+    sendError(res, e);
+    res.set_header("WWW-Authenticate", "Bearer");
+    metrics.request(req.path, 401);
+    return httplib::Server::HandlerResponse::Handled;
+  });
 }
 
 /// POST /v1/completions or /v1/chat/completions: the job's reply, or its
@@ -91,6 +123,13 @@ int runServe(int argc, char **argv) {
                "requests queued at most; a full queue answers 429 (default 64)")
       .text("model-name", "NAME", "the model's name in the API (default: the bundle's)")
       .text("tokenizer", "T", "the tokenizer to use instead of the run's")
+      .text("api-key", "KEY",
+            "require \"Authorization: Bearer KEY\" on every request but /health "
+            "(also FBT_API_KEY, which keeps the key out of the process list)")
+      .text("api-key-file", "FILE", "keys to accept, one per line ('#' comments)")
+      .flag("metrics-open", "serve /metrics without a key (for a scraper on the host)")
+      .integer("max-body-bytes", "N",
+               "a request body over N bytes answers 413 (default 1048576)")
       .integer("prefix-cache", "N",
                "prompts whose prefills are kept: a prompt seen again skips its "
                "prefill, exactly (default 64)")
@@ -121,11 +160,17 @@ int runServe(int argc, char **argv) {
   options.maxQueue = (size_t)maxQueue;
   options.prefixCache = (size_t)prefixCache;
   std::string host = args.get("host", "127.0.0.1");
+  ApiKeys keys = apiKeys(args);
+  int64_t maxBody = args.getInt("max-body-bytes", 1 << 20);
+  if (maxBody < 1)
+    throw RuntimeError("--max-body-bytes must be >= 1");
 
   ServerMetrics metrics;
   Engine engine(session, options, metrics);
   std::atomic<bool> draining{false};
   httplib::Server server;
+  server.set_payload_max_length((size_t)maxBody);
+  guard(server, keys, args.has("metrics-open"), metrics);
   for (bool chat : {false, true})
     server.Post(chat ? "/v1/chat/completions" : "/v1/completions",
                 [&, chat](const httplib::Request &req, httplib::Response &res) {
@@ -150,7 +195,13 @@ int runServe(int argc, char **argv) {
     res.set_content(metrics.text(engine.batch()), "text/plain; version=0.0.4");
   });
   server.set_error_handler([&](const httplib::Request &, httplib::Response &res) {
-    if (res.body.empty())
+    if (!res.body.empty())
+      return;
+    if (res.status == 413)
+      sendError(res, {413, "the request body is over --max-body-bytes (" +
+                               std::to_string(maxBody) + " bytes)",
+                      "", "invalid_request_error"});
+    else
       sendError(res, {res.status, "no such endpoint or method", "", "invalid_request_error"});
   });
 
@@ -179,10 +230,13 @@ int runServe(int argc, char **argv) {
                        " (in use, or not an address of this machine)");
   }
   std::fprintf(stderr, "fbt: serving '%s' (%s regime by default, tokenizer %s, "
-                       "%lld decode rows) on http://%s:%lld/v1\n",
+                       "%lld decode rows) on http://%s:%lld/v1%s\n",
                options.model.c_str(), options.defaultRegime.name().c_str(),
                session.tokenizerName().c_str(), (long long)engine.batch(), host.c_str(),
-               (long long)port);
+               (long long)port,
+               keys.required() ? (", " + std::to_string(keys.size()) + " API key(s) required")
+                                     .c_str()
+                               : "");
   server.listen_after_bind();
   gStopRequested = true;
   watcher.join();
