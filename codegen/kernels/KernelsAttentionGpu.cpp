@@ -267,106 +267,133 @@ FailureOr<func::FuncOp> mlir::fbt::buildAttentionGpu(
   return kb.finish();
 }
 
-FailureOr<func::FuncOp> mlir::fbt::buildAttentionGradGpu(KernelBuilder &kb,
-                                                         int64_t bsz, int64_t t,
-                                                         int64_t d, int64_t h) {
-  int64_t dh = d / h, tile = kb.knob(Knob::KeyTile, tileRows(dh));
-  int64_t warps = kb.knob(Knob::QueryBlock, kWarps);
-  int64_t blocks = bsz * h * ((t + warps - 1) / warps), threads = 32 * warps;
-  double scale = 1.0 / std::sqrt((double)dh);
-  Value dout = kb.arg(0), qm = kb.arg(1), km = kb.arg(2), vm = kb.arg(3);
-  Value om = kb.arg(4), dq = kb.arg(5), dk = kb.arg(6), dv = kb.arg(7);
-  Value ninf = kb.f32(-std::numeric_limits<float>::infinity());
-  auto zeros = [&](int64_t n) {
+namespace {
+/// The GPU attention gradient in three phases over the same blocks of
+/// warps (a warp per query or key row), sharing the shapes and buffers.
+struct AttentionGradGpu {
+  KernelBuilder &kb;
+  int64_t t, d, h, dh, tile, warps, blocks, threads;
+  double scale;
+  Value dout, qm, km, vm, om, dq, dk, dv, ninf;
+
+  AttentionGradGpu(KernelBuilder &kb, int64_t bsz, int64_t t, int64_t d,
+                   int64_t h)
+      : kb(kb), t(t), d(d), h(h), dh(d / h),
+        tile(kb.knob(Knob::KeyTile, tileRows(dh))),
+        warps(kb.knob(Knob::QueryBlock, kWarps)),
+        blocks(bsz * h * ((t + warps - 1) / warps)), threads(32 * warps),
+        scale(1.0 / std::sqrt((double)dh)), dout(kb.arg(0)), qm(kb.arg(1)),
+        km(kb.arg(2)), vm(kb.arg(3)), om(kb.arg(4)), dq(kb.arg(5)),
+        dk(kb.arg(6)), dv(kb.arg(7)),
+        ninf(kb.f32(-std::numeric_limits<float>::infinity())) {}
+
+  SmallVector<Value> zeros(int64_t n) {
     SmallVector<Value> z;
     for (int64_t k = 0; k < n; ++k)
       z.push_back(kb.f32(0));
     return z;
-  };
-  // dS = P (dP - D) * scale, P = exp(s - lse), for a pair the mask lets be.
-  auto gradient = [&](Value seen, Value score, Value dp, Value lse, Value delta) {
+  }
+  /// dS = P (dP - D) * scale, P = exp(s - lse), for a pair the mask lets be.
+  std::pair<Value, Value> gradient(Value seen, Value score, Value dp, Value lse,
+                                   Value delta) {
     Value p = kb.select(seen, kb.exp(kb.sub(score, lse)), kb.f32(0));
     return std::make_pair(p, kb.mul(kb.mul(p, kb.sub(dp, delta)), kb.f32(scale)));
-  };
+  }
 
-  // 1. Per query: lse and D, parked in dq's first two channels of the head.
-  kb.rows(blocks, threads, [&](Value id) {
-    WarpRow w(kb, id, t, d, h, warps);
-    LaneChannels &lanes = w.lanes;
-    SmallVector<Value> q = lanes.loadAll(qm, w.base);
-    Value kTile = kb.sharedBuffer(tile * dh);
-    SmallVector<Value> ml = streamTiles(
-        kb, w.rows, t, dh, tile, kb.index(0), w.last(kb, t), {km}, {kTile},
-        Value(), Value(), {ninf, kb.f32(0)},
-        [&](Value key, Value r, ValueRange st) -> SmallVector<Value> {
-          Value seen = kb.icmp(arith::CmpIPredicate::ule, key, w.row);
-          Value score = kb.mul(lanes.dot(q, kTile, kb.imul(r, dh)), kb.f32(scale));
-          Value m = kb.select(seen, kb.max(st[0], score), st[0]);
-          Value p = kb.select(seen, kb.exp(kb.sub(score, m)), kb.f32(0));
-          return {m, kb.add(kb.mul(st[1], kb.exp(kb.sub(st[0], m))), p)};
-        });
-    Value lse = kb.add(ml[0], kb.log(ml[1]));
-    Value delta = lanes.dot(lanes.loadAll(dout, w.base), om, w.base);
-    w.leader(kb, [&] {
-      kb.store(lse, dq, w.base);
-      kb.store(delta, dq, kb.iadd(w.base, 1));
+  /// 1. Per query: lse and D, parked in dq's first two channels of the head.
+  void statistics() {
+    kb.rows(blocks, threads, [&](Value id) {
+      WarpRow w(kb, id, t, d, h, warps);
+      LaneChannels &lanes = w.lanes;
+      SmallVector<Value> q = lanes.loadAll(qm, w.base);
+      Value kTile = kb.sharedBuffer(tile * dh);
+      SmallVector<Value> ml = streamTiles(
+          kb, w.rows, t, dh, tile, kb.index(0), w.last(kb, t), {km}, {kTile},
+          Value(), Value(), {ninf, kb.f32(0)},
+          [&](Value key, Value r, ValueRange st) -> SmallVector<Value> {
+            Value seen = kb.icmp(arith::CmpIPredicate::ule, key, w.row);
+            Value score = kb.mul(lanes.dot(q, kTile, kb.imul(r, dh)), kb.f32(scale));
+            Value m = kb.select(seen, kb.max(st[0], score), st[0]);
+            Value p = kb.select(seen, kb.exp(kb.sub(score, m)), kb.f32(0));
+            return {m, kb.add(kb.mul(st[1], kb.exp(kb.sub(st[0], m))), p)};
+          });
+      Value lse = kb.add(ml[0], kb.log(ml[1]));
+      Value delta = lanes.dot(lanes.loadAll(dout, w.base), om, w.base);
+      w.leader(kb, [&] {
+        kb.store(lse, dq, w.base);
+        kb.store(delta, dq, kb.iadd(w.base, 1));
+      });
     });
-  });
+  }
 
-  // 2. Per key j: dk_j and dv_j over the queries i >= j, whose q, dout and
-  //    statistics stream through shared memory.
-  kb.rows(blocks, threads, [&](Value id) {
-    WarpRow w(kb, id, t, d, h, warps);
-    LaneChannels &lanes = w.lanes;
-    SmallVector<Value> k = lanes.loadAll(km, w.base), v = lanes.loadAll(vm, w.base);
-    Value qTile = kb.sharedBuffer(tile * dh), dTile = kb.sharedBuffer(tile * dh);
-    Value sTile = kb.sharedBuffer(2 * tile);
-    SmallVector<Value> acc = streamTiles(
-        kb, w.rows, t, dh, tile, w.first, kb.index(t - 1), {qm, dout},
-        {qTile, dTile}, dq, sTile, zeros(2 * lanes.n),
-        [&](Value query, Value r, ValueRange st) -> SmallVector<Value> {
-          Value row = kb.imul(r, dh);
-          Value seen = kb.icmp(arith::CmpIPredicate::uge, query, w.row);
-          Value score = kb.mul(lanes.dot(k, qTile, row), kb.f32(scale));
-          Value dp = lanes.dot(v, dTile, row);
-          Value lse = kb.load(sTile, kb.imul(r, 2));
-          Value delta = kb.load(sTile, kb.iadd(kb.imul(r, 2), 1));
-          auto [p, ds] = gradient(seen, score, dp, lse, delta);
-          SmallVector<Value> next;
-          for (int64_t c = 0; c < lanes.n; ++c)
-            next.push_back(kb.add(st[c], kb.mul(ds, lanes.load(qTile, row, c))));
-          for (int64_t c = 0; c < lanes.n; ++c)
-            next.push_back(kb.add(st[lanes.n + c], kb.mul(p, lanes.load(dTile, row, c))));
-          return next;
-        });
-    w.store(kb, ArrayRef<Value>(acc).take_front(lanes.n), dk);
-    w.store(kb, ArrayRef<Value>(acc).drop_front(lanes.n), dv);
-  });
+  /// 2. Per key j: dk_j and dv_j over the queries i >= j, whose q, dout and
+  ///    statistics stream through shared memory.
+  void keyGradients() {
+    kb.rows(blocks, threads, [&](Value id) {
+      WarpRow w(kb, id, t, d, h, warps);
+      LaneChannels &lanes = w.lanes;
+      SmallVector<Value> k = lanes.loadAll(km, w.base), v = lanes.loadAll(vm, w.base);
+      Value qTile = kb.sharedBuffer(tile * dh), dTile = kb.sharedBuffer(tile * dh);
+      Value sTile = kb.sharedBuffer(2 * tile);
+      SmallVector<Value> acc = streamTiles(
+          kb, w.rows, t, dh, tile, w.first, kb.index(t - 1), {qm, dout},
+          {qTile, dTile}, dq, sTile, zeros(2 * lanes.n),
+          [&](Value query, Value r, ValueRange st) -> SmallVector<Value> {
+            Value row = kb.imul(r, dh);
+            Value seen = kb.icmp(arith::CmpIPredicate::uge, query, w.row);
+            Value score = kb.mul(lanes.dot(k, qTile, row), kb.f32(scale));
+            Value dp = lanes.dot(v, dTile, row);
+            Value lse = kb.load(sTile, kb.imul(r, 2));
+            Value delta = kb.load(sTile, kb.iadd(kb.imul(r, 2), 1));
+            auto [p, ds] = gradient(seen, score, dp, lse, delta);
+            SmallVector<Value> next;
+            for (int64_t c = 0; c < lanes.n; ++c)
+              next.push_back(kb.add(st[c], kb.mul(ds, lanes.load(qTile, row, c))));
+            for (int64_t c = 0; c < lanes.n; ++c)
+              next.push_back(kb.add(st[lanes.n + c], kb.mul(p, lanes.load(dTile, row, c))));
+            return next;
+          });
+      w.store(kb, ArrayRef<Value>(acc).take_front(lanes.n), dk);
+      w.store(kb, ArrayRef<Value>(acc).drop_front(lanes.n), dv);
+    });
+  }
 
-  // 3. Per query i: dq_i over the keys j <= i, replacing the parked stats.
-  kb.rows(blocks, threads, [&](Value id) {
-    WarpRow w(kb, id, t, d, h, warps);
-    LaneChannels &lanes = w.lanes;
-    Value lse = kb.load(dq, w.base), delta = kb.load(dq, kb.iadd(w.base, 1));
-    kb.rowSync(); // every warp has read its stats before any writes dq
-    SmallVector<Value> q = lanes.loadAll(qm, w.base), dOut = lanes.loadAll(dout, w.base);
-    Value kTile = kb.sharedBuffer(tile * dh), vTile = kb.sharedBuffer(tile * dh);
-    SmallVector<Value> acc = streamTiles(
-        kb, w.rows, t, dh, tile, kb.index(0), w.last(kb, t), {km, vm},
-        {kTile, vTile}, Value(), Value(), zeros(lanes.n),
-        [&](Value key, Value r, ValueRange st) -> SmallVector<Value> {
-          Value row = kb.imul(r, dh);
-          Value seen = kb.icmp(arith::CmpIPredicate::ule, key, w.row);
-          Value score = kb.mul(lanes.dot(q, kTile, row), kb.f32(scale));
-          Value dp = lanes.dot(dOut, vTile, row);
-          Value ds = gradient(seen, score, dp, lse, delta).second;
-          SmallVector<Value> next;
-          for (int64_t c = 0; c < lanes.n; ++c)
-            next.push_back(kb.add(st[c], kb.mul(ds, lanes.load(kTile, row, c))));
-          return next;
-        });
-    w.store(kb, acc, dq);
-  });
+  /// 3. Per query i: dq_i over the keys j <= i, replacing the parked stats.
+  void queryGradients() {
+    kb.rows(blocks, threads, [&](Value id) {
+      WarpRow w(kb, id, t, d, h, warps);
+      LaneChannels &lanes = w.lanes;
+      Value lse = kb.load(dq, w.base), delta = kb.load(dq, kb.iadd(w.base, 1));
+      kb.rowSync(); // every warp has read its stats before any writes dq
+      SmallVector<Value> q = lanes.loadAll(qm, w.base), dOut = lanes.loadAll(dout, w.base);
+      Value kTile = kb.sharedBuffer(tile * dh), vTile = kb.sharedBuffer(tile * dh);
+      SmallVector<Value> acc = streamTiles(
+          kb, w.rows, t, dh, tile, kb.index(0), w.last(kb, t), {km, vm},
+          {kTile, vTile}, Value(), Value(), zeros(lanes.n),
+          [&](Value key, Value r, ValueRange st) -> SmallVector<Value> {
+            Value row = kb.imul(r, dh);
+            Value seen = kb.icmp(arith::CmpIPredicate::ule, key, w.row);
+            Value score = kb.mul(lanes.dot(q, kTile, row), kb.f32(scale));
+            Value dp = lanes.dot(dOut, vTile, row);
+            Value ds = gradient(seen, score, dp, lse, delta).second;
+            SmallVector<Value> next;
+            for (int64_t c = 0; c < lanes.n; ++c)
+              next.push_back(kb.add(st[c], kb.mul(ds, lanes.load(kTile, row, c))));
+            return next;
+          });
+      w.store(kb, acc, dq);
+    });
+  }
+};
+} // namespace
+
+FailureOr<func::FuncOp> mlir::fbt::buildAttentionGradGpu(KernelBuilder &kb,
+                                                         int64_t bsz, int64_t t,
+                                                         int64_t d, int64_t h) {
+  AttentionGradGpu g(kb, bsz, t, d, h);
+  g.statistics();
+  g.keyGradients();
+  g.queryGradients();
   func::FuncOp fn = kb.finish();
   // The contract of the parked statistics, for the plan to keep and the
   // loader to check: dq is written while the operands are still being read,

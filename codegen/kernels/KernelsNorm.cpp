@@ -12,6 +12,7 @@
 #include "dialect/FbtOps.h"
 
 #include <algorithm>
+#include <functional>
 
 using namespace mlir;
 using namespace mlir::fbt;
@@ -100,113 +101,137 @@ void scaleGrad(KernelBuilder &kb, int64_t rows, int64_t d, double eps,
     });
   });
 }
-} // namespace
 
-FailureOr<func::FuncOp> mlir::fbt::buildNormKernel(KernelBuilder &kb,
-                                                   Operation *op) {
-  auto in = [&](unsigned a) {
-    return [&kb, a](Value i) { return kb.load(kb.arg(a), i); };
-  };
+/// A reader of argument `a`, element by element.
+std::function<Value(Value)> argReader(KernelBuilder &kb, unsigned a) {
+  return [&kb, a](Value i) { return kb.load(kb.arg(a), i); };
+}
 
-  // x, w -> y (rmsnorm) or x -> y (normalize, no scale).
-  if (isa<RMSNormOp, NormalizeOp>(op)) {
-    Value x = op->getOperand(0);
-    int64_t d = lastDim(x), rows = numel(x) / d;
-    double eps = op->getAttrOfType<FloatAttr>("epsilon").getValueAsDouble();
-    bool scaled = isa<RMSNormOp>(op);
-    kb.rows(rows, rowBlock(kb, d), [&](Value r) {
-      Value base = kb.imul(r, d);
-      Value inv = invRms(kb, base, d, eps, in(0));
-      writeNormalized(kb, base, d, inv, kb.arg(0), scaled ? kb.arg(1) : Value(),
-                      kb.arg(scaled ? 2 : 1));
-    });
-    return kb.finish();
-  }
+/// Whether row r's feedback mask (argument maskArg) is on.
+Value maskOn(KernelBuilder &kb, unsigned maskArg, Value r) {
+  return kb.fcmp(arith::CmpFPredicate::UNE, kb.load(kb.arg(maskArg), r),
+                 kb.f32(0));
+}
 
-  if (auto n = dyn_cast<NormalizeGradOp>(op)) { // dy, x -> dx
-    int64_t d = lastDim(n.getInput()), rows = numel(n.getInput()) / d;
-    double eps = n.getEpsilon().convertToDouble();
-    kb.rows(rows, rowBlock(kb, d), [&](Value r) {
-      Value base = kb.imul(r, d);
-      Value inv = invRms(kb, base, d, eps, in(1));
-      rmsRowGrad(kb, base, d, inv, in(1), in(0), Value(), Value(),
-                 [&](Value i, Value dx) { kb.store(dx, kb.arg(2), i); });
-    });
-    return kb.finish();
-  }
+/// x, w -> y (rmsnorm) or x -> y (normalize, no scale).
+FailureOr<func::FuncOp> buildRmsNorm(KernelBuilder &kb, Operation *op) {
+  auto in = [&](unsigned a) { return argReader(kb, a); };
+  Value x = op->getOperand(0);
+  int64_t d = lastDim(x), rows = numel(x) / d;
+  double eps = op->getAttrOfType<FloatAttr>("epsilon").getValueAsDouble();
+  bool scaled = isa<RMSNormOp>(op);
+  kb.rows(rows, rowBlock(kb, d), [&](Value r) {
+    Value base = kb.imul(r, d);
+    Value inv = invRms(kb, base, d, eps, in(0));
+    writeNormalized(kb, base, d, inv, kb.arg(0), scaled ? kb.arg(1) : Value(),
+                    kb.arg(scaled ? 2 : 1));
+  });
+  return kb.finish();
+}
 
-  if (auto n = dyn_cast<RMSNormGradOp>(op)) { // dy, x, w -> dx, dw
-    int64_t d = lastDim(n.getInput()), rows = numel(n.getInput()) / d;
-    double eps = n.getEpsilon().convertToDouble();
-    zeroScaleGrad(kb, d, kb.arg(4));
-    kb.rows(rows, rowBlock(kb, d), [&](Value r) {
-      Value base = kb.imul(r, d);
-      Value inv = invRms(kb, base, d, eps, in(1));
-      rmsRowGrad(kb, base, d, inv, in(1), in(0), kb.arg(2), kb.arg(4),
-                 [&](Value i, Value dx) { kb.store(dx, kb.arg(3), i); });
-    });
-    scaleGrad(kb, rows, d, eps, in(1), in(0), kb.arg(4));
-    return kb.finish();
-  }
+/// dy, x -> dx.
+FailureOr<func::FuncOp> buildNormalizeGrad(KernelBuilder &kb,
+                                           NormalizeGradOp n) {
+  auto in = [&](unsigned a) { return argReader(kb, a); };
+  int64_t d = lastDim(n.getInput()), rows = numel(n.getInput()) / d;
+  double eps = n.getEpsilon().convertToDouble();
+  kb.rows(rows, rowBlock(kb, d), [&](Value r) {
+    Value base = kb.imul(r, d);
+    Value inv = invRms(kb, base, d, eps, in(1));
+    rmsRowGrad(kb, base, d, inv, in(1), in(0), Value(), Value(),
+               [&](Value i, Value dx) { kb.store(dx, kb.arg(2), i); });
+  });
+  return kb.finish();
+}
 
-  // The fused input: u = m ? v * sigmoid(g) : e, n = RMSNorm(u) * w.
-  // Args: value, gate, embedding, mask, scale | input, normed.
+/// dy, x, w -> dx, dw.
+FailureOr<func::FuncOp> buildRmsNormGrad(KernelBuilder &kb, RMSNormGradOp n) {
+  auto in = [&](unsigned a) { return argReader(kb, a); };
+  int64_t d = lastDim(n.getInput()), rows = numel(n.getInput()) / d;
+  double eps = n.getEpsilon().convertToDouble();
+  zeroScaleGrad(kb, d, kb.arg(4));
+  kb.rows(rows, rowBlock(kb, d), [&](Value r) {
+    Value base = kb.imul(r, d);
+    Value inv = invRms(kb, base, d, eps, in(1));
+    rmsRowGrad(kb, base, d, inv, in(1), in(0), kb.arg(2), kb.arg(4),
+               [&](Value i, Value dx) { kb.store(dx, kb.arg(3), i); });
+  });
+  scaleGrad(kb, rows, d, eps, in(1), in(0), kb.arg(4));
+  return kb.finish();
+}
+
+/// The fused input: u = m ? v * sigmoid(g) : e, n = RMSNorm(u) * w.
+/// Args: value, gate, embedding, mask, scale | input, normed.
+FailureOr<func::FuncOp> buildGatedInputNorm(KernelBuilder &kb,
+                                            GatedInputNormOp g) {
+  auto in = [&](unsigned a) { return argReader(kb, a); };
   auto fusedInput = [&](Value i, Value on) {
     Value gated = kb.mul(kb.load(kb.arg(0), i), kb.sigmoid(kb.load(kb.arg(1), i)));
     return kb.select(on, gated, kb.load(kb.arg(2), i));
   };
-  auto maskOn = [&](unsigned maskArg, Value r) {
-    return kb.fcmp(arith::CmpFPredicate::UNE, kb.load(kb.arg(maskArg), r),
-                   kb.f32(0));
+  int64_t d = lastDim(g.getValue()), rows = numel(g.getValue()) / d;
+  double eps = g.getEpsilon().convertToDouble();
+  kb.rows(rows, rowBlock(kb, d), [&](Value r) {
+    Value base = kb.imul(r, d), on = maskOn(kb, 3, r);
+    // Write u first, then normalize from it: one read of v, g and e. (On
+    // the GPU each thread reads back only the channels it wrote: rowLoop
+    // and rowSum stride the row the same way.)
+    kb.rowLoop(d, [&](Value c) {
+      Value i = kb.iadd(base, c);
+      kb.store(fusedInput(i, on), kb.arg(5), i);
+    });
+    Value inv = invRms(kb, base, d, eps, in(5));
+    writeNormalized(kb, base, d, inv, kb.arg(5), kb.arg(4), kb.arg(6));
+  });
+  return kb.finish();
+}
+
+/// The fused input's gradient, through the norm, the gate and the mask.
+FailureOr<func::FuncOp> buildGatedInputNormGrad(KernelBuilder &kb,
+                                                GatedInputNormGradOp g) {
+  auto in = [&](unsigned a) { return argReader(kb, a); };
+  // Args: input_grad, normed_grad, value, gate, embedding, mask, scale |
+  //       value_grad, gate_grad, embedding_grad, scale_grad.
+  int64_t d = lastDim(g.getValue()), rows = numel(g.getValue()) / d;
+  double eps = g.getEpsilon().convertToDouble();
+  auto u = [&](Value i) {
+    Value r = kb.idiv(i, d);
+    Value on = maskOn(kb, 5, r);
+    Value gated = kb.mul(kb.load(kb.arg(2), i), kb.sigmoid(kb.load(kb.arg(3), i)));
+    return kb.select(on, gated, kb.load(kb.arg(4), i));
   };
-
-  if (auto g = dyn_cast<GatedInputNormOp>(op)) {
-    int64_t d = lastDim(g.getValue()), rows = numel(g.getValue()) / d;
-    double eps = g.getEpsilon().convertToDouble();
-    kb.rows(rows, rowBlock(kb, d), [&](Value r) {
-      Value base = kb.imul(r, d), on = maskOn(3, r);
-      // Write u first, then normalize from it: one read of v, g and e. (On
-      // the GPU each thread reads back only the channels it wrote: rowLoop
-      // and rowSum stride the row the same way.)
-      kb.rowLoop(d, [&](Value c) {
-        Value i = kb.iadd(base, c);
-        kb.store(fusedInput(i, on), kb.arg(5), i);
-      });
-      Value inv = invRms(kb, base, d, eps, in(5));
-      writeNormalized(kb, base, d, inv, kb.arg(5), kb.arg(4), kb.arg(6));
+  zeroScaleGrad(kb, d, kb.arg(10));
+  kb.rows(rows, rowBlock(kb, d), [&](Value r) {
+    Value base = kb.imul(r, d), on = maskOn(kb, 5, r);
+    Value inv = invRms(kb, base, d, eps, u);
+    rmsRowGrad(kb, base, d, inv, u, in(1), kb.arg(6), kb.arg(10),
+               [&](Value i, Value dx) {
+      Value du = kb.add(dx, kb.load(kb.arg(0), i));
+      Value v = kb.load(kb.arg(2), i), s = kb.sigmoid(kb.load(kb.arg(3), i));
+      Value zero = kb.f32(0);
+      Value dv = kb.mul(du, s);
+      Value dg = kb.mul(kb.mul(du, v), kb.mul(s, kb.sub(kb.f32(1), s)));
+      kb.store(kb.select(on, dv, zero), kb.arg(7), i);
+      kb.store(kb.select(on, dg, zero), kb.arg(8), i);
+      kb.store(kb.select(on, zero, du), kb.arg(9), i);
     });
-    return kb.finish();
-  }
+  });
+  scaleGrad(kb, rows, d, eps, u, in(1), kb.arg(10));
+  return kb.finish();
+}
+} // namespace
 
-  if (auto g = dyn_cast<GatedInputNormGradOp>(op)) {
-    // Args: input_grad, normed_grad, value, gate, embedding, mask, scale |
-    //       value_grad, gate_grad, embedding_grad, scale_grad.
-    int64_t d = lastDim(g.getValue()), rows = numel(g.getValue()) / d;
-    double eps = g.getEpsilon().convertToDouble();
-    auto u = [&](Value i) {
-      Value r = kb.idiv(i, d);
-      Value on = maskOn(5, r);
-      Value gated = kb.mul(kb.load(kb.arg(2), i), kb.sigmoid(kb.load(kb.arg(3), i)));
-      return kb.select(on, gated, kb.load(kb.arg(4), i));
-    };
-    zeroScaleGrad(kb, d, kb.arg(10));
-    kb.rows(rows, rowBlock(kb, d), [&](Value r) {
-      Value base = kb.imul(r, d), on = maskOn(5, r);
-      Value inv = invRms(kb, base, d, eps, u);
-      rmsRowGrad(kb, base, d, inv, u, in(1), kb.arg(6), kb.arg(10),
-                 [&](Value i, Value dx) {
-        Value du = kb.add(dx, kb.load(kb.arg(0), i));
-        Value v = kb.load(kb.arg(2), i), s = kb.sigmoid(kb.load(kb.arg(3), i));
-        Value zero = kb.f32(0);
-        Value dv = kb.mul(du, s);
-        Value dg = kb.mul(kb.mul(du, v), kb.mul(s, kb.sub(kb.f32(1), s)));
-        kb.store(kb.select(on, dv, zero), kb.arg(7), i);
-        kb.store(kb.select(on, dg, zero), kb.arg(8), i);
-        kb.store(kb.select(on, zero, du), kb.arg(9), i);
-      });
-    });
-    scaleGrad(kb, rows, d, eps, u, in(1), kb.arg(10));
-    return kb.finish();
-  }
+FailureOr<func::FuncOp> mlir::fbt::buildNormKernel(KernelBuilder &kb,
+                                                   Operation *op) {
+  if (isa<RMSNormOp, NormalizeOp>(op))
+    return buildRmsNorm(kb, op);
+  if (auto n = dyn_cast<NormalizeGradOp>(op))
+    return buildNormalizeGrad(kb, n);
+  if (auto n = dyn_cast<RMSNormGradOp>(op))
+    return buildRmsNormGrad(kb, n);
+  if (auto g = dyn_cast<GatedInputNormOp>(op))
+    return buildGatedInputNorm(kb, g);
+  if (auto g = dyn_cast<GatedInputNormGradOp>(op))
+    return buildGatedInputNormGrad(kb, g);
   return failure();
 }

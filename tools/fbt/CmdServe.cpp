@@ -27,6 +27,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <thread>
 
 namespace fbt {
@@ -107,10 +108,9 @@ void generate(Engine &engine, ServerMetrics &metrics, bool draining,
   }
   metrics.request(chat ? "/v1/chat/completions" : "/v1/completions", status);
 }
-} // namespace
 
-int runServe(int argc, char **argv) {
-  CommandLine args("fbt serve", "Serves the model over HTTP, OpenAI-compatible.");
+/// fbt serve's options, for --help and parse.
+void declareOptions(CommandLine &args) {
   args.positional("BUNDLE", "the compiled bundle")
       .tunable()
       .text("ckpt", "CKPT", "a checkpoint from fbt train (required)")
@@ -142,35 +142,41 @@ int runServe(int argc, char **argv) {
               "finishes the requests in flight and exits 0. The prefills of the last\n"
               "--prefix-cache prompts (KV rows, carried state, logits; per regime's\n"
               "prefill) are kept: a prompt seen again skips its prefill, exactly.");
-  if (!args.parse(argc, argv))
-    return 0;
-  std::unique_ptr<Session> opened = openTrained(args);
-  Session &session = *opened;
-  EngineOptions options;
+}
+
+/// What the options say: the engine's options and the server's.
+struct ServeOptions {
+  EngineOptions engine;
+  std::string host;
+  int64_t port = 8000;
+  int64_t maxBody = 1 << 20;
+};
+
+ServeOptions serveOptions(const CommandLine &args, Session &session) {
+  ServeOptions o;
   // Soft unless the model has no feedback path, which decodes only standard.
   bool plain = session.model().feedback.fusion == Fusion::None;
-  options.defaultRegime = Regime::parse(args.get("mode", plain ? "standard" : "soft"));
-  options.model = args.get("model-name", session.model().name);
+  o.engine.defaultRegime = Regime::parse(args.get("mode", plain ? "standard" : "soft"));
+  o.engine.model = args.get("model-name", session.model().name);
   int64_t maxQueue = args.getInt("max-queue", 64);
   int64_t prefixCache = args.getInt("prefix-cache", 64);
-  int64_t port = args.getInt("port", 8000);
-  if (maxQueue < 1 || prefixCache < 0 || port < 0 || port > 65535)
+  o.port = args.getInt("port", 8000);
+  if (maxQueue < 1 || prefixCache < 0 || o.port < 0 || o.port > 65535)
     throw RuntimeError("--max-queue must be >= 1, --prefix-cache >= 0 and --port "
                        "from 0 to 65535");
-  options.maxQueue = (size_t)maxQueue;
-  options.prefixCache = (size_t)prefixCache;
-  std::string host = args.get("host", "127.0.0.1");
-  ApiKeys keys = apiKeys(args);
-  int64_t maxBody = args.getInt("max-body-bytes", 1 << 20);
-  if (maxBody < 1)
+  o.engine.maxQueue = (size_t)maxQueue;
+  o.engine.prefixCache = (size_t)prefixCache;
+  o.host = args.get("host", "127.0.0.1");
+  o.maxBody = args.getInt("max-body-bytes", 1 << 20);
+  if (o.maxBody < 1)
     throw RuntimeError("--max-body-bytes must be >= 1");
+  return o;
+}
 
-  ServerMetrics metrics;
-  Engine engine(session, options, metrics);
-  std::atomic<bool> draining{false};
-  httplib::Server server;
-  server.set_payload_max_length((size_t)maxBody);
-  guard(server, keys, args.has("metrics-open"), metrics);
+/// The routes: generation, the model card, health, metrics, and errors in
+/// OpenAI's shape.
+void addRoutes(httplib::Server &server, Engine &engine, ServerMetrics &metrics,
+               const std::atomic<bool> &draining, const ServeOptions &o) {
   for (bool chat : {false, true})
     server.Post(chat ? "/v1/chat/completions" : "/v1/completions",
                 [&, chat](const httplib::Request &req, httplib::Response &res) {
@@ -178,7 +184,7 @@ int runServe(int argc, char **argv) {
                 });
   server.Get("/v1/models", [&](const httplib::Request &, httplib::Response &res) {
     metrics.request("/v1/models", 200);
-    Json card = Json::object({{"id", options.model},
+    Json card = Json::object({{"id", o.engine.model},
                               {"object", "model"},
                               {"created", (int64_t)0},
                               {"owned_by", "fbt"}});
@@ -199,13 +205,20 @@ int runServe(int argc, char **argv) {
       return;
     if (res.status == 413)
       sendError(res, {413, "the request body is over --max-body-bytes (" +
-                               std::to_string(maxBody) + " bytes)",
+                               std::to_string(o.maxBody) + " bytes)",
                       "", "invalid_request_error"});
     else
       sendError(res, {res.status, "no such endpoint or method", "", "invalid_request_error"});
   });
+}
 
-  // Stop on SIGTERM/SIGINT: refuse new requests, finish the running ones.
+/// Listens until SIGTERM or SIGINT, then refuses new requests (503),
+/// finishes the running ones and returns. `announce` is told the port
+/// once bound.
+void listenUntilStopped(httplib::Server &server, Engine &engine,
+                        std::atomic<bool> &draining, const std::string &host,
+                        int64_t port,
+                        const std::function<void(int64_t)> &announce) {
   struct sigaction sa = {};
   sa.sa_handler = onStopSignal;
   sigaction(SIGTERM, &sa, nullptr);
@@ -229,17 +242,40 @@ int runServe(int argc, char **argv) {
     throw RuntimeError("cannot listen on " + host + ":" + std::to_string(port) +
                        " (in use, or not an address of this machine)");
   }
-  std::fprintf(stderr, "fbt: serving '%s' (%s regime by default, tokenizer %s, "
-                       "%lld decode rows) on http://%s:%lld/v1%s\n",
-               options.model.c_str(), options.defaultRegime.name().c_str(),
-               session.tokenizerName().c_str(), (long long)engine.batch(), host.c_str(),
-               (long long)port,
-               keys.required() ? (", " + std::to_string(keys.size()) + " API key(s) required")
-                                     .c_str()
-                               : "");
+  announce(port);
   server.listen_after_bind();
   gStopRequested = true;
   watcher.join();
+}
+} // namespace
+
+int runServe(int argc, char **argv) {
+  CommandLine args("fbt serve", "Serves the model over HTTP, OpenAI-compatible.");
+  declareOptions(args);
+  if (!args.parse(argc, argv))
+    return 0;
+  std::unique_ptr<Session> opened = openTrained(args);
+  Session &session = *opened;
+  ServeOptions o = serveOptions(args, session);
+  ApiKeys keys = apiKeys(args);
+
+  ServerMetrics metrics;
+  Engine engine(session, o.engine, metrics);
+  std::atomic<bool> draining{false};
+  httplib::Server server;
+  server.set_payload_max_length((size_t)o.maxBody);
+  guard(server, keys, args.has("metrics-open"), metrics);
+  addRoutes(server, engine, metrics, draining, o);
+  listenUntilStopped(server, engine, draining, o.host, o.port, [&](int64_t port) {
+    std::string auth = keys.required()
+                           ? ", " + std::to_string(keys.size()) + " API key(s) required"
+                           : "";
+    std::fprintf(stderr, "fbt: serving '%s' (%s regime by default, tokenizer %s, "
+                         "%lld decode rows) on http://%s:%lld/v1%s\n",
+                 o.engine.model.c_str(), o.engine.defaultRegime.name().c_str(),
+                 session.tokenizerName().c_str(), (long long)engine.batch(),
+                 o.host.c_str(), (long long)port, auth.c_str());
+  });
   std::fputs("fbt: stopped\n", stderr);
   return 0;
 }
