@@ -186,14 +186,14 @@ private:
     auto x = cast<RankedTensorType>(z.getType());
     auto eps = b.getF64FloatAttr(spec.rmsNormEps);
     auto heads = b.getI64IntegerAttr(H());
-    auto theta = b.getF64FloatAttr(spec.ropeTheta);
+    auto theta = b.getF64FloatAttr(spec.ropeScaling.theta(spec.ropeTheta, spec.headDim()));
     auto scale = b.getF64FloatAttr(depthScale());
 
     Value n = ops::RMSNormOp::create(b, loc, x, z, w.attnNorm, eps);
     Value q = ops::MatmulOp::create(b, loc, x, n, w.wq);
     Value k = ops::MatmulOp::create(b, loc, x, n, w.wk);
     Value v = ops::MatmulOp::create(b, loc, x, n, w.wv);
-    auto positionScale = b.getF64FloatAttr(1.0 / spec.ropeScaling.factor);
+    auto positionScale = b.getF64FloatAttr(spec.ropeScaling.positionScale());
     q = ops::RopeOp::create(b, loc, x, q, kv.positions, heads, theta, UnitAttr(),
                             positionScale);
     k = ops::RopeOp::create(b, loc, x, k, kv.positions, heads, theta, UnitAttr(),

@@ -349,8 +349,9 @@ private:
   std::optional<std::string> error;
 };
 
-/// rope_scaling: null, or {"rope_type" (or "type"): "linear", "factor": >= 1}.
-/// Other types are refused by name rather than run as something else.
+/// rope_scaling: null, or {"rope_type" (or "type"): "linear" | "dynamic",
+/// "factor": >= 1}. Other types are refused by name rather than run as
+/// something else.
 void readRopeScaling(Reader &r, const json::Object &o, RopeScaling &out) {
   const json::Value *v = r.get(o, "", "rope_scaling");
   if (!v || v->getAsNull())
@@ -368,16 +369,19 @@ void readRopeScaling(Reader &r, const json::Object &o, RopeScaling &out) {
     type = obj->get("type");
   std::optional<StringRef> name = type ? type->getAsString() : std::nullopt;
   if (!name)
-    return r.fail("rope_scaling.rope_type", "required: \"linear\"");
-  if (*name != "linear")
     return r.fail("rope_scaling.rope_type",
-                  "'" + *name + "' is not supported (supported: linear; a plain base "
-                  "change is rope_theta)");
+                  std::string("required: one of ") + kRopeScalingTypes);
+  std::optional<RopeScalingType> kind = parseRopeScalingType(name->str());
+  if (!kind)
+    return r.fail("rope_scaling.rope_type",
+                  "'" + *name + "' is not supported (supported: " + kRopeScalingTypes +
+                      "; a plain base change is rope_theta)");
   const json::Value *factor = obj->get("factor");
   std::optional<double> f = factor ? factor->getAsNumber() : std::nullopt;
   if (!f || !std::isfinite(*f) || *f < 1)
     return r.expected("rope_scaling.factor", "a number >= 1",
                       factor ? describeValue(*factor) : std::string("nothing"));
+  out.type = *kind;
   out.factor = *f;
 }
 
@@ -540,6 +544,10 @@ void checkConsistency(Reader &r, const ModelSpec &spec) {
                       "num_attention_heads (RoPE rotates pairs)",
                       Twine(d) + " / " + Twine(h) + " = " +
                           Twine(spec.headDim()));
+  if (spec.ropeScaling.type == RopeScalingType::Dynamic && spec.headDim() <= 2)
+    return r.fail("rope_scaling.rope_type",
+                  "'dynamic' needs a head dimension above 2 (its base grows by a "
+                  "power d / (d - 2)), got " + Twine(spec.headDim()));
   if (spec.bosTokenId >= spec.vocabSize)
     return r.expected("bos_token_id",
                       "a token id below vocab_size (" + Twine(spec.vocabSize) +

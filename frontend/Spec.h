@@ -10,6 +10,7 @@
 #define FBT_FRONTEND_SPEC_H
 
 #include "runtime/format/Kinds.h"
+#include "runtime/format/RopeScaling.h"
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
@@ -119,16 +120,6 @@ struct InferenceSpec {
   int64_t maxSequenceLength = 0;
 };
 
-/// `rope_scaling`, in Hugging Face's shape ({"rope_type": "linear",
-/// "factor": 2.0}; the older "type" key too): a longer context for a model
-/// trained on a shorter one. Linear scaling divides every position by the
-/// factor (Chen et al., position interpolation), so positions up to factor x
-/// the trained ones turn by angles the model has seen.
-struct RopeScaling {
-  double factor = 1.0; ///< 1: none (the key absent or null)
-  bool enabled() const { return factor != 1.0; }
-};
-
 struct ModelSpec {
   std::string name = "fbt";
   int64_t vocabSize = 0;
@@ -139,7 +130,7 @@ struct ModelSpec {
   int64_t maxPositionEmbeddings = 0;
   double rmsNormEps = 1e-5;
   double ropeTheta = 10000.0;
-  RopeScaling ropeScaling;
+  RopeScaling ropeScaling; ///< rope_scaling (runtime/format/RopeScaling.h)
   bool tieWordEmbeddings = true;
   int64_t bosTokenId = 0;
 

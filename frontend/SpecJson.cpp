@@ -64,6 +64,7 @@ llvm::json::Value fbt::specToJson(const ModelSpec &s) {
   };
   // Only where set, so a spec without it resolves as before.
   if (s.ropeScaling.enabled())
-    spec["rope_scaling"] = Object{{"rope_type", "linear"}, {"factor", s.ropeScaling.factor}};
+    spec["rope_scaling"] = Object{{"rope_type", ropeScalingTypeName(s.ropeScaling.type)},
+                                  {"factor", s.ropeScaling.factor}};
   return spec;
 }

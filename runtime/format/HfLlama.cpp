@@ -98,22 +98,27 @@ void checkUnsupported(const ConfigReader &r, const llama::Hyperparameters &h) {
            "projection to the embedding; an untied lm_head is not supported");
 }
 
-double linearRopeFactor(const ConfigReader &r) {
+RopeScaling ropeScaling(const ConfigReader &r) {
+  RopeScaling out;
   const Json *s = r.find("rope_scaling");
   if (!s)
-    return 1;
+    return out;
   if (!s->is_object())
     r.fail("rope_scaling", "expected an object or null");
   const Json *type = jsonFind(*s, "rope_type");
   if (!type)
     type = jsonFind(*s, "type");
   std::string name = type && type->is_string() ? asString(*type) : "";
-  if (name != "linear")
-    r.fail("rope_scaling", "'" + name + "' is not supported (supported: linear)");
+  std::optional<RopeScalingType> kind = parseRopeScalingType(name);
+  if (!kind)
+    r.fail("rope_scaling", "'" + name + "' is not supported (supported: " +
+                               kRopeScalingTypes + ")");
   double factor = r.read("rope_scaling", [](const Json &j) { return asDouble(jsonAt(j, "factor")); });
   if (!(factor >= 1))
     r.fail("rope_scaling", "factor " + std::to_string(factor) + " is below 1");
-  return factor;
+  out.type = *kind;
+  out.factor = factor;
+  return out;
 }
 
 bool isFile(const std::string &p) {
@@ -159,17 +164,21 @@ llama::Hyperparameters readLlamaConfig(const Json &config, const std::string &so
   h.contextLength = r.integer("max_position_embeddings", 2048);
   h.rmsNormEps = r.number("rms_norm_eps", 1e-6);
   h.ropeTheta = r.number("rope_theta", 10000.0);
-  h.ropeScaling = linearRopeFactor(r);
+  h.ropeScaling = ropeScaling(r);
   h.depthScale = 1;
   h.bosTokenId = r.integer("bos_token_id", 1);
   checkUnsupported(r, h);
   return h;
 }
 
+Json ropeScalingJson(const RopeScaling &s) {
+  if (!s.enabled())
+    return nullptr;
+  return Json{{"rope_type", ropeScalingTypeName(s.type)}, {"factor", s.factor}};
+}
+
 Json llamaConfig(const llama::Hyperparameters &h) {
-  Json scaling = nullptr;
-  if (h.ropeScaling != 1)
-    scaling = Json{{"rope_type", "linear"}, {"factor", h.ropeScaling}};
+  Json scaling = ropeScalingJson(h.ropeScaling);
   return Json{{"architectures", Json::array({"LlamaForCausalLM"})},
               {"model_type", "llama"},
               {"vocab_size", h.vocab},

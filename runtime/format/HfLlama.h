@@ -36,6 +36,10 @@ llama::Hyperparameters readLlamaConfig(const Json &config, const std::string &so
 /// A config.json for `h` (LlamaForCausalLM, tied embeddings, f32).
 Json llamaConfig(const llama::Hyperparameters &h);
 
+/// rope_scaling as Hugging Face's config and fbt's spec write it
+/// ({"rope_type", "factor"}); null without scaling.
+Json ropeScalingJson(const RopeScaling &s);
+
 /// The names and shapes of the model's weights, in fbt's order.
 std::vector<std::pair<std::string, std::vector<int64_t>>>
 llamaWeightShapes(const llama::Hyperparameters &h);

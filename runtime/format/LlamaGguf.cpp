@@ -44,10 +44,12 @@ void addHyperparameters(GgufWriter &gguf, const Hyperparameters &h) {
   gguf.addU32("llama.attention.head_count", (uint32_t)h.heads);
   gguf.addU32("llama.attention.head_count_kv", (uint32_t)h.heads);
   gguf.addU32("llama.rope.dimension_count", (uint32_t)(h.hidden / h.heads));
-  gguf.addF32("llama.rope.freq_base", (float)h.ropeTheta);
-  if (h.ropeScaling != 1) { // llama.cpp divides positions by the factor too
-    gguf.addString("llama.rope.scaling.type", "linear");
-    gguf.addF32("llama.rope.scaling.factor", (float)h.ropeScaling);
+  // llama.cpp has no dynamic type: fbt's (a base fixed at the extended
+  // length, runtime/format/RopeScaling.h) is that base, unscaled.
+  gguf.addF32("llama.rope.freq_base", (float)h.ropeScaling.theta(h.ropeTheta, h.hidden / h.heads));
+  if (h.ropeScaling.enabled() && h.ropeScaling.type == RopeScalingType::Linear) {
+    gguf.addString("llama.rope.scaling.type", "linear"); // positions / factor, as fbt
+    gguf.addF32("llama.rope.scaling.factor", (float)h.ropeScaling.factor);
   }
   gguf.addF32("llama.attention.layer_norm_rms_epsilon", (float)h.rmsNormEps);
   gguf.addU32("llama.vocab_size", (uint32_t)h.vocab);

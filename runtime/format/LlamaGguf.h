@@ -32,6 +32,8 @@
 
 #include <cstdint>
 #include <functional>
+#include "runtime/format/RopeScaling.h"
+
 #include <string>
 #include <vector>
 
@@ -44,7 +46,7 @@ struct Hyperparameters {
   int64_t contextLength = 0; ///< max_position_embeddings
   double rmsNormEps = 0;     ///< rms_norm_eps
   double ropeTheta = 0;      ///< rope_theta
-  double ropeScaling = 1;    ///< rope_scaling.factor (linear; 1: none)
+  RopeScaling ropeScaling;   ///< rope_scaling (none: factor 1)
   double depthScale = 0;     ///< feedback.depth_scaling, resolved to a number
   int64_t bosTokenId = 0;
 };

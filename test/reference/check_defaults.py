@@ -51,6 +51,7 @@ def main():
     want.update({k: resolved["feedback"][k] for k in FEEDBACK})
     want.update({k: resolved["training"][k] for k in TRAINING})
     want["rope_factor"] = (resolved.get("rope_scaling") or {}).get("factor", 1.0)
+    want["rope_type"] = (resolved.get("rope_scaling") or {}).get("rope_type", "linear")
     bad = [f"{sys.argv[1]}: {field}: the reference has {getattr(cfg, field)!r}, "
            f"the frontend {value!r}"
            for field, value in want.items() if not same(getattr(cfg, field), value)]

@@ -47,7 +47,8 @@ class Config:
     F: int  # intermediate_size
     eps: float = 1e-5  # rms_norm_eps
     theta: float = 10000.0  # rope_theta
-    rope_factor: float = 1.0  # rope_scaling.factor (linear; 1: none)
+    rope_factor: float = 1.0  # rope_scaling.factor (1: none)
+    rope_type: str = "linear"  # rope_scaling.rope_type: linear or dynamic
     bos_token_id: int = 0
     max_position_embeddings: int = 0  # 0: unset
     name: str = "fbt"
@@ -128,6 +129,7 @@ def config_from_dict(spec):
         eps=float(spec.get("rms_norm_eps", 1e-5)),
         theta=float(spec.get("rope_theta", 10000.0)),
         rope_factor=rope_factor(spec.get("rope_scaling")),
+        rope_type=rope_type(spec.get("rope_scaling")),
         bos_token_id=int(spec.get("bos_token_id", 0)),
         max_position_embeddings=int(spec.get("max_position_embeddings", 0)),
         name=str(spec.get("name", "fbt")),
@@ -361,14 +363,36 @@ def rms_norm(x, w, eps):
     return x / torch.sqrt((x * x).mean(dim=-1, keepdim=True) + eps) * w
 
 
-def rope_factor(scaling):
-    """The position divisor of Hugging Face's rope_scaling (linear only, as fbtc)."""
+def rope_type(scaling):
+    """Hugging Face's rope_scaling type: linear or dynamic (the ones fbtc takes)."""
     if not scaling:
-        return 1.0
+        return "linear"
     kind = scaling.get("rope_type", scaling.get("type"))
-    if kind != "linear":
-        raise ValueError("rope_scaling type %r is not supported (linear only)" % kind)
-    return float(scaling["factor"])
+    if kind not in ("linear", "dynamic"):
+        raise ValueError("rope_scaling type %r is not supported (linear, dynamic)" % kind)
+    return kind
+
+
+def rope_factor(scaling):
+    """Hugging Face's rope_scaling factor (1: none)."""
+    rope_type(scaling)
+    return float(scaling["factor"]) if scaling else 1.0
+
+
+def rope_base_and_divisor(cfg, Dh):
+    """The base and the position divisor RoPE's angles use.
+
+    linear: positions divided by the factor (transformers' linear type).
+    dynamic: transformers' NTK formula, base * (factor * L / P - (factor - 1))^(Dh / (Dh - 2))
+    with P = max_position_embeddings, evaluated at the extended length L = factor * P (a
+    compiled step's shape is fixed, as vLLM fixes it); positions as they are.
+    """
+    f = cfg.rope_factor
+    if cfg.rope_type == "linear" or f == 1.0:
+        return cfg.theta, f
+    P = float(cfg.max_position_embeddings or 1)
+    L = f * P
+    return cfg.theta * ((f * L / P) - (f - 1)) ** (Dh / (Dh - 2)), 1.0
 
 
 def rope_cos_sin(T, Dh, theta, dtype, start=0, factor=1.0):
@@ -408,7 +432,8 @@ def attention(x, p, pre, cfg):
     q = heads(linear(x, p[pre + "self_attn.q_proj.weight"]))
     k = heads(linear(x, p[pre + "self_attn.k_proj.weight"]))
     v = heads(linear(x, p[pre + "self_attn.v_proj.weight"]))
-    cos, sin = rope_cos_sin(T, Dh, cfg.theta, x.dtype, factor=cfg.rope_factor)
+    base, divisor = rope_base_and_divisor(cfg, Dh)
+    cos, sin = rope_cos_sin(T, Dh, base, x.dtype, factor=divisor)
     q = rope(q, cos, sin)
     k = rope(k, cos, sin)
 

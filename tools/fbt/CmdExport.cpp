@@ -68,8 +68,12 @@ llama::Hyperparameters readHyperparameters(const Bundle &bundle) {
   h.contextLength = read("max_position_embeddings", [](const Json &v) { return asInt(v); });
   h.rmsNormEps = read("rms_norm_eps", number);
   h.ropeTheta = read("rope_theta", number);
-  if (const Json *scaling = jsonFind(model, "rope_scaling"); scaling && !scaling->is_null())
-    h.ropeScaling = asDouble(jsonAt(*scaling, "factor"));
+  if (const Json *scaling = jsonFind(model, "rope_scaling"); scaling && !scaling->is_null()) {
+    // The bundle's spec, resolved by fbtc: its type is one fbtc took.
+    std::string type = asString(jsonAt(*scaling, "rope_type"));
+    h.ropeScaling.type = parseRopeScalingType(type).value_or(RopeScalingType::Linear);
+    h.ropeScaling.factor = asDouble(jsonAt(*scaling, "factor"));
+  }
   h.depthScale = read("feedback.depth_scaling", number);
   return h;
 }

@@ -111,8 +111,8 @@ Json specJson(const llama::Hyperparameters &h, bool feedback, const Lengths &n) 
             {"max_position_embeddings", h.contextLength},
             {"rms_norm_eps", h.rmsNormEps},
             {"rope_theta", h.ropeTheta}};
-  if (h.ropeScaling != 1)
-    spec["rope_scaling"] = Json{{"rope_type", "linear"}, {"factor", h.ropeScaling}};
+  if (h.ropeScaling.enabled())
+    spec["rope_scaling"] = hf::ropeScalingJson(h.ropeScaling);
   spec["tie_word_embeddings"] = true;
   spec["bos_token_id"] = h.bosTokenId;
   spec["feedback"] = Json{{"fusion", feedback ? "glu" : "none"}, {"depth_scaling", false}};

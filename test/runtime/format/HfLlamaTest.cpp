@@ -73,14 +73,18 @@ TEST(HfLlamaTest, AConfigGivesTheHyperparameters) {
   EXPECT_EQ(h.heads, 2);
   EXPECT_EQ(h.contextLength, 32);
   EXPECT_EQ(h.ropeTheta, 500.0);
-  EXPECT_EQ(h.ropeScaling, 1);
+  EXPECT_FALSE(h.ropeScaling.enabled());
   EXPECT_EQ(h.depthScale, 1);
   // What we write reads back the same.
   llama::Hyperparameters again = hf::readLlamaConfig(hf::llamaConfig(h), "config.json");
   EXPECT_EQ(again.vocab, h.vocab);
   EXPECT_EQ(again.rmsNormEps, h.rmsNormEps);
-  h.ropeScaling = 4;
-  EXPECT_EQ(hf::readLlamaConfig(hf::llamaConfig(h), "config.json").ropeScaling, 4);
+  h.ropeScaling.factor = 4;
+  EXPECT_EQ(hf::readLlamaConfig(hf::llamaConfig(h), "config.json").ropeScaling.factor, 4);
+  h.ropeScaling.type = RopeScalingType::Dynamic;
+  RopeScaling dynamic = hf::readLlamaConfig(hf::llamaConfig(h), "config.json").ropeScaling;
+  EXPECT_EQ(dynamic.type, RopeScalingType::Dynamic);
+  EXPECT_EQ(dynamic.factor, 4);
 }
 
 TEST(HfLlamaTest, WhatFbtsModelIsNotIsRefusedByItsKey) {
@@ -101,6 +105,8 @@ TEST(HfLlamaTest, WhatFbtsModelIsNotIsRefusedByItsKey) {
             std::string::npos);
   // The older spelling of the type is read too.
   EXPECT_EQ(refusalWith("rope_scaling", parseJson(R"({"type": "linear", "factor": 2})")), "");
+  EXPECT_EQ(refusalWith("rope_scaling", parseJson(R"({"rope_type": "dynamic", "factor": 2})")),
+            "");
   EXPECT_NE(refusalWith("hidden_size", 9).find("hidden_size: 9 is not a multiple"),
             std::string::npos);
   Json noVocab = tinyConfig();

@@ -13,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <map>
 
 using namespace fbt;
@@ -160,7 +161,7 @@ TEST(LlamaGgufTest, LinearRopeScalingIsWrittenOnlyWhereSet) {
   llama::addHyperparameters(plain, h);
   std::string file = plain.serialize();
   EXPECT_FALSE(keyOf(parse(file, plain.alignment()), "llama.rope.scaling.type"));
-  h.ropeScaling = 2;
+  h.ropeScaling.factor = 2;
   GgufWriter scaled;
   llama::addHyperparameters(scaled, h);
   file = scaled.serialize();
@@ -168,6 +169,21 @@ TEST(LlamaGgufTest, LinearRopeScalingIsWrittenOnlyWhereSet) {
   ASSERT_TRUE(keyOf(p, "llama.rope.scaling.type"));
   EXPECT_EQ(keyOf(p, "llama.rope.scaling.type")->s, "linear");
   EXPECT_EQ(keyOf(p, "llama.rope.scaling.factor")->f, 2.0);
+}
+
+TEST(LlamaGgufTest, DynamicRopeScalingIsItsFixedBase) {
+  // llama.cpp has no dynamic type: the base fbt fixes at the extended
+  // length, base * (f^2 - f + 1)^(d / (d - 2)), with no scaling key.
+  llama::Hyperparameters h = tiny();
+  h.ropeScaling = {RopeScalingType::Dynamic, 2.0};
+  GgufWriter w;
+  llama::addHyperparameters(w, h);
+  std::string file = w.serialize();
+  Parsed p = parse(file, w.alignment());
+  EXPECT_FALSE(keyOf(p, "llama.rope.scaling.type"));
+  double d = (double)(h.hidden / h.heads);
+  EXPECT_FLOAT_EQ(keyOf(p, "llama.rope.freq_base")->f,
+                  (float)(h.ropeTheta * std::pow(3.0, d / (d - 2.0))));
 }
 
 } // namespace
