@@ -6,11 +6,34 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdio>
 
 namespace fbt {
 
 namespace {
+std::string shortNumber(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", x);
+  return buf;
+}
+
+/// best_of: the n candidates with the highest mean log-probability per
+/// token, in that order (ties: the earlier candidate).
+void keepBest(Job &job) {
+  std::vector<size_t> order(job.choices.size());
+  for (size_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    double x = job.meanLogprobs[a], y = job.meanLogprobs[b];
+    return x != y ? x > y : a < b;
+  });
+  std::vector<Choice> best;
+  for (int64_t i = 0; i < job.req.n; ++i)
+    best.push_back(std::move(job.choices[order[i]]));
+  job.choices = std::move(best);
+}
+
 std::string requestId(bool chat) {
   static std::atomic<uint64_t> counter{0};
   char buf[48];
@@ -42,6 +65,7 @@ Engine::~Engine() {
 std::shared_ptr<Job> Engine::prepare(const std::string &body, bool chat) const {
   auto job = std::make_shared<Job>();
   job->req = parseGenerationRequest(body, chat, options_.defaultRegime);
+  checkLimits(job->req);
   const std::string &model = options_.model;
   if (job->req.model.empty())
     job->req.model = model;
@@ -56,6 +80,12 @@ std::shared_ptr<Job> Engine::prepare(const std::string &body, bool chat) const {
   } catch (const RuntimeError &e) {
     throw ApiError{400, std::string("the prompt cannot be tokenized: ") + e.what(), field};
   }
+  for (const auto &[token, bias] : job->req.controls.bias)
+    if (token >= decoder_.vocab())
+      throw ApiError{400, "'logit_bias': token " + std::to_string(token) +
+                              " is outside the vocabulary (" +
+                              std::to_string(decoder_.vocab()) + " tokens)",
+                     "logit_bias"};
   int64_t longest = decoder_.longestPrompt(job->req.regime);
   if ((int64_t)job->prompt.size() > longest)
     throw ApiError{400, "the prompt has " + std::to_string(job->prompt.size()) +
@@ -70,11 +100,70 @@ std::shared_ptr<Job> Engine::prepare(const std::string &body, bool chat) const {
   return job;
 }
 
+/// The server's own limits on a request (each answered 400 naming its
+/// field and counted in /metrics).
+void Engine::checkLimits(const GenerationRequest &req) const {
+  if (options_.maxTokens > 0 && req.maxTokens > options_.maxTokens) {
+    metrics_.limited("max_tokens");
+    throw ApiError{400, "'max_tokens' " + std::to_string(req.maxTokens) +
+                            " is over this server's limit (--max-tokens " +
+                            std::to_string(options_.maxTokens) + ")",
+                   "max_tokens"};
+  }
+  if (req.candidates() > options_.maxChoices) {
+    metrics_.limited("n");
+    const char *field = req.bestOf > req.n ? "best_of" : "n";
+    throw ApiError{400, std::string("'") + field + "' " + std::to_string(req.candidates()) +
+                            " is over this server's limit (--max-n " +
+                            std::to_string(options_.maxChoices) + ")",
+                   field};
+  }
+}
+
+/// --request-timeout: every sequence of a request older than the limit ends
+/// with a 504 (a streamed one with an error event).
+void Engine::expireOld() {
+  if (options_.requestTimeout <= 0)
+    return;
+  auto now = std::chrono::steady_clock::now();
+  auto expired = [&](const Sequence &s) {
+    return std::chrono::duration<double>(now - s.job->arrived).count() >
+           options_.requestTimeout;
+  };
+  std::string why = "the request ran over this server's time limit (--request-timeout " +
+                    shortNumber(options_.requestTimeout) + " s)";
+  for (auto &row : rows_)
+    if (row && expired(*row)) {
+      timeOut(*row, why);
+      row.reset();
+    }
+  for (auto it = pending_.begin(); it != pending_.end();)
+    if (expired(*it)) {
+      timeOut(*it, why);
+      it = pending_.erase(it);
+    } else {
+      ++it;
+    }
+}
+
+void Engine::timeOut(Sequence &s, const std::string &why) {
+  {
+    std::lock_guard<std::mutex> g(s.job->m);
+    if (s.job->error.empty()) {
+      s.job->error = why;
+      s.job->errorStatus = 504;
+      metrics_.limited("request_timeout");
+    }
+  }
+  finish(s);
+}
+
 bool Engine::submit(std::shared_ptr<Job> job) {
   std::lock_guard<std::mutex> g(m_);
   if (queue_.size() >= options_.maxQueue)
     return false;
-  job->choices.resize(job->req.n);
+  job->choices.resize(job->req.candidates());
+  job->meanLogprobs.resize(job->req.candidates());
   queue_.push_back(std::move(job));
   metrics_.queued = queue_.size();
   cv_.notify_one();
@@ -99,13 +188,14 @@ void Engine::loop() {
       while (!queue_.empty() && pending_.size() < rows_.size()) {
         std::shared_ptr<Job> job = queue_.front();
         queue_.pop_front();
-        for (int64_t c = 0; c < job->req.n; ++c)
+        for (int64_t c = 0; c < job->req.candidates(); ++c)
           pending_.push_back(makeSequence(job, c));
       }
       metrics_.queued = queue_.size();
       busy_ = true;
     }
     try {
+      expireOld();
       admitPending();
       bool joining = false;
       for (const auto &row : rows_)
@@ -181,7 +271,7 @@ void Engine::admitPending() {
       }
       if (!pieces)
         decoder_.admit((int64_t)r, s.job->prompt, regime);
-      if (take(s, decoder_.sample(decoder_.logits(r), s.sampling, 0)))
+      if (take(s, choose(s, decoder_.logits(r), 0)))
         rows_[r] = std::move(s);
     }
 }
@@ -264,7 +354,7 @@ void Engine::mixedStep() {
     s.before = {};
     s.now = {};
     decoder_.storeCached(r, s.job->prompt, s.job->req.regime);
-    if (!take(s, decoder_.sample(decoder_.logits(r), s.sampling, 0)))
+    if (!take(s, choose(s, decoder_.logits(r), 0)))
       rows_[r].reset();
   }
 }
@@ -272,8 +362,52 @@ void Engine::mixedStep() {
 /// A running row after a step: its next position and token.
 void Engine::advance(Sequence &s, int64_t row) {
   ++s.position;
-  if (!take(s, decoder_.sample(decoder_.logits(row), s.sampling, (uint64_t)s.produced)))
+  if (!take(s, choose(s, decoder_.logits(row), (uint64_t)s.produced)))
     rows_[row].reset();
+}
+
+/// The token `s` samples from its row's `logits` (the request's bias and
+/// penalties applied), scored where the request asks for log-probabilities
+/// or ranks candidates.
+int32_t Engine::choose(Sequence &s, const float *logits, uint64_t counter) {
+  const GenerationRequest &req = s.job->req;
+  int64_t vocab = decoder_.vocab();
+  int32_t id = req.controls.any()
+                   ? decoder_.sample(
+                         controlledLogits(logits, vocab, req.controls, s.counts).data(),
+                         s.sampling, counter)
+                   : decoder_.sample(logits, s.sampling, counter);
+  s.chosen.reset();
+  if (req.logprobs || req.bestOf > req.n)
+    s.chosen = chosenLogprob(logits, vocab, id, req.topLogprobs);
+  return id;
+}
+
+/// Counts generated token `id` and keeps its log-probability (from choose).
+void Engine::logToken(Sequence &s, int32_t id) {
+  ++s.counts[id];
+  if (!s.chosen || id == tok_.documentSeparator())
+    return; // the end of text is not a token of the text
+  s.sumLogprob += s.chosen->logprob;
+  ++s.scored;
+  TokenLogprob t;
+  t.bytes = tok_.decode({id});
+  t.logprob = s.chosen->logprob;
+  t.offset = s.offset;
+  for (const auto &[alt, logprob] : s.chosen->top)
+    t.top.push_back({tok_.decode({alt}), logprob});
+  s.offset += (int64_t)t.bytes.size();
+  s.logged.push_back(std::move(t));
+}
+
+/// The logged tokens not yet streamed (none unless the stream asked).
+std::vector<TokenLogprob> Engine::unsent(Sequence &s) {
+  const GenerationRequest &req = s.job->req;
+  if (!req.stream || !req.logprobs || s.streamed >= s.logged.size())
+    return {};
+  std::vector<TokenLogprob> out(s.logged.begin() + (ptrdiff_t)s.streamed, s.logged.end());
+  s.streamed = s.logged.size();
+  return out;
 }
 
 void Engine::stepAll() {
@@ -305,6 +439,7 @@ bool Engine::take(Sequence &s, int32_t id) {
     std::lock_guard<std::mutex> g(job.m);
     ++job.completionTokens;
   }
+  logToken(s, id);
   if (id == tok_.documentSeparator()) {
     s.finish = "stop";
     extend(s, utf8Text(tok_.decode(s.ids), true)); // what was held back is text
@@ -332,7 +467,7 @@ bool Engine::take(Sequence &s, int32_t id) {
 /// Sends what `now` adds to the text sent so far.
 void Engine::extend(Sequence &s, const std::string &now) {
   if (now.size() > s.text.size() && now.compare(0, s.text.size(), s.text) == 0) {
-    push(*s.job, s.choice, now.substr(s.text.size()), "");
+    push(*s.job, s.choice, now.substr(s.text.size()), "", unsent(s));
     s.text = now;
   }
 }
@@ -341,12 +476,16 @@ void Engine::finish(Sequence &s) {
   if (s.done)
     return;
   s.done = true;
-  push(*s.job, s.choice, "", s.finish);
+  push(*s.job, s.choice, "", s.finish, unsent(s));
   Job &job = *s.job;
   std::lock_guard<std::mutex> g(job.m);
-  job.choices[s.choice] = {s.text, s.finish};
-  if (++job.finishedChoices < job.req.n)
+  job.choices[s.choice] = {s.text, s.finish,
+                           job.req.logprobs ? s.logged : std::vector<TokenLogprob>{}};
+  job.meanLogprobs[s.choice] = s.scored ? s.sumLogprob / (double)s.scored : -INFINITY;
+  if (++job.finishedChoices < job.req.candidates())
     return;
+  if (job.req.bestOf > job.req.n)
+    keepBest(job);
   // Counted before anyone waiting hears of it, so that /metrics read after
   // a reply includes it.
   double secs =
@@ -365,12 +504,13 @@ void Engine::fail(Sequence &s, const std::string &why) {
   finish(s);
 }
 
-void Engine::push(Job &job, int64_t index, std::string delta, std::string finish) {
+void Engine::push(Job &job, int64_t index, std::string delta, std::string finish,
+                  std::vector<TokenLogprob> logprobs) {
   if (!job.req.stream)
     return;
   {
     std::lock_guard<std::mutex> g(job.m);
-    job.deltas.push_back({index, std::move(delta), std::move(finish)});
+    job.deltas.push_back({index, std::move(delta), std::move(finish), std::move(logprobs)});
   }
   job.cv.notify_all();
 }

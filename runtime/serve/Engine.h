@@ -42,6 +42,9 @@ struct EngineOptions {
   Regime defaultRegime;  ///< for requests that name none
   size_t maxQueue = 64;  ///< requests waiting at most
   size_t prefixCache = 64;
+  int64_t maxTokens = 0;      ///< max_tokens at most (0: the context's room)
+  int64_t maxChoices = 8;     ///< n and best_of at most
+  double requestTimeout = 0;  ///< seconds a request may run (0: no limit)
 };
 
 class Engine {
@@ -85,20 +88,38 @@ private:
     /// pass before ([prompt, D]) and those of this one so far.
     int64_t pass = 1;
     std::vector<float> before, now;
+    /// Penalties and log-probabilities: how often each token was generated,
+    /// the token choose() picked with its log-probability, every generated
+    /// token's (where the request scores them), how many of those were
+    /// streamed, and their sum.
+    TokenCounts counts;
+    std::optional<ChosenLogprob> chosen;
+    std::vector<TokenLogprob> logged;
+    size_t streamed = 0;
+    int64_t offset = 0;
+    double sumLogprob = 0;
+    int64_t scored = 0;
   };
 
   void loop();
   int64_t active() const;
+  void checkLimits(const GenerationRequest &req) const;
+  void expireOld();
+  void timeOut(Sequence &s, const std::string &why);
   Sequence makeSequence(const std::shared_ptr<Job> &job, int64_t choice);
   void admitPending();
   void stepAll();
   void mixedStep();
   void advance(Sequence &s, int64_t row);
+  int32_t choose(Sequence &s, const float *logits, uint64_t counter);
   bool take(Sequence &s, int32_t id);
+  void logToken(Sequence &s, int32_t id);
+  std::vector<TokenLogprob> unsent(Sequence &s);
   void extend(Sequence &s, const std::string &now);
   void finish(Sequence &s);
   void fail(Sequence &s, const std::string &why);
-  void push(Job &job, int64_t index, std::string delta, std::string finish);
+  void push(Job &job, int64_t index, std::string delta, std::string finish,
+            std::vector<TokenLogprob> logprobs);
 
   Decoder decoder_;
   const Tokenizer &tok_;

@@ -8,7 +8,7 @@ std::string Job::waitForReply() {
   std::unique_lock<std::mutex> l(m);
   cv.wait(l, [&] { return done; });
   if (!error.empty())
-    throw ApiError{500, error, "", "server_error"};
+    throw ApiError{errorStatus, error, "", errorStatus == 504 ? "timeout" : "server_error"};
   return replyJson(req, id, created, choices, promptTokens(), completionTokens);
 }
 
@@ -21,7 +21,8 @@ std::string Job::takeEvents(std::chrono::milliseconds timeout, bool &ended) {
     Delta d = std::move(deltas.front());
     deltas.pop_front();
     events += "data: " +
-              chunkJson(req, id, created, d.index, d.text, d.finish, !started_[d.index]) +
+              chunkJson(req, id, created, d.index, d.text, d.finish, !started_[d.index],
+                        d.logprobs) +
               "\n\n";
     started_[d.index] = true;
   }
@@ -32,7 +33,10 @@ std::string Job::takeEvents(std::chrono::milliseconds timeout, bool &ended) {
               "\n\n";
   if (ended)
     events += error.empty() ? "data: [DONE]\n\n"
-                            : "data: " + ApiError{500, error, "", "server_error"}.body() +
+                            : "data: " +
+                                  ApiError{errorStatus, error, "",
+                                           errorStatus == 504 ? "timeout" : "server_error"}
+                                      .body() +
                                   "\n\n";
   return events;
 }

@@ -37,13 +37,18 @@ struct Job {
   struct Delta {
     int64_t index;
     std::string text, finish;
+    std::vector<TokenLogprob> logprobs; ///< the tokens since the last delta
   };
   std::deque<Delta> deltas;    ///< streamed pieces not yet sent
   std::vector<Choice> choices; ///< by index, as each ends
+  /// Per candidate, the mean log-probability of its tokens (best_of ranks
+  /// the candidates by it).
+  std::vector<double> meanLogprobs;
   int64_t finishedChoices = 0;
   int64_t completionTokens = 0;
   bool done = false;
-  std::string error; ///< the engine's failure, if any
+  std::string error;     ///< the engine's failure, if any
+  int errorStatus = 500; ///< its HTTP status (504: over --request-timeout)
   std::atomic<bool> cancelled{false};
 
   /// The prompt's tokens as the API counts them (without the separator).

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <set>
 
 namespace fbt {
@@ -84,24 +85,21 @@ const std::string &text(const Json &v, const std::string &name) {
 namespace {
 /// Fields OpenAI defines that this server does not implement: accepted only
 /// with the value that asks for nothing, as SDKs send by default.
-bool isUnsupported(const std::string &key) {
-  static const std::set<std::string> fields = {
-      "logit_bias", "presence_penalty", "frequency_penalty", "logprobs", "top_logprobs",
-      "echo", "best_of", "response_format", "suffix"};
-  return fields.count(key) != 0;
+bool isUnsupported(const std::string &key, bool chat) {
+  static const std::set<std::string> fields = {"echo", "response_format", "suffix"};
+  return fields.count(key) != 0 || (chat && key == "best_of") ||
+         (!chat && key == "top_logprobs"); // completions' alternatives are logprobs N
 }
 
 bool asksNothing(const std::string &key, const Json &v) {
   if (v.is_null())
     return true;
-  if (key == "logprobs" || key == "echo")
+  if (key == "echo")
     return v.is_boolean() && !v.get<bool>();
-  if (key == "presence_penalty" || key == "frequency_penalty" || key == "top_logprobs")
-    return v.is_number() && v.get<double>() == 0;
   if (key == "best_of")
     return isInteger(v) && asInt(v) == 1;
-  if (key == "logit_bias")
-    return v.is_object() && v.empty();
+  if (key == "top_logprobs")
+    return v.is_number() && v.get<double>() == 0;
   if (key == "response_format") {
     const Json *type = v.is_object() ? jsonFind(v, "type") : nullptr;
     return type && type->is_string() && asString(*type) == "text" && v.size() == 1;
@@ -110,18 +108,100 @@ bool asksNothing(const std::string &key, const Json &v) {
 }
 
 std::string noOpValue(const std::string &key) {
-  if (key == "logprobs" || key == "echo")
+  if (key == "echo")
     return "only null or false";
-  if (key == "presence_penalty" || key == "frequency_penalty" || key == "top_logprobs")
-    return "only null or 0";
   if (key == "best_of")
     return "only null or 1";
-  if (key == "logit_bias")
-    return "only null or {}";
+  if (key == "top_logprobs")
+    return "only null or 0 (on completions, logprobs N asks for N alternatives)";
   if (key == "response_format")
     return "only null or {\"type\": \"text\"}";
   return "only null or \"\"";
 }
+
+/// logit_bias: null or {"token id": -100..100}; ids are checked against
+/// the vocabulary where it is known (the engine).
+std::map<int32_t, double> logitBias(const Json &v) {
+  std::map<int32_t, double> bias;
+  if (v.is_null())
+    return bias;
+  if (!v.is_object())
+    bad("logit_bias", "'logit_bias' must be an object of token ids to numbers");
+  for (const auto &[key, value] : asObject(v)) {
+    bool digits = !key.empty() && key.size() <= 9 &&
+                  key.find_first_not_of("0123456789") == std::string::npos;
+    if (!digits)
+      bad("logit_bias", "'logit_bias' keys must be token ids (decimal integers), got '" +
+                            key + "'");
+    bias[(int32_t)std::stol(key)] = number(value, "logit_bias." + key, -100, 100);
+  }
+  return bias;
+}
+
+/// logprobs: completions take 0..5 (alternatives per token), chat true or
+/// false (its alternatives are top_logprobs).
+void readLogprobs(const Json &v, bool chat, GenerationRequest &r) {
+  if (v.is_null())
+    return;
+  if (chat) {
+    if (!v.is_boolean())
+      bad("logprobs", "'logprobs' must be true or false");
+    r.logprobs = asBool(v);
+    return;
+  }
+  if (v.is_boolean() && !asBool(v))
+    return;
+  r.topLogprobs = integer(v, "logprobs", 0, 5);
+  r.logprobs = true;
+}
+
+/// The fields that choose and score tokens (sampling, bias, penalties,
+/// log-probabilities, best_of); false for any other key.
+bool readTokenField(const std::string &key, const Json &v, bool chat, GenerationRequest &r) {
+  if (key == "temperature") {
+    if (!v.is_null())
+      r.sampling.temperature = number(v, key, 0, 2);
+  } else if (key == "top_p") {
+    if (!v.is_null())
+      r.sampling.topP = number(v, key, 1e-9, 1);
+  } else if (key == "seed") {
+    if (!v.is_null())
+      r.sampling.seed = (uint64_t)integer(v, key, INT64_MIN, INT64_MAX);
+  } else if (key == "logprobs") {
+    readLogprobs(v, chat, r);
+  } else if (key == "top_logprobs" && chat) {
+    if (!v.is_null())
+      r.topLogprobs = integer(v, key, 0, 20);
+  } else if (key == "logit_bias") {
+    r.controls.bias = logitBias(v);
+  } else if (key == "presence_penalty") {
+    if (!v.is_null())
+      r.controls.presencePenalty = number(v, key, -2, 2);
+  } else if (key == "frequency_penalty") {
+    if (!v.is_null())
+      r.controls.frequencyPenalty = number(v, key, -2, 2);
+  } else if (key == "best_of" && !chat) {
+    if (!v.is_null())
+      r.bestOf = integer(v, key, 1, 8);
+  } else {
+    return false;
+  }
+  return true;
+}
+
+/// What the fields say together.
+void checkTogether(const GenerationRequest &r) {
+  if (r.streamUsage && !r.stream)
+    bad("stream_options", "'stream_options' is only allowed with 'stream': true");
+  if (r.topLogprobs > 0 && !r.logprobs)
+    bad("top_logprobs", "'top_logprobs' needs 'logprobs': true");
+  if (r.bestOf != 0 && r.bestOf < r.n)
+    bad("best_of", "'best_of' (" + std::to_string(r.bestOf) + ") must be at least 'n' (" +
+                       std::to_string(r.n) + ")");
+  if (r.bestOf > r.n && r.stream)
+    bad("best_of", "'best_of' above 'n' cannot be streamed (the best are known at the end)");
+}
+
 /// prompt: a string, or an array of one.
 std::string completionPrompt(const Json &v) {
   if (v.is_array() && v.size() == 1)
@@ -182,6 +262,8 @@ GenerationRequest parseGenerationRequest(const std::string &body, bool chat,
   r.sampling.temperature = 1.0;
   bool havePrompt = false;
   for (const auto &[key, v] : asObject(root)) {
+    if (readTokenField(key, v, chat, r))
+      continue;
     if (key == "model") {
       r.model = text(v, key);
     } else if (key == "prompt" && !chat) {
@@ -197,17 +279,6 @@ GenerationRequest parseGenerationRequest(const std::string &body, bool chat,
     } else if (key == "max_tokens" || (chat && key == "max_completion_tokens")) {
       if (!v.is_null())
         r.maxTokens = integer(v, key, 1, 1 << 20);
-    } else if (key == "temperature") {
-      if (!v.is_null())
-        r.sampling.temperature = number(v, key, 0, 2);
-    } else if (key == "top_p") {
-      if (!v.is_null())
-        r.sampling.topP = number(v, key, 1e-9, 1);
-      if (r.sampling.topP <= 0)
-        bad(key, "'top_p' must be above 0");
-    } else if (key == "seed") {
-      if (!v.is_null())
-        r.sampling.seed = (uint64_t)integer(v, key, INT64_MIN, INT64_MAX);
     } else if (key == "n") {
       if (!v.is_null())
         r.n = integer(v, key, 1, 8);
@@ -230,9 +301,9 @@ GenerationRequest parseGenerationRequest(const std::string &body, bool chat,
         bad(key, "'regime': at most fused:" + std::to_string(kMaxFusedPasses));
     } else if (key == "user") {
       text(v, key); // an end-user id: metadata, it changes nothing
-    } else if (isUnsupported(key)) {
-      // Refused unless it asks for nothing: a client that wants
-      // log-probabilities or JSON output must not get an answer that only
+    } else if (isUnsupported(key, chat)) {
+      // Refused unless it asks for nothing: a client that wants its
+      // prompt echoed or JSON output must not get an answer that only
       // looks right.
       if (!asksNothing(key, v))
         bad(key, "'" + key + "' is not supported by this server (" + noOpValue(key) +
@@ -241,8 +312,7 @@ GenerationRequest parseGenerationRequest(const std::string &body, bool chat,
       bad(key, "unknown field '" + key + "'");
     }
   }
-  if (r.streamUsage && !r.stream)
-    bad("stream_options", "'stream_options' is only allowed with 'stream': true");
+  checkTogether(r);
   if (!havePrompt)
     bad(chat ? "messages" : "prompt",
         chat ? "'messages' is required" : "'prompt' is required");
@@ -311,6 +381,68 @@ size_t stopHoldback(const std::string &text, const GenerationRequest &r) {
 }
 
 namespace {
+/// A token's bytes as text: themselves where they are UTF-8, else
+/// "bytes:\\xNN..." (OpenAI's spelling for a part of a character).
+std::string tokenText(const std::string &bytes) {
+  if (utf8Text(bytes, true) == bytes)
+    return bytes;
+  std::string out = "bytes:";
+  for (unsigned char c : bytes) {
+    char esc[8];
+    std::snprintf(esc, sizeof esc, "\\x%02x", c);
+    out += esc;
+  }
+  return out;
+}
+
+Json byteList(const std::string &bytes) {
+  Json out = Json::array();
+  for (unsigned char c : bytes)
+    out.push_back((int64_t)c);
+  return out;
+}
+
+/// Completions' shape: parallel lists of tokens, their log-probabilities,
+/// the alternatives ({token: logprob}) and where each token starts.
+Json completionLogprobs(const std::vector<TokenLogprob> &tokens) {
+  Json text = Json::array(), lp = Json::array(), top = Json::array(), at = Json::array();
+  for (const TokenLogprob &t : tokens) {
+    text.push_back(tokenText(t.bytes));
+    lp.push_back(t.logprob);
+    Json alt = Json::object();
+    for (const auto &[bytes, logprob] : t.top)
+      alt[tokenText(bytes)] = logprob;
+    top.push_back(std::move(alt));
+    at.push_back(t.offset);
+  }
+  return Json::object({{"tokens", std::move(text)},
+                       {"token_logprobs", std::move(lp)},
+                       {"top_logprobs", std::move(top)},
+                       {"text_offset", std::move(at)}});
+}
+
+/// Chat's shape: {"content": [{token, logprob, bytes, top_logprobs}]}.
+Json chatLogprobs(const std::vector<TokenLogprob> &tokens) {
+  Json content = Json::array();
+  for (const TokenLogprob &t : tokens) {
+    Json top = Json::array();
+    for (const auto &[bytes, logprob] : t.top)
+      top.push_back(Json::object(
+          {{"token", tokenText(bytes)}, {"logprob", logprob}, {"bytes", byteList(bytes)}}));
+    content.push_back(Json::object({{"token", tokenText(t.bytes)},
+                                    {"logprob", t.logprob},
+                                    {"bytes", byteList(t.bytes)},
+                                    {"top_logprobs", std::move(top)}}));
+  }
+  return Json::object({{"content", std::move(content)}, {"refusal", Json()}});
+}
+
+Json logprobsJson(const GenerationRequest &r, const std::vector<TokenLogprob> &tokens) {
+  if (!r.logprobs)
+    return Json();
+  return r.chat ? chatLogprobs(tokens) : completionLogprobs(tokens);
+}
+
 Json usageJson(int64_t promptTokens, int64_t completionTokens) {
   return Json::object({{"prompt_tokens", promptTokens},
                        {"completion_tokens", completionTokens},
@@ -324,13 +456,13 @@ std::string replyJson(const GenerationRequest &r, const std::string &id,
   Json out = Json::array();
   for (size_t i = 0; i < choices.size(); ++i) {
     Json c = Json::object({{"index", (int64_t)i}});
-    if (r.chat) {
+    if (r.chat)
       c["message"] = Json::object(
           {{"role", "assistant"}, {"content", choices[i].text}});
-    } else {
+    else
       c["text"] = choices[i].text;
-      c["logprobs"] = Json();
-    }
+    if (!r.chat || r.logprobs)
+      c["logprobs"] = logprobsJson(r, choices[i].logprobs);
     c["finish_reason"] = choices[i].finishReason;
     out.push_back(std::move(c));
   }
@@ -357,7 +489,8 @@ std::string usageChunkJson(const GenerationRequest &r, const std::string &id,
 
 std::string chunkJson(const GenerationRequest &r, const std::string &id,
                       int64_t created, int64_t index, const std::string &delta,
-                      const std::string &finishReason, bool first) {
+                      const std::string &finishReason, bool first,
+                      const std::vector<TokenLogprob> &logprobs) {
   Json c = Json::object({{"index", index}});
   if (r.chat) {
     Json d = Json::object();
@@ -368,8 +501,9 @@ std::string chunkJson(const GenerationRequest &r, const std::string &id,
     c["delta"] = std::move(d);
   } else {
     c["text"] = delta;
-    c["logprobs"] = Json();
   }
+  if (!r.chat || r.logprobs)
+    c["logprobs"] = logprobsJson(r, logprobs);
   c["finish_reason"] = finishReason.empty() ? Json() : Json(finishReason);
   Json chunks = Json::array();
   chunks.push_back(std::move(c));

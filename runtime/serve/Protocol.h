@@ -11,14 +11,18 @@
 // max_tokens (default 16; max_completion_tokens for chat too), temperature
 // (0..2, default 1), top_p (0..1], stop (a string or up to 4), seed, n
 // (1..8), stream, stream_options ({include_usage}: a last chunk with the
-// usage and no choices), and fbt's own: regime ("standard" | "soft" |
-// "fused:N"; default the server's), and user (an end-user id, accepted).
-// Fields OpenAI defines that this server does not implement (logit_bias,
-// presence_penalty, frequency_penalty, logprobs, top_logprobs, echo,
-// best_of, response_format, suffix) are refused with a 400 naming them,
-// unless their value asks for nothing (null, false, 0, 1, {}, {"type":
-// "text"}, ""): an answer must never only look like what was asked. Any
-// other field is an error too, so a typo is not ignored.
+// usage and no choices), logprobs (completions: 0..5 alternatives; chat:
+// true, with top_logprobs 0..20), logit_bias ({"token id": -100..100}),
+// presence_penalty and frequency_penalty (-2..2; decode/LogitControls.h),
+// best_of (completions: n..8 candidates, the n with the highest mean
+// log-probability returned; not streamed), and fbt's own: regime
+// ("standard" | "soft" | "fused:N"; default the server's), and user (an
+// end-user id, accepted). Fields OpenAI defines that this server does not
+// implement (echo, response_format, suffix; best_of on chat) are refused
+// with a 400 naming them, unless their value asks for nothing (null,
+// false, 1, {"type": "text"}, ""): an answer must never only look like
+// what was asked. Any other field is an error too, so a typo is not
+// ignored.
 //
 // Chat requests are rendered with the chat template (text/ChatTemplate.h);
 // an answer stops where the template's next turn would start.
@@ -29,6 +33,7 @@
 #define FBT_RUNTIME_SERVE_PROTOCOL_H
 
 #include "runtime/base/Json.h"
+#include "runtime/decode/LogitControls.h"
 #include "runtime/decode/Regime.h"
 #include "runtime/decode/Sampler.h"
 
@@ -60,6 +65,13 @@ struct GenerationRequest {
   bool stream = false;
   bool streamUsage = false; ///< stream_options.include_usage
   Regime regime;
+  LogitControls controls;   ///< logit_bias, presence_penalty, frequency_penalty
+  bool logprobs = false;    ///< the chosen tokens' log-probabilities
+  int64_t topLogprobs = 0;  ///< and as many likeliest tokens' at each
+  int64_t bestOf = 0;       ///< completions: candidates, the n best returned (0: n)
+
+  /// The sequences generated for the request.
+  int64_t candidates() const { return bestOf > n ? bestOf : n; }
 };
 
 /// Parses and checks a request body; throws ApiError. `defaultRegime` is the
@@ -80,9 +92,20 @@ size_t stopHoldback(const std::string &text, const GenerationRequest &r);
 /// next token) unless `final`, when it becomes U+FFFD too.
 std::string utf8Text(const std::string &bytes, bool final);
 
+/// A generated token's log-probability as a reply writes it: its bytes (a
+/// byte-level token may be part of a character), where they start in the
+/// choice's text, and the likeliest tokens' bytes and log-probabilities.
+struct TokenLogprob {
+  std::string bytes;
+  double logprob = 0;
+  int64_t offset = 0;
+  std::vector<std::pair<std::string, double>> top;
+};
+
 struct Choice {
   std::string text;
-  std::string finishReason; ///< "stop" or "length"
+  std::string finishReason;           ///< "stop" or "length"
+  std::vector<TokenLogprob> logprobs; ///< every token generated (with logprobs)
 };
 
 /// The whole reply (stream: false).
@@ -90,11 +113,13 @@ std::string replyJson(const GenerationRequest &r, const std::string &id,
                       int64_t created, const std::vector<Choice> &choices,
                       int64_t promptTokens, int64_t completionTokens);
 /// One server-sent event's JSON: choice `index` adds `delta` (and, with a
-/// finish reason, ends). For chat the first chunk of a choice also names the
-/// assistant's role.
+/// finish reason, ends), with the log-probabilities of the tokens generated
+/// since the last chunk (where asked). For chat the first chunk of a choice
+/// also names the assistant's role.
 std::string chunkJson(const GenerationRequest &r, const std::string &id,
                       int64_t created, int64_t index, const std::string &delta,
-                      const std::string &finishReason, bool first);
+                      const std::string &finishReason, bool first,
+                      const std::vector<TokenLogprob> &logprobs);
 /// The last chunk of a stream that asked for its usage: no choices.
 std::string usageChunkJson(const GenerationRequest &r, const std::string &id,
                            int64_t created, int64_t promptTokens,

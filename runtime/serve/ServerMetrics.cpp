@@ -13,6 +13,11 @@ void ServerMetrics::request(const std::string &endpoint, int status) {
   ++requests_[{endpoint, status}];
 }
 
+void ServerMetrics::limited(const std::string &limit) {
+  std::lock_guard<std::mutex> g(m_);
+  ++limited_[limit];
+}
+
 void ServerMetrics::finished(double seconds, int64_t promptTokens,
                              int64_t completionTokens) {
   std::lock_guard<std::mutex> g(m_);
@@ -32,6 +37,10 @@ std::string ServerMetrics::text(int64_t batch) {
   for (const auto &[key, n] : requests_)
     out += "fbt_requests_total{endpoint=\"" + key.first + "\",status=\"" +
            std::to_string(key.second) + "\"} " + std::to_string(n) + "\n";
+  out += "# HELP fbt_limited_total Requests refused or stopped by a limit of the server.\n"
+         "# TYPE fbt_limited_total counter\n";
+  for (const auto &[limit, n] : limited_)
+    out += "fbt_limited_total{limit=\"" + limit + "\"} " + std::to_string(n) + "\n";
   // One sample per metric: its HELP and TYPE lines, then its value.
   auto metric = [&](const char *name, const char *type, const char *help,
                     const std::string &value) {
@@ -49,6 +58,9 @@ std::string ServerMetrics::text(int64_t batch) {
   metric("fbt_decode_steps_total", "counter", "Decode steps taken.", n(steps));
   metric("fbt_decode_row_steps_total", "counter", "Busy rows summed over decode steps.",
          n(rowSteps));
+  metric("fbt_connections", "gauge", "HTTP connections open.", n(connections));
+  metric("fbt_connections_total", "counter", "HTTP connections accepted.",
+         n(connectionsTotal));
   metric("fbt_prefix_cache_hits_total", "counter", "Prompts whose prefill was restored.",
          n(cacheHits));
   metric("fbt_prefix_cache_misses_total", "counter", "Prompts prefilled.", n(cacheMisses));

@@ -30,6 +30,9 @@ public:
   void request(const std::string &endpoint, int status);
   /// A request whose every choice has ended, `seconds` after it arrived.
   void finished(double seconds, int64_t promptTokens, int64_t completionTokens);
+  /// A request refused or stopped by one of the server's limits ("body",
+  /// "max_tokens", "n", "request_timeout", "api_key").
+  void limited(const std::string &limit);
   /// The Prometheus text; `batch`: the rows of the compiled decode step.
   std::string text(int64_t batch);
 
@@ -37,10 +40,13 @@ public:
   /// Decode steps taken, and the busy rows summed over them: their ratio
   /// over the batch is the mean occupancy.
   std::atomic<int64_t> steps{0}, rowSteps{0};
+  /// HTTP connections open now, and accepted in all.
+  std::atomic<int64_t> connections{0}, connectionsTotal{0};
 
 private:
   std::mutex m_;
   std::map<std::pair<std::string, int>, int64_t> requests_; // (endpoint, status)
+  std::map<std::string, int64_t> limited_;
   int64_t promptTokens_ = 0, completionTokens_ = 0;
   std::vector<int64_t> latency_ = std::vector<int64_t>(std::size(kBuckets) + 1, 0);
   double latencySum_ = 0;

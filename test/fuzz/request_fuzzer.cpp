@@ -11,9 +11,11 @@
 #include "runtime/base/Json.h"
 #include "runtime/serve/Protocol.h"
 
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 using namespace fbt;
 
@@ -25,12 +27,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       if (r.maxTokens < 1 || r.n < 1 || r.n > 8 || r.stop.size() > 4 ||
           r.sampling.temperature < 0 || r.sampling.temperature > 2 ||
           !(r.sampling.topP > 0 && r.sampling.topP <= 1) ||
-          (r.regime.kind == Regime::Kind::Fused && r.regime.passes > kMaxFusedPasses))
+          (r.regime.kind == Regime::Kind::Fused && r.regime.passes > kMaxFusedPasses) ||
+          r.topLogprobs < 0 || r.topLogprobs > 20 || (r.bestOf != 0 && r.bestOf < r.n) ||
+          std::abs(r.controls.presencePenalty) > 2 || std::abs(r.controls.frequencyPenalty) > 2)
         std::abort();
-      // Replies carry the generated text (the prompt here), valid or not.
+      // Replies carry the generated text (the prompt here), valid or not,
+      // and its bytes as a token's log-probability.
       std::string text = utf8Text(r.prompt, true);
-      parseJson(replyJson(r, "id", 0, {{text, "stop"}}, 1, 1));
-      parseJson(chunkJson(r, "id", 0, 0, text, "", true));
+      std::vector<TokenLogprob> lps = {{r.prompt, -1.5, 0, {{r.prompt, -1.5}}}};
+      parseJson(replyJson(r, "id", 0, {{text, "stop", lps}}, 1, 1));
+      parseJson(chunkJson(r, "id", 0, 0, text, "", true, lps));
       (void)stopAt(text, r);
     } catch (const ApiError &e) {
       if (e.status != 400 || e.message.empty() ||

@@ -2,6 +2,8 @@
 //
 //   fbt serve BUNDLE --ckpt C [--host 127.0.0.1] [--port 8000] [--mode soft]
 //                    [--api-key KEY | --api-key-file FILE] [--max-body-bytes N]
+//                    [--max-tokens N] [--max-n N] [--request-timeout S]
+//                    [--max-connections N] [--idle-timeout S]
 //
 // The options and the HTTP routes; the engine, its jobs and its metrics are
 // runtime/serve's. POST /v1/completions and /v1/chat/completions
@@ -10,7 +12,9 @@
 // (--max-queue) answers 429; a client that goes away stops its generation
 // at the next token; SIGTERM or SIGINT stops taking requests (503),
 // finishes those in flight, and exits 0. With API keys (runtime/serve/
-// ApiKeys.h) a request without one answers 401 before any route.
+// ApiKeys.h) a request without one answers 401 before any route. Each
+// limit answers with its own error (413, 400 naming the field, 504) and
+// counts in fbt_limited_total{limit}.
 //
 //===----------------------------------------------------------------------===//
 
@@ -51,6 +55,27 @@ ApiKeys apiKeys(const CommandLine &args) {
   return ApiKeys::of(keys, args.get("api-key-file"));
 }
 
+/// httplib's pool of connection threads, counting the connections it serves
+/// for /metrics: --max-connections threads, each serving one connection
+/// until it closes (--idle-timeout closes kept-alive ones left idle).
+class ConnectionPool : public httplib::TaskQueue {
+public:
+  ConnectionPool(size_t threads, ServerMetrics &metrics) : pool_(threads), metrics_(metrics) {}
+  void enqueue(std::function<void()> fn) override {
+    ++metrics_.connectionsTotal;
+    pool_.enqueue([this, fn = std::move(fn)] {
+      ++metrics_.connections;
+      fn();
+      --metrics_.connections;
+    });
+  }
+  void shutdown() override { pool_.shutdown(); }
+
+private:
+  httplib::ThreadPool pool_;
+  ServerMetrics &metrics_;
+};
+
 /// Before any route: a request without one of the keys answers 401, but
 /// for /health (and /metrics with --metrics-open), which monitors poll.
 void guard(httplib::Server &server, const ApiKeys &keys, bool metricsOpen,
@@ -65,6 +90,7 @@ void guard(httplib::Server &server, const ApiKeys &keys, bool metricsOpen,
     sendError(res, e);
     res.set_header("WWW-Authenticate", "Bearer");
     metrics.request(req.path, 401);
+    metrics.limited("api_key");
     return httplib::Server::HandlerResponse::Handled;
   });
 }
@@ -133,6 +159,15 @@ void declareOptions(CommandLine &args) {
       .integer("prefix-cache", "N",
                "prompts whose prefills are kept: a prompt seen again skips its "
                "prefill, exactly (default 64)")
+      .integer("max-tokens", "N",
+               "max_tokens above N answers 400 (default: none; the context bounds it)")
+      .integer("max-n", "N", "n or best_of above N answers 400 (default 8)")
+      .number("request-timeout", "S",
+              "a request still running after S seconds ends with a 504 (default: none)")
+      .integer("max-connections", "N",
+               "connections served at once; more wait to be accepted (default 64)")
+      .integer("idle-timeout", "S",
+               "a kept-alive connection idle for S seconds is closed (default 5)")
       .footer("Endpoints:\n"
               "  POST /v1/completions, /v1/chat/completions  (\"stream\": true for\n"
               "       server-sent events; \"regime\": standard|soft|fused:N, default\n"
@@ -150,6 +185,8 @@ struct ServeOptions {
   std::string host;
   int64_t port = 8000;
   int64_t maxBody = 1 << 20;
+  int64_t maxConnections = 64;
+  int64_t idleTimeout = 5;
 };
 
 ServeOptions serveOptions(const CommandLine &args, Session &session) {
@@ -168,8 +205,15 @@ ServeOptions serveOptions(const CommandLine &args, Session &session) {
   o.engine.prefixCache = (size_t)prefixCache;
   o.host = args.get("host", "127.0.0.1");
   o.maxBody = args.getInt("max-body-bytes", 1 << 20);
-  if (o.maxBody < 1)
-    throw RuntimeError("--max-body-bytes must be >= 1");
+  o.engine.maxTokens = args.getInt("max-tokens", 0);
+  o.engine.maxChoices = args.getInt("max-n", 8);
+  o.engine.requestTimeout = args.getDouble("request-timeout", 0);
+  o.maxConnections = args.getInt("max-connections", 64);
+  o.idleTimeout = args.getInt("idle-timeout", 5);
+  if (o.maxBody < 1 || o.engine.maxTokens < 0 || o.engine.maxChoices < 1 ||
+      o.engine.requestTimeout < 0 || o.maxConnections < 1 || o.idleTimeout < 1)
+    throw RuntimeError("--max-body-bytes, --max-n, --max-connections and --idle-timeout "
+                       "must be >= 1, --max-tokens and --request-timeout >= 0");
   return o;
 }
 
@@ -203,6 +247,8 @@ void addRoutes(httplib::Server &server, Engine &engine, ServerMetrics &metrics,
   server.set_error_handler([&](const httplib::Request &, httplib::Response &res) {
     if (!res.body.empty())
       return;
+    if (res.status == 413)
+      metrics.limited("body");
     if (res.status == 413)
       sendError(res, {413, "the request body is over --max-body-bytes (" +
                                std::to_string(o.maxBody) + " bytes)",
@@ -264,6 +310,11 @@ int runServe(int argc, char **argv) {
   std::atomic<bool> draining{false};
   httplib::Server server;
   server.set_payload_max_length((size_t)o.maxBody);
+  server.new_task_queue = [&] {
+    return new ConnectionPool((size_t)o.maxConnections, metrics);
+  };
+  server.set_keep_alive_timeout(o.idleTimeout);
+  server.set_read_timeout(o.idleTimeout, 0);
   guard(server, keys, args.has("metrics-open"), metrics);
   addRoutes(server, engine, metrics, draining, o);
   listenUntilStopped(server, engine, draining, o.host, o.port, [&](int64_t port) {

@@ -49,21 +49,9 @@ TEST(ProtocolTest, UnimplementedFieldsAreRefusedUnlessTheyAskForNothing) {
       "response_format": {"type": "text"}, "suffix": "", "user": "u"})"),
             "");
   // Anything that would change the answer is a 400 naming the field.
-  EXPECT_EQ(errorOf(R"({"prompt": "a", "logprobs": 5})"),
-            "400 logprobs: 'logprobs' is not supported by this server (only null or false is "
-            "accepted), got 5");
   EXPECT_EQ(errorOf(R"({"prompt": "a", "echo": true})"),
             "400 echo: 'echo' is not supported by this server (only null or false is accepted), "
             "got true");
-  EXPECT_EQ(errorOf(R"({"prompt": "a", "presence_penalty": 0.5})"),
-            "400 presence_penalty: 'presence_penalty' is not supported by this server (only null "
-            "or 0 is accepted), got 0.5");
-  EXPECT_EQ(errorOf(R"({"prompt": "a", "logit_bias": {"50": 100}})"),
-            "400 logit_bias: 'logit_bias' is not supported by this server (only null or {} is "
-            "accepted), got {\"50\":100}");
-  EXPECT_EQ(errorOf(R"({"prompt": "a", "best_of": 3})"),
-            "400 best_of: 'best_of' is not supported by this server (only null or 1 is accepted), "
-            "got 3");
   EXPECT_EQ(errorOf(R"({"prompt": "a", "suffix": "end"})"),
             "400 suffix: 'suffix' is not supported by this server (only null or \"\" is accepted), "
             "got \"end\"");
@@ -71,8 +59,89 @@ TEST(ProtocolTest, UnimplementedFieldsAreRefusedUnlessTheyAskForNothing) {
       "response_format": {"type": "json_object"}})", true),
             "400 response_format: 'response_format' is not supported by this server (only null or "
             "{\"type\": \"text\"} is accepted), got {\"type\":\"json_object\"}");
+  EXPECT_EQ(errorOf(R"({"messages": [{"role": "user", "content": "x"}], "best_of": 2})", true),
+            "400 best_of: 'best_of' is not supported by this server (only null or 1 is accepted), "
+            "got 2");
   EXPECT_EQ(errorOf(R"({"prompt": "a", "user": 3})"),
             "400 user: 'user' must be a string, not a number");
+}
+
+TEST(ProtocolTest, LogprobsBiasPenaltiesAndBestOf) {
+  GenerationRequest r = parseGenerationRequest(
+      R"({"prompt": "a", "logprobs": 3, "logit_bias": {"7": -100, "65": 2.5},
+          "presence_penalty": 0.5, "frequency_penalty": -1, "best_of": 4, "n": 2})",
+      false, soft());
+  EXPECT_TRUE(r.logprobs);
+  EXPECT_EQ(r.topLogprobs, 3);
+  EXPECT_EQ(r.controls.bias.at(7), -100);
+  EXPECT_EQ(r.controls.bias.at(65), 2.5);
+  EXPECT_EQ(r.controls.presencePenalty, 0.5);
+  EXPECT_EQ(r.controls.frequencyPenalty, -1);
+  EXPECT_EQ(r.bestOf, 4);
+  EXPECT_EQ(r.candidates(), 4);
+  GenerationRequest chat = parseGenerationRequest(
+      R"({"messages": [{"role": "user", "content": "x"}], "logprobs": true, "top_logprobs": 20})",
+      true, soft());
+  EXPECT_TRUE(chat.logprobs);
+  EXPECT_EQ(chat.topLogprobs, 20);
+  EXPECT_EQ(parseGenerationRequest(R"({"prompt": "a", "logprobs": 0})", false, soft()).logprobs,
+            true);
+
+  EXPECT_EQ(errorOf(R"({"prompt": "a", "logprobs": 6})"),
+            "400 logprobs: 'logprobs' must be from 0 to 5, got 6");
+  EXPECT_EQ(errorOf(R"({"messages": [{"role": "user", "content": "x"}], "logprobs": 2})", true),
+            "400 logprobs: 'logprobs' must be true or false");
+  EXPECT_EQ(errorOf(R"({"messages": [{"role": "user", "content": "x"}], "top_logprobs": 2})",
+                    true),
+            "400 top_logprobs: 'top_logprobs' needs 'logprobs': true");
+  EXPECT_EQ(errorOf(R"({"messages": [{"role": "user", "content": "x"}], "logprobs": true,
+      "top_logprobs": 21})", true),
+            "400 top_logprobs: 'top_logprobs' must be from 0 to 20, got 21");
+  EXPECT_EQ(errorOf(R"({"prompt": "a", "logit_bias": {"x": 1}})"),
+            "400 logit_bias: 'logit_bias' keys must be token ids (decimal integers), got 'x'");
+  EXPECT_EQ(errorOf(R"({"prompt": "a", "logit_bias": {"5": 101}})"),
+            "400 logit_bias.5: 'logit_bias.5' must be from -100 to 100, got 101");
+  EXPECT_EQ(errorOf(R"({"prompt": "a", "logit_bias": [1]})"),
+            "400 logit_bias: 'logit_bias' must be an object of token ids to numbers");
+  EXPECT_EQ(errorOf(R"({"prompt": "a", "presence_penalty": 2.5})"),
+            "400 presence_penalty: 'presence_penalty' must be from -2 to 2, got 2.5");
+  EXPECT_EQ(errorOf(R"({"prompt": "a", "frequency_penalty": "high"})"),
+            "400 frequency_penalty: 'frequency_penalty' must be a number, not a string");
+  EXPECT_EQ(errorOf(R"({"prompt": "a", "best_of": 2, "n": 3})"),
+            "400 best_of: 'best_of' (2) must be at least 'n' (3)");
+  EXPECT_EQ(errorOf(R"({"prompt": "a", "best_of": 3, "stream": true})"),
+            "400 best_of: 'best_of' above 'n' cannot be streamed (the best are known at the end)");
+  EXPECT_EQ(errorOf(R"({"prompt": "a", "best_of": 9})"),
+            "400 best_of: 'best_of' must be from 1 to 8, got 9");
+}
+
+TEST(ProtocolTest, LogprobsAreOpenAiShaped) {
+  GenerationRequest r = parseGenerationRequest(R"({"prompt": "a", "logprobs": 1})", false, soft());
+  r.model = "tiny";
+  TokenLogprob a{"He", -0.5, 0, {{"He", -0.5}}}, b{"\xE2\x82", -1.25, 2, {{"\xE2\x82", -1.25}}};
+  Json reply = parseJson(replyJson(r, "cmpl-1", 5, {{"He\xE2\x82", "length", {a, b}}}, 1, 2), "reply");
+  const Json &lp = reply.at("choices").at(0).at("logprobs");
+  EXPECT_EQ(dumpJson(lp.at("tokens")), R"(["He","bytes:\\xe2\\x82"])");
+  EXPECT_EQ(dumpJson(lp.at("token_logprobs")), "[-0.5,-1.25]");
+  EXPECT_EQ(dumpJson(lp.at("text_offset")), "[0,2]");
+  EXPECT_EQ(dumpJson(lp.at("top_logprobs").at(0)), R"({"He":-0.5})");
+
+  GenerationRequest chat = parseGenerationRequest(
+      R"({"messages": [{"role": "user", "content": "x"}], "logprobs": true, "top_logprobs": 1})",
+      true, soft());
+  Json c = parseJson(replyJson(chat, "c-1", 5, {{"He", "stop", {a}}}, 1, 1), "reply");
+  const Json &entry = c.at("choices").at(0).at("logprobs").at("content").at(0);
+  EXPECT_EQ(entry.at("token"), "He");
+  EXPECT_EQ(dumpJson(entry.at("bytes")), "[72,101]");
+  EXPECT_EQ(entry.at("top_logprobs").at(0).at("logprob"), -0.5);
+  // A chunk carries its own tokens' log-probabilities.
+  Json chunk = parseJson(chunkJson(chat, "c-1", 5, 0, "He", "", false, {a}), "chunk");
+  EXPECT_EQ(chunk.at("choices").at(0).at("logprobs").at("content").size(), 1u);
+  // Without logprobs asked, chat replies carry no logprobs key, completions a null.
+  GenerationRequest plain = parseGenerationRequest(
+      R"({"messages": [{"role": "user", "content": "x"}]})", true, soft());
+  EXPECT_FALSE(parseJson(replyJson(plain, "c", 5, {{"x", "stop", {}}}, 1, 1), "r")
+                   .at("choices").at(0).contains("logprobs"));
 }
 
 TEST(ProtocolTest, BadRequestsNameTheField) {
@@ -131,13 +200,13 @@ TEST(ProtocolTest, Utf8TextHoldsBackIncompleteCharacters) {
 TEST(ProtocolTest, RepliesAreOpenAiShaped) {
   GenerationRequest r = parseGenerationRequest(R"({"prompt": "a"})", false, soft());
   r.model = "tiny";
-  std::string reply = replyJson(r, "cmpl-1", 5, {{"bc", "length"}}, 2, 2);
+  std::string reply = replyJson(r, "cmpl-1", 5, {{"bc", "length", {}}}, 2, 2);
   EXPECT_EQ(reply,
             R"({"id":"cmpl-1","object":"text_completion","created":5,"model":"tiny",)"
             R"("choices":[{"index":0,"text":"bc","logprobs":null,"finish_reason":"length"}],)"
             R"("usage":{"prompt_tokens":2,"completion_tokens":2,"total_tokens":4}})");
   r.chat = true;
-  EXPECT_EQ(chunkJson(r, "c", 5, 0, "", "", true),
+  EXPECT_EQ(chunkJson(r, "c", 5, 0, "", "", true, {}),
             R"({"id":"c","object":"chat.completion.chunk","created":5,"model":"tiny",)"
             R"("choices":[{"index":0,"delta":{"role":"assistant"},"finish_reason":null}]})");
   ApiError e{400, "bad", "n"};

@@ -322,3 +322,154 @@ TEST_F(ServeEngineTest, AStreamAsksForItsUsageLast) {
                               false),
                ApiError);
 }
+
+namespace {
+/// A chat request (the byte tokenizer: a token is a byte) whose reply
+/// carries log-probabilities, greedy.
+std::string chatWithLogprobs(const std::string &regime, const std::string &extra = "") {
+  return "{\"messages\": [{\"role\": \"user\", \"content\": \"The cat sat\"}], "
+         "\"max_tokens\": 10, \"temperature\": 0, \"logprobs\": true, \"top_logprobs\": 2, "
+         "\"regime\": \"" + regime + "\"" + extra + "}";
+}
+} // namespace
+
+TEST_F(ServeEngineTest, LogprobsAreTheTeacherForcedOnesOfTheRegime) {
+  // Each generated token's log-probability is log softmax of the logits the
+  // decoder's teacher forcing (fbt score) gives at its position, in the
+  // regime the request decodes in.
+  Engine engine(*session_, options_, metrics_);
+  for (const char *regime : {"standard", "soft", "fused:2"}) {
+    std::shared_ptr<Job> job = engine.prepare(chatWithLogprobs(regime), true);
+    ASSERT_TRUE(engine.submit(job));
+    Json reply = parseJson(job->waitForReply(), "reply");
+    ASSERT_TRUE(becomesIdle(engine));
+    const Json &content = reply.at("choices")[0].at("logprobs").at("content");
+    ASSERT_GT(content.size(), 0u) << regime;
+    std::vector<int32_t> ids = job->prompt;
+    size_t prompt = ids.size();
+    for (const Json &t : content) {
+      ASSERT_EQ(t.at("bytes").size(), 1u); // the byte tokenizer
+      ids.push_back((int32_t)t.at("bytes")[0].get<int64_t>());
+    }
+    Decoder d(*session_);
+    auto logits = d.score({ids}, {(int64_t)prompt}, Regime::parse(regime))[0];
+    for (size_t i = 0; i < content.size(); ++i) {
+      const std::vector<float> &row = logits[prompt - 1 + i];
+      double m = *std::max_element(row.begin(), row.end()), sum = 0;
+      for (float x : row)
+        sum += std::exp((double)x - m);
+      double want = row[ids[prompt + i]] - m - std::log(sum);
+      EXPECT_NEAR(content[i].at("logprob").get<double>(), want, 1e-4) << regime << " " << i;
+      // Greedy: the chosen token is the likeliest.
+      const Json &top = content[i].at("top_logprobs");
+      ASSERT_EQ(top.size(), 2u);
+      EXPECT_EQ(top[0].at("bytes"), content[i].at("bytes"));
+      EXPECT_GE(top[0].at("logprob").get<double>(), top[1].at("logprob").get<double>());
+    }
+  }
+}
+
+TEST_F(ServeEngineTest, StreamedLogprobsAddUpToTheReplys) {
+  Engine engine(*session_, options_, metrics_);
+  std::shared_ptr<Job> whole = engine.prepare(chatWithLogprobs("soft"), true);
+  ASSERT_TRUE(engine.submit(whole));
+  Json reply = parseJson(whole->waitForReply(), "reply");
+  std::shared_ptr<Job> job = engine.prepare(chatWithLogprobs("soft", ", \"stream\": true"), true);
+  ASSERT_TRUE(engine.submit(job));
+  std::string events = allEvents(*job);
+  Json streamed = Json::array();
+  for (size_t at = 0; (at = events.find("data: {", at)) != std::string::npos;) {
+    size_t end = events.find("\n\n", at);
+    Json chunk = parseJson(events.substr(at + 6, end - at - 6), "chunk");
+    const Json &c = chunk.at("choices")[0];
+    if (c.contains("logprobs") && !c.at("logprobs").is_null())
+      for (const Json &t : c.at("logprobs").at("content"))
+        streamed.push_back(t);
+    at = end;
+  }
+  EXPECT_EQ(dumpJson(streamed), dumpJson(reply.at("choices")[0].at("logprobs").at("content")));
+}
+
+TEST_F(ServeEngineTest, BiasAndPenaltiesSteerTheirRowAlone) {
+  Engine engine(*session_, options_, metrics_);
+  // A bias of 100 on one byte: greedy writes nothing else.
+  std::vector<std::string> forced =
+      runAlone(engine, request("The cat", "soft", ", \"logit_bias\": {\"65\": 100}"));
+  EXPECT_EQ(forced[0], std::string(12, 'A'));
+  // A penalty, as the decoder would apply it by hand: each step's logits
+  // less 1.5 per time a token came before (greedy).
+  std::string penalized = request("Once", "standard", ", \"frequency_penalty\": 1.5");
+  std::string got = runAlone(engine, penalized)[0];
+  ASSERT_TRUE(becomesIdle(engine));
+  Decoder d(*session_);
+  const Tokenizer &tok = session_->tokenizer();
+  std::vector<int32_t> prompt = {tok.documentSeparator()};
+  for (int32_t id : tok.encode("Once"))
+    prompt.push_back(id);
+  Regime standard = Regime::parse("standard");
+  d.admit(0, prompt, standard);
+  LogitControls c;
+  c.frequencyPenalty = 1.5;
+  TokenCounts counts;
+  std::vector<int32_t> ids;
+  for (int32_t pos = (int32_t)prompt.size(); ids.size() < 12; ++pos) {
+    std::vector<float> l = controlledLogits(d.logits(0), d.vocab(), c, counts);
+    int32_t id = (int32_t)(std::max_element(l.begin(), l.end()) - l.begin());
+    if (id == tok.documentSeparator())
+      break;
+    ids.push_back(id);
+    ++counts[id];
+    std::vector<int32_t> tokens(d.batchSize(), 0), positions(d.batchSize(), 0);
+    tokens[0] = id, positions[0] = pos;
+    std::vector<bool> feedback(d.batchSize(), false);
+    d.step(tokens, positions, feedback);
+  }
+  EXPECT_EQ(got, utf8Text(tok.decode(ids), true));
+  // Beside other rows, each reply is still the one it got alone.
+  std::vector<std::string> bodies = {
+      penalized, request("The cat", "soft", ", \"presence_penalty\": -2"),
+      request("A dog", "fused:2", ", \"logit_bias\": {\"32\": -100}")};
+  std::vector<std::vector<std::string>> alone;
+  for (const std::string &b : bodies)
+    alone.push_back(runAlone(engine, b));
+  EXPECT_EQ(alone[0][0], got);
+  EXPECT_EQ(alone[2][0].find(' '), std::string::npos); // no space, ever
+  expectSameTogether(engine, bodies, alone);
+  // A token outside the vocabulary is named.
+  try {
+    engine.prepare(request("a", "soft", ", \"logit_bias\": {\"256\": 1}"), false);
+    ADD_FAILURE() << "a bias on token 256 was accepted";
+  } catch (const ApiError &e) {
+    EXPECT_EQ(e.message, "'logit_bias': token 256 is outside the vocabulary (256 tokens)");
+  }
+}
+
+TEST_F(ServeEngineTest, BestOfReturnsTheLikeliestCandidates) {
+  // best_of 4, n 2: the two of the four (sampled with seeds seed..seed+3,
+  // as n 4 samples them) with the highest mean log-probability per token.
+  Engine engine(*session_, options_, metrics_);
+  auto sampled = [](const std::string &extra) {
+    return "{\"prompt\": \"The cat\", \"max_tokens\": 12, \"temperature\": 1, \"seed\": 11, "
+           "\"logprobs\": 0, \"regime\": \"soft\"" + extra + "}";
+  };
+  std::shared_ptr<Job> four = engine.prepare(sampled(", \"n\": 4"), false);
+  ASSERT_TRUE(engine.submit(four));
+  Json all = parseJson(four->waitForReply(), "reply");
+  std::vector<std::pair<double, std::string>> ranked;
+  for (const Json &c : all.at("choices")) {
+    double sum = 0;
+    const Json &lps = c.at("logprobs").at("token_logprobs");
+    for (const Json &x : lps)
+      sum += x.get<double>();
+    ranked.push_back({lps.empty() ? -INFINITY : sum / (double)lps.size(),
+                      c.at("text").get<std::string>()});
+  }
+  std::vector<size_t> order = {0, 1, 2, 3}; // ties: the earlier candidate
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return ranked[a].first != ranked[b].first ? ranked[a].first > ranked[b].first : a < b;
+  });
+  std::vector<std::string> best = runAlone(engine, sampled(", \"n\": 2, \"best_of\": 4"));
+  ASSERT_EQ(best.size(), 2u);
+  EXPECT_EQ(best[0], ranked[order[0]].second);
+  EXPECT_EQ(best[1], ranked[order[1]].second);
+}
