@@ -62,9 +62,9 @@ struct KVSource {
 
 class ModelBuilder {
 public:
-  ModelBuilder(MLIRContext &ctx, const ModelSpec &spec)
-      : spec(spec), b(&ctx), loc(NameLoc::get(b.getStringAttr(spec.name))),
-        params(parameterList(spec)) {}
+  ModelBuilder(MLIRContext &ctx, const ModelSpec &spec, const BuildOptions &options)
+      : spec(spec), options(options), b(&ctx),
+        loc(NameLoc::get(b.getStringAttr(spec.name))), params(parameterList(spec)) {}
 
   OwningOpRef<ModuleOp> build() {
     OwningOpRef<ModuleOp> module = ModuleOp::create(loc, spec.name);
@@ -104,11 +104,18 @@ public:
     if (bs > 1)
       for (int64_t n = spec.inference.maxPromptLength; n > bs; n /= 4)
         buildMixedStep(n, feedback);
+    // Last, so a bundle compiled without them is what it was before.
+    if (options.withStates) {
+      buildPrefill(/*fused=*/false, bs, 0, /*states=*/true);
+      if (feedback)
+        buildPrefill(/*fused=*/true, bs, 0, /*states=*/true);
+    }
     return module;
   }
 
 private:
   const ModelSpec &spec;
+  BuildOptions options;
   OpBuilder b;
   Location loc;
   std::vector<ParameterInfo> params;
@@ -226,15 +233,18 @@ private:
   }
 
   /// The stack; caches (one pair per layer) are updated when given.
+  /// The layers over `z`; `residuals`, if given, gets each layer's input.
   Value stack(Value z, const Params &p, Value positions,
               MutableArrayRef<Value> kCaches, MutableArrayRef<Value> vCaches,
-              Value rows = Value()) {
+              Value rows = Value(), SmallVectorImpl<Value> *residuals = nullptr) {
     for (auto [l, w] : llvm::enumerate(p.layers)) {
       KVSource kv{positions, rows};
       if (!kCaches.empty()) {
         kv.kCache = &kCaches[l];
         kv.vCache = &vCaches[l];
       }
+      if (residuals)
+        residuals->push_back(z);
       z = layer(z, w, kv);
     }
     return z;
@@ -407,7 +417,10 @@ private:
   /// Over `bs` rows: the decode batch, or one row of it (prefill_row,
   /// prefill_fused_row); over `length` positions, by default the longest
   /// prompt (else prefill_row_t<length>, prefill_fused_row_t<length>).
-  void buildPrefill(bool fused, int64_t bs, int64_t length = 0) {
+  /// With `states` (prefill_states, prefill_fused_states) it also returns
+  /// every layer's residual stream: residual.l, the input of block l, and
+  /// residual.L, the top-layer state before the final norm.
+  void buildPrefill(bool fused, int64_t bs, int64_t length = 0, bool states = false) {
     const int64_t t = length ? length : spec.inference.maxPromptLength;
     auto x = f32({bs, t, D()});
     SmallVector<std::pair<StringRef, Type>> inputs = {
@@ -418,9 +431,13 @@ private:
         {"logits", f32({bs, 1, spec.vocabSize})},
         {"state", f32({bs, 1, D()})},
         {"states", x}};
+    if (states)
+      for (int64_t l = 0; l <= spec.numHiddenLayers; ++l)
+        results.push_back({step::residual(l), x});
     addCaches(inputs, results, bs);
 
-    std::string name = step::prefill(fused, bs != spec.inference.batchSize, length);
+    std::string name = states ? step::prefillStates(fused)
+                              : step::prefill(fused, bs != spec.inference.batchSize, length);
     auto [fn, args] = startFunction(name, inputs, results, "prefill");
     Params p = Params::bind(ValueRange(args).take_front(params.size()),
                             spec.numHiddenLayers);
@@ -442,16 +459,21 @@ private:
       Value state = ops::ShiftRightOp::create(b, loc, x, prev);
       u = ops::WhereOp::create(b, loc, x, mask, fuse(e, u, state, p), u);
     }
-    Value h = stack(u, p, Value(), kc, vc);
+    SmallVector<Value> residuals;
+    Value h = stack(u, p, Value(), kc, vc, Value(), states ? &residuals : nullptr);
     Value last = ops::GatherPositionsOp::create(b, loc, f32({bs, 1, D()}), h,
                                                 lastPositions);
     auto [lastNormed, lastLogits] = head(last, p);
     // Every position's carried state; the final norm over all of them only
     // where the post-norm state is carried.
-    Value states = spec.feedback.state == StateSource::PostNorm
-                       ? finalNorm(h, p)
-                       : h;
-    SmallVector<Value> outs = {lastLogits, carried(last, lastNormed), states};
+    Value carriedStates = spec.feedback.state == StateSource::PostNorm
+                              ? finalNorm(h, p)
+                              : h;
+    SmallVector<Value> outs = {lastLogits, carried(last, lastNormed), carriedStates};
+    if (states) {
+      outs.append(residuals.begin(), residuals.end());
+      outs.push_back(h);
+    }
     outs.append(kc.begin(), kc.end());
     outs.append(vc.begin(), vc.end());
     func::ReturnOp::create(b, loc, outs);
@@ -540,8 +562,9 @@ private:
 };
 } // namespace
 
-OwningOpRef<ModuleOp> buildModel(MLIRContext &ctx, const ModelSpec &spec) {
-  return ModelBuilder(ctx, spec).build();
+OwningOpRef<ModuleOp> buildModel(MLIRContext &ctx, const ModelSpec &spec,
+                                 const BuildOptions &options) {
+  return ModelBuilder(ctx, spec, options).build();
 }
 
 } // namespace fbt

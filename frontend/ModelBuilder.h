@@ -12,6 +12,9 @@
 //   prefill_row_t<T>, prefill_fused_row_t<T>  one row over T positions (a
 //                quarter of max_prompt_length, a sixteenth, .. down to 16):
 //                a short prompt's prefill costs what its length does
+//   prefill_states, prefill_fused_states  (BuildOptions::withStates) prefill
+//                and prefill_fused that also return every layer's residual
+//                stream: each block's input and the top-layer state
 //   mixed_n<N>   N tokens of any rows at their own positions (max_prompt_length
 //                tokens, a quarter, .. while more than the batch): a server's
 //                running rows' next tokens and joining rows' prompt chunks
@@ -35,10 +38,16 @@
 
 namespace fbt {
 
+/// What a compile adds to the steps every bundle has.
+struct BuildOptions {
+  bool withStates = false; ///< prefill_states, prefill_fused_states (probes)
+};
+
 /// Builds the module; the caller's context must have the fbt and func
 /// dialects loaded.
 mlir::OwningOpRef<mlir::ModuleOp> buildModel(mlir::MLIRContext &ctx,
-                                             const ModelSpec &spec);
+                                             const ModelSpec &spec,
+                                             const BuildOptions &options = {});
 
 } // namespace fbt
 

@@ -100,7 +100,7 @@ void Decoder::runPrefill(const std::vector<std::vector<int32_t>> &prompts,
     longest = std::max(longest, p.size());
   bool oneRow = rows != batch_;
   int64_t length = maxPrompt_, shorter = 0; // shorter: a prefill_row_t<T>
-  if (rows == 1)
+  if (rows == 1 && !withStates_) // the states steps run the longest prompt
     for (int64_t t : rowPrefills_)
       if ((size_t)t >= longest && t < length)
         length = shorter = t;
@@ -126,7 +126,8 @@ void Decoder::runPrefill(const std::vector<std::vector<int32_t>> &prompts,
   float *state = state_.as<float>() + row * width_;
   size_t logitBytes = rows * vocab_ * sizeof(float), stateBytes = rows * width_ * sizeof(float);
 
-  std::string plainName = step::prefill(false, oneRow, shorter);
+  std::string plainName =
+      withStates_ ? step::prefillStates(false) : step::prefill(false, oneRow, shorter);
   if (!session_.bundle().hasStep(plainName))
     throw RuntimeError("the bundle has no step '" + plainName + "' (compiled by an "
                        "older fbtc): compile it again");
@@ -142,7 +143,8 @@ void Decoder::runPrefill(const std::vector<std::vector<int32_t>> &prompts,
 
   if (regime.kind != Regime::Kind::Fused)
     return;
-  std::string fusedName = step::prefill(true, oneRow, shorter);
+  std::string fusedName =
+      withStates_ ? step::prefillStates(true) : step::prefill(true, oneRow, shorter);
   if (!session_.bundle().hasStep(fusedName))
     throw RuntimeError("this model has no feedback path (fusion none): fused "
                        "decoding needs one");
@@ -180,6 +182,39 @@ Decoder::passStates(const std::vector<int32_t> &prompt, int64_t passes) {
     r.passes = passes;
   }
   prefill({prompt}, r, keep);
+  return out;
+}
+
+std::vector<std::vector<std::vector<std::vector<float>>>>
+Decoder::layerStates(const std::vector<std::vector<int32_t>> &prompts, int64_t passes) {
+  if (!session_.bundle().hasStep(step::prefillStates(false)))
+    throw RuntimeError("the bundle has no step '" + step::prefillStates(false) +
+                       "': compile it with fbtc --with-states");
+  int64_t layers = layers_;
+  std::vector<std::vector<std::vector<std::vector<float>>>> out;
+  auto keep = [&](StepBinding &b) {
+    auto &pass = out.emplace_back(layers + 1);
+    for (int64_t l = 0; l <= layers; ++l) {
+      std::vector<float> all = b.readFloats(step::residual(l)); // [batch, maxPrompt, D]
+      for (size_t p = 0; p < prompts.size(); ++p) {
+        auto first = all.begin() + (ptrdiff_t)(p * maxPrompt_ * width_);
+        pass[l].emplace_back(first, first + (ptrdiff_t)(prompts[p].size() * width_));
+      }
+    }
+  };
+  Regime r;
+  if (passes > 1) {
+    r.kind = Regime::Kind::Fused;
+    r.passes = passes;
+  }
+  withStates_ = true;
+  try {
+    prefill(prompts, r, keep);
+  } catch (...) {
+    withStates_ = false;
+    throw;
+  }
+  withStates_ = false;
   return out;
 }
 

@@ -64,6 +64,14 @@ public:
   /// [pass][position * D + channel] for the prompt's positions.
   std::vector<std::vector<float>> passStates(const std::vector<int32_t> &prompt,
                                              int64_t passes);
+  /// Every layer's residual stream over up to a batch of prompts, under
+  /// plain prefill and then each fused pass (fused:passes):
+  /// [pass][layer][prompt][position * D + channel] for each prompt's
+  /// positions; layer l < L is block l's input, layer L the top-layer state
+  /// before the final norm. Needs a bundle compiled with `fbtc
+  /// --with-states` (prefill_states, prefill_fused_states).
+  std::vector<std::vector<std::vector<std::vector<float>>>>
+  layerStates(const std::vector<std::vector<int32_t>> &prompts, int64_t passes);
   /// Row `row`'s carried state after the last prefill or decode step ([D]).
   const float *state(int64_t row) const { return state_.as<float>() + row * width_; }
   int64_t width() const { return width_; }
@@ -165,6 +173,8 @@ private:
 
   Session &session_;
   int64_t batch_, maxPrompt_, maxSequence_, vocab_, width_, layers_;
+  /// layerStates: the prefills run as prefill_states, prefill_fused_states.
+  bool withStates_ = false;
   int32_t bos_;
   std::vector<DeviceBuffer> caches_;    ///< k_cache.0.., v_cache.0.. (device)
   /// Position 0 of row `row` in caches_[cache] (device memory).

@@ -12,6 +12,11 @@
 //                       the prompt's plain pass (fused: passes 2..n into a
 //                       fresh KV cache), over the decode batch or one row of
 //                       it, over the longest prompt or T positions
+//   prefill_states, prefill_fused_states
+//                       prefill and prefill_fused that also return every
+//                       layer's residual stream (residual.0 .. residual.L:
+//                       each block's input, then the top-layer state);
+//                       compiled on request (fbtc --with-states), for probes
 //   decode_step, decode_step_plain
 //                       one token per row, with and without the feedback
 //   mixed_n<N>          N tokens of any rows of the decode batch, each at
@@ -49,6 +54,13 @@ inline std::string prefill(bool fused, bool row = false, int64_t length = 0) {
     name += "_t" + std::to_string(length);
   return name;
 }
+
+/// "prefill_states", "prefill_fused_states" (fbtc --with-states).
+inline std::string prefillStates(bool fused) {
+  return fused ? "prefill_fused_states" : "prefill_states";
+}
+/// The result holding layer `l`'s input (l = L: the top-layer state).
+inline std::string residual(int64_t l) { return "residual." + std::to_string(l); }
 
 namespace detail {
 /// The decimal number `name` holds after `prefix` and before `suffix`, or 0.

@@ -9,6 +9,7 @@ int runStep(int argc, char **argv);
 int runTrain(int argc, char **argv);
 int runGenerate(int argc, char **argv);
 int runScore(int argc, char **argv);
+int runStates(int argc, char **argv);
 int runEval(int argc, char **argv);
 int runBench(int argc, char **argv);
 int runTune(int argc, char **argv);

@@ -42,6 +42,10 @@ const Command kCommands[] = {
     {"eval", "BUNDLE", "held-out losses per pass and regime, tasks, contraction",
      fbt::runEval},
     {"score", "BUNDLE", "teacher-forced logits in a decoding regime (checks)", fbt::runScore},
+    {"states", "BUNDLE",
+     "every layer's residual stream under plain and fused prefill (checks, probes; "
+     "fbtc --with-states)",
+     fbt::runStates},
     {"step", "BUNDLE", "run training steps on tensors from safetensors files", fbt::runStep},
     {"inspect", "BUNDLE", "show the model, steps, kernels and arena sizes", fbt::runInspect},
     {"bench", "BUNDLE", "time the compiled training or decoding steps", fbt::runBench},

@@ -131,6 +131,12 @@ cl::opt<std::string> tunedCache(
     cl::desc("Compile each kernel only in the configuration `fbt tune` chose "
              "for this spec and target, read from this tune cache"),
     cl::value_desc("cache"), cl::cat(category));
+cl::opt<bool> withStates(
+    "with-states",
+    cl::desc("Also compile prefill_states (and prefill_fused_states): the "
+             "prefills that return every layer's residual stream, for `fbt "
+             "probe`"),
+    cl::cat(category));
 cl::opt<bool> describe("describe",
                        cl::desc("Print parameter counts, FLOPs, memory and "
                                 "KV-cache figures instead of compiling"),
@@ -390,7 +396,8 @@ int main(int argc, char **argv) {
   mlir::fbt::registerNvptxTarget(registry);
   mlir::MLIRContext ctx(registry);
   ctx.loadDialect<mlir::fbt::FbtDialect, mlir::func::FuncDialect, mlir::arith::ArithDialect>();
-  mlir::OwningOpRef<mlir::ModuleOp> module = fbt::buildModel(ctx, *spec);
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      fbt::buildModel(ctx, *spec, fbt::BuildOptions{withStates});
   if (failed(mlir::verify(*module)))
     return fail(kInternalError, "the generated IR does not verify (a bug in "
                                 "fbtc; please report it with the spec)");
