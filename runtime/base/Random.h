@@ -46,6 +46,8 @@ constexpr uint64_t kTask = 0x7A5C;
 constexpr uint64_t kSyntheticIds = 0x51D5;
 constexpr uint64_t kSyntheticTargets = 0x5A26;
 constexpr uint64_t kSyntheticPrompts = 0x5903;
+/// fbt probe's random features (the floor of its probes).
+constexpr uint64_t kProbeFeatures = 0x960B;
 } // namespace streams
 
 /// The splitmix64 finalizer: a bijection on 64-bit words that spreads every

@@ -10,6 +10,7 @@ int runTrain(int argc, char **argv);
 int runGenerate(int argc, char **argv);
 int runScore(int argc, char **argv);
 int runStates(int argc, char **argv);
+int runProbe(int argc, char **argv);
 int runEval(int argc, char **argv);
 int runBench(int argc, char **argv);
 int runTune(int argc, char **argv);

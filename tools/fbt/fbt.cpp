@@ -46,6 +46,9 @@ const Command kCommands[] = {
      "every layer's residual stream under plain and fused prefill (checks, probes; "
      "fbtc --with-states)",
      fbt::runStates},
+    {"probe", "BUNDLE",
+     "linear probes of every layer under standard and fused prefill (fbtc --with-states)",
+     fbt::runProbe},
     {"step", "BUNDLE", "run training steps on tensors from safetensors files", fbt::runStep},
     {"inspect", "BUNDLE", "show the model, steps, kernels and arena sizes", fbt::runInspect},
     {"bench", "BUNDLE", "time the compiled training or decoding steps", fbt::runBench},

@@ -1,0 +1,62 @@
+//===- Probe.h - linear probes of a model's residual stream -------*- C++ -*-===//
+//
+// What `fbt probe` fits: targets that are a function of a window's whole
+// prefix (not of its last byte alone), read off one layer's residual stream
+// by ridge regression, the regularization chosen on a validation part of
+// the windows and the fit scored on a test part (R^2).
+//
+//   depth   bracket nesting depth: ( [ { open, ) ] } close, from the
+//           window's start
+//   indent  the current line's indentation: its leading spaces (a tab
+//           counts 4), as far as the position has read them
+//   letter  the control: whether the current byte is a letter, a function
+//           of that byte alone, which any layer's state should give
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FBT_RUNTIME_EVAL_PROBE_H
+#define FBT_RUNTIME_EVAL_PROBE_H
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fbt::probe {
+
+enum class Target { Depth, Indent, Letter };
+
+/// "depth", "indent" or "letter"; a RuntimeError naming the choices else.
+Target parseTarget(const std::string &name);
+const char *targetName(Target t);
+
+/// The target at every position of a window of bytes.
+std::vector<double> targetValues(Target t, const std::vector<int32_t> &bytes);
+
+/// Rows of `features` (row-major, `width` columns) split into the parts a
+/// probe is fitted, chosen and scored on.
+struct Parts {
+  std::vector<int64_t> train, validation, test;
+};
+
+struct RidgeFit {
+  double lambda = 0;       ///< the regularization chosen, per row of train
+  double validationR2 = 0; ///< its R^2 on the validation rows
+  double testR2 = 0;       ///< and on the test rows
+};
+
+/// Ridge regression of y on the features (standardized on the train rows,
+/// with an intercept), for each regularization in `lambdas` (times the
+/// train rows); the one with the best validation R^2 is scored on test.
+RidgeFit fitRidge(const std::vector<float> &features, int64_t width,
+                  const std::vector<double> &y, const Parts &parts,
+                  const std::vector<double> &lambdas = {1e-4, 1e-3, 1e-2, 1e-1, 1, 10});
+
+/// 1 - SS_res / SS_tot over `rows` (SS_tot about their own mean); 0 where
+/// the target does not vary.
+double rSquared(const std::vector<double> &y, const std::vector<double> &prediction,
+                const std::vector<int64_t> &rows);
+
+} // namespace fbt::probe
+
+#endif // FBT_RUNTIME_EVAL_PROBE_H

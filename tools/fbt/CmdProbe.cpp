@@ -1,0 +1,211 @@
+//===- CmdProbe.cpp - fbt probe: what each layer can read ------------------===//
+//
+//   fbt probe BUNDLE --ckpt C [--data FILE] [--split test] [--targets ...]
+//             [--passes 8] [--windows 96] [--json]
+//
+// Windows spread over a held-out part go through plain prefill and the fused
+// passes (prefill_states, prefill_fused_states: fbtc --with-states); at
+// every layer of every pass a ridge probe (runtime/eval/Probe.h) reads each
+// target off the residual stream. Windows are split 3:1:1 into the probe's
+// train, validation (its regularization) and test (its R^2) parts; random
+// features of the same width give the floor.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CommandLine.h"
+#include "Commands.h"
+#include "EvalData.h"
+
+#include "runtime/base/Error.h"
+#include "runtime/base/Json.h"
+#include "runtime/base/Progress.h"
+#include "runtime/base/Random.h"
+#include "runtime/decode/Decoder.h"
+#include "runtime/eval/Probe.h"
+
+#include <cstdio>
+#include <memory>
+
+namespace fbt {
+
+namespace {
+using probe::Target;
+
+/// The windows' states: features[pass][layer] with a row per probed
+/// position (positions 1 .. T-1 of each window), and the windows' bytes.
+struct Collected {
+  std::vector<std::vector<std::vector<float>>> features;
+  std::vector<std::vector<int32_t>> windows;
+};
+
+Collected collect(Decoder &decoder, const TokenStream &part, int64_t count, int64_t passes,
+                  int64_t layers) {
+  const int64_t t = decoder.maxPrompt(), d = decoder.width();
+  if (part.size() < t)
+    throw RuntimeError("the part holds " + std::to_string(part.size()) +
+                       " tokens, fewer than one window of " + std::to_string(t));
+  Collected c;
+  for (int64_t i = 0; i < count; ++i) { // spread evenly over the part
+    int64_t start = count > 1 ? i * (part.size() - t) / (count - 1) : 0;
+    std::vector<int32_t> w(t);
+    part.copy(start, t, w.data());
+    c.windows.push_back(std::move(w));
+  }
+  c.features.assign(passes, std::vector<std::vector<float>>(layers + 1));
+  ProgressOptions po;
+  po.unit = "windows";
+  ProgressBar bar(count, 0, po);
+  for (int64_t first = 0; first < count; first += decoder.batchSize()) {
+    int64_t n = std::min(decoder.batchSize(), count - first);
+    std::vector<std::vector<int32_t>> batch(c.windows.begin() + first,
+                                            c.windows.begin() + first + n);
+    auto states = decoder.layerStates(batch, passes);
+    for (int64_t p = 0; p < passes; ++p)
+      for (int64_t l = 0; l <= layers; ++l)
+        for (int64_t b = 0; b < n; ++b)
+          c.features[p][l].insert(c.features[p][l].end(), states[p][l][b].begin() + d,
+                                  states[p][l][b].end());
+    bar.update(first + n);
+  }
+  bar.finish();
+  return c;
+}
+
+/// Window i's rows go to train (i mod 5 < 3), validation (3) or test (4),
+/// so that each part is spread over the held-out text.
+probe::Parts windowParts(int64_t windows, int64_t perWindow) {
+  probe::Parts parts;
+  for (int64_t i = 0; i < windows; ++i) {
+    auto &to = i % 5 < 3 ? parts.train : i % 5 == 3 ? parts.validation : parts.test;
+    for (int64_t r = 0; r < perWindow; ++r)
+      to.push_back(i * perWindow + r);
+  }
+  return parts;
+}
+
+std::vector<Target> parseTargets(const std::string &list) {
+  std::vector<Target> out;
+  size_t at = 0;
+  while (at <= list.size()) {
+    size_t comma = list.find(',', at);
+    std::string name = list.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+    out.push_back(probe::parseTarget(name));
+    if (comma == std::string::npos)
+      break;
+    at = comma + 1;
+  }
+  return out;
+}
+
+std::string regimeOfPass(int64_t pass) {
+  return pass == 1 ? "standard" : "fused:" + std::to_string(pass);
+}
+
+void declareOptions(CommandLine &args) {
+  args.positional("BUNDLE", "the compiled bundle (fbtc --with-states)")
+      .tunable()
+      .text("ckpt", "CKPT", "a checkpoint from fbt train (required)")
+      .text("data", "FILE", "the data (default: the embedded corpus)")
+      .text("split", "PART", "validation or test (default test)")
+      .number("val-fraction", "F", "--data: its validation part (default: the run's)")
+      .number("test-fraction", "F", "--data: its test part (default: the run's)")
+      .text("targets", "LIST", "depth, indent and/or letter (default all three)")
+      .integer("passes", "N",
+               "plain prefill and the fused passes up to N (default 8; 1 for a "
+               "model without feedback)")
+      .integer("windows", "N", "windows of max_prompt_length spread over the part (default 96)")
+      .integer("seed", "S", "the random features' seed (default 1)")
+      .flag("json", "print one JSON object instead of the tables")
+      .footer("Per target, a table of test R^2 by regime (standard: plain prefill; "
+              "fused:N: the\nN-th pass of fused prefill) and layer (block inputs 0.., "
+              "then the top\nstate); `random` is a probe of random features of the same "
+              "width (the floor).\nTargets: depth (bracket nesting), indent (the line's "
+              "leading spaces), letter\n(the control: a function of the current byte).");
+}
+} // namespace
+
+int runProbe(int argc, char **argv) {
+  CommandLine args("fbt probe",
+                   "Linear probes of every layer's residual stream under standard and "
+                   "fused\nprefill, on windows of a held-out part.");
+  declareOptions(args);
+  if (!args.parse(argc, argv))
+    return 0;
+  std::vector<Target> targets = parseTargets(args.get("targets", "depth,indent,letter"));
+  std::unique_ptr<Session> opened = openTrained(args);
+  Session &session = *opened;
+  if (session.tokenizerName() != "bytes")
+    throw RuntimeError("probe targets are defined on bytes: this run's tokenizer is " +
+                       session.tokenizerName());
+  DataPart part = parsePart(args.get("split", "test"));
+  if (part == DataPart::Train)
+    throw RuntimeError("--split train: fbt probe measures held-out parts");
+  EvalData data = loadEvalData(args, session);
+  Decoder decoder(session);
+  bool feedback = session.model().feedback.fusion != Fusion::None;
+  int64_t passes = args.getInt("passes", feedback ? 8 : 1);
+  int64_t windows = args.getInt("windows", 96);
+  if (passes < 1 || (passes > 1 && !feedback) || windows < 5)
+    throw RuntimeError("--passes must be >= 1 (1 for a model without feedback) and "
+                       "--windows >= 5");
+  const int64_t layers = session.model().numHiddenLayers, d = decoder.width();
+  Collected c = collect(decoder, data.splits.part(part), windows, passes, layers);
+  const int64_t perWindow = decoder.maxPrompt() - 1;
+  probe::Parts parts = windowParts(windows, perWindow);
+
+  uint64_t seed = (uint64_t)args.getInt("seed", 1);
+  std::vector<float> random(windows * perWindow * d);
+  for (size_t i = 0; i < random.size(); ++i)
+    random[i] = rng::normal(seed, rng::streams::kProbeFeatures, i);
+
+  Json out = Json::object({{"split", partName(part)},
+                           {"windows", windows},
+                           {"positions", windows * perWindow},
+                           {"layers", layers}});
+  Json perTarget = Json::object();
+  for (Target target : targets) {
+    std::vector<double> y;
+    for (const auto &w : c.windows) {
+      std::vector<double> v = probe::targetValues(target, w);
+      y.insert(y.end(), v.begin() + 1, v.end());
+    }
+    Json regimes = Json::object();
+    for (int64_t p = 0; p < passes; ++p) {
+      Json row = Json::array();
+      for (int64_t l = 0; l <= layers; ++l)
+        row.push_back(probe::fitRidge(c.features[p][l], d, y, parts).testR2);
+      regimes[regimeOfPass(p + 1)] = std::move(row);
+    }
+    perTarget[probe::targetName(target)] =
+        Json::object({{"test_r2", std::move(regimes)},
+                      {"random", probe::fitRidge(random, d, y, parts).testR2}});
+  }
+  out["targets"] = std::move(perTarget);
+  if (args.has("json")) {
+    std::printf("%s\n", dumpJson(out).c_str());
+    return 0;
+  }
+  std::printf("%s part: %lld windows of %lld positions (probes fitted on 3/5 of the "
+              "windows, chosen on 1/5, scored on 1/5)\n",
+              partName(part), (long long)windows, (long long)perWindow);
+  for (Target target : targets) {
+    const Json &t = out["targets"][probe::targetName(target)];
+    std::printf("\n%s: test R^2\n| regime |", probe::targetName(target));
+    for (int64_t l = 0; l < layers; ++l)
+      std::printf(" layer %lld |", (long long)l);
+    std::printf(" top |\n|---|");
+    for (int64_t l = 0; l <= layers; ++l)
+      std::printf("---|");
+    std::printf("\n");
+    for (const auto &[regime, row] : asObject(t["test_r2"])) {
+      std::printf("| %s |", regime.c_str());
+      for (const Json &r2 : row)
+        std::printf(" %.3f |", r2.get<double>());
+      std::printf("\n");
+    }
+    std::printf("| random features | %.3f |\n", t["random"].get<double>());
+  }
+  return 0;
+}
+
+} // namespace fbt
