@@ -12,6 +12,7 @@ inference mode, and writes report.md with PNG plots.
                   [--report-split validation|test] [--windows N|all]
                   [--deeper-plain] [--problems N] [--build BUILD_DIR] [--quick]
                   [--sft plain,worked [--sft-steps N] [--sft-lr LR]]
+                  [--probe [--probe-windows N]]
 
 The models, one spec:
   fbt            the spec as written (its feedback recipe and pass schedule)
@@ -59,6 +60,12 @@ same-tokens plain model are each instruction-tuned from their weights
 questions, answered plainly or with worked steps (one tuned run per style),
 and asked held-out questions before and after (`fbt eval --task chat:`):
 accuracy and mean answer length per regime, sft.md.
+
+--probe compiles each model with `fbtc --with-states` and runs `fbt probe`
+on the report part for the FBT (standard prefill and fused:2..8) and the
+same-tokens plain model: test R^2 of ridge probes per layer and regime for
+bracket depth, indentation and the letter control, beside random features
+of the same width (probe.md, probe.png).
 
 Everything lands in DIR (default runs/experiment-NAME): the bundles, runs,
 the data recipe's files, results.json (the raw results: the command, the
@@ -354,6 +361,10 @@ def main():
                     help="--sft: training conversations (2000)")
     ap.add_argument("--sft-problems", type=int, default=200,
                     help="--sft: held-out questions asked (200)")
+    ap.add_argument("--probe", action="store_true",
+                    help="probe every layer of the FBT and the same-tokens model (fbt probe)")
+    ap.add_argument("--probe-windows", type=int, default=160,
+                    help="--probe: held-out windows (160)")
     ap.add_argument("--quick", action="store_true",
                     help="fewer eval windows and problems (for tests)")
     args = ap.parse_args()
@@ -447,6 +458,9 @@ def main():
     for key, path in specs.items():
         bundles[key] = os.path.join(out, key + ".fbtb")
         run([fbtc, path, "--target=cpu", "-o", bundles[key]])
+        if args.probe:  # the same steps and the states steps (fbtc --with-states)
+            run([fbtc, path, "--target=cpu", "--with-states", "-o",
+                 os.path.join(out, key + "-states.fbtb")])
 
     feed = ["--data", data["data"]] if data["data"] else []
     if data["val_fraction"] is not None:
@@ -506,6 +520,12 @@ def main():
                         capture=True))
             if kind == "fbt":
                 r["contraction"] = json.loads(run([fbt] + ev + ["--contraction"], capture=True))
+            if args.probe and label in ("fbt", "same-tokens"):
+                r["probe"] = json.loads(run(
+                    [fbt, "probe", os.path.join(out, kind + "-states.fbtb"), "--ckpt", ckpt,
+                     "--json", "--split", report_split,
+                     "--windows", str(30 if args.quick else args.probe_windows)] + feed,
+                    capture=True))
             if sft and label in ("fbt", "same-tokens"):
                 r["sft"] = sft_stage(fbt, bundles[kind], specs[kind], rundir, seed, sft,
                                      SFT_REGIMES if kind == "fbt" else ["standard"], args)
@@ -520,6 +540,7 @@ def main():
                "name", "val_fraction", "test_fraction", "bytes_per_token")},
            "depth": data["depth"] and {k: v for k, v in data["depth"].items() if k not in (
                "data", "problems")},
+           "probe": args.probe,
            "sft": sft and {"styles": styles, "count": args.sft_count, "steps": args.sft_steps,
                            "lr": args.sft_lr},
            "runs": runs}

@@ -292,6 +292,44 @@ def sft_table(raw):
     return md
 
 
+def probe_rows(raw):
+    """[(target, model, regime, [per layer: R^2 per seed])] and, per target,
+    the random-feature floor per seed."""
+    first = raw["runs"][str(raw["seeds"][0])]
+    rows, floors = [], {}
+    probed = [label for label, r in first.items() if r.get("probe")]
+    for target in first[probed[0]]["probe"]["targets"]:
+        floors[target] = [x for label in probed for x in per_seed(
+            raw, lambda res: res[label]["probe"]["targets"][target]["random"])]
+        for label in probed:
+            regs = first[label]["probe"]["targets"][target]["test_r2"]
+            for reg, layers in regs.items():
+                rows.append((target, label, reg, [
+                    per_seed(raw, lambda res: res[label]["probe"]["targets"][target]["test_r2"][reg][l])
+                    for l in range(len(layers))]))
+    return rows, floors
+
+
+def probe_table(raw):
+    """Test R^2 of the probes per target, model, regime and layer (mean +-
+    the 95% t half-width over the seeds), and the random-feature floor."""
+    rows, floors = probe_rows(raw)
+    layers = len(rows[0][3])
+    md = []
+    for target in floors:
+        md += ["", "**%s** (random features: %.3f)" % (target, stats(floors[target])["mean"]), "",
+               "| model | regime | " + " | ".join(
+                   "layer %d" % l if l < layers - 1 else "top" for l in range(layers)) + " |",
+               "|---|---|" + "---|" * layers]
+        for t, label, reg, per_layer in rows:
+            if t == target:
+                md.append("| %s | %s | " % (label, reg) + " | ".join(
+                    "%.3f" % stats(xs)["mean"] +
+                    (" +- %.3f" % stats(xs)["half"] if len(xs) > 1 else "") for xs in per_layer) +
+                    " |")
+    return md[1:]
+
+
 def tables(raw):
     """{file: text} of every table the results build."""
     split = part(raw)
@@ -344,11 +382,20 @@ def tables(raw):
                "(scripts/sft_task.py); held-out questions asked before and after, greedy, "
                "exact match of the answer line." % (
                    raw["sft"]["steps"], raw["sft"]["lr"], raw["sft"]["count"]), ""] + t
+    if raw.get("probe"):
+        t = probe_table(raw)
+        out["probe.md"] = "\n".join(t) + "\n"
+        md += ["", "## Probes (fbt probe, test R^2)", "",
+               "Ridge probes of each layer's residual stream (block inputs, then the top "
+               "state), fitted on 3/5 of the held-out windows, the regularization chosen on "
+               "1/5 and R^2 given on the last 1/5; standard is plain prefill, fused:N the N-th "
+               "pass of fused prefill. Mean +- the 95% t half-width over the seeds.", ""] + t
     md += ["", "## Plots", ""]
     for png, what in [("tokens_equivalence.png", "held-out loss against training tokens"),
+                      ("probe.png", "probe R^2 per layer and regime"),
                       ("depth.png", "depth task accuracy against k"),
                       ("val_curves.png", "validation per pass against training FLOPs")]:
-        if png != "depth.png" or raw.get("depth"):
+        if (png != "depth.png" or raw.get("depth")) and (png != "probe.png" or raw.get("probe")):
             md.append("![%s](%s)" % (what, png))
     out["report.md"] = "\n".join(md) + "\n"
     return out
@@ -399,6 +446,42 @@ def plots(raw, out):
         fig.tight_layout()
         fig.savefig(os.path.join(out, "depth.png"), dpi=120)
         plt.close(fig)
+    if raw.get("probe"):
+        probe_plot(raw, out, plt)
+
+
+def probe_plot(raw, out, plt):
+    """A heat map per target (row) and model (column): R^2 by regime and layer."""
+    rows, floors = probe_rows(raw)
+    targets = list(floors)
+    models = sorted({label for _, label, _, _ in rows}, key=lambda l: l != "fbt")
+    fig, axes = plt.subplots(len(targets), len(models), squeeze=False,
+                             figsize=(3.4 * len(models), 2.9 * len(targets)))
+    for i, target in enumerate(targets):
+        for j, label in enumerate(models):
+            ax = axes[i][j]
+            mine = [(reg, [stats(xs)["mean"] for xs in per]) for t, l, reg, per in rows
+                    if t == target and l == label]
+            grid = [vals for _, vals in mine]
+            im = ax.imshow(grid, vmin=0, vmax=1, cmap="viridis", aspect="auto")
+            ax.set_yticks(range(len(mine)))
+            ax.set_yticklabels([reg for reg, _ in mine], fontsize=7)
+            n = len(grid[0])
+            ax.set_xticks(range(n))
+            ax.set_xticklabels([str(k) if k < n - 1 else "top" for k in range(n)], fontsize=7)
+            ax.set_title("%s, %s (random features %.2f)" % (
+                target, label, stats(floors[target])["mean"]), fontsize=8)
+            for y, vals in enumerate(grid):
+                for x, v in enumerate(vals):
+                    ax.text(x, y, "%.2f" % v, ha="center", va="center", fontsize=6,
+                            color="white" if v < 0.5 else "black")
+        axes[i][0].set_ylabel("regime")
+    for ax in axes[-1]:
+        ax.set_xlabel("layer")
+    fig.tight_layout()
+    fig.colorbar(im, ax=axes.ravel().tolist(), shrink=0.6, label="test R^2")
+    fig.savefig(os.path.join(out, "probe.png"), dpi=120)
+    plt.close(fig)
 
 
 def write(folder, out=None, split=None):
