@@ -47,7 +47,8 @@ std::string requestId(bool chat) {
 } // namespace
 
 Engine::Engine(Session &session, EngineOptions options, ServerMetrics &metrics)
-    : decoder_(session), tok_(session.tokenizer()), options_(std::move(options)),
+    : session_(session), decoder_(session), tok_(session.tokenizer()),
+      options_(std::move(options)),
       metrics_(metrics), rows_(decoder_.batchSize()) {
   decoder_.setPrefillCache(options_.prefixCache);
   worker_ = std::thread([this] { loop(); });
@@ -176,6 +177,7 @@ bool Engine::idle() {
 }
 
 void Engine::loop() {
+  std::vector<std::shared_ptr<Job>> echoing; // admitted, prompt not yet scored
   while (true) {
     {
       std::unique_lock<std::mutex> l(m_);
@@ -188,6 +190,8 @@ void Engine::loop() {
       while (!queue_.empty() && pending_.size() < rows_.size()) {
         std::shared_ptr<Job> job = queue_.front();
         queue_.pop_front();
+        if (job->req.echo)
+          echoing.push_back(job);
         for (int64_t c = 0; c < job->req.candidates(); ++c)
           pending_.push_back(makeSequence(job, c));
       }
@@ -195,6 +199,9 @@ void Engine::loop() {
       busy_ = true;
     }
     try {
+      for (const std::shared_ptr<Job> &job : echoing) // before their first token
+        scorePrompt(*job);
+      echoing.clear();
       expireOld();
       admitPending();
       bool joining = false;
@@ -211,6 +218,7 @@ void Engine::loop() {
       for (Sequence &s : pending_)
         fail(s, e.what());
       pending_.clear();
+      echoing.clear();
     }
     metrics_.busyRows = active();
     metrics_.cacheHits = decoder_.prefillCacheHits();
@@ -257,6 +265,8 @@ void Engine::admitPending() {
         return; // in order: the others wait behind it
       Sequence s = std::move(pending_.front());
       pending_.pop_front();
+      if (s.job->req.echo)
+        startEcho(s);
       if (s.job->cancelled || s.maxNew == 0) {
         finish(s);
         continue;
@@ -364,6 +374,57 @@ void Engine::advance(Sequence &s, int64_t row) {
   ++s.position;
   if (!take(s, choose(s, decoder_.logits(row), (uint64_t)s.produced)))
     rows_[row].reset();
+}
+
+/// echo: the prompt's tokens scored by plain prefill (the standard and soft
+/// regimes' own), each from the tokens before it, by a decoder of its own.
+void Engine::scorePrompt(Job &job) {
+  const std::vector<int32_t> &p = job.prompt;
+  std::vector<TokenLogprob> out;
+  std::vector<std::vector<float>> logits;
+  if (job.req.logprobs && p.size() > 1) {
+    if (!scorer_)
+      scorer_ = std::make_unique<Decoder>(session_);
+    logits = scorer_->score({p}, {1}, Regime::parse("standard"))[0];
+  }
+  int64_t offset = 0;
+  for (size_t i = 1; i < p.size(); ++i) {
+    TokenLogprob t;
+    t.bytes = tok_.decode({p[i]});
+    t.offset = offset;
+    offset += (int64_t)t.bytes.size();
+    if (!logits.empty()) { // logits[i - 1]: after reading tokens 0 .. i - 1
+      ChosenLogprob c =
+          chosenLogprob(logits[i - 1].data(), decoder_.vocab(), p[i], job.req.topLogprobs);
+      t.logprob = c.logprob;
+      for (const auto &[alt, logprob] : c.top)
+        t.top.push_back({tok_.decode({alt}), logprob});
+    }
+    out.push_back(std::move(t));
+  }
+  std::lock_guard<std::mutex> g(job.m);
+  job.promptLogprobs = std::move(out);
+}
+
+/// echo, as a sequence starts: its tokens' offsets follow the prompt's, and
+/// a stream sends the prompt first, as the reply has it.
+void Engine::startEcho(Sequence &s) {
+  const std::vector<TokenLogprob> &prompt = s.job->promptLogprobs;
+  s.offset = prompt.empty() ? 0 : prompt.back().offset + (int64_t)prompt.back().bytes.size();
+  push(*s.job, s.choice, s.job->req.prompt, "",
+       s.job->req.logprobs ? prompt : std::vector<TokenLogprob>{});
+}
+
+/// echo: the choice with the prompt before its text, and the prompt's
+/// tokens before its own.
+Choice Engine::echoed(const Job &job, Choice c) const {
+  if (!job.req.echo)
+    return c;
+  c.text = job.req.prompt + c.text;
+  if (job.req.logprobs)
+    c.logprobs.insert(c.logprobs.begin(), job.promptLogprobs.begin(),
+                      job.promptLogprobs.end());
+  return c;
 }
 
 /// The token `s` samples from its row's `logits` (the request's bias and
@@ -479,8 +540,8 @@ void Engine::finish(Sequence &s) {
   push(*s.job, s.choice, "", s.finish, unsent(s));
   Job &job = *s.job;
   std::lock_guard<std::mutex> g(job.m);
-  job.choices[s.choice] = {s.text, s.finish,
-                           job.req.logprobs ? s.logged : std::vector<TokenLogprob>{}};
+  job.choices[s.choice] = echoed(job, {s.text, s.finish,
+                                      job.req.logprobs ? s.logged : std::vector<TokenLogprob>{}});
   job.meanLogprobs[s.choice] = s.scored ? s.sumLogprob / (double)s.scored : -INFINITY;
   if (++job.finishedChoices < job.req.candidates())
     return;

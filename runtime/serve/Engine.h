@@ -104,6 +104,9 @@ private:
   void loop();
   int64_t active() const;
   void checkLimits(const GenerationRequest &req) const;
+  void scorePrompt(Job &job);
+  void startEcho(Sequence &s);
+  Choice echoed(const Job &job, Choice c) const;
   void expireOld();
   void timeOut(Sequence &s, const std::string &why);
   Sequence makeSequence(const std::shared_ptr<Job> &job, int64_t choice);
@@ -121,7 +124,11 @@ private:
   void push(Job &job, int64_t index, std::string delta, std::string finish,
             std::vector<TokenLogprob> logprobs);
 
+  Session &session_;
   Decoder decoder_;
+  /// echo's prompt scores: a decoder of its own, so that scoring a prompt
+  /// one token at a time never touches the batch's rows (engine thread).
+  std::unique_ptr<Decoder> scorer_;
   const Tokenizer &tok_;
   EngineOptions options_;
   ServerMetrics &metrics_;

@@ -28,6 +28,9 @@ namespace fbt {
 struct Job {
   GenerationRequest req;
   std::vector<int32_t> prompt; ///< the document separator, then the prompt's ids
+  /// echo: the prompt's tokens scored (where log-probabilities are asked),
+  /// each predicted by plain prefill of the tokens before it; engine thread.
+  std::vector<TokenLogprob> promptLogprobs;
   std::string id;              ///< "cmpl-..." or "chatcmpl-..."
   int64_t created = 0;         ///< Unix seconds
   std::chrono::steady_clock::time_point arrived = std::chrono::steady_clock::now();

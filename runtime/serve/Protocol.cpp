@@ -86,8 +86,8 @@ namespace {
 /// Fields OpenAI defines that this server does not implement: accepted only
 /// with the value that asks for nothing, as SDKs send by default.
 bool isUnsupported(const std::string &key, bool chat) {
-  static const std::set<std::string> fields = {"echo", "response_format", "suffix"};
-  return fields.count(key) != 0 || (chat && key == "best_of") ||
+  static const std::set<std::string> fields = {"response_format", "suffix"};
+  return fields.count(key) != 0 || (chat && (key == "best_of" || key == "echo")) ||
          (!chat && key == "top_logprobs"); // completions' alternatives are logprobs N
 }
 
@@ -156,7 +156,7 @@ void readLogprobs(const Json &v, bool chat, GenerationRequest &r) {
 }
 
 /// The fields that choose and score tokens (sampling, bias, penalties,
-/// log-probabilities, best_of); false for any other key.
+/// log-probabilities, best_of, echo); false for any other key.
 bool readTokenField(const std::string &key, const Json &v, bool chat, GenerationRequest &r) {
   if (key == "temperature") {
     if (!v.is_null())
@@ -183,6 +183,10 @@ bool readTokenField(const std::string &key, const Json &v, bool chat, Generation
   } else if (key == "best_of" && !chat) {
     if (!v.is_null())
       r.bestOf = integer(v, key, 1, 8);
+  } else if (key == "echo" && !chat) {
+    if (!v.is_boolean() && !v.is_null())
+      bad(key, "'echo' must be true or false");
+    r.echo = v.is_boolean() && asBool(v);
   } else {
     return false;
   }
@@ -200,6 +204,13 @@ void checkTogether(const GenerationRequest &r) {
                        std::to_string(r.n) + ")");
   if (r.bestOf > r.n && r.stream)
     bad("best_of", "'best_of' above 'n' cannot be streamed (the best are known at the end)");
+  if (r.maxTokens < 1 && !r.echo)
+    bad("max_tokens", "'max_tokens' must be from 1 to 1048576, got 0 (0 only with 'echo')");
+  // Standard and soft prefill the prompt plain, which scores every position;
+  // fused:N's passes give the last position's logits only.
+  if (r.echo && r.regime.kind == Regime::Kind::Fused)
+    bad("echo", "'echo' scores the prompt by its plain prefill: the standard and soft "
+                "regimes, not " + r.regime.name());
 }
 
 /// prompt: a string, or an array of one.
@@ -278,7 +289,7 @@ GenerationRequest parseGenerationRequest(const std::string &body, bool chat,
       havePrompt = true;
     } else if (key == "max_tokens" || (chat && key == "max_completion_tokens")) {
       if (!v.is_null())
-        r.maxTokens = integer(v, key, 1, 1 << 20);
+        r.maxTokens = integer(v, key, chat ? 1 : 0, 1 << 20);
     } else if (key == "n") {
       if (!v.is_null())
         r.n = integer(v, key, 1, 8);

@@ -15,10 +15,13 @@
 // true, with top_logprobs 0..20), logit_bias ({"token id": -100..100}),
 // presence_penalty and frequency_penalty (-2..2; decode/LogitControls.h),
 // best_of (completions: n..8 candidates, the n with the highest mean
-// log-probability returned; not streamed), and fbt's own: regime
+// log-probability returned; not streamed), echo (completions: the prompt
+// before the text, with its log-probabilities where asked, scored by plain
+// prefill: standard and soft regimes; max_tokens may then be 0), and fbt's
+// own: regime
 // ("standard" | "soft" | "fused:N"; default the server's), and user (an
 // end-user id, accepted). Fields OpenAI defines that this server does not
-// implement (echo, response_format, suffix; best_of on chat) are refused
+// implement (response_format, suffix; echo and best_of on chat) are refused
 // with a 400 naming them, unless their value asks for nothing (null,
 // false, 1, {"type": "text"}, ""): an answer must never only look like
 // what was asked. Any other field is an error too, so a typo is not
@@ -69,6 +72,7 @@ struct GenerationRequest {
   bool logprobs = false;    ///< the chosen tokens' log-probabilities
   int64_t topLogprobs = 0;  ///< and as many likeliest tokens' at each
   int64_t bestOf = 0;       ///< completions: candidates, the n best returned (0: n)
+  bool echo = false;        ///< completions: the prompt before the generated text
 
   /// The sequences generated for the request.
   int64_t candidates() const { return bestOf > n ? bestOf : n; }

@@ -34,6 +34,31 @@ async function main() {
   for await (const chunk of cs) chatStreamed += chunk.choices[0].delta.content || '';
   console.log('chat streamed equals: ' + (chatStreamed === chat.choices[0].message.content));
 
+  // Log-probabilities: one per generated token, the greedy token the
+  // likeliest of its alternatives, and the same when streamed.
+  const lp = await client.chat.completions.create({
+    model, temperature: 0, max_tokens: 8, regime, logprobs: true, top_logprobs: 3,
+    messages: [{ role: 'user', content: prompt }],
+  });
+  const content = lp.choices[0].logprobs.content;
+  const bytes = content.every((t) => t.bytes.length >= 1);
+  const greedyTop = content.every((t) => t.top_logprobs.length === 3 &&
+      t.top_logprobs[0].logprob === t.logprob && t.logprob <= 0);
+  console.log('chat logprobs: ' + content.length + ' tokens, bytes ' + bytes +
+              ', greedy top ' + greedyTop);
+  const lpc = await client.completions.create(
+      { model, prompt, max_tokens: 6, temperature: 0, regime, logprobs: 2 });
+  const l = lpc.choices[0].logprobs;
+  console.log('completion logprobs: ' + l.tokens.length + ' tokens, ' +
+              l.top_logprobs.filter((t) => Object.keys(t).length >= 1).length + ' with alternatives');
+
+  // The prompt scored, as evaluation harnesses ask for it (echo, no new tokens).
+  const scored = await client.completions.create(
+      { model, prompt, max_tokens: 0, echo: true, logprobs: 0, regime: 'standard' });
+  const sl = scored.choices[0].logprobs;
+  console.log('echo: ' + (scored.choices[0].text === prompt) + ', ' + sl.tokens.length +
+              ' prompt tokens scored, all <= 0: ' + sl.token_logprobs.every((x) => x <= 0));
+
   const models = await client.models.list();
   console.log('models: ' + models.data.map((m) => m.id).join(','));
 

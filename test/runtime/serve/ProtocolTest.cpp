@@ -49,7 +49,7 @@ TEST(ProtocolTest, UnimplementedFieldsAreRefusedUnlessTheyAskForNothing) {
       "response_format": {"type": "text"}, "suffix": "", "user": "u"})"),
             "");
   // Anything that would change the answer is a 400 naming the field.
-  EXPECT_EQ(errorOf(R"({"prompt": "a", "echo": true})"),
+  EXPECT_EQ(errorOf(R"({"messages": [{"role": "user", "content": "x"}], "echo": true})", true),
             "400 echo: 'echo' is not supported by this server (only null or false is accepted), "
             "got true");
   EXPECT_EQ(errorOf(R"({"prompt": "a", "suffix": "end"})"),
@@ -115,6 +115,18 @@ TEST(ProtocolTest, LogprobsBiasPenaltiesAndBestOf) {
             "400 best_of: 'best_of' must be from 1 to 8, got 9");
 }
 
+TEST(ProtocolTest, EchoScoresThePromptInThePlainPrefillsRegimes) {
+  GenerationRequest r = parseGenerationRequest(
+      R"({"prompt": "a", "echo": true, "max_tokens": 0, "logprobs": 1, "regime": "standard"})",
+      false, soft());
+  EXPECT_TRUE(r.echo);
+  EXPECT_EQ(r.maxTokens, 0);
+  EXPECT_EQ(errorOf(R"({"prompt": "a", "echo": true, "regime": "fused:2"})"),
+            "400 echo: 'echo' scores the prompt by its plain prefill: the standard and soft "
+            "regimes, not fused:2");
+  EXPECT_EQ(errorOf(R"({"prompt": "a", "echo": 1})"), "400 echo: 'echo' must be true or false");
+}
+
 TEST(ProtocolTest, LogprobsAreOpenAiShaped) {
   GenerationRequest r = parseGenerationRequest(R"({"prompt": "a", "logprobs": 1})", false, soft());
   r.model = "tiny";
@@ -151,7 +163,7 @@ TEST(ProtocolTest, BadRequestsNameTheField) {
   EXPECT_NE(errorOf("{\"prompt\": \"a\",").find("400 : the request body is not JSON"),
             std::string::npos);
   EXPECT_EQ(errorOf(R"({"prompt": "a", "max_tokens": 0})"),
-            "400 max_tokens: 'max_tokens' must be from 1 to 1048576, got 0");
+            "400 max_tokens: 'max_tokens' must be from 1 to 1048576, got 0 (0 only with 'echo')");
   EXPECT_EQ(errorOf(R"({"prompt": "a", "temperature": 3})"),
             "400 temperature: 'temperature' must be from 0 to 2, got 3");
   EXPECT_EQ(errorOf(R"({"prompt": "a", "stop": ["", "b"]})"),

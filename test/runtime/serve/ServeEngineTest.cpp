@@ -473,3 +473,55 @@ TEST_F(ServeEngineTest, BestOfReturnsTheLikeliestCandidates) {
   EXPECT_EQ(best[0], ranked[order[0]].second);
   EXPECT_EQ(best[1], ranked[order[1]].second);
 }
+
+TEST_F(ServeEngineTest, EchoScoresThePromptByPlainPrefill) {
+  // echo with max_tokens 0: the prompt alone, each token scored by the plain
+  // prefill of the tokens before it (teacher forcing in the standard regime).
+  Engine engine(*session_, options_, metrics_);
+  std::string prompt = "The cat sat on";
+  std::shared_ptr<Job> job = engine.prepare(
+      "{\"prompt\": \"" + prompt + "\", \"echo\": true, \"max_tokens\": 0, \"logprobs\": 2, "
+      "\"regime\": \"soft\"}", false);
+  ASSERT_TRUE(engine.submit(job));
+  Json reply = parseJson(job->waitForReply(), "reply");
+  ASSERT_TRUE(becomesIdle(engine));
+  const Json &c = reply.at("choices")[0];
+  EXPECT_EQ(c.at("text"), prompt);
+  const Json &lp = c.at("logprobs");
+  std::vector<int32_t> ids = job->prompt;
+  ASSERT_EQ(lp.at("tokens").size(), ids.size() - 1);
+  Decoder d(*session_);
+  auto logits = d.score({ids}, {1}, Regime::parse("standard"))[0];
+  for (size_t i = 1; i < ids.size(); ++i) {
+    const std::vector<float> &row = logits[i - 1];
+    double m = *std::max_element(row.begin(), row.end()), sum = 0;
+    for (float x : row)
+      sum += std::exp((double)x - m);
+    EXPECT_NEAR(lp.at("token_logprobs")[i - 1].get<double>(), row[ids[i]] - m - std::log(sum),
+                1e-4) << i;
+    EXPECT_EQ(lp.at("text_offset")[i - 1].get<int64_t>(), (int64_t)i - 1);
+  }
+  // With generated text after it: the prompt's tokens, then the text's, their
+  // offsets running on; streamed, the same text.
+  std::string body = "{\"prompt\": \"" + prompt + "\", \"echo\": true, \"max_tokens\": 6, "
+                     "\"temperature\": 0, \"logprobs\": 0, \"regime\": \"soft\"";
+  std::shared_ptr<Job> more = engine.prepare(body + "}", false);
+  ASSERT_TRUE(engine.submit(more));
+  Json whole = parseJson(more->waitForReply(), "reply");
+  std::string text = whole.at("choices")[0].at("text");
+  EXPECT_EQ(text.compare(0, prompt.size(), prompt), 0);
+  const Json &offsets = whole.at("choices")[0].at("logprobs").at("text_offset");
+  EXPECT_GT(offsets.size(), ids.size() - 1);
+  for (size_t i = 0; i < offsets.size(); ++i)
+    EXPECT_EQ(offsets[i].get<int64_t>(), (int64_t)i); // one byte a token
+  std::shared_ptr<Job> streamed = engine.prepare(body + ", \"stream\": true}", false);
+  ASSERT_TRUE(engine.submit(streamed));
+  std::string events = allEvents(*streamed), joined;
+  for (size_t at = 0; (at = events.find("data: {", at)) != std::string::npos;) {
+    size_t end = events.find("\n\n", at);
+    joined += parseJson(events.substr(at + 6, end - at - 6), "chunk")
+                  .at("choices")[0].at("text").get<std::string>();
+    at = end;
+  }
+  EXPECT_EQ(joined, text);
+}
