@@ -327,6 +327,20 @@ def probe_table(raw):
                     "%.3f" % stats(xs)["mean"] +
                     (" +- %.3f" % stats(xs)["half"] if len(xs) > 1 else "") for xs in per_layer) +
                     " |")
+        # Paired over the seeds: the FBT's fused passes against its own
+        # standard prefill, layer by layer.
+        fbt = {reg: per for t, label, reg, per in rows if t == target and label == "fbt"}
+        if "standard" in fbt and len(fbt) > 1:
+            md += ["", "%s, fused:N minus standard (same weights, paired over the seeds; mean "
+                   "[95%% t-interval] (min to max)):" % target, "",
+                   "| regime | " + " | ".join(
+                       "layer %d" % l if l < layers - 1 else "top" for l in range(layers)) + " |",
+                   "|---|" + "---|" * layers]
+            for reg, per in fbt.items():
+                if reg != "standard":
+                    md.append("| %s | " % reg + " | ".join(
+                        ci(stats([a - b for a, b in zip(per[l], fbt["standard"][l])]), "%+.3f")
+                        for l in range(layers)) + " |")
     return md[1:]
 
 
