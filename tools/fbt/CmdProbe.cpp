@@ -101,6 +101,31 @@ std::string regimeOfPass(int64_t pass) {
   return pass == 1 ? "standard" : "fused:" + std::to_string(pass);
 }
 
+/// The tables: per target, test R^2 by regime (rows) and layer.
+void printTables(const Json &out, const std::vector<Target> &targets, DataPart part,
+                 int64_t windows, int64_t perWindow, int64_t layers) {
+  std::printf("%s part: %lld windows of %lld positions (probes fitted on 3/5 of the "
+              "windows, chosen on 1/5, scored on 1/5)\n",
+              partName(part), (long long)windows, (long long)perWindow);
+  for (Target target : targets) {
+    const Json &t = out.at("targets").at(probe::targetName(target));
+    std::printf("\n%s: test R^2\n| regime |", probe::targetName(target));
+    for (int64_t l = 0; l < layers; ++l)
+      std::printf(" layer %lld |", (long long)l);
+    std::printf(" top |\n|---|");
+    for (int64_t l = 0; l <= layers; ++l)
+      std::printf("---|");
+    std::printf("\n");
+    for (const auto &[regime, row] : asObject(t.at("test_r2"))) {
+      std::printf("| %s |", regime.c_str());
+      for (const Json &r2 : row)
+        std::printf(" %.3f |", r2.get<double>());
+      std::printf("\n");
+    }
+    std::printf("| random features | %.3f |\n", t.at("random").get<double>());
+  }
+}
+
 void declareOptions(CommandLine &args) {
   args.positional("BUNDLE", "the compiled bundle (fbtc --with-states)")
       .tunable()
@@ -185,26 +210,7 @@ int runProbe(int argc, char **argv) {
     std::printf("%s\n", dumpJson(out).c_str());
     return 0;
   }
-  std::printf("%s part: %lld windows of %lld positions (probes fitted on 3/5 of the "
-              "windows, chosen on 1/5, scored on 1/5)\n",
-              partName(part), (long long)windows, (long long)perWindow);
-  for (Target target : targets) {
-    const Json &t = out["targets"][probe::targetName(target)];
-    std::printf("\n%s: test R^2\n| regime |", probe::targetName(target));
-    for (int64_t l = 0; l < layers; ++l)
-      std::printf(" layer %lld |", (long long)l);
-    std::printf(" top |\n|---|");
-    for (int64_t l = 0; l <= layers; ++l)
-      std::printf("---|");
-    std::printf("\n");
-    for (const auto &[regime, row] : asObject(t["test_r2"])) {
-      std::printf("| %s |", regime.c_str());
-      for (const Json &r2 : row)
-        std::printf(" %.3f |", r2.get<double>());
-      std::printf("\n");
-    }
-    std::printf("| random features | %.3f |\n", t["random"].get<double>());
-  }
+  printTables(out, targets, part, windows, perWindow, layers);
   return 0;
 }
 
