@@ -63,7 +63,8 @@ accuracy and mean answer length per regime, sft.md.
 
 --probe compiles each model with `fbtc --with-states` and runs `fbt probe`
 on the report part for the FBT (standard prefill and fused:2..8) and the
-same-tokens plain model: test R^2 of ridge probes per layer and regime for
+same-tokens plain model (and, for the FBT, the states soft decoding
+carries): test R^2 of ridge probes per layer and regime for
 bracket depth, indentation and the letter control, beside random features
 of the same width (probe.md, probe.png).
 
@@ -524,7 +525,8 @@ def main():
                 r["probe"] = json.loads(run(
                     [fbt, "probe", os.path.join(out, kind + "-states.fbtb"), "--ckpt", ckpt,
                      "--json", "--split", report_split,
-                     "--windows", str(30 if args.quick else args.probe_windows)] + feed,
+                     "--windows", str(30 if args.quick else args.probe_windows)] +
+                    (["--soft"] if kind == "fbt" else []) + feed,
                     capture=True))
             if sft and label in ("fbt", "same-tokens"):
                 r["sft"] = sft_stage(fbt, bundles[kind], specs[kind], rundir, seed, sft,

@@ -1,14 +1,17 @@
 //===- CmdProbe.cpp - fbt probe: what each layer can read ------------------===//
 //
 //   fbt probe BUNDLE --ckpt C [--data FILE] [--split test] [--targets ...]
-//             [--passes 8] [--windows 96] [--json]
+//             [--passes 8] [--soft] [--windows 96] [--json]
 //
 // Windows spread over a held-out part go through plain prefill and the fused
 // passes (prefill_states, prefill_fused_states: fbtc --with-states); at
 // every layer of every pass a ridge probe (runtime/eval/Probe.h) reads each
 // target off the residual stream. Windows are split 3:1:1 into the probe's
 // train, validation (its regularization) and test (its R^2) parts; random
-// features of the same width give the floor.
+// features of the same width give the floor. --soft adds the states soft
+// decoding carries, teacher-forced: with the feedback from t = 1 and no
+// jitter, fused pass k is exact for positions below k, so pass T (the
+// window's length) is the soft recurrence at every position.
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,15 +34,16 @@ namespace fbt {
 namespace {
 using probe::Target;
 
-/// The windows' states: features[pass][layer] with a row per probed
+/// The windows' states: features[regime][layer] with a row per probed
 /// position (positions 1 .. T-1 of each window), and the windows' bytes.
+/// The regimes are passes 1 .. `passes`, then with `soft` pass T.
 struct Collected {
   std::vector<std::vector<std::vector<float>>> features;
   std::vector<std::vector<int32_t>> windows;
 };
 
 Collected collect(Decoder &decoder, const TokenStream &part, int64_t count, int64_t passes,
-                  int64_t layers) {
+                  bool soft, int64_t layers) {
   const int64_t t = decoder.maxPrompt(), d = decoder.width();
   if (part.size() < t)
     throw RuntimeError("the part holds " + std::to_string(part.size()) +
@@ -51,7 +55,12 @@ Collected collect(Decoder &decoder, const TokenStream &part, int64_t count, int6
     part.copy(start, t, w.data());
     c.windows.push_back(std::move(w));
   }
-  c.features.assign(passes, std::vector<std::vector<float>>(layers + 1));
+  std::vector<int64_t> kept; // the passes kept, 0-based
+  for (int64_t p = 0; p < passes; ++p)
+    kept.push_back(p);
+  if (soft)
+    kept.push_back(t - 1);
+  c.features.assign(kept.size(), std::vector<std::vector<float>>(layers + 1));
   ProgressOptions po;
   po.unit = "windows";
   ProgressBar bar(count, 0, po);
@@ -59,12 +68,12 @@ Collected collect(Decoder &decoder, const TokenStream &part, int64_t count, int6
     int64_t n = std::min(decoder.batchSize(), count - first);
     std::vector<std::vector<int32_t>> batch(c.windows.begin() + first,
                                             c.windows.begin() + first + n);
-    auto states = decoder.layerStates(batch, passes);
-    for (int64_t p = 0; p < passes; ++p)
+    auto states = decoder.layerStates(batch, soft ? t : passes);
+    for (size_t k = 0; k < kept.size(); ++k)
       for (int64_t l = 0; l <= layers; ++l)
         for (int64_t b = 0; b < n; ++b)
-          c.features[p][l].insert(c.features[p][l].end(), states[p][l][b].begin() + d,
-                                  states[p][l][b].end());
+          c.features[k][l].insert(c.features[k][l].end(), states[kept[k]][l][b].begin() + d,
+                                  states[kept[k]][l][b].end());
     bar.update(first + n);
   }
   bar.finish();
@@ -138,14 +147,17 @@ void declareOptions(CommandLine &args) {
       .integer("passes", "N",
                "plain prefill and the fused passes up to N (default 8; 1 for a "
                "model without feedback)")
+      .flag("soft", "also the states soft decoding carries (fused pass T: exact at every "
+                    "position of a window of T)")
       .integer("windows", "N", "windows of max_prompt_length spread over the part (default 96)")
       .integer("seed", "S", "the random features' seed (default 1)")
       .flag("json", "print one JSON object instead of the tables")
-      .footer("Per target, a table of test R^2 by regime (standard: plain prefill; "
-              "fused:N: the\nN-th pass of fused prefill) and layer (block inputs 0.., "
-              "then the top\nstate); `random` is a probe of random features of the same "
-              "width (the floor).\nTargets: depth (bracket nesting), indent (the line's "
-              "leading spaces), letter\n(the control: a function of the current byte).");
+      .footer("Per target, a table of test R^2 by regime (standard: plain prefill;\n"
+              "fused:N: the N-th pass of fused prefill; soft: the soft recurrence) and\n"
+              "layer (block inputs 0.., then the top state); `random` is a probe of\n"
+              "random features of the same width (the floor). Targets: depth (bracket\n"
+              "nesting), indent (the line's leading spaces), letter (the control: a\n"
+              "function of the current byte).");
 }
 } // namespace
 
@@ -170,11 +182,12 @@ int runProbe(int argc, char **argv) {
   bool feedback = session.model().feedback.fusion != Fusion::None;
   int64_t passes = args.getInt("passes", feedback ? 8 : 1);
   int64_t windows = args.getInt("windows", 96);
-  if (passes < 1 || (passes > 1 && !feedback) || windows < 5)
-    throw RuntimeError("--passes must be >= 1 (1 for a model without feedback) and "
-                       "--windows >= 5");
+  bool soft = args.has("soft");
+  if (passes < 1 || ((passes > 1 || soft) && !feedback) || windows < 5)
+    throw RuntimeError("--passes must be >= 1 (1 and no --soft for a model without "
+                       "feedback) and --windows >= 5");
   const int64_t layers = session.model().numHiddenLayers, d = decoder.width();
-  Collected c = collect(decoder, data.splits.part(part), windows, passes, layers);
+  Collected c = collect(decoder, data.splits.part(part), windows, passes, soft, layers);
   const int64_t perWindow = decoder.maxPrompt() - 1;
   probe::Parts parts = windowParts(windows, perWindow);
 
@@ -195,11 +208,11 @@ int runProbe(int argc, char **argv) {
       y.insert(y.end(), v.begin() + 1, v.end());
     }
     Json regimes = Json::object();
-    for (int64_t p = 0; p < passes; ++p) {
+    for (size_t k = 0; k < c.features.size(); ++k) {
       Json row = Json::array();
       for (int64_t l = 0; l <= layers; ++l)
-        row.push_back(probe::fitRidge(c.features[p][l], d, y, parts).testR2);
-      regimes[regimeOfPass(p + 1)] = std::move(row);
+        row.push_back(probe::fitRidge(c.features[k][l], d, y, parts).testR2);
+      regimes[(int64_t)k < passes ? regimeOfPass((int64_t)k + 1) : "soft"] = std::move(row);
     }
     perTarget[probe::targetName(target)] =
         Json::object({{"test_r2", std::move(regimes)},
