@@ -2,6 +2,7 @@
 
 #include "CommandLine.h"
 #include "Commands.h"
+#include "PromptTokens.h"
 
 #include "runtime/base/Error.h"
 #include "runtime/base/FileIO.h"
@@ -166,24 +167,15 @@ int runScore(int argc, char **argv) {
   session.loadCheckpoint(args.get("ckpt"));
   Decoder decoder(session);
   Regime regime = Regime::parse(args.get("mode", "standard"));
-  SafetensorsFile file = readSafetensors(args.get("tokens"));
-  const Tensor &ids = file.at("input_ids");
-  const Tensor &lengths = file.at("prompt_lengths");
-  if (ids.dtype != DType::I32 || ids.shape.size() != 2 ||
-      lengths.dtype != DType::I32 || lengths.shape != std::vector<int64_t>{ids.shape[0]})
-    throw RuntimeError(args.get("tokens") + ": expected input_ids I32 [N, T] and "
-                       "prompt_lengths I32 [N]");
-  int64_t n = ids.shape[0], t = ids.shape[1];
+  PromptTokens tokens = readPromptTokens(args.get("tokens"));
+  int64_t n = (int64_t)tokens.rows.size(), t = tokens.width;
   std::vector<float> all;
   for (int64_t first = 0; first < n; first += decoder.batchSize()) {
     int64_t count = std::min(decoder.batchSize(), n - first);
-    std::vector<std::vector<int32_t>> seqs;
-    std::vector<int64_t> prompt;
-    for (int64_t r = first; r < first + count; ++r) {
-      const int32_t *row = ids.data<int32_t>() + r * t;
-      seqs.emplace_back(row, row + t);
-      prompt.push_back(lengths.data<int32_t>()[r]);
-    }
+    std::vector<std::vector<int32_t>> seqs(tokens.rows.begin() + first,
+                                           tokens.rows.begin() + first + count);
+    std::vector<int64_t> prompt(tokens.lengths.begin() + first,
+                                tokens.lengths.begin() + first + count);
     auto logits = decoder.score(seqs, prompt, regime);
     for (auto &seq : logits)
       for (auto &pos : seq)

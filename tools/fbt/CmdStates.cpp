@@ -10,6 +10,7 @@
 
 #include "CommandLine.h"
 #include "Commands.h"
+#include "PromptTokens.h"
 
 #include "runtime/base/Error.h"
 #include "runtime/decode/Decoder.h"
@@ -42,14 +43,8 @@ int runStates(int argc, char **argv) {
   Session session(args.require("BUNDLE"));
   session.loadCheckpoint(args.get("ckpt"));
   Decoder decoder(session);
-  SafetensorsFile file = readSafetensors(args.get("tokens"));
-  const Tensor &ids = file.at("input_ids");
-  const Tensor &lengths = file.at("prompt_lengths");
-  if (ids.dtype != DType::I32 || ids.shape.size() != 2 || lengths.dtype != DType::I32 ||
-      lengths.shape != std::vector<int64_t>{ids.shape[0]})
-    throw RuntimeError(args.get("tokens") + ": expected input_ids I32 [N, T] and "
-                       "prompt_lengths I32 [N]");
-  int64_t n = ids.shape[0], t = ids.shape[1], d = decoder.width();
+  PromptTokens tokens = readPromptTokens(args.get("tokens"));
+  int64_t n = (int64_t)tokens.rows.size(), t = tokens.width, d = decoder.width();
   int64_t layers = session.model().numHiddenLayers;
   // [pass][layer] -> [N, T, D]
   std::vector<std::vector<std::vector<float>>> all(
@@ -57,15 +52,8 @@ int runStates(int argc, char **argv) {
   for (int64_t first = 0; first < n; first += decoder.batchSize()) {
     int64_t count = std::min(decoder.batchSize(), n - first);
     std::vector<std::vector<int32_t>> prompts;
-    for (int64_t r = first; r < first + count; ++r) {
-      int64_t len = lengths.data<int32_t>()[r];
-      if (len < 1 || len > t)
-        throw RuntimeError(args.get("tokens") + ": prompt_lengths[" + std::to_string(r) +
-                           "] is " + std::to_string(len) + ", not in [1, " +
-                           std::to_string(t) + "]");
-      const int32_t *row = ids.data<int32_t>() + r * t;
-      prompts.emplace_back(row, row + len);
-    }
+    for (int64_t r = first; r < first + count; ++r)
+      prompts.emplace_back(tokens.rows[r].begin(), tokens.rows[r].begin() + tokens.lengths[r]);
     auto states = decoder.layerStates(prompts, passes);
     for (int64_t p = 0; p < passes; ++p)
       for (int64_t l = 0; l <= layers; ++l)
