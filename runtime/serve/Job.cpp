@@ -4,11 +4,15 @@
 
 namespace fbt {
 
+ApiError Job::failure() const {
+  return ApiError{errorStatus, error, "", errorStatus == 504 ? "timeout" : "server_error"};
+}
+
 std::string Job::waitForReply() {
   std::unique_lock<std::mutex> l(m);
   cv.wait(l, [&] { return done; });
   if (!error.empty())
-    throw ApiError{errorStatus, error, "", errorStatus == 504 ? "timeout" : "server_error"};
+    throw failure();
   return replyJson(req, id, created, choices, promptTokens(), completionTokens);
 }
 
@@ -33,11 +37,7 @@ std::string Job::takeEvents(std::chrono::milliseconds timeout, bool &ended) {
               "\n\n";
   if (ended)
     events += error.empty() ? "data: [DONE]\n\n"
-                            : "data: " +
-                                  ApiError{errorStatus, error, "",
-                                           errorStatus == 504 ? "timeout" : "server_error"}
-                                      .body() +
-                                  "\n\n";
+                            : "data: " + failure().body() + "\n\n";
   return events;
 }
 

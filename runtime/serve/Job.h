@@ -57,6 +57,10 @@ struct Job {
   /// The prompt's tokens as the API counts them (without the separator).
   int64_t promptTokens() const { return (int64_t)prompt.size() - 1; }
 
+  /// The engine's failure as the reply's error (500, or 504 past
+  /// --request-timeout).
+  ApiError failure() const;
+
   /// Waits until every choice has ended; the reply's JSON body, or an
   /// ApiError (500) with the engine's failure.
   std::string waitForReply();
