@@ -58,6 +58,11 @@ task mixed in, then its validation and test documents unchanged),
 DIR/task.json (the --val-fraction and --test-fraction that keep the same
 parts, the depths asked, and the settings) and DIR/k<K>.jsonl, the held-out
 problems of each asked k for `fbt eval --task file:DIR/k<K>.jsonl`.
+
+DIR/probe.jsonl holds held-out problems, solved, one per line, documents of
+16 lines, k drawn uniformly from the depths that have held-out problems:
+the text `fbt probe --targets value` reads the running value from (its
+validation and test parts at task.json's "probe" fractions: 40% each).
 """
 
 import argparse
@@ -232,6 +237,28 @@ def mix(base, fraction, seed, ks, weights, rate=HELDOUT_RATE, ops=DEFAULT_OPS):
     return "".join(out)
 
 
+def probe_data(path, ks, seed, rate=HELDOUT_RATE, ops=DEFAULT_OPS, nbytes=48000):
+    """Writes held-out problems, solved, as documents of 16 lines to path;
+    returns the fractions that make its last 40% the test part and the 40%
+    before it the validation part."""
+    rng = random.Random("probe/%d/%s" % (seed, ops))
+    pools = [heldout_questions(k, 2000, seed, rate, ops) for k in ks]
+    pools = [p for p in pools if p]
+    docs, total = [], 0
+    while total < nbytes:
+        doc = "".join("%s=%s\n" % (q, solve(q))
+                      for q in (rng.choice(rng.choice(pools)) for _ in range(16)))
+        docs.append(doc)
+        total += len(doc) + 1
+    with open(path, "w") as f:
+        for doc in docs:
+            f.write(json.dumps({"text": doc}) + "\n")
+    tokens = [len(doc) + 1 for doc in docs]
+    n, held = len(docs), len(docs) * 2 // 5
+    return exact_fractions(sum(tokens), sum(tokens[n - 2 * held:n - held]),
+                           sum(tokens[n - held:]))
+
+
 def default_weights(ks):
     """1/k: the easy levels, which the model learns first, most often."""
     return [1 / k for k in ks]
@@ -271,6 +298,8 @@ def build(data, validation_docs, test_docs, out, fraction=0.5, ks=range(1, 9), w
                 f.write(json.dumps(p) + "\n")
     if not files:
         raise ValueError("no depth has %d held-out problems: ask for larger k" % min_heldout)
+    probe_path = os.path.join(out, "probe.jsonl")
+    probe_val, probe_test = probe_data(probe_path, ks, seed, rate, ops)
     n = len(tokens)
     val_f, test_f = exact_fractions(sum(tokens), sum(tokens[n - held:n - test_docs]),
                                     sum(tokens[n - test_docs:]))
@@ -278,6 +307,7 @@ def build(data, validation_docs, test_docs, out, fraction=0.5, ks=range(1, 9), w
             "mix": fraction, "k": ks, "eval_k": sorted(files), "weights": weights, "seed": seed,
             "ops": ops,
             "heldout_rate": rate, "problems": {str(k): v for k, v in files.items()},
+            "probe": {"data": probe_path, "val_fraction": probe_val, "test_fraction": probe_test},
             "task_bytes": sum(len(m) for m in mixed) - sum(len(t) for t in train)}
     with open(os.path.join(out, "task.json"), "w") as f:
         json.dump(task, f, indent=1)

@@ -66,7 +66,9 @@ on the report part for the FBT (standard prefill and fused:2..8) and the
 same-tokens plain model (and, for the FBT, the states soft decoding
 carries): test R^2 of ridge probes per layer and regime for
 bracket depth, indentation and the letter control, beside random features
-of the same width (probe.md, probe.png).
+of the same width (probe.md, probe.png); with --depth-task also the task's
+running value on its held-out problems (test accuracy of one-vs-rest
+probes, beside the most common value's share).
 
 Everything lands in DIR (default runs/experiment-NAME): the bundles, runs,
 the data recipe's files, results.json (the raw results: the command, the
@@ -522,12 +524,8 @@ def main():
             if kind == "fbt":
                 r["contraction"] = json.loads(run([fbt] + ev + ["--contraction"], capture=True))
             if args.probe and label in ("fbt", "same-tokens"):
-                r["probe"] = json.loads(run(
-                    [fbt, "probe", os.path.join(out, kind + "-states.fbtb"), "--ckpt", ckpt,
-                     "--json", "--split", report_split,
-                     "--windows", str(30 if args.quick else args.probe_windows)] +
-                    (["--soft"] if kind == "fbt" else []) + feed,
-                    capture=True))
+                r["probe"] = probe(fbt, os.path.join(out, kind + "-states.fbtb"), ckpt,
+                                   kind == "fbt", feed, data["depth"], report_split, args)
             if sft and label in ("fbt", "same-tokens"):
                 r["sft"] = sft_stage(fbt, bundles[kind], specs[kind], rundir, seed, sft,
                                      SFT_REGIMES if kind == "fbt" else ["standard"], args)
@@ -550,6 +548,23 @@ def main():
         json.dump(raw, f, indent=1)
     experiment_report.write(out)
     print("report: " + os.path.join(out, "report.md"))
+
+
+def probe(fbt, bundle, ckpt, feedback, feed, depth, split, args):
+    """fbt probe's JSON: the code targets on the held-out part, and with the
+    depth task the running value on its held-out problems (probe.jsonl)."""
+    common = [fbt, "probe", bundle, "--ckpt", ckpt, "--json", "--split", split,
+              "--windows", str(30 if args.quick else args.probe_windows)] + \
+        (["--soft"] if feedback else [])
+    out = json.loads(run(common + feed, capture=True))
+    if depth:
+        p = depth["probe"]
+        task = json.loads(run(common + ["--targets", "value", "--data", p["data"],
+                                        "--val-fraction", repr(p["val_fraction"]),
+                                        "--test-fraction", repr(p["test_fraction"])],
+                              capture=True))
+        out["targets"]["value"] = task["targets"]["value"]
+    return out
 
 
 def base_seed_of(args, spec):

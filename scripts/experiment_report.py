@@ -292,9 +292,15 @@ def sft_table(raw):
     return md
 
 
+def probe_score(target_json):
+    """The key of a probe target's scores: test R^2 of a quantity, or test
+    accuracy of a class (fbt probe's value target)."""
+    return "test_accuracy" if "test_accuracy" in target_json else "test_r2"
+
+
 def probe_rows(raw):
-    """[(target, model, regime, [per layer: R^2 per seed])] and, per target,
-    the random-feature floor per seed."""
+    """[(target, model, regime, [per layer: the score per seed])] and, per
+    target, the random-feature floor per seed."""
     first = raw["runs"][str(raw["seeds"][0])]
     rows, floors = [], {}
     probed = [label for label, r in first.items() if r.get("probe")]
@@ -302,22 +308,36 @@ def probe_rows(raw):
         floors[target] = [x for label in probed for x in per_seed(
             raw, lambda res: res[label]["probe"]["targets"][target]["random"])]
         for label in probed:
-            regs = first[label]["probe"]["targets"][target]["test_r2"]
+            key = probe_score(first[label]["probe"]["targets"][target])
+            regs = first[label]["probe"]["targets"][target][key]
             for reg, layers in regs.items():
                 rows.append((target, label, reg, [
-                    per_seed(raw, lambda res: res[label]["probe"]["targets"][target]["test_r2"][reg][l])
+                    per_seed(raw, lambda res: res[label]["probe"]["targets"][target][key][reg][l])
                     for l in range(len(layers))]))
     return rows, floors
 
 
+def probe_floor(raw, target, floors):
+    """The floor's words for a target: random features, and for a class the
+    share of its most common value."""
+    text = "random features: %.3f" % stats(floors[target])["mean"]
+    first = raw["runs"][str(raw["seeds"][0])]
+    for r in first.values():
+        t = (r.get("probe") or {}).get("targets", {}).get(target, {})
+        if "majority" in t:
+            return "test accuracy; %s; the most common value: %.3f" % (text, t["majority"])
+    return text
+
+
 def probe_table(raw):
-    """Test R^2 of the probes per target, model, regime and layer (mean +-
-    the 95% t half-width over the seeds), and the random-feature floor."""
+    """The probes' test scores (R^2, or accuracy for a class) per target,
+    model, regime and layer (mean +- the 95% t half-width over the seeds),
+    and the floors."""
     rows, floors = probe_rows(raw)
     layers = len(rows[0][3])
     md = []
     for target in floors:
-        md += ["", "**%s** (random features: %.3f)" % (target, stats(floors[target])["mean"]), "",
+        md += ["", "**%s** (%s)" % (target, probe_floor(raw, target, floors)), "",
                "| model | regime | " + " | ".join(
                    "layer %d" % l if l < layers - 1 else "top" for l in range(layers)) + " |",
                "|---|---|" + "---|" * layers]
@@ -399,11 +419,16 @@ def tables(raw):
     if raw.get("probe"):
         t = probe_table(raw)
         out["probe.md"] = "\n".join(t) + "\n"
-        md += ["", "## Probes (fbt probe, test R^2)", "",
+        classes = any("accuracy" in line for line in t if line.startswith("**"))
+        md += ["", "## Probes (fbt probe, test R^2%s)" % (
+                   "; accuracy for the value target" if classes else ""), "",
                "Ridge probes of each layer's residual stream (block inputs, then the top "
                "state), fitted on 3/5 of the held-out windows, the regularization chosen on "
                "1/5 and R^2 given on the last 1/5; standard is plain prefill, fused:N the N-th "
-               "pass of fused prefill. Mean +- the 95% t half-width over the seeds.", ""] + t
+               "pass of fused prefill. Mean +- the 95% t half-width over the seeds." +
+               (" The value target (the depth task's running value, on its held-out "
+                "problems) is a class: one ridge probe per value, the highest taken, scored "
+                "by accuracy." if classes else ""), ""] + t
     md += ["", "## Plots", ""]
     for png, what in [("tokens_equivalence.png", "held-out loss against training tokens"),
                       ("probe.png", "probe R^2 per layer and regime"),
@@ -483,8 +508,9 @@ def probe_plot(raw, out, plt):
             n = len(grid[0])
             ax.set_xticks(range(n))
             ax.set_xticklabels([str(k) if k < n - 1 else "top" for k in range(n)], fontsize=7)
-            ax.set_title("%s, %s (random features %.2f)" % (
-                target, label, stats(floors[target])["mean"]), fontsize=8)
+            ax.set_title("%s, %s (%s, random %.2f)" % (
+                target, label, "accuracy" if "accuracy" in probe_floor(raw, target, floors)
+                else "R^2", stats(floors[target])["mean"]), fontsize=8)
             for y, vals in enumerate(grid):
                 for x, v in enumerate(vals):
                     ax.text(x, y, "%.2f" % v, ha="center", va="center", fontsize=6,
@@ -493,7 +519,7 @@ def probe_plot(raw, out, plt):
     for ax in axes[-1]:
         ax.set_xlabel("layer")
     fig.tight_layout()
-    fig.colorbar(im, ax=axes.ravel().tolist(), shrink=0.6, label="test R^2")
+    fig.colorbar(im, ax=axes.ravel().tolist(), shrink=0.6, label="test R^2 (accuracy)")
     fig.savefig(os.path.join(out, "probe.png"), dpi=120)
     plt.close(fig)
 

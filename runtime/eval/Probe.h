@@ -11,6 +11,14 @@
 //           counts 4), as far as the position has read them
 //   letter  the control: whether the current byte is a letter, a function
 //           of that byte alone, which any layer's state should give
+//   value   the depth task's running value (scripts/depth_task.py): inside a
+//           problem line "$7++-=8" the digit after the updates read so far;
+//           in "$0:04 11|..." (perm5) the position after the lookups read so
+//           far, a permutation applied at the pair that moves the current
+//           position. A class (0-9), read by one-vs-rest probes and scored by
+//           accuracy; probed at the lines' other bytes than digits (updates,
+//           ':', ' ', '|', '='), where the current byte does not name the
+//           value, and nowhere outside problem lines
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,13 +32,19 @@
 
 namespace fbt::probe {
 
-enum class Target { Depth, Indent, Letter };
+enum class Target { Depth, Indent, Letter, Value };
 
-/// "depth", "indent" or "letter"; a RuntimeError naming the choices else.
+/// "depth", "indent", "letter" or "value"; a RuntimeError naming the
+/// choices else.
 Target parseTarget(const std::string &name);
 const char *targetName(Target t);
 
-/// The target at every position of a window of bytes.
+/// Whether the target is a class (scored by accuracy) rather than a
+/// quantity (scored by R^2).
+bool isClassTarget(Target t);
+
+/// The target at every position of a window of bytes; NaN where it is not
+/// defined (value: outside a problem line).
 std::vector<double> targetValues(Target t, const std::vector<int32_t> &bytes);
 
 /// Rows of `features` (row-major, `width` columns) split into the parts a
@@ -51,6 +65,25 @@ struct RidgeFit {
 RidgeFit fitRidge(const std::vector<float> &features, int64_t width,
                   const std::vector<double> &y, const Parts &parts,
                   const std::vector<double> &lambdas = {1e-4, 1e-3, 1e-2, 1e-1, 1, 10});
+
+/// `parts` less the rows where y is not defined (NaN).
+Parts definedRows(const Parts &parts, const std::vector<double> &y);
+
+struct ClassFit {
+  double lambda = 0;
+  double validationAccuracy = 0;
+  double testAccuracy = 0;
+  /// The floor: the share of test rows in the train rows' most common class.
+  double majority = 0;
+};
+
+/// One ridge regression per class onto its indicator (the features
+/// standardized on the train rows, one shared Gram matrix), the predicted
+/// class the highest; the regularization with the best validation accuracy
+/// is scored on test. `labels` are small non-negative integers.
+ClassFit fitRidgeClasses(const std::vector<float> &features, int64_t width,
+                         const std::vector<double> &labels, const Parts &parts,
+                         const std::vector<double> &lambdas = {1e-4, 1e-3, 1e-2, 1e-1, 1, 10});
 
 /// 1 - SS_res / SS_tot over `rows` (SS_tot about their own mean); 0 where
 /// the target does not vary.

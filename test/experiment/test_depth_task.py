@@ -207,11 +207,37 @@ class HeldOut(unittest.TestCase):
             share = task["task_bytes"] / len(train)
             self.assertTrue(0.24 <= share <= 0.27, share)
 
+    def test_probe_data_is_held_out_and_solved(self):
+        for ops in ("+-", dt.PERM):
+            with tempfile.TemporaryDirectory() as d:
+                _, _, task = self.build(d, fraction=0.1, ops=ops)
+                probe = task["probe"]
+                docs = self.documents({"data": probe["data"]})
+                lines = [l for doc in docs for l in doc.splitlines()]
+                self.assertGreater(len(lines), 300)
+                for l in lines:  # held out, every line, and solved
+                    q, a = l.split("=")
+                    self.assertTrue(dt.is_heldout(q))
+                    self.assertEqual(a, dt.solve(q))
+                # The last 40% of the documents are the test part, the 40%
+                # before them validation, cut where fbt cuts.
+                starts, n = [], 0
+                for doc in docs:
+                    starts.append(n)
+                    n += 1 + len(doc.encode())
+                held = len(docs) * 2 // 5
+                at = lambda target: min(s for s in starts + [n] if s >= target)  # noqa: E731
+                test = at(n - int(probe["test_fraction"] * n))
+                self.assertEqual(test, starts[len(docs) - held])
+                self.assertEqual(at(test - int(probe["val_fraction"] * n)),
+                                 starts[len(docs) - 2 * held])
+
     def test_deterministic(self):
         with tempfile.TemporaryDirectory() as d1, tempfile.TemporaryDirectory() as d2:
             _, _, a = self.build(d1, fraction=0.1)
             _, _, b = self.build(d2, fraction=0.1)
-            for x, y in [(a["data"], b["data"])] + list(zip(a["problems"].values(),
+            for x, y in [(a["data"], b["data"]),
+                         (a["probe"]["data"], b["probe"]["data"])] + list(zip(a["problems"].values(),
                                                             b["problems"].values())):
                 with open(x, "rb") as f, open(y, "rb") as g:
                     self.assertEqual(f.read(), g.read())

@@ -110,6 +110,46 @@ std::string regimeOfPass(int64_t pass) {
   return pass == 1 ? "standard" : "fused:" + std::to_string(pass);
 }
 
+/// One target's probes: test R^2 (a quantity) or test accuracy (a class)
+/// per regime and layer, and the random features' score beside them.
+Json probeTarget(Target target, const Collected &c, const probe::Parts &all,
+                 const std::vector<float> &random, int64_t d, int64_t passes) {
+  std::vector<double> y;
+  for (const auto &w : c.windows) {
+    std::vector<double> v = probe::targetValues(target, w);
+    y.insert(y.end(), v.begin() + 1, v.end());
+  }
+  probe::Parts parts = probe::definedRows(all, y);
+  if (parts.train.empty() || parts.validation.empty() || parts.test.empty())
+    throw RuntimeError(std::string("probe target ") + probe::targetName(target) + ": no position of the " +
+                       std::to_string(c.windows.size()) +
+                       " windows has it in one of the probe's parts (value: the depth "
+                       "task's problem lines, \"$...=\", in --data's held-out part)");
+  const bool classes = probe::isClassTarget(target);
+  auto score = [&](const std::vector<float> &features) {
+    return classes ? probe::fitRidgeClasses(features, d, y, parts).testAccuracy
+                   : probe::fitRidge(features, d, y, parts).testR2;
+  };
+  Json regimes = Json::object();
+  for (size_t k = 0; k < c.features.size(); ++k) {
+    Json row = Json::array();
+    for (const auto &layer : c.features[k])
+      row.push_back(score(layer));
+    regimes[(int64_t)k < passes ? regimeOfPass((int64_t)k + 1) : "soft"] = std::move(row);
+  }
+  Json out = Json::object({{classes ? "test_accuracy" : "test_r2", std::move(regimes)},
+                           {"positions", (int64_t)(parts.train.size() + parts.validation.size() +
+                                                   parts.test.size())}});
+  if (classes) {
+    probe::ClassFit floor = probe::fitRidgeClasses(random, d, y, parts);
+    out["random"] = floor.testAccuracy;
+    out["majority"] = floor.majority;
+  } else {
+    out["random"] = probe::fitRidge(random, d, y, parts).testR2;
+  }
+  return out;
+}
+
 /// The tables: per target, test R^2 by regime (rows) and layer.
 void printTables(const Json &out, const std::vector<Target> &targets, DataPart part,
                  int64_t windows, int64_t perWindow, int64_t layers) {
@@ -118,14 +158,19 @@ void printTables(const Json &out, const std::vector<Target> &targets, DataPart p
               partName(part), (long long)windows, (long long)perWindow);
   for (Target target : targets) {
     const Json &t = out.at("targets").at(probe::targetName(target));
-    std::printf("\n%s: test R^2\n| regime |", probe::targetName(target));
+    const bool classes = probe::isClassTarget(target);
+    std::printf("\n%s: test %s over %lld positions", probe::targetName(target),
+                classes ? "accuracy" : "R^2", (long long)t.at("positions").get<int64_t>());
+    if (classes)
+      std::printf(" (the most common class: %.3f)", t.at("majority").get<double>());
+    std::printf("\n| regime |");
     for (int64_t l = 0; l < layers; ++l)
       std::printf(" layer %lld |", (long long)l);
     std::printf(" top |\n|---|");
     for (int64_t l = 0; l <= layers; ++l)
       std::printf("---|");
     std::printf("\n");
-    for (const auto &[regime, row] : asObject(t.at("test_r2"))) {
+    for (const auto &[regime, row] : asObject(t.at(classes ? "test_accuracy" : "test_r2"))) {
       std::printf("| %s |", regime.c_str());
       for (const Json &r2 : row)
         std::printf(" %.3f |", r2.get<double>());
@@ -143,7 +188,8 @@ void declareOptions(CommandLine &args) {
       .text("split", "PART", "validation or test (default test)")
       .number("val-fraction", "F", "--data: its validation part (default: the run's)")
       .number("test-fraction", "F", "--data: its test part (default: the run's)")
-      .text("targets", "LIST", "depth, indent and/or letter (default all three)")
+      .text("targets", "LIST",
+            "depth, indent, letter and/or value (default depth,indent,letter)")
       .integer("passes", "N",
                "plain prefill and the fused passes up to N (default 8; 1 for a "
                "model without feedback)")
@@ -157,7 +203,9 @@ void declareOptions(CommandLine &args) {
               "layer (block inputs 0.., then the top state); `random` is a probe of\n"
               "random features of the same width (the floor). Targets: depth (bracket\n"
               "nesting), indent (the line's leading spaces), letter (the control: a\n"
-              "function of the current byte).");
+              "function of the current byte), value (the depth task's running value\n"
+              "in its problem lines, a class: test accuracy, beside the most common\n"
+              "class's share).");
 }
 } // namespace
 
@@ -201,23 +249,8 @@ int runProbe(int argc, char **argv) {
                            {"positions", windows * perWindow},
                            {"layers", layers}});
   Json perTarget = Json::object();
-  for (Target target : targets) {
-    std::vector<double> y;
-    for (const auto &w : c.windows) {
-      std::vector<double> v = probe::targetValues(target, w);
-      y.insert(y.end(), v.begin() + 1, v.end());
-    }
-    Json regimes = Json::object();
-    for (size_t k = 0; k < c.features.size(); ++k) {
-      Json row = Json::array();
-      for (int64_t l = 0; l <= layers; ++l)
-        row.push_back(probe::fitRidge(c.features[k][l], d, y, parts).testR2);
-      regimes[(int64_t)k < passes ? regimeOfPass((int64_t)k + 1) : "soft"] = std::move(row);
-    }
-    perTarget[probe::targetName(target)] =
-        Json::object({{"test_r2", std::move(regimes)},
-                      {"random", probe::fitRidge(random, d, y, parts).testR2}});
-  }
+  for (Target target : targets)
+    perTarget[probe::targetName(target)] = probeTarget(target, c, parts, random, d, passes);
   out["targets"] = std::move(perTarget);
   if (args.has("json")) {
     std::printf("%s\n", dumpJson(out).c_str());

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 using namespace fbt;
@@ -73,7 +74,64 @@ TEST(ProbeTest, AnUnknownTargetIsNamed) {
     FAIL() << "an unknown target was accepted";
   } catch (const RuntimeError &e) {
     EXPECT_EQ(std::string(e.what()),
-              "unknown probe target 'nesting' (targets: depth, indent, letter)");
+              "unknown probe target 'nesting' (targets: depth, indent, letter, value)");
   }
   EXPECT_EQ(std::string(targetName(parseTarget("indent"))), "indent");
+}
+
+namespace {
+/// The value target along `text`, -1 where it is not defined.
+std::vector<double> values(const std::string &text) {
+  std::vector<int32_t> bytes(text.begin(), text.end());
+  std::vector<double> v = targetValues(Target::Value, bytes);
+  for (double &x : v)
+    if (!std::isfinite(x))
+      x = -1;
+  return v;
+}
+} // namespace
+
+TEST(ProbeTest, TheRunningValueOfDigitUpdates) {
+  // '+' adds 1, '-' subtracts 1, '*' times 3, '/' times 7 (mod 10); the
+  // line's '$', digits and newline, and text outside problem lines, are not
+  // probed.
+  EXPECT_EQ(values("x\n$7++-*=4\n$9+/=0\n"),
+            (std::vector<double>{-1, -1, -1, -1, 8, 9, 8, 4, 4, -1, -1, -1, -1, 0, 0, 0, -1, -1}));
+  // A '$' that does not start a line, and a line that stops parsing.
+  EXPECT_EQ(values("a$3+\n$3+q+\n"),
+            (std::vector<double>{-1, -1, -1, -1, -1, -1, -1, 4, -1, -1, -1}));
+}
+
+TEST(ProbeTest, TheRunningPositionOfPerm5) {
+  // 0 -> 4 at the pair "04"; the second permutation moves 4 at "41", its
+  // earlier pair "12" leaving the position alone.
+  std::string line = "\n$0:04 40|12 41=1\n";
+  EXPECT_EQ(values(line), (std::vector<double>{-1, -1, -1, 0, -1, -1, 4, -1, -1, 4, -1, -1, 4,
+                                               -1, -1, 1, -1, -1}));
+  // A permutation moves the position once: "04 40" leaves it at 4.
+  EXPECT_EQ(values("\n$0:04 40=4")[9], 4);
+}
+
+TEST(ProbeTest, APlantedClassIsRecoveredAndShuffledClassesScoreTheMajority) {
+  const int64_t rows = 4000, width = 24;
+  std::vector<float> x = noise(rows, width, 6);
+  std::vector<double> label(rows);
+  for (int64_t r = 0; r < rows; ++r) { // the class of the largest of 4 features
+    int64_t best = 0;
+    for (int64_t k = 1; k < 4; ++k)
+      if (x[r * width + 2 * k] > x[r * width + 2 * best])
+        best = k;
+    label[r] = (double)best;
+  }
+  label[7] = label[8] = std::nan(""); // undefined rows are left out
+  Parts defined = definedRows(parts(rows), label);
+  EXPECT_EQ(defined.train.size() + defined.validation.size() + defined.test.size(),
+            (size_t)rows - 2);
+  ClassFit fit = fitRidgeClasses(x, width, label, defined);
+  EXPECT_GT(fit.testAccuracy, 0.8); // a linear readout of an argmax
+  EXPECT_LT(fit.majority, 0.35);
+  for (int64_t r = rows - 1; r > 0; --r)
+    std::swap(label[r], label[rng::uniformInt(5, 4, (uint64_t)r, (uint64_t)r + 1)]);
+  ClassFit shuffled = fitRidgeClasses(x, width, label, definedRows(parts(rows), label));
+  EXPECT_LT(shuffled.testAccuracy, 0.3);
 }
