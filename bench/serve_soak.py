@@ -13,6 +13,8 @@ request of the mix is run alone, one at a time (its reference reply); then
               fused:3), greedy or seeded sampling, some with log-probabilities:
               its texts must equal its reference's, its log-probabilities
               within 1e-3
+  json        the same with a response_format (json_object, or a schema):
+              checked so, and a reply that ends ("stop") must parse
   streamed    the same as server-sent events: the pieces must add up to the
               reference's text
   disconnect  a stream the client closes after its first event
@@ -46,6 +48,11 @@ KEY = "sk-soak"
 MAX_BODY = 16384
 PROMPTS = ["The cat", "Once upon a time", "def main():", "A dog ran", "In 1990 the"]
 REGIMES = ["standard", "soft", "fused:2", "fused:3"]
+FORMATS = [{"type": "json_object"},
+           {"type": "json_schema", "json_schema": {"name": "pet", "schema": {
+               "type": "object", "required": ["name", "cat"], "properties": {
+                   "name": {"type": "string", "maxLength": 6},
+                   "cat": {"type": "boolean"}}}}}]
 
 
 def start_server(args):
@@ -131,6 +138,8 @@ def mix(rng):
                         body["logprobs"] = 1
                     if rng.random() < 0.3:
                         body["n"] = 2
+                if rng.random() < 0.3:  # JSON output, long enough to end
+                    body.update(max_tokens=48, response_format=rng.choice(FORMATS))
                 path = "/v1/chat/completions" if chat else "/v1/completions"
                 out.append({"name": "%s %s %s" % (path, regime, prompt), "path": path,
                             "json": body})
@@ -138,16 +147,29 @@ def mix(rng):
 
 
 def reply_of(text):
-    """(texts, logprobs per choice) of a plain reply."""
+    """(texts, logprobs, finish reasons per choice) of a plain reply."""
     j = json.loads(text)
-    texts, lps = [], []
+    texts, lps, finishes = [], [], []
     for c in j["choices"]:
         texts.append(c["message"]["content"] if "message" in c else c["text"])
+        finishes.append(c["finish_reason"])
         lp = c.get("logprobs")
         lps.append([] if not lp else
                    [t["logprob"] for t in lp["content"]] if "content" in lp
                    else lp["token_logprobs"])
-    return texts, lps
+    return texts, lps, finishes
+
+
+def unparsed(texts, finishes):
+    """The first JSON reply that ended but does not parse as an object."""
+    for text, finish in zip(texts, finishes):
+        if finish == "stop":
+            try:
+                if not isinstance(json.loads(text), dict):
+                    return text
+            except ValueError:
+                return text
+    return None
 
 
 def same_logprobs(a, b):
@@ -199,15 +221,19 @@ def client(port, requests, refs, deadline, seed, tally):
         error, checked, reply = None, False, False
         try:
             if kind == "plain":
+                if "response_format" in r["json"]:
+                    kind = "json"
                 status, text = request(port, "POST", r["path"], json.dumps(r["json"]))
                 reply = True
                 if status != 200:
                     error = "status %d: %s" % (status, text[:200])
                 else:
-                    texts, lps = reply_of(text)
+                    texts, lps, finishes = reply_of(text)
                     if texts != refs[i][0] or not all(
                             same_logprobs(a, b) for a, b in zip(lps, refs[i][1])):
                         error = "differs from its request alone: " + r["name"]
+                    elif kind == "json" and unparsed(texts, finishes) is not None:
+                        error = "JSON reply does not parse: %r" % unparsed(texts, finishes)
                     checked = True
             elif kind == "streamed":
                 if r["json"].get("n", 1) > 1:

@@ -21,6 +21,7 @@ packages=(
   libcli11-dev            # fbt's command lines
   curl                    # fbt serve's tests
   python3-psutil          # lit's per-test time limit
+  python3-jsonschema      # structured output: replies validated against their schemas
 )
 
 missing=()

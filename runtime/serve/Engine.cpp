@@ -87,6 +87,8 @@ std::shared_ptr<Job> Engine::prepare(const std::string &body, bool chat) const {
                               " is outside the vocabulary (" +
                               std::to_string(decoder_.vocab()) + " tokens)",
                      "logit_bias"};
+  if (job->req.format.constrained())
+    prepareFormat(*job);
   int64_t longest = decoder_.longestPrompt(job->req.regime);
   if ((int64_t)job->prompt.size() > longest)
     throw ApiError{400, "the prompt has " + std::to_string(job->prompt.size()) +
@@ -99,6 +101,51 @@ std::shared_ptr<Job> Engine::prepare(const std::string &body, bool chat) const {
                      std::chrono::system_clock::now().time_since_epoch())
                      .count();
   return job;
+}
+
+/// response_format: the grammar its replies follow, compiled once per
+/// format (the cache) and checked here, so that a schema outside the
+/// supported subset is a 400 before anything runs.
+void Engine::prepareFormat(Job &job) const {
+  if (tok_.name().rfind("sp:", 0) == 0)
+    throw ApiError{400, "'response_format': JSON output needs a byte-level or BPE "
+                        "vocabulary; this model's tokenizer is SentencePiece",
+                   "response_format"};
+  try {
+    const ResponseFormat &f = job.req.format;
+    job.grammar = grammars_.get(f.key(), [&] {
+      Grammar g = f.grammar();
+      ++metrics_.grammarsCompiled;
+      return g;
+    });
+  } catch (const RuntimeError &e) {
+    throw ApiError{400, std::string("'response_format': ") + e.what(), "response_format"};
+  }
+  vocabulary(); // built before the engine thread needs it
+}
+
+/// The tokens' bytes as constrained decoding reads them: none for the
+/// document separator, nor for a token that is not its own text (a
+/// special token, which decodes as its name).
+std::shared_ptr<const TokenTrie> Engine::vocabulary() const {
+  std::lock_guard<std::mutex> g(vocabularyM_);
+  if (!vocabulary_) {
+    std::vector<std::string> bytes(decoder_.vocab());
+    for (int64_t id = 0; id < decoder_.vocab() && id < tok_.vocabSize(); ++id) {
+      if (id == tok_.documentSeparator())
+        continue;
+      std::string text = tok_.decode({(int32_t)id});
+      std::vector<int32_t> again;
+      try {
+        again = tok_.encode(text);
+      } catch (const RuntimeError &) {
+      }
+      if (again == std::vector<int32_t>{(int32_t)id} || text.size() == 1)
+        bytes[id] = std::move(text);
+    }
+    vocabulary_ = std::make_shared<const TokenTrie>(bytes);
+  }
+  return vocabulary_;
 }
 
 /// The server's own limits on a request (each answered 400 naming its
@@ -241,6 +288,8 @@ Engine::Sequence Engine::makeSequence(const std::shared_ptr<Job> &job, int64_t c
   s.choice = choice;
   s.sampling = job->req.sampling;
   s.sampling.seed += (uint64_t)choice;
+  if (job->grammar)
+    s.constraint.emplace(job->grammar, vocabulary());
   int64_t room = decoder_.maxSequence() - (int64_t)job->prompt.size();
   s.maxNew = std::min<int64_t>(job->req.maxTokens, std::max<int64_t>(room, 0));
   s.position = (int32_t)job->prompt.size();
@@ -428,16 +477,26 @@ Choice Engine::echoed(const Job &job, Choice c) const {
 }
 
 /// The token `s` samples from its row's `logits` (the request's bias and
-/// penalties applied), scored where the request asks for log-probabilities
-/// or ranks candidates.
+/// penalties applied, and only what its response_format's grammar reads
+/// next: -1 if that is no token), scored where the request asks for
+/// log-probabilities or ranks candidates.
 int32_t Engine::choose(Sequence &s, const float *logits, uint64_t counter) {
   const GenerationRequest &req = s.job->req;
   int64_t vocab = decoder_.vocab();
-  int32_t id = req.controls.any()
-                   ? decoder_.sample(
-                         controlledLogits(logits, vocab, req.controls, s.counts).data(),
-                         s.sampling, counter)
-                   : decoder_.sample(logits, s.sampling, counter);
+  int32_t id;
+  if (s.constraint) { // only the tokens the format's grammar reads next
+    std::vector<float> allowed = req.controls.any()
+                                     ? controlledLogits(logits, vocab, req.controls, s.counts)
+                                     : std::vector<float>(logits, logits + vocab);
+    if (!s.constraint->mask(allowed.data(), vocab))
+      return -1; // take() fails the choice, and only it
+    id = decoder_.sample(allowed.data(), s.sampling, counter);
+  } else {
+    id = req.controls.any() ? decoder_.sample(
+                                  controlledLogits(logits, vocab, req.controls, s.counts).data(),
+                                  s.sampling, counter)
+                            : decoder_.sample(logits, s.sampling, counter);
+  }
   s.chosen.reset();
   if (req.logprobs || req.bestOf > req.n)
     s.chosen = chosenLogprob(logits, vocab, id, req.topLogprobs);
@@ -500,6 +559,8 @@ bool Engine::take(Sequence &s, int32_t id) {
     std::lock_guard<std::mutex> g(job.m);
     ++job.completionTokens;
   }
+  if (s.constraint && (id < 0 || !s.constraint->take(id)))
+    return fail(s, "response_format: no token of the vocabulary continues the JSON"), false;
   logToken(s, id);
   if (id == tok_.documentSeparator()) {
     s.finish = "stop";
@@ -516,6 +577,11 @@ bool Engine::take(Sequence &s, int32_t id) {
     return finish(s), false;
   }
   extend(s, now.substr(0, now.size() - stopHoldback(now, job.req)));
+  if (s.constraint && s.constraint->finished()) { // the JSON is whole
+    s.finish = "stop";
+    extend(s, utf8Text(tok_.decode(s.ids), true));
+    return finish(s), false;
+  }
   if (s.produced >= s.maxNew || s.position + 1 >= decoder_.maxSequence()) {
     // What was held back: a character left incomplete, the start of a stop.
     extend(s, utf8Text(tok_.decode(s.ids), true));

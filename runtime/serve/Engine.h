@@ -24,6 +24,7 @@
 #ifndef FBT_RUNTIME_SERVE_ENGINE_H
 #define FBT_RUNTIME_SERVE_ENGINE_H
 
+#include "runtime/decode/Constraint.h"
 #include "runtime/decode/Decoder.h"
 #include "runtime/serve/Job.h"
 #include "runtime/serve/ServerMetrics.h"
@@ -99,11 +100,15 @@ private:
     int64_t offset = 0;
     double sumLogprob = 0;
     int64_t scored = 0;
+    /// response_format: where the text stands in its grammar.
+    std::optional<Constraint> constraint;
   };
 
   void loop();
   int64_t active() const;
   void checkLimits(const GenerationRequest &req) const;
+  void prepareFormat(Job &job) const;
+  std::shared_ptr<const TokenTrie> vocabulary() const;
   void scorePrompt(Job &job);
   void startEcho(Sequence &s);
   Choice echoed(const Job &job, Choice c) const;
@@ -132,6 +137,11 @@ private:
   const Tokenizer &tok_;
   EngineOptions options_;
   ServerMetrics &metrics_;
+  /// response_format's grammars, and the vocabulary's trie they are walked
+  /// with (built at the first constrained request).
+  mutable GrammarCache grammars_;
+  mutable std::mutex vocabularyM_;
+  mutable std::shared_ptr<const TokenTrie> vocabulary_;
   std::mutex m_;
   std::condition_variable cv_;
   std::deque<std::shared_ptr<Job>> queue_;

@@ -19,6 +19,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -28,6 +29,9 @@ namespace fbt {
 struct Job {
   GenerationRequest req;
   std::vector<int32_t> prompt; ///< the document separator, then the prompt's ids
+  /// response_format's grammar (JSON output), shared by the cache; null:
+  /// free text.
+  std::shared_ptr<const Grammar> grammar;
   /// echo: the prompt's tokens scored (where log-probabilities are asked),
   /// each predicted by plain prefill of the tokens before it; engine thread.
   std::vector<TokenLogprob> promptLogprobs;

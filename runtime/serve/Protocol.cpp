@@ -86,7 +86,7 @@ namespace {
 /// Fields OpenAI defines that this server does not implement: accepted only
 /// with the value that asks for nothing, as SDKs send by default.
 bool isUnsupported(const std::string &key, bool chat) {
-  static const std::set<std::string> fields = {"response_format", "suffix"};
+  static const std::set<std::string> fields = {"suffix"};
   return fields.count(key) != 0 || (chat && (key == "best_of" || key == "echo")) ||
          (!chat && key == "top_logprobs"); // completions' alternatives are logprobs N
 }
@@ -100,10 +100,6 @@ bool asksNothing(const std::string &key, const Json &v) {
     return isInteger(v) && asInt(v) == 1;
   if (key == "top_logprobs")
     return v.is_number() && v.get<double>() == 0;
-  if (key == "response_format") {
-    const Json *type = v.is_object() ? jsonFind(v, "type") : nullptr;
-    return type && type->is_string() && asString(*type) == "text" && v.size() == 1;
-  }
   return key == "suffix" && v.is_string() && asString(v).empty();
 }
 
@@ -114,8 +110,6 @@ std::string noOpValue(const std::string &key) {
     return "only null or 1";
   if (key == "top_logprobs")
     return "only null or 0 (on completions, logprobs N asks for N alternatives)";
-  if (key == "response_format")
-    return "only null or {\"type\": \"text\"}";
   return "only null or \"\"";
 }
 
@@ -310,6 +304,8 @@ GenerationRequest parseGenerationRequest(const std::string &body, bool chat,
       // Each fused pass is a prefill of the whole prompt.
       if (r.regime.kind == Regime::Kind::Fused && r.regime.passes > kMaxFusedPasses)
         bad(key, "'regime': at most fused:" + std::to_string(kMaxFusedPasses));
+    } else if (key == "response_format") {
+      r.format = readResponseFormat(v);
     } else if (key == "user") {
       text(v, key); // an end-user id: metadata, it changes nothing
     } else if (isUnsupported(key, chat)) {

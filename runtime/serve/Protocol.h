@@ -19,11 +19,12 @@
 // before the text, with its log-probabilities where asked, scored by plain
 // prefill: standard and soft regimes; max_tokens may then be 0), and fbt's
 // own: regime
-// ("standard" | "soft" | "fused:N"; default the server's), and user (an
+// ("standard" | "soft" | "fused:N"; default the server's), response_format
+// (text, json_object, json_schema: ResponseFormat.h) and user (an
 // end-user id, accepted). Fields OpenAI defines that this server does not
-// implement (response_format, suffix; echo and best_of on chat) are refused
+// implement (suffix; echo and best_of on chat) are refused
 // with a 400 naming them, unless their value asks for nothing (null,
-// false, 1, {"type": "text"}, ""): an answer must never only look like
+// false, 1, ""): an answer must never only look like
 // what was asked. Any other field is an error too, so a typo is not
 // ignored.
 //
@@ -39,6 +40,7 @@
 #include "runtime/decode/LogitControls.h"
 #include "runtime/decode/Regime.h"
 #include "runtime/decode/Sampler.h"
+#include "runtime/serve/ResponseFormat.h"
 
 #include <string>
 #include <vector>
@@ -73,6 +75,7 @@ struct GenerationRequest {
   int64_t topLogprobs = 0;  ///< and as many likeliest tokens' at each
   int64_t bestOf = 0;       ///< completions: candidates, the n best returned (0: n)
   bool echo = false;        ///< completions: the prompt before the generated text
+  ResponseFormat format;    ///< response_format: JSON output, constrained
 
   /// The sequences generated for the request.
   int64_t candidates() const { return bestOf > n ? bestOf : n; }

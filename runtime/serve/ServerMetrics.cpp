@@ -64,6 +64,9 @@ std::string ServerMetrics::text(int64_t batch) {
   metric("fbt_prefix_cache_hits_total", "counter", "Prompts whose prefill was restored.",
          n(cacheHits));
   metric("fbt_prefix_cache_misses_total", "counter", "Prompts prefilled.", n(cacheMisses));
+  metric("fbt_grammars_compiled_total", "counter",
+         "Response formats compiled into grammars (one seen before is reused).",
+         n(grammarsCompiled));
   out += "# HELP fbt_request_seconds Time from arrival to the last token.\n"
          "# TYPE fbt_request_seconds histogram\n";
   int64_t cumulative = 0;

@@ -42,6 +42,8 @@ public:
   std::atomic<int64_t> steps{0}, rowSteps{0};
   /// HTTP connections open now, and accepted in all.
   std::atomic<int64_t> connections{0}, connectionsTotal{0};
+  /// response_format: grammars compiled (a format seen before reuses its).
+  std::atomic<int64_t> grammarsCompiled{0};
 
 private:
   std::mutex m_;

@@ -3,11 +3,13 @@
 // Any request body, for either endpoint, must give a request within the
 // limits parseGenerationRequest states or one ApiError (status 400, one
 // line, the JSON of an OpenAI error); the reply and chunk builders must
-// take whatever text it carries, and utf8Text must return valid UTF-8.
+// take whatever text it carries, a response format's schema must compile
+// or give one line, and utf8Text must return valid UTF-8.
 // Checks that fail abort, so the fuzzer finds them as crashes.
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/base/Error.h"
 #include "runtime/base/Json.h"
 #include "runtime/serve/Protocol.h"
 
@@ -38,6 +40,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       parseJson(replyJson(r, "id", 0, {{text, "stop", lps}}, 1, 1));
       parseJson(chunkJson(r, "id", 0, 0, text, "", true, lps));
       (void)stopAt(text, r);
+      // A response format's schema compiles, or says in one line why not;
+      // its grammar reads any text without crashing.
+      if (r.format.constrained()) {
+        try {
+          Grammar g = r.format.grammar();
+          (void)GrammarState::start(g).advance(g, r.prompt);
+        } catch (const RuntimeError &e) {
+          if (std::string(e.what()).empty() || std::string(e.what()).find('\n') != std::string::npos)
+            std::abort();
+        }
+      }
     } catch (const ApiError &e) {
       if (e.status != 400 || e.message.empty() ||
           e.message.find('\n') != std::string::npos)

@@ -59,6 +59,28 @@ async function main() {
   console.log('echo: ' + (scored.choices[0].text === prompt) + ', ' + sl.tokens.length +
               ' prompt tokens scored, all <= 0: ' + sl.token_logprobs.every((x) => x <= 0));
 
+  // Structured output: a reply that parses and follows its schema (the
+  // schema's bounds keep a briefly trained model's reply short).
+  const person = {
+    type: 'object', additionalProperties: false, required: ['name', 'kind', 'tags'],
+    properties: {
+      name: { type: 'string', maxLength: 8 },
+      kind: { enum: ['cat', 'dog', null] },
+      tags: { type: 'array', items: { type: 'boolean' }, maxItems: 2 },
+    },
+  };
+  const js = await client.chat.completions.create({
+    model, temperature: 0, max_tokens: 200, regime,
+    messages: [{ role: 'user', content: prompt }],
+    response_format: { type: 'json_schema', json_schema: { name: 'person', strict: true, schema: person } },
+  });
+  const parsed = JSON.parse(js.choices[0].message.content);
+  const follows = Object.keys(parsed).join(',') === 'name,kind,tags' &&
+      typeof parsed.name === 'string' && parsed.name.length <= 8 &&
+      ['cat', 'dog', null].includes(parsed.kind) && parsed.tags.length <= 2 &&
+      parsed.tags.every((t) => typeof t === 'boolean');
+  console.log('json_schema: ' + js.choices[0].finish_reason + ', follows the schema: ' + follows);
+
   const models = await client.models.list();
   console.log('models: ' + models.data.map((m) => m.id).join(','));
 

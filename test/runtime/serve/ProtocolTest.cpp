@@ -55,15 +55,43 @@ TEST(ProtocolTest, UnimplementedFieldsAreRefusedUnlessTheyAskForNothing) {
   EXPECT_EQ(errorOf(R"({"prompt": "a", "suffix": "end"})"),
             "400 suffix: 'suffix' is not supported by this server (only null or \"\" is accepted), "
             "got \"end\"");
-  EXPECT_EQ(errorOf(R"({"messages": [{"role": "user", "content": "x"}],
-      "response_format": {"type": "json_object"}})", true),
-            "400 response_format: 'response_format' is not supported by this server (only null or "
-            "{\"type\": \"text\"} is accepted), got {\"type\":\"json_object\"}");
   EXPECT_EQ(errorOf(R"({"messages": [{"role": "user", "content": "x"}], "best_of": 2})", true),
             "400 best_of: 'best_of' is not supported by this server (only null or 1 is accepted), "
             "got 2");
   EXPECT_EQ(errorOf(R"({"prompt": "a", "user": 3})"),
             "400 user: 'user' must be a string, not a number");
+}
+
+TEST(ProtocolTest, ResponseFormats) {
+  auto format = [](const std::string &f) {
+    return parseGenerationRequest(R"({"prompt": "a", "response_format": )" + f + "}", false,
+                                  soft())
+        .format;
+  };
+  EXPECT_FALSE(format("null").constrained());
+  EXPECT_FALSE(format(R"({"type": "text"})").constrained());
+  EXPECT_EQ(format(R"({"type": "json_object"})").key(), "json_object");
+  ResponseFormat f = format(R"({"type": "json_schema", "json_schema": {"name": "p-1",
+      "strict": true, "description": "d", "schema": {"type": "object"}}})");
+  EXPECT_EQ(f.kind, ResponseFormat::Kind::JsonSchema);
+  EXPECT_EQ(f.name, "p-1");
+  EXPECT_EQ(f.key(), R"(json_schema:{"type":"object"})");
+  // Without a schema: any object, the grammar json_object's.
+  EXPECT_EQ(format(R"({"type": "json_schema", "json_schema": {"name": "p"}})").key(),
+            "json_object");
+  EXPECT_EQ(errorOf(R"({"prompt": "a", "response_format": {"type": "xml"}})"),
+            "400 response_format: 'response_format': unknown type 'xml' (text, json_object or "
+            "json_schema)");
+  EXPECT_EQ(errorOf(R"({"prompt": "a", "response_format": {"type": "json_schema",
+      "json_schema": {"name": "has space", "schema": {}}}})"),
+            "400 response_format: 'response_format': 'json_schema.name' must be 1 to 64 letters, "
+            "digits, '_' or '-', got \"has space\"");
+  EXPECT_EQ(errorOf(R"({"prompt": "a", "response_format": {"type": "json_schema",
+      "json_schema": {"name": "p", "schema": {}, "extra": 1}}})"),
+            "400 response_format: 'response_format': unknown field 'json_schema.extra'");
+  EXPECT_EQ(errorOf(R"({"prompt": "a", "response_format": "json"})"),
+            "400 response_format: 'response_format': must be an object with a 'type': text, "
+            "json_object or json_schema");
 }
 
 TEST(ProtocolTest, LogprobsBiasPenaltiesAndBestOf) {
