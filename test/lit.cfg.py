@@ -6,6 +6,7 @@ import subprocess
 
 import lit.formats
 from lit.llvm import llvm_config
+from lit.llvm.subst import ToolSubst
 
 config.name = "FBT"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
@@ -24,7 +25,13 @@ tool_dirs = [
     config.llvm_tools_dir,
 ]
 tool_dirs.append(os.path.join(config.fbt_obj_root, "test", "simt"))
-llvm_config.add_tool_substitutions(["fbt-opt", "fbtc", "fbt-simt-check"], tool_dirs)
+# fbtc replays an identical earlier compile (test/lib/fbtc_cached.py; compiles
+# are deterministic): the suite compiles the same specs dozens of times.
+fbtc_bin = os.path.join(config.fbt_obj_root, "tools", "fbtc", "fbtc")
+fbtc = ToolSubst("fbtc", command="/usr/bin/python3 %s --cache %s %s" % (
+    os.path.join(config.fbt_src_root, "test", "lib", "fbtc_cached.py"),
+    os.path.join(config.fbt_obj_root, "test", "fbtc-cache"), fbtc_bin))
+llvm_config.add_tool_substitutions(["fbt-opt", fbtc, "fbt-simt-check"], tool_dirs)
 # The runtime CLI is %fbt: a bare `fbt` would also match `--emit=fbt`.
 fbt_cli = os.path.join(config.fbt_obj_root, "tools", "fbt", "fbt")
 config.substitutions.append(("%fbt", fbt_cli))

@@ -7,6 +7,7 @@
 #include "runtime/text/ChatTemplate.h"
 #include "runtime/text/Tokenizer.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -36,7 +37,8 @@ public:
     }
   }
   void add(const std::string &text, bool trained) {
-    add(text, std::vector<uint8_t>(text.size(), trained ? 1 : 0));
+    if (!text.empty())
+      push(tokenizer_.encode(text), trained);
   }
   /// Whether the separator of the next document is trained on.
   void endDocument(bool trainSeparator) { previousTrained_ = trainSeparator; }
@@ -122,6 +124,12 @@ void forEachJsonLine(const std::string &path, std::string_view contents,
 TokenStream jsonlStream(const std::string &path, std::string_view contents,
                         const Tokenizer &tokenizer) {
   MaskedIds out(tokenizer);
+  // No tokenizer gives more tokens than bytes, and each record adds one
+  // separator (a chat template's text aside): reserved at once, as untouched
+  // pages cost nothing, the stream is not copied as it grows.
+  size_t bound = contents.size() + (size_t)std::count(contents.begin(), contents.end(), '\n') + 1;
+  out.ids_.reserve(bound);
+  out.trained_.reserve(bound);
   forEachJsonLine(path, contents, [&](const Json &record, const std::string &where) {
     try {
       addRecord(record, where, out);
