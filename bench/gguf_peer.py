@@ -2,7 +2,7 @@
 
 usage: /usr/bin/python3 bench/gguf_peer.py [--spec specs/small.json] [--threads T]
            [--prompt P] [--tokens N] [--repeats R] [--train-steps S]
-           [--peer-kv f16|f32] [--npm-cache DIR]
+           [--peer-types f32,f16,q8_0] [--peer-kv f16|f32] [--npm-cache DIR]
 
 In one run: compiles the spec for the CPU, trains it S steps (1 by default:
 speed does not depend on what the weights hold), exports the checkpoint with
@@ -13,14 +13,16 @@ threads each (default: every core):
              greedy tokens, one decode step each;
   llama.cpp  the exported GGUF through node-llama-cpp, CPU only: the same P
              tokens evaluated in one batch with the first token sampled, then
-             N greedy tokens one evaluation each.
-Prints the medians, prompt tokens/s and decode tokens/s for both, and the
-fbt/llama.cpp ratios (above 1: fbt is faster).
+             N greedy tokens one evaluation each; once per --peer-types, the
+             weights as `fbt export --gguf --type` writes them (f32, f16,
+             bf16, q8_0: the bytes llama.cpp's users run).
+Prints the medians, prompt tokens/s and decode tokens/s for each, the
+weights' size, and the fbt/llama.cpp ratios (above 1: fbt is faster).
 
 fbt bench times the compiled steps on fresh weights and synthetic ids: its
 arithmetic is dense f32 whatever the values, so the time is the time of the
-exported weights. llama.cpp runs as configured by default (f16 KV cache,
-flash attention chosen by llama.cpp) with f32 weights; --peer-kv f32 gives it
+exported weights (fbt's weights are f32). llama.cpp runs as configured by
+default (f16 KV cache, flash attention chosen by llama.cpp); --peer-kv f32 gives it
 fbt's f32 cache. Its per-token time includes node-llama-cpp's call from
 JavaScript into the native addon (a fraction of a millisecond), as any user
 of the package pays it. On a machine with few cores, or cores shared with
@@ -100,6 +102,8 @@ def main():
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--train-steps", type=int, default=1)
     ap.add_argument("--peer-kv", choices=["f16", "f32"], default="f16")
+    ap.add_argument("--peer-types", default="f32,f16,q8_0",
+                    help="llama.cpp's weight types, each a GGUF of its own (default f32,f16,q8_0)")
     ap.add_argument("--npm-cache", default=os.path.join(BUILD, "test", "npm-llama"))
     args = ap.parse_args()
 
@@ -111,7 +115,6 @@ def measure(ap, args, work):
     fbtc = os.path.join(BUILD, "tools", "fbtc", "fbtc")
     fbt = os.path.join(BUILD, "tools", "fbt", "fbt")
     bundle = os.path.join(work, "model.fbtb")
-    gguf = os.path.join(work, "model.gguf")
     run([fbtc, args.spec, "--target=cpu", "-o", bundle])
     with open(args.spec) as f:
         spec = json.load(f)
@@ -122,8 +125,12 @@ def measure(ap, args, work):
     # No validation: it would run the 8-pass evaluation, minutes on the CPU.
     run([fbt, "train", bundle, "--steps", str(args.train_steps), "--val-fraction", "0",
          "--out", os.path.join(work, "run"), "--quiet"] + threads)
-    run([fbt, "export", bundle, "--ckpt", os.path.join(work, "run", "latest.safetensors"),
-         "--gguf", gguf])
+    types = args.peer_types.split(",")
+    ggufs = {}
+    for t in types:
+        ggufs[t] = os.path.join(work, "model-%s.gguf" % t)
+        run([fbt, "export", bundle, "--ckpt", os.path.join(work, "run", "latest.safetensors"),
+             "--gguf", ggufs[t], "--type", t])
     subprocess.run([os.path.join(ROOT, "test", "npm.sh"), args.npm_cache, "llama"], check=True)
 
     # A file, not `node -e`: node-llama-cpp tests its binary in a child
@@ -131,38 +138,56 @@ def measure(ap, args, work):
     peer = os.path.join(work, "peer.mjs")
     with open(peer, "w") as f:
         f.write(PEER)
-    peer_args = json.dumps({"npm": args.npm_cache, "gguf": gguf, "threads": args.threads,
-                            "prompt": prompt, "tokens": args.tokens, "kv": args.peer_kv})
+
+    def peer_args(t):
+        return json.dumps({"npm": args.npm_cache, "gguf": ggufs[t], "threads": args.threads,
+                           "prompt": prompt, "tokens": args.tokens, "kv": args.peer_kv})
     load = os.getloadavg()[0]
-    ours, theirs = [], []
-    for _ in range(args.repeats):
+    ours, theirs = [], {t: [] for t in types}
+    for _ in range(args.repeats):  # alternating, so drift in the machine hits all alike
         ours.append(json.loads(run([fbt, "bench", bundle, "--decode", "standard", "--tokens",
                                     str(prompt), "--steps", str(args.tokens)]
                                    + threads)))
-        theirs.append(json.loads(run(["node", peer, peer_args])))
+        for t in types:
+            theirs[t].append(json.loads(run(["node", peer, peer_args(t)])))
+    report(args, prompt, load, types, ggufs, ours, theirs)
 
+
+def report(args, prompt, load, types, ggufs, ours, theirs):
     def med(rows, key):
         return statistics.median(r[key] for r in rows)
 
-    fbt_pp, peer_pp = med(ours, "prefill_tokens_per_s"), med(theirs, "prefill_tokens_per_s")
-    fbt_tg = 1e3 / med(ours, "ms_per_token")
-    peer_tg = 1e3 / med(theirs, "ms_per_token")
+    fbt_pp, fbt_tg = med(ours, "prefill_tokens_per_s"), 1e3 / med(ours, "ms_per_token")
+    peer = {t: (med(theirs[t], "prefill_tokens_per_s"), 1e3 / med(theirs[t], "ms_per_token"))
+            for t in types}
     print("fbt against llama.cpp (node-llama-cpp 3.21.1, CPU) on the same weights: %s, "
-          "f32 weights, batch 1, %d threads, prompt %d, %d decoded tokens, median of %d"
+          "batch 1, %d threads, prompt %d, %d decoded tokens, median of %d"
           % (os.path.basename(args.spec), args.threads, prompt, args.tokens, args.repeats))
-    print("llama.cpp KV cache: %s; fbt: f32; load average before: %.2f (other work on the "
-          "cores slows llama.cpp's spinning thread pool far more than fbt's OpenMP)"
-          % (args.peer_kv, load))
-    print("%-22s %12s %12s %8s" % ("", "fbt", "llama.cpp", "ratio"))
-    print("%-22s %12.0f %12.0f %8.2f" % ("prompt tokens/s", fbt_pp, peer_pp, fbt_pp / peer_pp))
-    print("%-22s %12.1f %12.1f %8.2f" % ("decode tokens/s", fbt_tg, peer_tg, fbt_tg / peer_tg))
-    print("%-22s %12.3f %12.3f" % ("decode ms/token", 1e3 / fbt_tg, 1e3 / peer_tg))
+    print("fbt: f32 weights and cache; llama.cpp KV cache: %s; load average before: %.2f "
+          "(other work on the cores slows llama.cpp's spinning thread pool far more than "
+          "fbt's OpenMP)" % (args.peer_kv, load))
+    print("%-24s %10s" % ("", "fbt f32") + "".join(" %13s" % ("llama.cpp " + t) for t in types))
+    print("%-24s %10s" % ("weights (MiB)", "")
+          + "".join(" %13.1f" % (os.path.getsize(ggufs[t]) / 2**20) for t in types))
+    print("%-24s %10.0f" % ("prompt tokens/s", fbt_pp)
+          + "".join(" %13.0f" % peer[t][0] for t in types))
+    print("%-24s %10.1f" % ("decode tokens/s", fbt_tg)
+          + "".join(" %13.1f" % peer[t][1] for t in types))
+    print("%-24s %10.3f" % ("decode ms/token", 1e3 / fbt_tg)
+          + "".join(" %13.3f" % (1e3 / peer[t][1]) for t in types))
+    print("%-24s %10s" % ("fbt / llama.cpp, prompt", "")
+          + "".join(" %13.2f" % (fbt_pp / peer[t][0]) for t in types))
+    print("%-24s %10s" % ("fbt / llama.cpp, decode", "")
+          + "".join(" %13.2f" % (fbt_tg / peer[t][1]) for t in types))
     print(json.dumps({"spec": os.path.basename(args.spec), "threads": args.threads,
                       "prompt": prompt, "tokens": args.tokens, "peer_kv": args.peer_kv,
                       "fbt": {"prompt_tokens_per_s": fbt_pp, "decode_tokens_per_s": fbt_tg},
-                      "llama_cpp": {"prompt_tokens_per_s": peer_pp,
-                                    "decode_tokens_per_s": peer_tg},
-                      "ratio": {"prompt": fbt_pp / peer_pp, "decode": fbt_tg / peer_tg}}))
+                      "llama_cpp": {t: {"prompt_tokens_per_s": peer[t][0],
+                                        "decode_tokens_per_s": peer[t][1],
+                                        "gguf_bytes": os.path.getsize(ggufs[t])}
+                                    for t in types},
+                      "ratio": {t: {"prompt": fbt_pp / peer[t][0],
+                                    "decode": fbt_tg / peer[t][1]} for t in types}}))
 
 
 if __name__ == "__main__":

@@ -112,7 +112,7 @@ void GgufWriter::addF32Array(const std::string &key,
 
 void GgufWriter::addTensor(const std::string &name,
                            const std::vector<int64_t> &shape,
-                           std::vector<float> values) {
+                           const std::vector<float> &values, ggml::TensorType type) {
   if (name.empty() || name.size() > kMaxTensorName)
     throw RuntimeError("GGUF: tensor name '" + name + "' must have 1 to " +
                        std::to_string(kMaxTensorName) + " bytes");
@@ -130,14 +130,21 @@ void GgufWriter::addTensor(const std::string &name,
     throw RuntimeError("GGUF: tensor '" + name + "' has " +
                        std::to_string(values.size()) + " values, its shape " +
                        std::to_string(elements));
-  if (!tensorNames_.insert(name).second)
+  if (tensorNames_.count(name))
     throw RuntimeError("GGUF: tensor '" + name + "' given twice");
   TensorEntry t;
   t.name = name;
   t.dims.assign(shape.rbegin(), shape.rend());
-  t.values = std::move(values);
+  t.type = type;
+  try {
+    t.bytes = ggml::encode(type, values, shape.back());
+  } catch (const RuntimeError &e) {
+    throw RuntimeError("GGUF: tensor '" + name + "' as " + ggml::typeName(type) + ": " +
+                       e.what());
+  }
+  tensorNames_.insert(name);
   t.offset = dataBytes_;
-  dataBytes_ = padTo(dataBytes_ + t.values.size() * sizeof(float), alignment_);
+  dataBytes_ = padTo(dataBytes_ + t.bytes.size(), alignment_);
   tensors_.push_back(std::move(t));
 }
 
@@ -152,7 +159,7 @@ std::string GgufWriter::serializeHeader() const {
     putInt(out, static_cast<uint32_t>(t.dims.size()));
     for (uint64_t d : t.dims)
       putInt(out, d);
-    putInt(out, kTensorF32);
+    putInt(out, static_cast<uint32_t>(t.type));
     putInt(out, t.offset);
   }
   out.resize(padTo(out.size(), alignment_), '\0');
@@ -160,12 +167,10 @@ std::string GgufWriter::serializeHeader() const {
 }
 
 std::vector<std::string_view> GgufWriter::dataPieces() const {
-  // The values go out as they are in memory: the runtime supports
-  // little-endian hosts only (Safetensors.h), as the file is.
   std::vector<std::string_view> pieces;
   for (const TensorEntry &t : tensors_) {
-    size_t bytes = t.values.size() * sizeof(float);
-    pieces.emplace_back(reinterpret_cast<const char *>(t.values.data()), bytes);
+    size_t bytes = t.bytes.size();
+    pieces.emplace_back(t.bytes);
     size_t pad = padTo(bytes, alignment_) - bytes;
     if (pad)
       pieces.emplace_back(zeros_.data(), pad);

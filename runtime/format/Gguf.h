@@ -23,7 +23,8 @@
 // is dims {cols, rows}. addTensor takes the row-major shape and reverses it.
 //
 // This writer holds what fbt exports needs: scalar keys of the common types,
-// arrays of strings, i32 and f32, and f32 tensors. It refuses what a reader
+// arrays of strings, i32 and f32, and tensors of F32, F16, BF16 and Q8_0
+// (GgmlTypes.h). It refuses what a reader
 // would refuse (a key or tensor name given twice, a tensor name over 63
 // bytes, more than 4 dimensions) when the value is added, so a mistake is
 // an error naming it rather than a file llama.cpp rejects with a log line.
@@ -32,6 +33,8 @@
 
 #ifndef FBT_RUNTIME_FORMAT_GGUF_H
 #define FBT_RUNTIME_FORMAT_GGUF_H
+
+#include "runtime/format/GgmlTypes.h"
 
 #include <cstdint>
 #include <set>
@@ -61,8 +64,6 @@ enum class GgufType : uint32_t {
 class GgufWriter {
 public:
   static constexpr uint32_t kVersion = 3;
-  /// ggml's F32 tensor type.
-  static constexpr uint32_t kTensorF32 = 0;
   /// ggml's longest tensor name, less its terminator (GGML_MAX_NAME - 1).
   static constexpr size_t kMaxTensorName = 63;
 
@@ -82,10 +83,13 @@ public:
   void addI32Array(const std::string &key, const std::vector<int32_t> &values);
   void addF32Array(const std::string &key, const std::vector<float> &values);
 
-  /// An F32 tensor of row-major `shape` (outermost first, as safetensors
-  /// states it; 1 to 4 dimensions, each >= 1) holding `values`.
+  /// A tensor of row-major `shape` (outermost first, as safetensors states
+  /// it; 1 to 4 dimensions, each >= 1) holding `values`, stored as `type`
+  /// (Q8_0: the innermost dimension a multiple of 32, else a RuntimeError
+  /// naming the tensor).
   void addTensor(const std::string &name, const std::vector<int64_t> &shape,
-                 std::vector<float> values);
+                 const std::vector<float> &values,
+                 ggml::TensorType type = ggml::TensorType::F32);
 
   size_t tensorCount() const { return tensors_.size(); }
   size_t keyCount() const { return keyCount_; }
@@ -104,7 +108,8 @@ private:
   struct TensorEntry {
     std::string name;
     std::vector<uint64_t> dims; ///< innermost first
-    std::vector<float> values;
+    ggml::TensorType type;
+    std::string bytes;
     uint64_t offset = 0; ///< into the data section
   };
 

@@ -30,13 +30,13 @@ std::vector<float> ropeRowsToPairs(const std::vector<float> &w, int64_t rows, in
   return out;
 }
 
-void addHyperparameters(GgufWriter &gguf, const Hyperparameters &h) {
+void addHyperparameters(GgufWriter &gguf, const Hyperparameters &h, ggml::TensorType matrices) {
   if (h.vocab > INT32_MAX || h.hidden > UINT32_MAX || h.intermediate > UINT32_MAX ||
       h.contextLength > UINT32_MAX)
     throw RuntimeError("the model is too large for GGUF's u32 hyperparameters");
   gguf.addString("general.architecture", "llama");
   gguf.addString("general.name", h.name);
-  gguf.addU32("general.file_type", 0); // LLAMA_FTYPE_ALL_F32
+  gguf.addU32("general.file_type", fileType(matrices));
   gguf.addU32("llama.context_length", (uint32_t)h.contextLength);
   gguf.addU32("llama.embedding_length", (uint32_t)h.hidden);
   gguf.addU32("llama.block_count", (uint32_t)h.layers);
@@ -85,30 +85,47 @@ void addBpeVocabulary(GgufWriter &gguf, const Hyperparameters &h, const BpeVocab
   gguf.addBool("tokenizer.ggml.add_eos_token", false);
 }
 
-size_t addTensors(GgufWriter &gguf, const Hyperparameters &h, const WeightSource &weight) {
+size_t addTensors(GgufWriter &gguf, const Hyperparameters &h, const WeightSource &weight,
+                  ggml::TensorType matrices) {
   const int64_t V = h.vocab, D = h.hidden, H = h.heads, F = h.intermediate;
   size_t before = gguf.tensorCount();
-  gguf.addTensor("token_embd.weight", {V, D}, weight("model.embed_tokens.weight"));
+  gguf.addTensor("token_embd.weight", {V, D}, weight("model.embed_tokens.weight"), matrices);
   for (int64_t l = 0; l < h.layers; ++l) {
     std::string from = "model.layers." + std::to_string(l) + ".";
     std::string to = "blk." + std::to_string(l) + ".";
     gguf.addTensor(to + "attn_norm.weight", {D}, weight(from + "input_layernorm.weight"));
     gguf.addTensor(to + "attn_q.weight", {D, D},
-                   ropeRowsToPairs(weight(from + "self_attn.q_proj.weight"), D, D, H));
+                   ropeRowsToPairs(weight(from + "self_attn.q_proj.weight"), D, D, H), matrices);
     gguf.addTensor(to + "attn_k.weight", {D, D},
-                   ropeRowsToPairs(weight(from + "self_attn.k_proj.weight"), D, D, H));
-    gguf.addTensor(to + "attn_v.weight", {D, D}, weight(from + "self_attn.v_proj.weight"));
+                   ropeRowsToPairs(weight(from + "self_attn.k_proj.weight"), D, D, H), matrices);
+    gguf.addTensor(to + "attn_v.weight", {D, D}, weight(from + "self_attn.v_proj.weight"),
+                   matrices);
     gguf.addTensor(to + "attn_output.weight", {D, D},
-                   scaled(weight(from + "self_attn.o_proj.weight"), h.depthScale));
+                   scaled(weight(from + "self_attn.o_proj.weight"), h.depthScale), matrices);
     gguf.addTensor(to + "ffn_norm.weight", {D},
                    weight(from + "post_attention_layernorm.weight"));
-    gguf.addTensor(to + "ffn_gate.weight", {F, D}, weight(from + "mlp.gate_proj.weight"));
-    gguf.addTensor(to + "ffn_up.weight", {F, D}, weight(from + "mlp.up_proj.weight"));
+    gguf.addTensor(to + "ffn_gate.weight", {F, D}, weight(from + "mlp.gate_proj.weight"),
+                   matrices);
+    gguf.addTensor(to + "ffn_up.weight", {F, D}, weight(from + "mlp.up_proj.weight"), matrices);
     gguf.addTensor(to + "ffn_down.weight", {D, F},
-                   scaled(weight(from + "mlp.down_proj.weight"), h.depthScale));
+                   scaled(weight(from + "mlp.down_proj.weight"), h.depthScale), matrices);
   }
   gguf.addTensor("output_norm.weight", {D}, weight("model.norm.weight"));
   return gguf.tensorCount() - before;
+}
+
+uint32_t fileType(ggml::TensorType t) {
+  switch (t) {
+  case ggml::TensorType::F32:
+    return 0;
+  case ggml::TensorType::F16:
+    return 1;
+  case ggml::TensorType::Q8_0:
+    return 7;
+  case ggml::TensorType::BF16:
+    return 32;
+  }
+  return 0;
 }
 
 } // namespace fbt::llama

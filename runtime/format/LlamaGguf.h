@@ -56,9 +56,14 @@ struct Hyperparameters {
 std::vector<float> ropeRowsToPairs(const std::vector<float> &w, int64_t rows, int64_t cols,
                                    int64_t heads);
 
-/// general.* and llama.* keys. RuntimeError where a value does not fit
-/// GGUF's u32 fields.
-void addHyperparameters(GgufWriter &gguf, const Hyperparameters &h);
+/// llama.cpp's general.file_type for files whose matrices are `t`
+/// (LLAMA_FTYPE_ALL_F32, MOSTLY_F16, MOSTLY_BF16, MOSTLY_Q8_0).
+uint32_t fileType(ggml::TensorType t);
+
+/// general.* and llama.* keys (general.file_type from the matrices' type).
+/// RuntimeError where a value does not fit GGUF's u32 fields.
+void addHyperparameters(GgufWriter &gguf, const Hyperparameters &h,
+                        ggml::TensorType matrices = ggml::TensorType::F32);
 
 /// A byte-level BPE vocabulary as llama.cpp's "gpt2" tokenizer model.
 struct BpeVocabulary {
@@ -84,8 +89,11 @@ void addBpeVocabulary(GgufWriter &gguf, const Hyperparameters &h, const BpeVocab
 using WeightSource = std::function<std::vector<float>(const std::string &)>;
 
 /// token_embd, each block's norms, attention and MLP (permuted and scaled as
-/// above), output_norm. Returns the number of tensors added.
-size_t addTensors(GgufWriter &gguf, const Hyperparameters &h, const WeightSource &weight);
+/// above), output_norm; the matrices stored as `matrices` (the norms stay
+/// F32, as llama.cpp's own conversions keep them). Returns the number of
+/// tensors added.
+size_t addTensors(GgufWriter &gguf, const Hyperparameters &h, const WeightSource &weight,
+                  ggml::TensorType matrices = ggml::TensorType::F32);
 
 } // namespace fbt::llama
 

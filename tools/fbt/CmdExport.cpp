@@ -156,10 +156,10 @@ namespace {
 
 void writeGguf(const std::string &outPath, const Bundle &bundle, const llama::Hyperparameters &h,
                const RunVocabulary &vocab, const SafetensorsFile &ckpt,
-               const llama::WeightSource &weight, bool withFeedback) {
+               const llama::WeightSource &weight, bool withFeedback, ggml::TensorType type) {
   GgufWriter gguf; // alignment 32, llama.cpp's default, written explicitly
   try {
-    llama::addHyperparameters(gguf, h);
+    llama::addHyperparameters(gguf, h, type);
     llama::addBpeVocabulary(gguf, h, ggufVocabulary(vocab));
   } catch (const RuntimeError &e) {
     throw RuntimeError(bundle.path() + ": " + e.what());
@@ -169,7 +169,12 @@ void writeGguf(const std::string &outPath, const Bundle &bundle, const llama::Hy
   if (auto it = ckpt.metadata.find("fbt.step"); it != ckpt.metadata.end())
     gguf.addString("fbt.step", it->second);
   gguf.addF32("fbt.depth_scaling_folded", (float)h.depthScale);
-  llama::addTensors(gguf, h, weight);
+  try {
+    llama::addTensors(gguf, h, weight, type);
+  } catch (const RuntimeError &e) {
+    throw RuntimeError(std::string("--type ") + ggml::typeName(type) + ": " + e.what() +
+                       " (f32, f16 and bf16 take any shape)");
+  }
   size_t feedbackTensors = 0;
   if (withFeedback)
     for (const ParamSpec &p : bundle.params())
@@ -179,10 +184,10 @@ void writeGguf(const std::string &outPath, const Bundle &bundle, const llama::Hy
       }
   gguf.writeAtomic(outPath);
   std::printf("wrote %s: %s, %zu tensors (llama: V=%lld D=%lld L=%lld H=%lld "
-              "F=%lld), depth scaling %.4g folded%s\n",
+              "F=%lld, matrices %s), depth scaling %.4g folded%s\n",
               outPath.c_str(), h.name.c_str(), gguf.tensorCount(), (long long)h.vocab,
               (long long)h.hidden, (long long)h.layers, (long long)h.heads,
-              (long long)h.intermediate, h.depthScale,
+              (long long)h.intermediate, ggml::typeName(type), h.depthScale,
               feedbackTensors ? ", feedback weights as fbt.feedback.*" : "");
 }
 
@@ -213,13 +218,16 @@ int runExport(int argc, char **argv) {
       "fbt export",
       "Writes the standard (K=1) model of a checkpoint, what `fbt generate --mode\n"
       "standard` computes, as a GGUF file of llama.cpp's \"llama\" architecture\n"
-      "(f32) or as a Hugging Face LlamaForCausalLM folder.");
+      "(f32, f16, bf16 or q8_0) or as a Hugging Face LlamaForCausalLM folder.");
   args.positional("BUNDLE", "the compiled bundle the checkpoint was trained with")
       .text("ckpt", "CKPT", "a checkpoint from fbt train (required)")
       .text("gguf", "OUT.gguf", "the GGUF file to write (replaced atomically)")
       .text("hf", "DIR",
             "the folder to write: config.json, model.safetensors, tokenizer.json "
             "(fbt import reads it back)")
+      .text("type", "T",
+            "--gguf: the matrices' type: f32 (default), f16, bf16 or q8_0 (llama.cpp's "
+            "8-bit blocks of 32: every row a multiple of 32); norms stay f32")
       .flag("with-feedback",
             "also store the feedback weights in the GGUF, as fbt.feedback.* (llama.cpp "
             "then refuses the file: it loads only files whose every tensor "
@@ -241,6 +249,9 @@ int runExport(int argc, char **argv) {
   Bundle bundle = Bundle::load(args.require("BUNDLE"));
   llama::Hyperparameters h = readHyperparameters(bundle);
   const bool withFeedback = args.has("with-feedback");
+  if (args.has("type") && !args.has("gguf"))
+    throw RuntimeError("--type is for --gguf: the Hugging Face folder is f32 (see --help)");
+  const ggml::TensorType type = ggml::parseType(args.get("type", "f32"));
 
   // The model's weights alone: the AdamW moments beside them are twice
   // their size and not exported.
@@ -260,7 +271,7 @@ int runExport(int argc, char **argv) {
     return checkedWeight(bundle, ckpt, ckptPath, name);
   };
   if (args.has("gguf"))
-    writeGguf(args.get("gguf"), bundle, h, vocab, ckpt, weight, withFeedback);
+    writeGguf(args.get("gguf"), bundle, h, vocab, ckpt, weight, withFeedback, type);
   else
     writeHfFolder(args.get("hf"), h, vocab, weight);
   return 0;

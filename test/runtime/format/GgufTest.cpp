@@ -87,7 +87,7 @@ TEST(GgufTest, HeaderMetadataAndTensorLayout) {
   EXPECT_EQ(p.tensors[1].offset, 32u);
   EXPECT_EQ(p.tensors[2].offset, 64u);
   for (const TensorInfo &t : p.tensors)
-    EXPECT_EQ(t.type, GgufWriter::kTensorF32);
+    EXPECT_EQ(t.type, (uint32_t)ggml::TensorType::F32);
 
   EXPECT_EQ(p.dataStart % 32, 0u);
   EXPECT_EQ(floatsAt(bytes, p.dataStart, 3), (std::vector<float>{1, 2, 3}));
@@ -158,4 +158,61 @@ TEST(GgufTest, ReadSafetensorsSomeReadsOnlyTheWantedBytes) {
   EXPECT_TRUE(f.at("optimizer.adam_m.w").bytes.empty());
   EXPECT_EQ(f.at("optimizer.adam_m.w").shape, (std::vector<int64_t>{2}));
   EXPECT_EQ(f.metadata.at("fbt.model"), "tiny");
+}
+
+// ggml's element types, checked against values worked out from their
+// definitions (GgmlTypes.h), and laid out with their ggml type ids.
+TEST(GgufTest, HalfBf16AndQ8_0) {
+  EXPECT_EQ(ggml::halfFromFloat(1.0f), 0x3c00);
+  EXPECT_EQ(ggml::halfFromFloat(-2.5f), 0xc100);
+  EXPECT_EQ(ggml::halfFromFloat(65520.0f), 0x7c00);        // rounds past the largest: inf
+  EXPECT_EQ(ggml::halfFromFloat(1.0f + 1.0f / 2048), 0x3c00); // a tie: to even
+  EXPECT_EQ(ggml::bf16FromFloat(1.0f), 0x3f80);
+  EXPECT_EQ(ggml::bf16FromFloat(1.00390625f), 0x3f80); // 1 + 2^-8, a tie: to even
+  EXPECT_EQ(ggml::bf16FromFloat(1.01171875f), 0x3f82); // 1 + 3 * 2^-8, a tie: up to even
+  EXPECT_EQ(ggml::bf16FromFloat(-0.0f), 0x8000);
+
+  // One Q8_0 block: d = max|x| / 127 as a half, q = round(x / d).
+  std::vector<float> x(32);
+  for (int i = 0; i < 32; ++i)
+    x[i] = (float)(i - 16) / 4; // -4 .. 3.75
+  std::string block = ggml::encode(ggml::TensorType::Q8_0, x, 32);
+  ASSERT_EQ(block.size(), 34u);
+  float d = 4.0f / 127;
+  EXPECT_EQ((uint8_t)block[0] | ((uint8_t)block[1] << 8), ggml::halfFromFloat(d));
+  EXPECT_EQ((int8_t)block[2], -127);          // -4 / d
+  EXPECT_EQ((int8_t)block[2 + 16], 0);        // 0
+  EXPECT_EQ((int8_t)block[2 + 17], 8);        // 0.25 / d = 7.94
+  EXPECT_EQ((int8_t)block[2 + 31], 119);      // 3.75 / d = 119.06
+  std::vector<float> back = ggml::decode(ggml::TensorType::Q8_0, block, 32);
+  for (int i = 0; i < 32; ++i)
+    EXPECT_NEAR(back[i], x[i], 0.5f * ggml::floatFromHalf(ggml::halfFromFloat(d)) + 1e-3f);
+  EXPECT_EQ(ggml::decode(ggml::TensorType::Q8_0, ggml::encode(ggml::TensorType::Q8_0,
+                                                              std::vector<float>(32, 0), 32),
+                         32),
+            std::vector<float>(32, 0));
+
+  GgufWriter w;
+  w.addTensor("h", {2, 32}, std::vector<float>(64, 0.5f), ggml::TensorType::F16);
+  w.addTensor("b", {32}, std::vector<float>(32, 0.5f), ggml::TensorType::BF16);
+  w.addTensor("q", {2, 32}, std::vector<float>(64, 0.5f), ggml::TensorType::Q8_0);
+  std::string bytes = w.serialize();
+  Parsed p = parse(bytes, 32);
+  ASSERT_EQ(p.tensors.size(), 3u);
+  EXPECT_EQ(p.tensors[0].type, 1u);
+  EXPECT_EQ(p.tensors[1].type, 30u);
+  EXPECT_EQ(p.tensors[2].type, 8u);
+  EXPECT_EQ(p.tensors[1].offset, 128u); // 64 halves
+  EXPECT_EQ(p.tensors[2].offset, 192u); // then 32 bf16s
+  EXPECT_EQ(bytes.size(), p.dataStart + 192 + 96); // 2 blocks of 34, padded to 96
+
+  try {
+    w.addTensor("down", {64, 172}, std::vector<float>(64 * 172), ggml::TensorType::Q8_0);
+    FAIL() << "a row of 172 was quantized";
+  } catch (const RuntimeError &e) {
+    EXPECT_EQ(std::string(e.what()), "GGUF: tensor 'down' as q8_0: Q8_0 quantizes rows in "
+                                     "blocks of 32; these rows have 172 values");
+  }
+  EXPECT_EQ(ggml::parseType("q8_0"), ggml::TensorType::Q8_0);
+  EXPECT_THROW(ggml::parseType("q4_k"), RuntimeError);
 }
