@@ -3,6 +3,7 @@
 
     /usr/bin/python3 scripts/quant_quality.py --bundle M.fbtb --run DIR [--run DIR ...]
         [--windows 1024] [--split test] [--json OUT.json]
+    /usr/bin/python3 scripts/quant_quality.py --from OUT.json   (the table again)
 
 For each trained run (a folder of `fbt train`: latest.safetensors and its
 run.json, which names its data and parts), writes checkpoints whose
@@ -94,12 +95,21 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--fbt", default=os.path.join(os.environ.get("FBT_BUILD_DIR", "build"),
                                                   "tools", "fbt", "fbt"))
-    ap.add_argument("--bundle", required=True)
-    ap.add_argument("--run", action="append", required=True, help="a run folder (repeatable)")
+    ap.add_argument("--bundle")
+    ap.add_argument("--run", action="append", help="a run folder (repeatable)")
+    ap.add_argument("--from", dest="saved", help="print the table of a --json file and stop")
     ap.add_argument("--windows", type=int, default=1024)
     ap.add_argument("--split", default="test")
     ap.add_argument("--json", help="also write the raw results here")
     args = ap.parse_args()
+    if args.saved:
+        with open(args.saved) as f:
+            saved = json.load(f)
+        args.windows, args.split = saved["windows"], saved["split"]
+        print(table(saved["runs"], args))
+        return
+    if not args.bundle or not args.run:
+        ap.error("--bundle and --run are required (or --from)")
 
     results = {}
     for run in args.run:
@@ -119,15 +129,20 @@ def main():
                 print("%s %s: %s" % (run, form, " ".join(
                     "%s %.4f" % (r, results[run][form][r]) for r in REGIMES)), flush=True)
     report(results, args)
+    save(results, args)
 
 
 def report(results, args):
+    print("\n" + table(results, args))
+
+
+def table(results, args):
+    """The loss per form and regime, and its change from f32."""
     runs = list(results)
-    print("\n%d runs, %d windows of the %s part; loss (nats per token), mean over the runs, "
-          "and its change from f32 in percent (mean; largest in parentheses)"
-          % (len(runs), args.windows, args.split))
-    print("| form | " + " | ".join(REGIMES) + " |")
-    print("|---|" + "---|" * len(REGIMES))
+    lines = ["%d runs, %d windows of the %s part; loss (nats per token), mean over the runs, "
+             "and its change from f32 in percent (mean; largest in parentheses)"
+             % (len(runs), args.windows, args.split), "",
+             "| form | " + " | ".join(REGIMES) + " |", "|---|" + "---|" * len(REGIMES)]
     for form in FORMS:
         cells = []
         for r in REGIMES:
@@ -135,7 +150,11 @@ def report(results, args):
             change = [100 * (results[run][form][r] / results[run]["f32"][r] - 1) for run in runs]
             cells.append("%.4f" % loss if form == "f32" else "%.4f (%+.3f%%, %+.3f%%)" % (
                 loss, np.mean(change), max(change, key=abs)))
-        print("| %s | %s |" % (form, " | ".join(cells)))
+        lines.append("| %s | %s |" % (form, " | ".join(cells)))
+    return "\n".join(lines)
+
+
+def save(results, args):
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"command": sys.argv, "windows": args.windows, "split": args.split,
