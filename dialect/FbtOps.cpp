@@ -806,6 +806,56 @@ int64_t AccumulateSquaresOp::getTiedOperand(unsigned result) {
 // Kernel level
 //===----------------------------------------------------------------------===//
 
+namespace {
+/// The checks quantized_matmul and dequantize share: a 2-D weight, scales
+/// with int8 (one per group of 32 along a row) and none with bf16.
+LogicalResult verifyNarrowWeight(Operation *op, Value weight, Value scales) {
+  auto w = cast<RankedTensorType>(weight.getType());
+  if (w.getRank() != 2)
+    return op->emitOpError() << "weight must be a matrix [N, K], not " << w;
+  bool int8 = w.getElementType().isInteger(8);
+  if (int8 != bool(scales))
+    return op->emitOpError() << (int8 ? "an int8 weight needs scales"
+                                      : "a bf16 weight takes no scales");
+  if (!scales)
+    return success();
+  auto s = cast<RankedTensorType>(scales.getType());
+  int64_t n = w.getDimSize(0), groups = (w.getDimSize(1) + 31) / 32;
+  if (s.getRank() != 2 || s.getDimSize(0) != n || s.getDimSize(1) != groups)
+    return op->emitOpError() << "scales must be [" << n << ", " << groups
+                             << "] (one per group of 32 along a row), not " << s;
+  return success();
+}
+} // namespace
+
+LogicalResult QuantizedMatmulOp::verify() {
+  if (failed(verifyNarrowWeight(*this, getWeight(), getScales())))
+    return failure();
+  auto x = cast<RankedTensorType>(getInput().getType());
+  auto w = cast<RankedTensorType>(getWeight().getType());
+  auto y = cast<RankedTensorType>(getResult().getType());
+  int64_t n = w.getDimSize(0), k = w.getDimSize(1);
+  if (!x.getElementType().isF32() || !y.getElementType().isF32())
+    return emitOpError() << "input and result must be f32";
+  if (x.getShape().back() != k)
+    return emitOpError() << "input rows have " << x.getShape().back()
+                         << " elements, the weight's " << k;
+  if (y.getShape().back() != n || y.getNumElements() / n != x.getNumElements() / k)
+    return emitOpError() << "result must be " << x.getNumElements() / k << " rows of "
+                         << n << ", not " << y;
+  return success();
+}
+
+LogicalResult DequantizeOp::verify() {
+  if (failed(verifyNarrowWeight(*this, getWeight(), getScales())))
+    return failure();
+  auto w = cast<RankedTensorType>(getWeight().getType());
+  auto y = cast<RankedTensorType>(getResult().getType());
+  if (!y.getElementType().isF32() || y.getShape() != w.getShape())
+    return emitOpError() << "result must be f32 of the weight's shape, not " << y;
+  return success();
+}
+
 LogicalResult GemmOp::verify() {
   // The operands share one type; a bf16 GEMM may accumulate into an f32
   // result (bf16 storage keeps parameter gradients in f32).

@@ -759,6 +759,43 @@ def Fbt_GemmOp : Fbt_Op<"gemm", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Fbt_WeightTensor : RankedTensorOf<[I8, BF16]>;
+def Fbt_ScaleTensor : RankedTensorOf<[F16]>;
+
+def Fbt_QuantizedMatmulOp : Fbt_Op<"quantized_matmul", [Pure]> {
+  let summary = "result[M, N] = input[M, K] @ dequantize(weight)[N, K]^T";
+  let description = [{
+    A product with a weight stored narrow (inference weights, DESIGN.md §8):
+    `weight` is int8 with `scales` (f16, one per group of 32 along each row
+    of K, the last group of a row possibly shorter: the weight is
+    scale * value) or bf16 without. The input and result are f32, and so is
+    the arithmetic: a generated kernel dequantizes each weight as it reads it,
+    so the weights are read once, in their own width, per call.
+  }];
+  let arguments = (ins Fbt_FloatTensor:$input, Fbt_WeightTensor:$weight,
+                       Optional<Fbt_ScaleTensor>:$scales);
+  let results = (outs Fbt_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`,` $scales^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Fbt_DequantizeOp : Fbt_Op<"dequantize", [Pure]> {
+  let summary = "a narrow weight (int8 with scales, or bf16) widened to f32";
+  let description = [{
+    The f32 matrix a `quantized_matmul` weight stands for, same shape: for
+    products over many rows (prefills), which a library GEMM runs better
+    than a kernel that dequantizes per row.
+  }];
+  let arguments = (ins Fbt_WeightTensor:$weight, Optional<Fbt_ScaleTensor>:$scales);
+  let results = (outs Fbt_FloatTensor:$result);
+  let assemblyFormat = [{
+    $weight (`,` $scales^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def Fbt_CallKernelOp : Fbt_Op<"call_kernel", [Pure,
     DeclareOpInterfaceMethods<SymbolUserOpInterface>,
     DeclareOpInterfaceMethods<Fbt_InPlaceOpInterface>]> {

@@ -115,7 +115,7 @@ constexpr StringRef kTrainingKeys[] = {"single_pass_fraction",
                                        "seed",
                                        "zero"};
 constexpr StringRef kInferenceKeys[] = {"batch_size", "max_prompt_length",
-                                        "max_sequence_length"};
+                                        "max_sequence_length", "weights"};
 
 struct SectionKeys {
   StringRef name;
@@ -708,6 +708,9 @@ llvm::Expected<ModelSpec> fbt::parseSpec(StringRef text, StringRef source) {
   r.integer(inference, "inference", "batch_size", inf.batchSize, 1);
   r.integer(inference, "inference", "max_prompt_length", inf.maxPromptLength, 1);
   r.integer(inference, "inference", "max_sequence_length", inf.maxSequenceLength, 1);
+  r.choice(inference, "inference", "weights", inf.weights,
+           {WeightForm::F32, WeightForm::BF16, WeightForm::Int8},
+           +[](WeightForm w) { return StringRef(kindName(w)); });
   if (r.failed())
     return r.takeError();
   resolveDefaults(spec, training, inference);

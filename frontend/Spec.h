@@ -118,6 +118,8 @@ struct InferenceSpec {
   int64_t maxPromptLength = 0;
   /// KV-cache length (default: max_position_embeddings).
   int64_t maxSequenceLength = 0;
+  /// How the inference steps read the weight matrices (DESIGN.md §8).
+  WeightForm weights = WeightForm::F32;
 };
 
 struct ModelSpec {

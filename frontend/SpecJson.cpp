@@ -60,7 +60,8 @@ llvm::json::Value fbt::specToJson(const ModelSpec &s) {
       {"training", std::move(training)},
       {"inference", Object{{"batch_size", i.batchSize},
                            {"max_prompt_length", i.maxPromptLength},
-                           {"max_sequence_length", i.maxSequenceLength}}},
+                           {"max_sequence_length", i.maxSequenceLength},
+                           {"weights", kindName(i.weights)}}},
   };
   // Only where set, so a spec without it resolves as before.
   if (s.ropeScaling.enabled())

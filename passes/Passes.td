@@ -135,6 +135,27 @@ def FbtSplitReductions : Pass<"fbt-split-reductions", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::fbt::FbtDialect", "::mlir::arith::ArithDialect"];
 }
 
+def FbtInferenceWeights : Pass<"fbt-inference-weights", "::mlir::ModuleOp"> {
+  let summary = "Inference steps read the weight matrices as bf16 or int8";
+  let description = [{
+    In every inference step (eval, prefill, decode), each `fbt.gemm` by a
+    parameter matrix (x @ W^T) reads W in the form `weights` names, as step
+    inputs of their own (runtime/format/WeightNames.h): `int8.<param>` with
+    `int8_scales.<param>` (f16, one per group of 32 along a row), or
+    `bf16.<param>`. A GEMM of at most `gemv-rows` rows becomes
+    `fbt.quantized_matmul` (a generated kernel that dequantizes as it reads);
+    a wider one multiplies an `fbt.dequantize`d copy in its library GEMM.
+    Training steps keep their f32 weights. `weights=f32` changes nothing.
+  }];
+  let options = [
+    Option<"weights", "weights", "std::string", /*default=*/"\"f32\"",
+           "The inference steps' weight form: f32, bf16 or int8">,
+    Option<"gemvRows", "gemv-rows", "int64_t", /*default=*/"16",
+           "The most rows a product runs as a quantized_matmul kernel">
+  ];
+  let dependentDialects = ["::mlir::fbt::FbtDialect"];
+}
+
 def FbtToKernels : Pass<"fbt-to-kernels", "::mlir::ModuleOp"> {
   let summary = "GEMMs to library calls, everything else to generated kernels";
   let description = [{

@@ -39,8 +39,11 @@ void fbt::buildTrainPipeline(OpPassManager &pm,
 
 void fbt::buildKernelPipeline(OpPassManager &pm, KernelTarget target,
                               Storage storage, TuneSpace space,
-                              ArrayRef<std::string> configs) {
+                              ArrayRef<std::string> configs, StringRef weights) {
   pm.addPass(createFbtGemmsToLibrary());
+  FbtInferenceWeightsOptions narrow;
+  narrow.weights = weights.str();
+  pm.addPass(createFbtInferenceWeights(narrow));
   pm.addPass(createFbtSplitReductions());
   FbtToKernelsOptions lower;
   lower.target = target;
@@ -60,10 +63,11 @@ void fbt::registerFbtPassesAndPipelines() {
   PassPipelineRegistration<KernelPipelineOptions>(
       "fbt-kernel-pipeline",
       "From the training graph to library GEMMs and generated kernels: "
-      "gemms-to-library, split-reductions, to-kernels",
+      "gemms-to-library, inference-weights, split-reductions, to-kernels",
       [](OpPassManager &pm, const KernelPipelineOptions &opts) {
         buildKernelPipeline(
             pm, opts.target == "gpu" ? KernelTarget::Gpu : KernelTarget::Cpu,
-            opts.storage == "bf16" ? Storage::BF16 : Storage::F32);
+            opts.storage == "bf16" ? Storage::BF16 : Storage::F32, TuneSpace::None, {},
+            opts.weights);
       });
 }

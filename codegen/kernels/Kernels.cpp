@@ -78,7 +78,7 @@ FailureOr<func::FuncOp> mlir::fbt::buildKernel(OpBuilder &b, Operation *op,
   KernelBuilder kb(b, op->getLoc(), name, types, sizes, target);
   kb.configure(config);
   for (auto gen : {buildElementwiseKernel, buildNormKernel,
-                   buildAttentionKernel, buildTokenKernel}) {
+                   buildAttentionKernel, buildTokenKernel, buildQuantKernel}) {
     FailureOr<func::FuncOp> fn = gen(kb, op);
     if (failed(fn))
       continue;

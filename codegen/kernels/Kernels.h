@@ -69,6 +69,7 @@ FailureOr<func::FuncOp> buildElementwiseKernel(KernelBuilder &kb, Operation *op)
 FailureOr<func::FuncOp> buildNormKernel(KernelBuilder &kb, Operation *op);
 FailureOr<func::FuncOp> buildAttentionKernel(KernelBuilder &kb, Operation *op);
 FailureOr<func::FuncOp> buildTokenKernel(KernelBuilder &kb, Operation *op);
+FailureOr<func::FuncOp> buildQuantKernel(KernelBuilder &kb, Operation *op);
 
 } // namespace mlir::fbt
 

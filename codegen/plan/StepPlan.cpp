@@ -34,15 +34,20 @@ int64_t alignUp(int64_t v) { return (v + kAlign - 1) / kAlign * kAlign; }
     return ::fbt::DType::I32;
   if (t.isInteger(64))
     return ::fbt::DType::I64;
+  if (t.isInteger(8))
+    return ::fbt::DType::I8;
   if (t.isBF16())
     return ::fbt::DType::BF16;
+  if (t.isF16())
+    return ::fbt::DType::F16;
   return ::fbt::DType::F32;
 }
 
 bool plannable(Type t) {
   if (auto tt = dyn_cast<RankedTensorType>(t))
     t = tt.getElementType();
-  return t.isF32() || t.isBF16() || t.isInteger(32) || t.isInteger(64);
+  return t.isF32() || t.isBF16() || t.isF16() || t.isInteger(8) || t.isInteger(32) ||
+         t.isInteger(64);
 }
 
 int64_t bytesOf(Type t) {

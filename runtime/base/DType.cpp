@@ -12,8 +12,9 @@ struct DTypeInfo {
 };
 constexpr DTypeInfo kDTypes[] = {
     {DType::F32, "F32", "f32", 4}, {DType::BF16, "BF16", "bf16", 2},
-    {DType::F16, "F16", nullptr, 2}, {DType::I32, "I32", "i32", 4},
+    {DType::F16, "F16", "f16", 2}, {DType::I32, "I32", "i32", 4},
     {DType::I64, "I64", "i64", 8}, {DType::U8, "U8", nullptr, 1},
+    {DType::I8, "I8", "i8", 1},
 };
 } // namespace
 

@@ -2,7 +2,8 @@
 //
 // One enum for what an element is, wherever it is stored: safetensors
 // checkpoints spell it "F32", "BF16", ...; bundle manifests spell a plan's
-// tensors, constants and GEMM operands "f32", "bf16", "i32", "i64".
+// tensors, constants and GEMM operands "f32", "bf16", "i32", "i64" (and
+// inference weights' "i8", "f16").
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,17 +16,17 @@
 
 namespace fbt {
 
-enum class DType { F32, BF16, F16, I32, I64, U8 };
+enum class DType { F32, BF16, F16, I32, I64, U8, I8 };
 
 /// Bytes per element.
 size_t dtypeSize(DType dtype);
-/// The safetensors spelling: "F32", "BF16", "F16", "I32", "I64", "U8".
+/// The safetensors spelling: "F32", "BF16", "F16", "I32", "I64", "U8", "I8".
 const char *dtypeName(DType dtype);
 /// The dtype spelled `name` (safetensors spelling), or nullopt.
 std::optional<DType> parseDType(std::string_view name);
 
-/// The bundle manifest's spelling: "f32", "bf16", "i32", "i64" (plans use
-/// no other types).
+/// The bundle manifest's spelling: "f32", "bf16", "f16", "i32", "i64",
+/// "i8" (plans use no other types; f16 and i8 hold inference weights).
 const char *planTypeName(DType dtype);
 /// The plan type spelled `name`, or nullopt.
 std::optional<DType> parsePlanType(std::string_view name);

@@ -93,6 +93,7 @@ void Decoder::runPrefill(const std::vector<std::vector<int32_t>> &prompts,
                          const Regime &regime, int64_t row, int64_t rows,
                          const std::function<void(StepBinding &)> &afterPass) {
   checkRegime(regime);
+  session_.refreshInferenceWeights();
   // The whole batch's steps, or one row's (a batch of one is its own row),
   // over the fewest positions that hold the longest prompt.
   size_t longest = 0;
@@ -244,6 +245,7 @@ void Decoder::step(const std::vector<int32_t> &tokens,
   std::string name = plain ? step::kDecodePlain : step::kDecode;
   StepRunner &runner = session_.runner(name);
   StepBinding &b = binding(name, {"input_ids", "positions", "state", "feedback_on"});
+  session_.refreshInferenceWeights();
   b.set("input_ids", tokens.data(), tokens.size() * sizeof(int32_t));
   b.set("positions", positions.data(), positions.size() * sizeof(int32_t));
   b.set("state", state_.data(), state_.size());
@@ -387,6 +389,7 @@ void Decoder::mixed(const std::vector<MixedToken> &tokens, std::vector<float> *s
   if (feedback)
     inputs.insert({"token_states", "feedback_on"});
   StepBinding &b = binding(name, inputs);
+  session_.refreshInferenceWeights();
   b.set("input_ids", ids.data(), ids.size() * sizeof(int32_t));
   b.set("positions", positions.data(), positions.size() * sizeof(int32_t));
   b.set("rows", rows.data(), rows.size() * sizeof(int32_t));

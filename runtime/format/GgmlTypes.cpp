@@ -73,16 +73,22 @@ uint16_t get16(std::string_view in, size_t at) {
 
 /// One Q8_0 block of 32 values.
 void quantizeBlock(const float *x, std::string &out) {
+  int8_t q[kQ8Block];
+  put16(out, quantizeQ8Block(x, kQ8Block, q));
+  out.append(reinterpret_cast<const char *>(q), kQ8Block);
+}
+} // namespace
+
+uint16_t quantizeQ8Block(const float *x, int64_t n, int8_t *q) {
   float amax = 0;
-  for (int64_t i = 0; i < kQ8Block; ++i)
+  for (int64_t i = 0; i < n; ++i)
     amax = std::max(amax, std::fabs(x[i]));
   const float d = amax / 127.0f;
   const float id = d != 0 ? 1.0f / d : 0.0f;
-  put16(out, halfFromFloat(d));
-  for (int64_t i = 0; i < kQ8Block; ++i)
-    out.push_back((char)(int8_t)std::lround(x[i] * id));
+  for (int64_t i = 0; i < n; ++i)
+    q[i] = (int8_t)std::lround(x[i] * id);
+  return halfFromFloat(d);
 }
-} // namespace
 
 std::string encode(TensorType t, const std::vector<float> &values, int64_t cols) {
   std::string out;

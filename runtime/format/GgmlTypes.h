@@ -40,6 +40,12 @@ float floatFromHalf(uint16_t h);
 uint16_t bf16FromFloat(float x);
 float floatFromBf16(uint16_t b);
 
+/// Q8_0's rule on `n` (at most 32) values: the scale d = max|x| / 127 as
+/// half bits, and q[i] = round(x[i] / d). The one definition, for Q8_0
+/// blocks and the runtime's int8 inference weights (whose last group of a
+/// row may be shorter).
+uint16_t quantizeQ8Block(const float *x, int64_t n, int8_t *q);
+
 /// The bytes of `values` (rows of `cols` each) stored as `t`. Q8_0 with
 /// `cols` not a multiple of 32 is a RuntimeError.
 std::string encode(TensorType t, const std::vector<float> &values, int64_t cols);

@@ -1,8 +1,8 @@
 //===- Kinds.h - the kinds the compiler and the runtime agree on --*- C++ -*-===//
 //
 // One definition of each kind that crosses the compiler/runtime line, with
-// its name in files: a model's fusion, a step's kind, a collective's kind
-// and reduction, a bundle's target. Both sides hold them as these enums and
+// its name in files: a model's fusion and inference weights, a step's kind,
+// a collective's kind and reduction, a bundle's target. Both sides hold them as these enums and
 // meet the strings only where a file or a command line is read or written
 // (the spec, the manifest, the IR's fbt.step), through kindName() and
 // parseKind(). Adding a value without its name, or a name out of order,
@@ -28,6 +28,10 @@ namespace fbt {
 /// How the fed-back state meets the token embedding ("feedback.fusion");
 /// None: a plain transformer, no feedback path.
 enum class Fusion { Glu, Add, Concat, None };
+/// How the inference steps read the weight matrices ("inference.weights",
+/// fbtc --inference-weights): as trained (f32), rounded to bf16, or int8
+/// with an f16 scale per group of 32 along each row (Q8_0's rule).
+enum class WeightForm { F32, BF16, Int8 };
 /// What a compiled step does (a plan's "kind", the IR's fbt.step).
 enum class StepKind { Train, Grads, Eval, Prefill, Decode };
 /// A collective across the ranks of a data-parallel run (PlanOp).
@@ -42,6 +46,10 @@ template <class E> struct KindTable;
 template <> struct KindTable<Fusion> {
   static constexpr std::array<const char *, 4> names = {"glu", "add", "concat", "none"};
   static_assert(names.size() == size_t(Fusion::None) + 1);
+};
+template <> struct KindTable<WeightForm> {
+  static constexpr std::array<const char *, 3> names = {"f32", "bf16", "int8"};
+  static_assert(names.size() == size_t(WeightForm::Int8) + 1);
 };
 template <> struct KindTable<StepKind> {
   static constexpr std::array<const char *, 5> names = {"train", "grads", "eval", "prefill",

@@ -120,6 +120,9 @@ ModelConfig parseModelConfig(const Json &model) {
   c.inference.batchSize = i.integer("batch_size");
   c.inference.maxPromptLength = i.integer("max_prompt_length");
   c.inference.maxSequenceLength = i.integer("max_sequence_length");
+  c.inference.weights = i.find("weights", [](const Json &v) {
+                           return requireKind<WeightForm>(asString(v), "inference.weights");
+                         }).value_or(WeightForm::F32);
   return c;
 }
 

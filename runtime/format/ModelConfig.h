@@ -60,6 +60,9 @@ struct ModelConfig {
     int64_t batchSize = 0;         ///< batch_size
     int64_t maxPromptLength = 0;   ///< max_prompt_length
     int64_t maxSequenceLength = 0; ///< max_sequence_length
+    /// weights: what the inference steps read the weight matrices as
+    /// (absent in bundles from before it: f32).
+    WeightForm weights = WeightForm::F32;
   };
 
   std::string name;

@@ -143,6 +143,7 @@ std::vector<std::string> Session::loadWeights(const std::string &path) {
     std::vector<float> values = parameterValues(path, *t, p);
     device_->upload(state_.params[i].data(), values.data(), state_.params[i].size());
   }
+  parametersChanged();
   return missing;
 }
 
@@ -170,6 +171,7 @@ void Session::loadCheckpoint(const std::string &path) {
     fill("optimizer.adam_m." + p.name, p, state_.m[i], false);
     fill("optimizer.adam_v." + p.name, p, state_.v[i], false);
   }
+  parametersChanged();
   auto meta = [&](const char *key, int64_t fallback) -> int64_t {
     auto it = file.metadata.find(key);
     return it == file.metadata.end() ? fallback : std::stoll(it->second);

@@ -73,7 +73,7 @@ void *Session::stateBuffer(const std::string &name) {
       // Null where another rank keeps them: only its calls read them.
       return (*moments)[p].size() ? (*moments)[p].data() : nullptr;
     }
-  return nullptr;
+  return inferenceWeight(name);
 }
 
 std::vector<float> Session::parameter(size_t index) const {
@@ -173,6 +173,7 @@ void Session::initialize(uint64_t seed) {
   }
   state_.step = 0;
   state_.seed = seed;
+  parametersChanged();
 }
 
 StepBinding &Session::trainBinding(const std::string &step, bool update) {
@@ -236,6 +237,7 @@ StepResult Session::trainStep(int64_t passes, const int32_t *ids,
   }
   sync().reset();
   ++state_.step;
+  parametersChanged();
   StepResult r = readLosses(run.plan(), b);
   if (!std::isfinite(r.loss) || !std::isfinite(r.gradNorm))
     throw RuntimeError("the loss or the gradient norm is not finite at step " +
@@ -248,6 +250,7 @@ StepResult Session::evalStep(int64_t passes, const int32_t *ids, const int32_t *
   std::string name = step::eval(passes);
   StepRunner &run = runner(name);
   StepBinding &b = trainBinding(name, false);
+  refreshInferenceWeights();
   int64_t unusedSeed = 0;
   setBatch(b, run.plan(), ids, targets, &unusedSeed);
   b.run(run);

@@ -54,8 +54,15 @@ public:
   ModelState &state() { return state_; }
   int64_t paramIndex(const std::string &name) const;
   /// The state buffer (device memory) a step input names: a parameter,
-  /// `adam_m.<param>` or `adam_v.<param>`; null for any other name.
+  /// `adam_m.<param>`, `adam_v.<param>`, or a parameter in its inference
+  /// form (WeightNames.h: `int8.<param>`, `int8_scales.<param>`,
+  /// `bf16.<param>`, made from the parameter when first asked for); null
+  /// for any other name.
   void *stateBuffer(const std::string &name);
+  /// Remakes the inference forms of the parameters that changed since they
+  /// were made (by training, a checkpoint or initialize()); nothing when
+  /// none did. The decoder and evalStep() call it before they run.
+  void refreshInferenceWeights();
   /// Parameter `index`'s values, copied to the host.
   std::vector<float> parameter(size_t index) const;
   /// The bundle's model config (the resolved spec), as JSON: for what
@@ -142,6 +149,12 @@ public:
 
 private:
   StepBinding &trainBinding(const std::string &step, bool update);
+  /// The inference form of a parameter a step input names (stateBuffer).
+  void *inferenceWeight(const std::string &name);
+  /// Fills `copy`'s parameter's inference-form buffers from its values.
+  void makeInferenceWeight(size_t param);
+  /// The parameters changed: their inference forms are stale.
+  void parametersChanged() { ++paramsVersion_; }
   /// Allocates the moments this rank keeps, once (the run's ranks are known
   /// by then: setChannel comes first).
   void allocateMoments();
@@ -164,6 +177,14 @@ private:
   std::map<std::string, std::unique_ptr<StepRunner>> runners_;
   std::map<std::string, std::unique_ptr<StepBinding>> bindings_;
   ModelState state_;
+  /// A parameter's inference form on the device: its values and, int8, its
+  /// scales (empty otherwise), made at parameter version `version`.
+  struct InferenceCopy {
+    DeviceBuffer values, scales;
+    int64_t version = -1;
+  };
+  std::map<size_t, InferenceCopy> inferenceCopies_; ///< by parameter
+  int64_t paramsVersion_ = 0;
   std::unique_ptr<Channel> localChannel_; ///< the world of one, made on demand
   Channel *channel_ = nullptr;
   std::unique_ptr<GradientSync> sync_;

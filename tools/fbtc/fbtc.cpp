@@ -113,6 +113,13 @@ cl::opt<std::string> gpuStorage(
              "in 'bf16' (default) or 'f32'; arithmetic and accumulation are "
              "f32 either way"),
     cl::init("bf16"), cl::cat(category));
+cl::opt<std::string> inferenceWeights(
+    "inference-weights",
+    cl::desc("How the inference steps (eval, prefill, decode) read the weight "
+             "matrices: 'f32', 'bf16' or 'int8' (an f16 scale per group of 32 "
+             "along a row); overrides the spec's inference.weights. Training "
+             "keeps f32 weights either way"),
+    cl::value_desc("form"), cl::cat(category));
 cl::opt<mlir::fbt::TuneSpace> tuneSpace(
     "tune-space",
     cl::desc("Also compile each kernel in other configurations of its knobs "
@@ -350,7 +357,7 @@ int runPasses(mlir::MLIRContext &ctx, mlir::ModuleOp module, const fbt::ModelSpe
         pm, mapsToGpu(target) ? mlir::fbt::KernelTarget::Gpu : mlir::fbt::KernelTarget::Cpu,
         mapsToGpu(target) && gpuStorage == "bf16" ? mlir::fbt::Storage::BF16
                                                   : mlir::fbt::Storage::F32,
-        tuneSpace, tunedConfigs);
+        tuneSpace, tunedConfigs, ::fbt::kindName(spec.inference.weights));
   if (failed(pm.run(module)))
     return fail(kInternalError, "the compiler passes failed");
   return 0;
@@ -389,6 +396,14 @@ int main(int argc, char **argv) {
   Expected<fbt::ModelSpec> spec = fbt::loadSpec(specPath);
   if (!spec)
     return fail(kBadInput, toString(spec.takeError()));
+  if (inferenceWeights.getNumOccurrences()) {
+    std::optional<::fbt::WeightForm> form =
+        ::fbt::parseKind<::fbt::WeightForm>(inferenceWeights.getValue());
+    if (!form)
+      return fail(kBadInput, "--inference-weights must be f32, bf16 or int8, not '" +
+                                 inferenceWeights + "'");
+    spec->inference.weights = *form;
+  }
   if (describe)
     return runDescribe(*spec);
 

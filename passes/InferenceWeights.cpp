@@ -1,0 +1,133 @@
+//===- InferenceWeights.cpp - inference steps read narrow weights ---------===//
+//
+// In every inference step (eval, prefill, decode: not the training steps,
+// whose AdamW updates the f32 master weights), each library GEMM by a weight
+// matrix, x @ W^T with W a parameter, reads W in the chosen form instead: a
+// step input of its own (runtime/format/WeightNames.h), which the runtime
+// fills from the parameter when it loads the model. A GEMM of few rows
+// (decoding: the batch) becomes fbt.quantized_matmul, a generated kernel
+// that dequantizes each weight as it streams it; a wider one (a prefill's
+// prompt) dequantizes the weight into the arena and keeps its library GEMM,
+// which is faster there than any one-row kernel.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialect/FbtOps.h"
+#include "passes/Passes.h"
+#include "runtime/format/WeightNames.h"
+
+#include <map>
+
+namespace mlir::fbt {
+#define GEN_PASS_DEF_FBTINFERENCEWEIGHTS
+#include "passes/Passes.h.inc"
+} // namespace mlir::fbt
+
+using namespace mlir;
+using namespace mlir::fbt;
+
+namespace {
+struct InferenceWeights : mlir::fbt::impl::FbtInferenceWeightsBase<InferenceWeights> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    std::optional<::fbt::WeightForm> parsed = ::fbt::parseKind<::fbt::WeightForm>(weights);
+    if (!parsed) {
+      getOperation().emitError() << "fbt-inference-weights: weights must be "
+                                 << ::fbt::kindNames<::fbt::WeightForm>() << ", not '"
+                                 << weights << "'";
+      return signalPassFailure();
+    }
+    form = *parsed;
+    if (form == ::fbt::WeightForm::F32)
+      return;
+    for (auto fn : getOperation().getOps<func::FuncOp>())
+      if (isInferenceStep(fn) && failed(rewrite(fn)))
+        return signalPassFailure();
+  }
+
+  static bool isInferenceStep(func::FuncOp fn) {
+    auto kind = fn->getAttrOfType<StringAttr>("fbt.step");
+    if (!kind)
+      return false;
+    auto k = ::fbt::parseKind<::fbt::StepKind>(kind.getValue().str());
+    return k && *k != ::fbt::StepKind::Train && *k != ::fbt::StepKind::Grads;
+  }
+
+  /// The parameter `w` is, if it is one: its argument number.
+  static std::optional<unsigned> parameter(func::FuncOp fn, Value w) {
+    auto arg = dyn_cast<BlockArgument>(w);
+    if (!arg || arg.getOwner() != &fn.getBody().front() ||
+        !fn.getArgAttr(arg.getArgNumber(), "fbt.param"))
+      return std::nullopt;
+    auto t = cast<RankedTensorType>(w.getType());
+    if (t.getRank() != 2 || !t.getElementType().isF32())
+      return std::nullopt;
+    return arg.getArgNumber();
+  }
+
+  LogicalResult rewrite(func::FuncOp fn) {
+    std::map<unsigned, std::pair<Value, Value>> narrow; // parameter -> weight, scales
+    SmallVector<GemmOp> gemms;
+    fn.walk([&](GemmOp g) { gemms.push_back(g); });
+    for (GemmOp gemm : gemms) {
+      if (!gemm.getTransposeRhs() || gemm.getTransposeLhs())
+        continue;
+      std::optional<unsigned> p = parameter(fn, gemm.getRhs());
+      if (!p)
+        continue;
+      auto it = narrow.find(*p);
+      if (it == narrow.end()) {
+        FailureOr<std::pair<Value, Value>> inputs = addInputs(fn, *p);
+        if (failed(inputs))
+          return failure();
+        it = narrow.insert({*p, *inputs}).first;
+      }
+      auto [weight, scales] = it->second;
+      OpBuilder b(gemm);
+      if (gemm.getM() <= gemvRows) {
+        auto q = QuantizedMatmulOp::create(b, gemm.getLoc(), gemm.getType(), gemm.getLhs(),
+                                           weight, scales);
+        gemm.replaceAllUsesWith(q.getResult());
+        gemm.erase();
+        continue;
+      }
+      // One dequantized copy per GEMM, not per step: it lives only until
+      // its GEMM has run, so the arena holds one at a time.
+      auto wide = DequantizeOp::create(b, gemm.getLoc(), gemm.getRhs().getType(), weight,
+                                       scales);
+      gemm.getRhsMutable().assign(wide.getResult());
+    }
+    return success();
+  }
+
+  /// Appends parameter `p`'s inputs in the chosen form to `fn`.
+  FailureOr<std::pair<Value, Value>> addInputs(func::FuncOp fn, unsigned p) {
+    auto name = fn.getArgAttrOfType<StringAttr>(p, "fbt.name");
+    if (!name)
+      return fn.emitError() << "fbt-inference-weights: parameter #" << p << " has no fbt.name";
+    auto t = cast<RankedTensorType>(fn.getArgument(p).getType());
+    Builder b(fn.getContext());
+    SmallVector<Type> types;
+    if (form == ::fbt::WeightForm::Int8) {
+      types.push_back(t.clone(b.getIntegerType(8)));
+      types.push_back(RankedTensorType::get(
+          {t.getDimSize(0), ::fbt::weights::groupsOf(t.getDimSize(1))}, b.getF16Type()));
+    } else {
+      types.push_back(t.clone(b.getBF16Type()));
+    }
+    std::vector<std::string> names = ::fbt::weights::inputsOf(form, name.str());
+    SmallVector<Value> added;
+    for (auto [type, input] : llvm::zip_equal(types, names)) {
+      unsigned at = fn.getNumArguments();
+      auto attrs = b.getDictionaryAttr(b.getNamedAttr("fbt.name", b.getStringAttr(input)));
+      if (failed(fn.insertArgument(at, type, attrs, fn.getLoc())))
+        return fn.emitError() << "fbt-inference-weights: cannot add input '" << input << "'";
+      added.push_back(fn.getArgument(at));
+    }
+    return std::pair{added[0], added.size() > 1 ? added[1] : Value()};
+  }
+
+  ::fbt::WeightForm form = ::fbt::WeightForm::F32;
+};
+} // namespace
