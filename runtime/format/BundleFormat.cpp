@@ -46,7 +46,7 @@ DType planTypeOf(const Json &j, const char *what) {
   std::optional<DType> t = parsePlanType(asString(j));
   if (!t)
     throw RuntimeError(std::string(what) + " of element type '" + asString(j) +
-                       "' (expected f32, bf16, i32 or i64)");
+                       "' (expected f32, bf16, f16, i32, i64 or i8)");
   return *t;
 }
 

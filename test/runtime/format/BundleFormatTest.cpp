@@ -136,13 +136,13 @@ TEST(BundleFormatTest, ReadingChecksThePlan) {
   p.ops[1].args[0].bytes = 9; // past input 0's 8 bytes
   EXPECT_THROW(stepPlanFromJson(p.name, toJson(p), {"k0_norm"}), RuntimeError);
   Json j = toJson(samplePlan());
-  j["inputs"][0]["dtype"] = "f16";
+  j["inputs"][0]["dtype"] = "f64";
   try {
     stepPlanFromJson("s", j, {"k0_norm"});
     FAIL();
   } catch (const RuntimeError &e) {
-    EXPECT_STREQ(e.what(), "tensor 'input_ids' of element type 'f16' (expected f32, bf16, "
-                           "i32 or i64)");
+    EXPECT_STREQ(e.what(), "tensor 'input_ids' of element type 'f64' (expected f32, bf16, "
+                           "f16, i32, i64 or i8)");
   }
 }
 
