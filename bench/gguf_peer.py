@@ -1,34 +1,44 @@
-"""fbt against llama.cpp on the same weights: batch-1 decode and prompt processing.
+"""fbt against llama.cpp on the same weights at the same bytes: batch-1 decode
+and prompt processing, beside the floor of each width.
 
 usage: /usr/bin/python3 bench/gguf_peer.py [--spec specs/small.json] [--threads T]
            [--prompt P] [--tokens N] [--repeats R] [--train-steps S]
-           [--peer-types f32,f16,q8_0] [--peer-kv f16|f32] [--npm-cache DIR]
+           [--fbt-weights f32,bf16,int8] [--peer-types f32,f16,bf16,q8_0]
+           [--peer-kv f16|f32] [--npm-cache DIR]
 
-In one run: compiles the spec for the CPU, trains it S steps (1 by default:
-speed does not depend on what the weights hold), exports the checkpoint with
-`fbt export --gguf` and installs the pinned node-llama-cpp (test/npm.sh
-llama; its prebuilt CPU build of llama.cpp). Then, R times alternating, on T
-threads each (default: every core):
-  fbt        `fbt bench --decode standard`: a P-token prompt prefilled, then N
-             greedy tokens, one decode step each;
-  llama.cpp  the exported GGUF through node-llama-cpp, CPU only: the same P
-             tokens evaluated in one batch with the first token sampled, then
-             N greedy tokens one evaluation each; once per --peer-types, the
-             weights as `fbt export --gguf --type` writes them (f32, f16,
-             bf16, q8_0: the bytes llama.cpp's users run).
-Prints the medians, prompt tokens/s and decode tokens/s for each, the
-weights' size, and the fbt/llama.cpp ratios (above 1: fbt is faster).
+In one run: compiles the spec for the CPU once per --fbt-weights (fbtc
+--inference-weights: the inference steps read the matrices as f32, bf16, or
+int8 with an f16 scale per group of 32, Q8_0's layout), trains it S steps (1
+by default: speed does not depend on what the weights hold), exports the
+checkpoint with `fbt export --gguf --type` once per --peer-types and installs
+the pinned node-llama-cpp (test/npm.sh llama; its prebuilt CPU build of
+llama.cpp). Then, R times alternating, on T threads each (default: every
+core):
+  fbt        `fbt bench --decode standard` on each bundle: a P-token prompt
+             prefilled, then N greedy tokens, one decode step each;
+  llama.cpp  each GGUF through node-llama-cpp, CPU only: the same P tokens
+             evaluated in one batch with the first token sampled, then N
+             greedy tokens one evaluation each;
+  floor      one pass over the weights in each width: the bytes a decoded
+             token must read (every parameter at 4, 2 or 34/32 bytes), summed
+             as f32 by PyTorch on T threads, the median of 20 passes timed
+             beside each round; a buffer that fits the last-level cache is
+             read from it, as the weights are (the sizes are printed against
+             the L3's).
+Prints the medians (prompt tokens/s, decode ms/token), each decode against
+its width's floor, and fbt against llama.cpp at the same bytes (int8 /
+q8_0, bf16 / f16 and bf16, f32 / f32; above 1: fbt is faster).
 
 fbt bench times the compiled steps on fresh weights and synthetic ids: its
-arithmetic is dense f32 whatever the values, so the time is the time of the
-exported weights (fbt's weights are f32). llama.cpp runs as configured by
-default (f16 KV cache, flash attention chosen by llama.cpp); --peer-kv f32 gives it
-fbt's f32 cache. Its per-token time includes node-llama-cpp's call from
-JavaScript into the native addon (a fraction of a millisecond), as any user
-of the package pays it. On a machine with few cores, or cores shared with
-other work, llama.cpp's decode on every core can be slower than on one (its
-threads spin at each of the step's many small barriers): measure --threads 1
-too.
+arithmetic is the same whatever the values, so the time is the time of the
+exported weights. llama.cpp runs as configured by default (f16 KV cache,
+flash attention chosen by llama.cpp); --peer-kv f32 gives it fbt's f32
+cache. Its per-token time includes node-llama-cpp's call from JavaScript
+into the native addon (a fraction of a millisecond), as any user of the
+package pays it. On a machine with few cores, or cores shared with other
+work, llama.cpp's decode on every core can be slower than on one (its
+threads spin at each of the step's many small barriers): measure --threads
+1 too.
 
 The build comes from FBT_BUILD_DIR (default build/): tools/fbtc/fbtc and
 tools/fbt/fbt.
@@ -40,6 +50,7 @@ import os
 import statistics
 import subprocess
 import tempfile
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.environ.get("FBT_BUILD_DIR", os.path.join(ROOT, "build"))
@@ -92,6 +103,42 @@ def run(cmd, **kw):
     return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw).stdout
 
 
+# Bytes per weight in each width: Q8_0 and fbt's int8 both keep 32 int8
+# values and one f16 scale per group of 32.
+WIDTH = {"f32": 4.0, "f16": 2.0, "bf16": 2.0, "int8": 34 / 32, "q8_0": 34 / 32}
+# fbt's form beside llama.cpp's types at the same bytes.
+PAIRS = [("f32", "f32"), ("bf16", "f16"), ("bf16", "bf16"), ("int8", "q8_0")]
+
+
+class Floor:
+    """One pass over `bytes` bytes on `threads` threads: PyTorch sums them as
+    f32 (a streaming read), the median of n passes in ms."""
+
+    def __init__(self, nbytes, threads):
+        import torch
+        self.torch = torch
+        torch.set_num_threads(threads)
+        self.buf = torch.ones(int(nbytes) // 4)
+        self.sample(5)
+
+    def sample(self, n=20):
+        times = []
+        for _ in range(n):
+            t0 = time.perf_counter()
+            self.torch.sum(self.buf)
+            times.append(time.perf_counter() - t0)
+        return 1e3 * statistics.median(times)
+
+
+def l3_bytes():
+    """The last-level cache's size (0 when the system does not say)."""
+    try:
+        out = run(["getconf", "LEVEL3_CACHE_SIZE"]).strip()
+        return int(out) if out and int(out) > 0 else 0
+    except (subprocess.CalledProcessError, ValueError, FileNotFoundError):
+        return 0
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--spec", default=os.path.join(ROOT, "specs", "small.json"))
@@ -102,10 +149,17 @@ def main():
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--train-steps", type=int, default=1)
     ap.add_argument("--peer-kv", choices=["f16", "f32"], default="f16")
-    ap.add_argument("--peer-types", default="f32,f16,q8_0",
-                    help="llama.cpp's weight types, each a GGUF of its own (default f32,f16,q8_0)")
+    ap.add_argument("--fbt-weights", default="f32,bf16,int8",
+                    help="fbt's inference weights, a bundle each (default f32,bf16,int8)")
+    ap.add_argument("--peer-types", default="f32,f16,bf16,q8_0",
+                    help="llama.cpp's weight types, a GGUF each (default f32,f16,bf16,q8_0)")
     ap.add_argument("--npm-cache", default=os.path.join(BUILD, "test", "npm-llama"))
     args = ap.parse_args()
+    for name, given, known in (("--fbt-weights", args.fbt_weights, ("f32", "bf16", "int8")),
+                               ("--peer-types", args.peer_types, ("f32", "f16", "bf16", "q8_0"))):
+        for t in given.split(","):
+            if t not in known:
+                ap.error("%s: unknown type '%s' (expected some of %s)" % (name, t, ",".join(known)))
 
     with tempfile.TemporaryDirectory(prefix="gguf-peer-") as work:
         measure(ap, args, work)
@@ -114,8 +168,13 @@ def main():
 def measure(ap, args, work):
     fbtc = os.path.join(BUILD, "tools", "fbtc", "fbtc")
     fbt = os.path.join(BUILD, "tools", "fbt", "fbt")
-    bundle = os.path.join(work, "model.fbtb")
-    run([fbtc, args.spec, "--target=cpu", "-o", bundle])
+    forms = args.fbt_weights.split(",")
+    bundles = {}
+    for form in forms:
+        bundles[form] = os.path.join(work, "model-%s.fbtb" % form)
+        run([fbtc, args.spec, "--target=cpu", "--inference-weights=" + form, "-o", bundles[form]])
+    described = json.loads(run([fbtc, args.spec, "--describe", "--json"]))
+    params = described["params"]["total"]
     with open(args.spec) as f:
         spec = json.load(f)
     prompt = args.prompt or spec["inference"]["max_prompt_length"]
@@ -123,14 +182,14 @@ def measure(ap, args, work):
         ap.error("--prompt + --tokens must stay below inference.max_sequence_length")
     threads = ["--threads", str(args.threads)]
     # No validation: it would run the 8-pass evaluation, minutes on the CPU.
-    run([fbt, "train", bundle, "--steps", str(args.train_steps), "--val-fraction", "0",
+    run([fbt, "train", bundles[forms[0]], "--steps", str(args.train_steps), "--val-fraction", "0",
          "--out", os.path.join(work, "run"), "--quiet"] + threads)
     types = args.peer_types.split(",")
     ggufs = {}
     for t in types:
         ggufs[t] = os.path.join(work, "model-%s.gguf" % t)
-        run([fbt, "export", bundle, "--ckpt", os.path.join(work, "run", "latest.safetensors"),
-             "--gguf", ggufs[t], "--type", t])
+        run([fbt, "export", bundles[forms[0]], "--ckpt",
+             os.path.join(work, "run", "latest.safetensors"), "--gguf", ggufs[t], "--type", t])
     subprocess.run([os.path.join(ROOT, "test", "npm.sh"), args.npm_cache, "llama"], check=True)
 
     # A file, not `node -e`: node-llama-cpp tests its binary in a child
@@ -142,52 +201,66 @@ def measure(ap, args, work):
     def peer_args(t):
         return json.dumps({"npm": args.npm_cache, "gguf": ggufs[t], "threads": args.threads,
                            "prompt": prompt, "tokens": args.tokens, "kv": args.peer_kv})
+    widths = sorted({WIDTH[w] for w in forms + types})
+    floors = {w: Floor(params * w, args.threads) for w in widths}
     load = os.getloadavg()[0]
-    ours, theirs = [], {t: [] for t in types}
+    ours, theirs = {f: [] for f in forms}, {t: [] for t in types}
+    beside = {w: [] for w in widths}
     for _ in range(args.repeats):  # alternating, so drift in the machine hits all alike
-        ours.append(json.loads(run([fbt, "bench", bundle, "--decode", "standard", "--tokens",
-                                    str(prompt), "--steps", str(args.tokens)]
-                                   + threads)))
+        for w in widths:
+            beside[w].append(floors[w].sample())
+        for form in forms:
+            ours[form].append(json.loads(run(
+                [fbt, "bench", bundles[form], "--decode", "standard", "--tokens", str(prompt),
+                 "--steps", str(args.tokens)] + threads)))
         for t in types:
             theirs[t].append(json.loads(run(["node", peer, peer_args(t)])))
-    report(args, prompt, load, types, ggufs, ours, theirs)
+        for w in widths:
+            beside[w].append(floors[w].sample())
+    report(args, prompt, load, params, forms, types, ggufs, ours, theirs, beside)
 
 
-def report(args, prompt, load, types, ggufs, ours, theirs):
+def report(args, prompt, load, params, forms, types, ggufs, ours, theirs, beside):
     def med(rows, key):
         return statistics.median(r[key] for r in rows)
 
-    fbt_pp, fbt_tg = med(ours, "prefill_tokens_per_s"), 1e3 / med(ours, "ms_per_token")
-    peer = {t: (med(theirs[t], "prefill_tokens_per_s"), 1e3 / med(theirs[t], "ms_per_token"))
-            for t in types}
-    print("fbt against llama.cpp (node-llama-cpp 3.21.1, CPU) on the same weights: %s, "
-          "batch 1, %d threads, prompt %d, %d decoded tokens, median of %d"
+    rows = {}  # column -> (label, MiB, prompt tok/s, ms/token, width)
+    for f in forms:
+        rows["fbt " + f] = (params * WIDTH[f] / 2**20, med(ours[f], "prefill_tokens_per_s"),
+                            med(ours[f], "ms_per_token"), WIDTH[f])
+    for t in types:
+        rows["llama.cpp " + t] = (os.path.getsize(ggufs[t]) / 2**20,
+                                  med(theirs[t], "prefill_tokens_per_s"),
+                                  med(theirs[t], "ms_per_token"), WIDTH[t])
+    floor = {w: statistics.median(v) for w, v in beside.items()}
+    l3 = l3_bytes()
+    print("fbt against llama.cpp (node-llama-cpp 3.21.1, CPU) at the same bytes: %s, batch 1, "
+          "%d threads, prompt %d, %d decoded tokens, median of %d"
           % (os.path.basename(args.spec), args.threads, prompt, args.tokens, args.repeats))
-    print("fbt: f32 weights and cache; llama.cpp KV cache: %s; load average before: %.2f "
-          "(other work on the cores slows llama.cpp's spinning thread pool far more than "
-          "fbt's OpenMP)" % (args.peer_kv, load))
-    print("%-24s %10s" % ("", "fbt f32") + "".join(" %13s" % ("llama.cpp " + t) for t in types))
-    print("%-24s %10s" % ("weights (MiB)", "")
-          + "".join(" %13.1f" % (os.path.getsize(ggufs[t]) / 2**20) for t in types))
-    print("%-24s %10.0f" % ("prompt tokens/s", fbt_pp)
-          + "".join(" %13.0f" % peer[t][0] for t in types))
-    print("%-24s %10.1f" % ("decode tokens/s", fbt_tg)
-          + "".join(" %13.1f" % peer[t][1] for t in types))
-    print("%-24s %10.3f" % ("decode ms/token", 1e3 / fbt_tg)
-          + "".join(" %13.3f" % (1e3 / peer[t][1]) for t in types))
-    print("%-24s %10s" % ("fbt / llama.cpp, prompt", "")
-          + "".join(" %13.2f" % (fbt_pp / peer[t][0]) for t in types))
-    print("%-24s %10s" % ("fbt / llama.cpp, decode", "")
-          + "".join(" %13.2f" % (fbt_tg / peer[t][1]) for t in types))
-    print(json.dumps({"spec": os.path.basename(args.spec), "threads": args.threads,
-                      "prompt": prompt, "tokens": args.tokens, "peer_kv": args.peer_kv,
-                      "fbt": {"prompt_tokens_per_s": fbt_pp, "decode_tokens_per_s": fbt_tg},
-                      "llama_cpp": {t: {"prompt_tokens_per_s": peer[t][0],
-                                        "decode_tokens_per_s": peer[t][1],
-                                        "gguf_bytes": os.path.getsize(ggufs[t])}
-                                    for t in types},
-                      "ratio": {t: {"prompt": fbt_pp / peer[t][0],
-                                    "decode": fbt_tg / peer[t][1]} for t in types}}))
+    print("fbt: f32 cache; llama.cpp KV cache: %s; load average before: %.2f; %.1f M weights; "
+          "L3 %s" % (args.peer_kv, load, params / 1e6,
+                     "%.0f MiB" % (l3 / 2**20) if l3 else "unknown"))
+    cols = list(rows)
+    print("%-22s" % "" + "".join(" %15s" % c for c in cols))
+    print("%-22s" % "weights (MiB)" + "".join(" %15.1f" % rows[c][0] for c in cols))
+    print("%-22s" % "prompt tokens/s" + "".join(" %15.0f" % rows[c][1] for c in cols))
+    print("%-22s" % "decode ms/token" + "".join(" %15.3f" % rows[c][2] for c in cols))
+    print("%-22s" % "floor ms (one read)" + "".join(" %15.3f" % floor[rows[c][3]] for c in cols))
+    print("%-22s" % "decode / floor" + "".join(" %15.2f" % (rows[c][2] / floor[rows[c][3]])
+                                                for c in cols))
+    pairs = [(f, t) for f, t in PAIRS if f in forms and t in types]
+    for f, t in pairs:
+        a, b = rows["fbt " + f], rows["llama.cpp " + t]
+        print("fbt %-4s / llama.cpp %-4s: decode %.2fx, prompt %.2fx (above 1: fbt is faster)"
+              % (f, t, b[2] / a[2], a[1] / b[1]))
+    print(json.dumps({
+        "spec": os.path.basename(args.spec), "threads": args.threads, "prompt": prompt,
+        "tokens": args.tokens, "peer_kv": args.peer_kv, "weights": params, "l3_bytes": l3,
+        "floor_ms": {str(w): floor[w] for w in floor},
+        "columns": {c: {"mib": r[0], "prompt_tokens_per_s": r[1], "ms_per_token": r[2],
+                        "over_floor": r[2] / floor[r[3]]} for c, r in rows.items()},
+        "decode_ratio": {"%s/%s" % (f, t): rows["llama.cpp " + t][2] / rows["fbt " + f][2]
+                         for f, t in pairs}}))
 
 
 if __name__ == "__main__":

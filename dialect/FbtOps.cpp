@@ -8,6 +8,7 @@
 
 #include "dialect/FbtOps.h"
 #include "dialect/TruncatedPasses.h"
+#include "runtime/format/WeightNames.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -820,7 +821,7 @@ LogicalResult verifyNarrowWeight(Operation *op, Value weight, Value scales) {
   if (!scales)
     return success();
   auto s = cast<RankedTensorType>(scales.getType());
-  int64_t n = w.getDimSize(0), groups = (w.getDimSize(1) + 31) / 32;
+  int64_t n = w.getDimSize(0), groups = ::fbt::weights::groupsOf(w.getDimSize(1));
   if (s.getRank() != 2 || s.getDimSize(0) != n || s.getDimSize(1) != groups)
     return op->emitOpError() << "scales must be [" << n << ", " << groups
                              << "] (one per group of 32 along a row), not " << s;

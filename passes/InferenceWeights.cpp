@@ -33,7 +33,7 @@ struct InferenceWeights : mlir::fbt::impl::FbtInferenceWeightsBase<InferenceWeig
   void runOnOperation() override {
     std::optional<::fbt::WeightForm> parsed = ::fbt::parseKind<::fbt::WeightForm>(weights);
     if (!parsed) {
-      getOperation().emitError() << "fbt-inference-weights: weights must be "
+      getOperation().emitError() << "fbt-inference-weights: weights must be one of "
                                  << ::fbt::kindNames<::fbt::WeightForm>() << ", not '"
                                  << weights << "'";
       return signalPassFailure();
@@ -98,6 +98,35 @@ struct InferenceWeights : mlir::fbt::impl::FbtInferenceWeightsBase<InferenceWeig
                                        scales);
       gemm.getRhsMutable().assign(wide.getResult());
     }
+    // A parameter the step now reads only narrow is no longer its input: the
+    // plan's inputs then say what an inference step reads (fbt quantize
+    // stores such a matrix narrow alone).
+    llvm::BitVector unused(fn.getNumArguments());
+    for (auto &[p, inputs] : narrow)
+      if (fn.getArgument(p).use_empty())
+        unused.set(p);
+    return dropArguments(fn, unused);
+  }
+
+  /// Erases `fn`'s arguments in `erased`, renumbering the results'
+  /// `fbt.updates` (the argument a result replaces: a cache) to match.
+  static LogicalResult dropArguments(func::FuncOp fn, const llvm::BitVector &erased) {
+    Builder b(fn.getContext());
+    for (unsigned r = 0; r < fn.getNumResults(); ++r) {
+      auto updates = fn.getResultAttrOfType<IntegerAttr>(r, "fbt.updates");
+      if (!updates)
+        continue;
+      int64_t arg = updates.getInt();
+      if (erased.test(arg))
+        return fn.emitError() << "fbt-inference-weights: result #" << r
+                              << " updates a parameter it reads narrow";
+      int64_t before = 0;
+      for (int64_t i = 0; i < arg; ++i)
+        before += erased.test(i);
+      fn.setResultAttr(r, "fbt.updates", b.getI64IntegerAttr(arg - before));
+    }
+    if (failed(fn.eraseArguments(erased)))
+      return fn.emitError() << "fbt-inference-weights: cannot drop the f32 inputs it replaced";
     return success();
   }
 

@@ -261,7 +261,7 @@ void readTypeAndShape(const Json &dtype, const Json &shape, const std::string &w
   std::optional<DType> dt = parseDType(asString(dtype));
   if (!dt)
     throw fail(where + "unsupported dtype '" + asString(dtype) +
-               "' (supported: F32, BF16, F16, I32, I64, U8)");
+               "' (supported: F32, BF16, F16, I32, I64, U8, I8)");
   e.dtype = *dt;
   if (!shape.is_array())
     throw fail(where + "shape: expected an array of dimensions, got " + jsonKindName(shape));

@@ -10,6 +10,7 @@
 #include "runtime/session/Session.h"
 
 #include "runtime/base/Error.h"
+#include "runtime/format/InferenceFile.h"
 #include "runtime/format/Safetensors.h"
 
 #include <cmath>
@@ -84,10 +85,9 @@ const Tokenizer &Session::tokenizer() {
   return *tokenizer_;
 }
 
-namespace {
 /// A checkpoint tensor's values as the bundle's parameter `p` takes them.
-std::vector<float> parameterValues(const std::string &path, const Tensor &t,
-                                   const ParamSpec &p) {
+std::vector<float> Session::checkpointValues(const std::string &path, const Tensor &t,
+                                              const ParamSpec &p) {
   if (t.shape != p.shape)
     throw RuntimeError(path + ": tensor '" + t.name + "' has shape " +
                        shapeString(t.shape) + ", the bundle expects " +
@@ -99,6 +99,7 @@ std::vector<float> parameterValues(const std::string &path, const Tensor &t,
   return values;
 }
 
+namespace {
 bool isMoment(const std::string &name) { return name.rfind("optimizer.", 0) == 0; }
 } // namespace
 
@@ -140,7 +141,7 @@ std::vector<std::string> Session::loadWeights(const std::string &path) {
       missing.push_back(p.name);
       continue;
     }
-    std::vector<float> values = parameterValues(path, *t, p);
+    std::vector<float> values = checkpointValues(path, *t, p);
     device_->upload(state_.params[i].data(), values.data(), state_.params[i].size());
   }
   parametersChanged();
@@ -149,6 +150,11 @@ std::vector<std::string> Session::loadWeights(const std::string &path) {
 
 void Session::loadCheckpoint(const std::string &path) {
   SafetensorsFile file = readSafetensors(path);
+  if (std::optional<WeightForm> form = inference_file::formOf(file)) {
+    loadInferenceWeights(file, *form);
+    readCheckpointMetadata(file);
+    return;
+  }
   auto fill = [&](const std::string &name, const ParamSpec &p, DeviceBuffer &b,
                   bool required) {
     if (!b.size())
@@ -161,7 +167,7 @@ void Session::loadCheckpoint(const std::string &path) {
       device_->zero(b.data(), b.size());
       return;
     }
-    std::vector<float> values = parameterValues(path, *t, p);
+    std::vector<float> values = checkpointValues(path, *t, p);
     device_->upload(b.data(), values.data(), b.size());
   };
   allocateMoments();
@@ -172,6 +178,10 @@ void Session::loadCheckpoint(const std::string &path) {
     fill("optimizer.adam_v." + p.name, p, state_.v[i], false);
   }
   parametersChanged();
+  readCheckpointMetadata(file);
+}
+
+void Session::readCheckpointMetadata(const SafetensorsFile &file) {
   auto meta = [&](const char *key, int64_t fallback) -> int64_t {
     auto it = file.metadata.find(key);
     return it == file.metadata.end() ? fallback : std::stoll(it->second);

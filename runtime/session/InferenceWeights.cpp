@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/base/Error.h"
+#include "runtime/format/InferenceFile.h"
 #include "runtime/format/QuantizedWeights.h"
 #include "runtime/format/WeightNames.h"
 #include "runtime/session/Session.h"
@@ -38,8 +39,12 @@ void *Session::inferenceWeight(const std::string &name) {
 void Session::makeInferenceWeight(size_t param) {
   const ParamSpec &spec = bundle_.params()[param];
   std::vector<float> values = parameter(param);
-  QuantizedMatrix q =
-      quantizeMatrix(model_.inference.weights, values.data(), spec.shape[0], spec.shape[1]);
+  installInferenceWeight(
+      param, quantizeMatrix(model_.inference.weights, values.data(), spec.shape[0], spec.shape[1]));
+}
+
+void Session::installInferenceWeight(size_t param, const QuantizedMatrix &q) {
+  const ParamSpec &spec = bundle_.params()[param];
   InferenceCopy &copy = inferenceCopies_[param];
   auto put = [&](DeviceBuffer &buffer, bool scales, const char *what) {
     if (!buffer.size())

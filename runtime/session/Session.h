@@ -18,6 +18,8 @@
 #include "runtime/base/AlignedBuffer.h"
 #include "runtime/format/Bundle.h"
 #include "runtime/format/ModelConfig.h"
+#include "runtime/format/QuantizedWeights.h"
+#include "runtime/format/Safetensors.h"
 #include "runtime/hal/Channel.h"
 #include "runtime/hal/Device.h"
 #include "runtime/session/GradientSync.h"
@@ -98,8 +100,14 @@ public:
   const Tokenizer &tokenizer();
   /// Loads parameters (and moments, if present; else zero; under ZeRO-1
   /// those this rank keeps). Every parameter must be there with the
-  /// bundle's shape.
+  /// bundle's shape. A file saveInferenceWeights wrote is read as its
+  /// inference weights (the bundle's form only), its matrices bound as stored.
   void loadCheckpoint(const std::string &path);
+  /// Writes the parameters as the inference steps read them
+  /// (runtime/format/InferenceFile.h: each narrow matrix in the bundle's
+  /// inference form, the rest f32), atomically; for a bundle compiled with
+  /// bf16 or int8 inference weights.
+  void saveInferenceWeights(const std::string &path);
   /// Starts from another run's weights (`fbt train --init`): after
   /// initialize(), loads every parameter the checkpoint `path` holds, its
   /// moments and step left behind. Returns the bundle's parameters the
@@ -153,6 +161,16 @@ private:
   void *inferenceWeight(const std::string &name);
   /// Fills `copy`'s parameter's inference-form buffers from its values.
   void makeInferenceWeight(size_t param);
+  /// Binds `q` as parameter `param`'s inference form, current.
+  void installInferenceWeight(size_t param, const QuantizedMatrix &q);
+  /// loadCheckpoint of a file of inference weights in `form`.
+  void loadInferenceWeights(const SafetensorsFile &file, WeightForm form);
+  /// The step count, seed and tokenizer a checkpoint's metadata records.
+  void readCheckpointMetadata(const SafetensorsFile &file);
+  /// A checkpoint tensor's values as parameter `p` takes them: its shape,
+  /// finite (errors name `path` and the tensor).
+  static std::vector<float> checkpointValues(const std::string &path, const Tensor &t,
+                                             const ParamSpec &p);
   /// The parameters changed: their inference forms are stale.
   void parametersChanged() { ++paramsVersion_; }
   /// Allocates the moments this rank keeps, once (the run's ranks are known

@@ -565,3 +565,51 @@ func.func @shard_without_tie(%a: tensor<4xf32>) {
   %r = fbt.add %a, %a {fbt.shard = "w"} : tensor<4xf32>
   return
 }
+
+// -----
+
+func.func @quantized_matmul_no_scales(%x: tensor<2x80xf32>, %w: tensor<32x80xi8>) {
+  // expected-error @+1 {{'fbt.quantized_matmul' op an int8 weight needs scales}}
+  %y = fbt.quantized_matmul %x, %w : (tensor<2x80xf32>, tensor<32x80xi8>) -> tensor<2x32xf32>
+  return
+}
+
+// -----
+
+func.func @quantized_matmul_bf16_scales(%x: tensor<2x80xf32>, %w: tensor<32x80xbf16>, %s: tensor<32x3xf16>) {
+  // expected-error @+1 {{'fbt.quantized_matmul' op a bf16 weight takes no scales}}
+  %y = fbt.quantized_matmul %x, %w, %s : (tensor<2x80xf32>, tensor<32x80xbf16>, tensor<32x3xf16>) -> tensor<2x32xf32>
+  return
+}
+
+// -----
+
+func.func @quantized_matmul_scales_shape(%x: tensor<2x80xf32>, %w: tensor<32x80xi8>, %s: tensor<32x2xf16>) {
+  // expected-error @+1 {{'fbt.quantized_matmul' op scales must be [32, 3] (one per group of 32 along a row), not 'tensor<32x2xf16>'}}
+  %y = fbt.quantized_matmul %x, %w, %s : (tensor<2x80xf32>, tensor<32x80xi8>, tensor<32x2xf16>) -> tensor<2x32xf32>
+  return
+}
+
+// -----
+
+func.func @quantized_matmul_input(%x: tensor<2x64xf32>, %w: tensor<32x80xi8>, %s: tensor<32x3xf16>) {
+  // expected-error @+1 {{'fbt.quantized_matmul' op input rows have 64 elements, the weight's 80}}
+  %y = fbt.quantized_matmul %x, %w, %s : (tensor<2x64xf32>, tensor<32x80xi8>, tensor<32x3xf16>) -> tensor<2x32xf32>
+  return
+}
+
+// -----
+
+func.func @quantized_matmul_result(%x: tensor<2x80xf32>, %w: tensor<32x80xbf16>) {
+  // expected-error @+1 {{'fbt.quantized_matmul' op result must be 2 rows of 32, not 'tensor<3x32xf32>'}}
+  %y = fbt.quantized_matmul %x, %w : (tensor<2x80xf32>, tensor<32x80xbf16>) -> tensor<3x32xf32>
+  return
+}
+
+// -----
+
+func.func @dequantize_shape(%w: tensor<32x80xi8>, %s: tensor<32x3xf16>) {
+  // expected-error @+1 {{'fbt.dequantize' op result must be f32 of the weight's shape, not 'tensor<80x32xf32>'}}
+  %y = fbt.dequantize %w, %s : (tensor<32x80xi8>, tensor<32x3xf16>) -> tensor<80x32xf32>
+  return
+}

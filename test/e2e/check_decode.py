@@ -15,6 +15,12 @@ compares every predicted position's logits with the reference in fp64:
 Tolerance: max abs error <= 1e-4 (fp32 against fp64 over tens of positions).
 With --alone it also scores every row by itself and requires the batched
 logits to equal the lone ones (max abs difference <= 1e-5).
+With --weights int8|bf16 (a bundle compiled with those inference weights)
+the reference multiplies by the weight matrices rounded as the bundle's steps
+read them (scripts/quant_quality.py's rounding: int8 in groups of 32 with
+half scales, Q8_0's rule; bf16 to nearest even), the embedding's lookup
+unrounded; the tolerance stays: the kernels must compute exactly that
+product.
 """
 
 import argparse
@@ -30,6 +36,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "reference"))
 import fbt_reference as R  # noqa: E402
 import safetensors_io as st  # noqa: E402
+sys.path.insert(0, os.path.join(HERE, "..", "..", "scripts"))
+import quant_quality as Q  # noqa: E402
 
 ATOL = 1e-4
 ALONE_ATOL = 1e-5
@@ -55,6 +63,22 @@ def reference_logits(p, cfg, row, prompt_len, mode):
     return torch.stack(logits, dim=1)[0]
 
 
+def with_inference_weights(params, cfg, form):
+    """The parameters the steps of a bundle with `form` inference weights
+    multiply by: every matrix rounded (the tied head too, through R.head);
+    the embedding's lookup keeps the table unrounded."""
+    if form == "f32":
+        return params
+    def rounded(name, w):
+        r = Q.rounded(name, w.to(torch.float32).numpy(), "int8-g32" if form == "int8" else form)
+        return torch.from_numpy(r.astype(np.float64))
+    table = "model.embed_tokens.weight"
+    out = {k: (rounded(k, v) if v.dim() == 2 and k != table else v) for k, v in params.items()}
+    head_weight = rounded(table, params[table])
+    R.head = lambda p, cfg, h: R.linear(R.rms_norm(h, p["model.norm.weight"], cfg.eps), head_weight)
+    return out
+
+
 def run_score(args, workdir, tokens, lengths, tag):
     path = os.path.join(workdir, "tokens-%s.safetensors" % tag)
     st.save_file({"input_ids": torch.tensor(tokens, dtype=torch.int32),
@@ -78,6 +102,7 @@ def main():
     ap.add_argument("--workdir")
     ap.add_argument("--length", type=int, default=20)
     ap.add_argument("--alone", action="store_true")
+    ap.add_argument("--weights", choices=["f32", "int8", "bf16"], default="f32")
     args = ap.parse_args()
     workdir = args.workdir or tempfile.mkdtemp()
     os.makedirs(workdir, exist_ok=True)
@@ -100,6 +125,7 @@ def main():
         rows.append(row.tolist())
 
     got = run_score(args, workdir, rows, prompt_lengths, "batch")
+    params = with_inference_weights(params, cfg, args.weights)
     worst, failed = 0.0, False
     for b, (row, plen) in enumerate(zip(rows, prompt_lengths)):
         ref = reference_logits(params, cfg, row, plen, args.mode).detach().numpy()

@@ -15,11 +15,16 @@
 // so this checks the GPU mapping itself: grids, block reductions, atomics,
 // the attention launches. Kernel variants (fbtc --tune-space) are checked
 // too: a GPU one against its kernel's CPU twin, a CPU one against the CPU
-// kernel it stands in for. Exit status 1 if any kernel differs.
+// kernel it stands in for. The inference weights' kernels (fbtc
+// --inference-weights: int8 with f16 scales, or bf16) are also checked on
+// the CPU against a reference GEMV computed here from the ops' definition,
+// at the call's shapes. Exit status 1 if any kernel differs.
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/base/Bf16.h"
+#include "runtime/format/Safetensors.h"
+#include "runtime/format/WeightNames.h"
 #include "runtime/hal/simt/Emulator.h"
 
 #include "codegen/cpu/CpuTarget.h"
@@ -89,17 +94,25 @@ struct Buffer {
 };
 
 int64_t elementBytes(Type t) {
-  return t.isInteger(64) ? 8 : t.isBF16() ? 2 : 4;
+  return t.isInteger(64) ? 8 : t.isBF16() || t.isF16() ? 2 : t.isInteger(8) ? 1 : 4;
 }
 
 /// Random inputs that every kernel accepts: floats in [0.25, 1.25) (logs,
 /// square roots and divisions stay finite), 32-bit ids in [0, 4) (tokens,
-/// targets and positions below every size), any 64-bit seed. `roundBf16`
-/// makes the floats bf16 values, for a twin that stores them in bf16.
+/// targets and positions below every size), any 64-bit seed; inference
+/// weights' int8 values in [-127, 127] and f16 scales as the floats.
+/// `roundBf16` makes the floats bf16 values, for a twin that stores them in
+/// bf16.
 void fill(Buffer &b, std::mt19937_64 &rng, bool roundBf16) {
   b.bytes.assign(b.count * elementBytes(b.type), 0);
   for (int64_t i = 0; i < b.count; ++i) {
-    if (b.type.isF32()) {
+    if (b.type.isInteger(8)) {
+      b.bytes[i] = (char)(int8_t)(int(rng() % 255) - 127);
+    } else if (b.type.isF16() || b.type.isBF16()) {
+      float v = 0.25f + std::uniform_real_distribution<float>(0, 1)(rng);
+      uint16_t h = b.type.isF16() ? ::fbt::f32ToF16(v) : ::fbt::floatToBf16(v);
+      std::memcpy(&b.bytes[2 * i], &h, 2);
+    } else if (b.type.isF32()) {
       float v = 0.25f + std::uniform_real_distribution<float>(0, 1)(rng);
       if (roundBf16)
         v = ::fbt::bf16ToFloat(::fbt::floatToBf16(v));
@@ -137,6 +150,13 @@ void convert(const Buffer &from, Buffer &to) {
 }
 
 double value(const Buffer &b, int64_t i) {
+  if (b.type.isInteger(8))
+    return (int8_t)b.bytes[i];
+  if (b.type.isF16()) {
+    uint16_t h;
+    std::memcpy(&h, &b.bytes[2 * i], 2);
+    return ::fbt::f16ToF32(h);
+  }
   if (b.type.isBF16()) {
     uint16_t h;
     std::memcpy(&h, &b.bytes[2 * i], 2);
@@ -156,6 +176,47 @@ double value(const Buffer &b, int64_t i) {
   std::memcpy(&v, &b.bytes[8 * i], 8);
   return (double)v;
 }
+
+/// What an inference-weight kernel (`stem` quantized_matmul or dequantize)
+/// computes from its inputs `in`, by the ops' definitions (FbtOps.td), in
+/// double: y[m, n] = sum_k x[m, k] * W[n, k], or W itself, where W[n, k] is
+/// the bf16 value or int8 value times its group's scale. `weight` is the
+/// weight operand's type at the call ([N, K]); the result as an f32 buffer.
+Buffer reference(llvm::StringRef stem, RankedTensorType weight, const std::vector<Buffer> &in) {
+  int64_t n = weight.getDimSize(0), k = weight.getDimSize(1);
+  int64_t groups = ::fbt::weights::groupsOf(k);
+  bool matmul = stem == "quantized_matmul";
+  const Buffer &w = in[matmul ? 1 : 0];
+  bool int8 = w.type.isInteger(8);
+  const Buffer *scales = int8 ? &in[matmul ? 2 : 1] : nullptr;
+  auto at = [&](int64_t row, int64_t col) {
+    double v = value(w, row * k + col);
+    return scales ? v * value(*scales, row * groups + col / ::fbt::weights::kGroup) : v;
+  };
+  Buffer out{Float32Type::get(weight.getContext()), 0, {}};
+  std::vector<float> y;
+  if (!matmul) {
+    for (int64_t r = 0; r < n; ++r)
+      for (int64_t c = 0; c < k; ++c)
+        y.push_back((float)at(r, c));
+  } else {
+    int64_t rows = in[0].count / k;
+    for (int64_t m = 0; m < rows; ++m)
+      for (int64_t r = 0; r < n; ++r) {
+        double sum = 0;
+        for (int64_t c = 0; c < k; ++c)
+          sum += value(in[0], m * k + c) * at(r, c);
+        y.push_back((float)sum);
+      }
+  }
+  out.count = (int64_t)y.size();
+  out.bytes.resize(y.size() * 4);
+  std::memcpy(out.bytes.data(), y.data(), out.bytes.size());
+  return out;
+}
+
+/// The op a kernel named k<i>_<stem> was built for.
+llvm::StringRef stemOf(llvm::StringRef kernel) { return kernel.split('_').second; }
 
 ::fbt::KernelFn symbol(void *lib, const std::string &name) {
   return reinterpret_cast<::fbt::KernelFn>(dlsym(lib, name.c_str()));
@@ -204,6 +265,10 @@ int main(int argc, char **argv) {
   };
   auto cpuCalls = calls(*cpu, false), gpuCalls = calls(*gpu, true);
   std::map<std::string, std::string> twin; // GPU kernel -> CPU kernel
+  std::map<std::string, mlir::fbt::CallKernelOp> cpuCallOf; // a call of each CPU kernel
+  for (auto &[step, list] : cpuCalls)
+    for (mlir::fbt::CallKernelOp c : list)
+      cpuCallOf.emplace(c.getKernel().str(), c);
   llvm::StringMap<unsigned> numResults;
   std::vector<std::string> order;
   for (auto &[step, list] : cpuCalls) {
@@ -305,7 +370,7 @@ int main(int argc, char **argv) {
       auto cm = cast<MemRefType>(ct), gm = cast<MemRefType>(gt);
       onCpu.push_back({cm.getElementType(), cm.getNumElements(), {}});
       onGpu.push_back({gm.getElementType(), gm.getNumElements(), {}});
-      narrow |= gm.getElementType().isBF16();
+      narrow |= gm.getElementType() != cm.getElementType();
       // Outputs start equal (and arbitrary) in both runs.
       fill(onCpu.back(), rng, gm.getElementType().isBF16());
       convert(onCpu.back(), onGpu.back());
@@ -313,6 +378,15 @@ int main(int argc, char **argv) {
     std::vector<void *> cpuArgs = pointers(onCpu);
     ::fbt::callKernel(symbol(cpuSo, twin[name]), cpuArgs.data(),
                                cpuArgs.size());
+    // Inference weights' kernels: the CPU's against the ops' definition too.
+    llvm::StringRef stem = stemOf(twin[name]);
+    if (twin[name] == name && (stem == "quantized_matmul" || stem == "dequantize")) {
+      mlir::fbt::CallKernelOp call = cpuCallOf.at(name);
+      auto weight = cast<RankedTensorType>(call->getOperand(stem == "dequantize" ? 0 : 1).getType());
+      std::vector<Buffer> want = onCpu;
+      want.back() = reference(stem, weight, onCpu);
+      compare(name + " (reference)", 0, want, onCpu, 1, relTol);
+    }
     run(name, onGpu);
     // bf16 storage rounds each stored value by up to 2^-9 relative; sums
     // over rows of rounded inputs add a little more.

@@ -18,6 +18,7 @@ int runDevices(int argc, char **argv);
 int runTokenize(int argc, char **argv);
 int runServe(int argc, char **argv);
 int runExport(int argc, char **argv);
+int runQuantize(int argc, char **argv);
 int runImport(int argc, char **argv);
 } // namespace fbt
 

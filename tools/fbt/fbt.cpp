@@ -60,6 +60,10 @@ const Command kCommands[] = {
      "the standard model of a checkpoint as a llama.cpp GGUF (--gguf OUT.gguf) or a "
      "Hugging Face Llama folder (--hf DIR)",
      fbt::runExport},
+    {"quantize", "BUNDLE",
+     "a checkpoint's weights in the bundle's inference form (int8 or bf16), one file "
+     "(-o OUT.safetensors)",
+     fbt::runQuantize},
     {"import", "HF_DIR",
      "a Hugging Face Llama folder as a spec and a checkpoint (-o SPEC.json CKPT)",
      fbt::runImport},

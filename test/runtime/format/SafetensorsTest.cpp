@@ -251,7 +251,7 @@ TEST(SafetensorsTest, TensorEntryErrors) {
   };
   EXPECT_EQ(err(R"({"dtype": "F64", "shape": [1], "data_offsets": [0, 8]})"),
             "m.safetensors: tensor 'w': unsupported dtype 'F64' (supported: "
-            "F32, BF16, F16, I32, I64, U8)");
+            "F32, BF16, F16, I32, I64, U8, I8)");
   EXPECT_EQ(
       err(R"({"dtype": "F32", "shape": [2], "data_offsets": [0, 8], "x": 1})"),
       "m.safetensors: tensor 'w': unknown key 'x' (expected dtype, "
