@@ -21,8 +21,9 @@ core):
              greedy tokens one evaluation each;
   floor      one pass over the weights in each width: the bytes a decoded
              token must read (every parameter at 4, 2 or 34/32 bytes), summed
-             as f32 by PyTorch on T threads, the median of 20 passes timed
-             beside each round; a buffer that fits the last-level cache is
+             as f32 by PyTorch on T threads (in a process of its own), the
+             median of 20 passes, before each round and after the last; a
+             buffer that fits the last-level cache is
              read from it, as the weights are (the sizes are printed against
              the L3's).
 Prints the medians (prompt tokens/s, decode ms/token), each decode against
@@ -110,24 +111,33 @@ WIDTH = {"f32": 4.0, "f16": 2.0, "bf16": 2.0, "int8": 34 / 32, "q8_0": 34 / 32}
 PAIRS = [("f32", "f32"), ("bf16", "f16"), ("bf16", "bf16"), ("int8", "q8_0")]
 
 
-class Floor:
-    """One pass over `bytes` bytes on `threads` threads: PyTorch sums them as
-    f32 (a streaming read), the median of n passes in ms."""
-
-    def __init__(self, nbytes, threads):
-        import torch
-        self.torch = torch
-        torch.set_num_threads(threads)
-        self.buf = torch.ones(int(nbytes) // 4)
-        self.sample(5)
-
-    def sample(self, n=20):
-        times = []
-        for _ in range(n):
-            t0 = time.perf_counter()
-            self.torch.sum(self.buf)
+# The floor, in a process of its own: PyTorch's threads keep spinning after
+# their work, which would take the cores from the next runner. Prints
+# {bytes per weight: the median ms of 20 reads of that many weights}.
+FLOOR = r"""
+import json, statistics, sys, time, torch
+weights, threads = int(sys.argv[1]), int(sys.argv[2])
+torch.set_num_threads(threads)
+out = {}
+for width in json.loads(sys.argv[3]):
+    buf = torch.ones(int(weights * width) // 4)
+    times = []
+    for i in range(25):
+        t0 = time.perf_counter()
+        torch.sum(buf)
+        if i >= 5:
             times.append(time.perf_counter() - t0)
-        return 1e3 * statistics.median(times)
+    out[str(width)] = 1e3 * statistics.median(times)
+print(json.dumps(out))
+"""
+
+
+def floors(params, threads, widths):
+    """{width: ms} for one read of `params` weights of each width, summed as
+    f32 by PyTorch on `threads` threads (a streaming read)."""
+    out = json.loads(run(["/usr/bin/python3", "-c", FLOOR, str(params), str(threads),
+                          json.dumps(widths)]))
+    return {w: out[str(w)] for w in widths}
 
 
 def l3_bytes():
@@ -202,21 +212,22 @@ def measure(ap, args, work):
         return json.dumps({"npm": args.npm_cache, "gguf": ggufs[t], "threads": args.threads,
                            "prompt": prompt, "tokens": args.tokens, "kv": args.peer_kv})
     widths = sorted({WIDTH[w] for w in forms + types})
-    floors = {w: Floor(params * w, args.threads) for w in widths}
     load = os.getloadavg()[0]
     ours, theirs = {f: [] for f in forms}, {t: [] for t in types}
     beside = {w: [] for w in widths}
+
+    def sample_floors():
+        for w, ms in floors(params, args.threads, widths).items():
+            beside[w].append(ms)
     for _ in range(args.repeats):  # alternating, so drift in the machine hits all alike
-        for w in widths:
-            beside[w].append(floors[w].sample())
+        sample_floors()
         for form in forms:
             ours[form].append(json.loads(run(
                 [fbt, "bench", bundles[form], "--decode", "standard", "--tokens", str(prompt),
                  "--steps", str(args.tokens)] + threads)))
         for t in types:
             theirs[t].append(json.loads(run(["node", peer, peer_args(t)])))
-        for w in widths:
-            beside[w].append(floors[w].sample())
+    sample_floors()
     report(args, prompt, load, params, forms, types, ggufs, ours, theirs, beside)
 
 

@@ -11,7 +11,9 @@
   3. training   `fbt bench --train K` against the PyTorch peer (bench/gpu_peer.py) in
                 eager mode and under torch.compile: tokens/s, MFU, ratios
   4. decoding   `fbt bench --decode standard|soft` at each prepared batch against the
-                HBM floor (weights + KV cache read once per step) and the PyTorch peer
+                HBM floor (weights + KV cache read once per step) and the PyTorch peer;
+                the first batch again with bf16 inference weights against the bf16
+                weights' floor
   5. tuning     `fbt tune` on the model with kernel variants (train_k2 and the
                 first batch's standard decode), then `fbt bench` tuned against
                 default, alternating: K = 2 training and that batch's decode
@@ -384,7 +386,38 @@ def decoding(rep, prep, describe, spec):
                 fmt(r["torch_ms"], "%.4f"), fmt(r["torch_over_fbt"], "%.2fx")))
         rep.say("  %5s soft/standard: fbt %s, torch %s" % (
             b, ratio(ours, "soft", "standard"), ratio(peer, "soft", "standard")))
+    rows += decoding_bf16(rep, prep, describe, prompt, tokens, context, kv_per_token)
     rep.data["decode"] = rows
+    return rows
+
+
+def decoding_bf16(rep, prep, describe, prompt, tokens, context, kv_per_token):
+    """The first batch's decode with bf16 inference weights (fbtc
+    --inference-weights=bf16) against the floor of bf16 weights."""
+    given = prep.get("decode_bf16_bundle")
+    if not given:
+        return []
+    b = int(given["batch"])
+    weights = {"standard": 2 * describe["params"]["shared"],
+               "soft": 2 * describe["params"]["total"]}
+    rep.say("  bf16 weights (floor: standard %.1f MB, soft %.1f MB of bf16 weights + the KV "
+            "cache as above):" % (weights["standard"] / 1e6, weights["soft"] / 1e6))
+    rows = []
+    for mode in ("standard", "soft"):
+        ok, out, why = run([FBT, "bench", os.path.join(DIR, given["bundle"]), "--decode", mode,
+                            "--tokens", str(prompt), "--steps", str(tokens), "--warmup", "1"],
+                           TIMEOUT["fbt_decode"])
+        r = json_lines(out)
+        if not (ok and r):
+            rep.fail("fbt bench --decode %s (batch %d, bf16 weights)" % (mode, b),
+                     why or "no JSON line")
+        floor = 1e3 * (weights[mode] + b * context * kv_per_token) / HBM_BYTES_PER_S
+        row = dict(batch=b, mode=mode + " bf16w", fbt_ms=r[0]["ms_per_token"] if ok and r else None,
+                   floor_ms=floor, torch_ms=None, torch_over_fbt=None)
+        row["floor_over_fbt"] = floor / row["fbt_ms"] if row["fbt_ms"] else None
+        rows.append(row)
+        rep.say("  %5s %-9s %11s %10.4f %9s" % (b, row["mode"], fmt(row["fbt_ms"], "%.4f"), floor,
+                                               fmt(row["floor_over_fbt"], "%.2f")))
     return rows
 
 

@@ -16,6 +16,8 @@ by git; carried to the GPU machine with the repository, well under 64 MiB):
                                   first also serves the training benchmarks)
   model-b<B>-tune.fbtb            the first of them with kernel variants
                                   (--tune-space=default), for the tuning stage
+  model-b<B>-bf16.fbtb            the first of them with bf16 inference weights
+                                  (--inference-weights=bf16), for decode at bf16
   describe.json                   fbtc --describe --json of the model: FLOPs per
                                   token per K, parameters, KV-cache bytes
   prepared.json                   what is where, for gpu_check.py
@@ -138,6 +140,10 @@ def main():
     b0 = args.decode_batches[0]
     compile_spec(j("model-b%d.json" % b0), args.target, j("model-b%d-tune.fbtb" % b0),
                  "--tune-space=default")
+    # The first batch's decode again with bf16 inference weights: the bytes
+    # GPU users serve (the f32 bundle's steps read fp32 weights).
+    compile_spec(j("model-b%d.json" % b0), args.target, j("model-b%d-bf16.fbtb" % b0),
+                 "--inference-weights=bf16")
     describe = subprocess.run([FBTC, args.model, "--describe", "--json"], check=True,
                               stdout=subprocess.PIPE, universal_newlines=True).stdout
     with open(j("describe.json"), "w") as f:
@@ -151,6 +157,7 @@ def main():
                  "bundle_f32": "tiny-f32.fbtb" if gpu else "tiny.fbtb"},
         "train_bundle": first,
         "decode_bundles": decode,
+        "decode_bf16_bundle": {"batch": b0, "bundle": "model-b%d-bf16.fbtb" % b0},
         "tune_bundle": "model-b%d-tune.fbtb" % b0,
         "tune_batch": b0,
         "describe": "describe.json",
