@@ -3,6 +3,8 @@
 
     /usr/bin/python3 scripts/quant_quality.py --bundle M.fbtb --run DIR [--run DIR ...]
         [--windows 1024] [--split test] [--json OUT.json]
+    /usr/bin/python3 scripts/quant_quality.py --compiled f32=A.fbtb --compiled int8=B.fbtb
+        [--compiled bf16=C.fbtb] --run DIR [--run DIR ...] [--prompt TEXT] [--json OUT.json]
     /usr/bin/python3 scripts/quant_quality.py --from OUT.json   (the table again)
 
 For each trained run (a folder of `fbt train`: latest.safetensors and its
@@ -21,10 +23,16 @@ soft, fused:2, fused:3):
   int8-row        int8 with one scale per row (per output channel)
 
 Activations stay f32 (the compiled steps are unchanged): this measures the
-weights' rounding alone, the quality side of `fbtc --inference-weights`
-before its kernels exist. Norm scales and other vectors stay f32, as in
+weights' rounding alone. Norm scales and other vectors stay f32, as in
 every inference form. Prints, per form and regime, the loss and its change
 from f32 (mean over the runs, and the largest), in percent.
+
+With --compiled FORM=BUNDLE (one of them f32) it scores each run's own
+checkpoint with bundles compiled with `fbtc --inference-weights FORM`: the
+generated kernels themselves (the session rounds the weights as it loads
+them). With --prompt it also decodes the prompt greedily (--tokens new
+tokens) in standard, soft and fused:2 with each bundle and says whether the
+text is the f32 bundle's.
 """
 
 import argparse
@@ -41,6 +49,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import safetensors_io as st  # noqa: E402
 
 REGIMES = ["standard", "soft", "fused:2", "fused:3"]
+GREEDY = ["standard", "soft", "fused:2"]
 FORMS = ["f32", "bf16", "int8-g32", "int8-g32-trunk", "int8-row"]
 
 
@@ -91,6 +100,33 @@ def evaluate(fbt, bundle, ckpt, run, windows, split):
     return {r: regimes[r]["loss"] for r in REGIMES}
 
 
+def generate(fbt, bundle, ckpt, prompt, tokens, mode):
+    return subprocess.run([fbt, "generate", bundle, "--ckpt", ckpt, "--mode", mode, "--prompt",
+                           prompt, "--max-new-tokens", str(tokens), "--temperature", "0"],
+                          check=True, capture_output=True, text=True).stdout
+
+
+def compiled(args):
+    """{run: {form: losses}, and "greedy": {form: {mode: same as f32}} with --prompt}."""
+    bundles = dict(c.split("=", 1) for c in args.compiled)
+    if "f32" not in bundles:
+        raise SystemExit("quant_quality.py: --compiled needs an f32=BUNDLE")
+    results = {}
+    for run in args.run:
+        ckpt = os.path.join(run, "latest.safetensors")
+        with open(os.path.join(run, "run.json")) as f:
+            recorded = json.load(f)
+        results[run] = {form: evaluate(args.fbt, bundle, ckpt, recorded, args.windows, args.split)
+                        for form, bundle in bundles.items()}
+        if args.prompt:
+            text = {form: {m: generate(args.fbt, bundle, ckpt, args.prompt, args.tokens, m)
+                           for m in GREEDY} for form, bundle in bundles.items()}
+            results[run]["greedy"] = {form: {m: text[form][m] == text["f32"][m] for m in GREEDY}
+                                      for form in bundles if form != "f32"}
+        print("%s: %s" % (run, json.dumps(results[run])), flush=True)
+    return list(bundles), results
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--fbt", default=os.path.join(os.environ.get("FBT_BUILD_DIR", "build"),
@@ -101,15 +137,24 @@ def main():
     ap.add_argument("--windows", type=int, default=1024)
     ap.add_argument("--split", default="test")
     ap.add_argument("--json", help="also write the raw results here")
+    ap.add_argument("--compiled", action="append", metavar="FORM=BUNDLE",
+                    help="score with this bundle of inference weights FORM (repeatable)")
+    ap.add_argument("--prompt", help="with --compiled: also compare greedy text")
+    ap.add_argument("--tokens", type=int, default=120)
     args = ap.parse_args()
     if args.saved:
         with open(args.saved) as f:
             saved = json.load(f)
         args.windows, args.split = saved["windows"], saved["split"]
-        print(table(saved["runs"], args))
+        print(table(saved["runs"], args, saved["forms"]))
+        return
+    if args.compiled and args.run:
+        forms, results = compiled(args)
+        report(results, args, forms)
+        save(results, args, forms)
         return
     if not args.bundle or not args.run:
-        ap.error("--bundle and --run are required (or --from)")
+        ap.error("--bundle and --run are required (or --compiled, or --from)")
 
     results = {}
     for run in args.run:
@@ -128,22 +173,23 @@ def main():
                                               args.windows, args.split)
                 print("%s %s: %s" % (run, form, " ".join(
                     "%s %.4f" % (r, results[run][form][r]) for r in REGIMES)), flush=True)
-    report(results, args)
-    save(results, args)
+    report(results, args, FORMS)
+    save(results, args, FORMS)
 
 
-def report(results, args):
-    print("\n" + table(results, args))
+def report(results, args, forms):
+    print("\n" + table(results, args, forms))
 
 
-def table(results, args):
-    """The loss per form and regime, and its change from f32."""
+def table(results, args, forms):
+    """The loss per form and regime, and its change from f32; with greedy
+    text, how often it is the f32 bundle's."""
     runs = list(results)
     lines = ["%d runs, %d windows of the %s part; loss (nats per token), mean over the runs, "
              "and its change from f32 in percent (mean; largest in parentheses)"
              % (len(runs), args.windows, args.split), "",
              "| form | " + " | ".join(REGIMES) + " |", "|---|" + "---|" * len(REGIMES)]
-    for form in FORMS:
+    for form in forms:
         cells = []
         for r in REGIMES:
             loss = np.mean([results[run][form][r] for run in runs])
@@ -151,14 +197,21 @@ def table(results, args):
             cells.append("%.4f" % loss if form == "f32" else "%.4f (%+.3f%%, %+.3f%%)" % (
                 loss, np.mean(change), max(change, key=abs)))
         lines.append("| %s | %s |" % (form, " | ".join(cells)))
+    greedy = [results[run]["greedy"] for run in runs if "greedy" in results[run]]
+    if greedy:
+        lines.append("")
+        for form in greedy[0]:
+            same = sum(g[form][m] for g in greedy for m in GREEDY)
+            lines.append("greedy text, %s against f32 (%s; %d runs): identical in %d of %d" % (
+                form, ", ".join(GREEDY), len(greedy), same, len(greedy) * len(GREEDY)))
     return "\n".join(lines)
 
 
-def save(results, args):
+def save(results, args, forms):
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"command": sys.argv, "windows": args.windows, "split": args.split,
-                       "regimes": REGIMES, "forms": FORMS, "runs": results}, f, indent=1)
+                       "regimes": REGIMES, "forms": forms, "runs": results}, f, indent=1)
 
 
 if __name__ == "__main__":
