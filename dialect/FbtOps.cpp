@@ -832,6 +832,8 @@ LogicalResult verifyNarrowWeight(Operation *op, Value weight, Value scales) {
 LogicalResult QuantizedMatmulOp::verify() {
   if (failed(verifyNarrowWeight(*this, getWeight(), getScales())))
     return failure();
+  if (getInt8Activations() && !getScales())
+    return emitOpError() << "int8_activations needs int8 weights";
   auto x = cast<RankedTensorType>(getInput().getType());
   auto w = cast<RankedTensorType>(getWeight().getType());
   auto y = cast<RankedTensorType>(getResult().getType());

@@ -771,9 +771,14 @@ def Fbt_QuantizedMatmulOp : Fbt_Op<"quantized_matmul", [Pure]> {
     scale * value) or bf16 without. The input and result are f32, and so is
     the arithmetic: a generated kernel dequantizes each weight as it reads it,
     so the weights are read once, in their own width, per call.
+    `int8_activations` (int8 weights, CPU): the input rows are quantized too,
+    per group of 32 by the same rule (d = max|x| / 127 in f32, q =
+    x / d rounded to nearest even), and each group's product is an integer
+    dot product scaled by both groups' scales.
   }];
   let arguments = (ins Fbt_FloatTensor:$input, Fbt_WeightTensor:$weight,
-                       Optional<Fbt_ScaleTensor>:$scales);
+                       Optional<Fbt_ScaleTensor>:$scales,
+                       UnitAttr:$int8_activations);
   let results = (outs Fbt_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $weight (`,` $scales^)? attr-dict `:` functional-type(operands, results)

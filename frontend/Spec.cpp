@@ -115,7 +115,7 @@ constexpr StringRef kTrainingKeys[] = {"single_pass_fraction",
                                        "seed",
                                        "zero"};
 constexpr StringRef kInferenceKeys[] = {"batch_size", "max_prompt_length",
-                                        "max_sequence_length", "weights"};
+                                        "max_sequence_length", "weights", "activations"};
 
 struct SectionKeys {
   StringRef name;
@@ -710,6 +710,9 @@ llvm::Expected<ModelSpec> fbt::parseSpec(StringRef text, StringRef source) {
   r.integer(inference, "inference", "max_sequence_length", inf.maxSequenceLength, 1);
   r.choice(inference, "inference", "weights", inf.weights,
            {WeightForm::F32, WeightForm::BF16, WeightForm::Int8},
+           +[](WeightForm w) { return StringRef(kindName(w)); });
+  r.choice(inference, "inference", "activations", inf.activations,
+           {WeightForm::F32, WeightForm::Int8},
            +[](WeightForm w) { return StringRef(kindName(w)); });
   if (r.failed())
     return r.takeError();

@@ -120,6 +120,10 @@ struct InferenceSpec {
   int64_t maxSequenceLength = 0;
   /// How the inference steps read the weight matrices (DESIGN.md §8).
   WeightForm weights = WeightForm::F32;
+  /// int8: products by int8 weights of few rows (decoding) quantize their
+  /// input rows per group of 32 too and multiply in integers (the CPU's
+  /// int8 dot products, as llama.cpp's Q8_0); f32: they multiply in f32.
+  WeightForm activations = WeightForm::F32;
 };
 
 struct ModelSpec {

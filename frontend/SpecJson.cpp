@@ -61,7 +61,8 @@ llvm::json::Value fbt::specToJson(const ModelSpec &s) {
       {"inference", Object{{"batch_size", i.batchSize},
                            {"max_prompt_length", i.maxPromptLength},
                            {"max_sequence_length", i.maxSequenceLength},
-                           {"weights", kindName(i.weights)}}},
+                           {"weights", kindName(i.weights)},
+                           {"activations", kindName(i.activations)}}},
   };
   // Only where set, so a spec without it resolves as before.
   if (s.ropeScaling.enabled())

@@ -39,6 +39,15 @@ struct InferenceWeights : mlir::fbt::impl::FbtInferenceWeightsBase<InferenceWeig
       return signalPassFailure();
     }
     form = *parsed;
+    std::optional<::fbt::WeightForm> acts = ::fbt::parseKind<::fbt::WeightForm>(activations);
+    if (!acts || *acts == ::fbt::WeightForm::BF16 ||
+        (*acts == ::fbt::WeightForm::Int8 && form != ::fbt::WeightForm::Int8)) {
+      getOperation().emitError() << "fbt-inference-weights: activations must be \"f32\", or "
+                                    "\"int8\" with int8 weights, not '"
+                                 << activations << "'";
+      return signalPassFailure();
+    }
+    int8Activations = *acts == ::fbt::WeightForm::Int8;
     if (form == ::fbt::WeightForm::F32)
       return;
     for (auto fn : getOperation().getOps<func::FuncOp>())
@@ -87,7 +96,7 @@ struct InferenceWeights : mlir::fbt::impl::FbtInferenceWeightsBase<InferenceWeig
       OpBuilder b(gemm);
       if (gemm.getM() <= gemvRows) {
         auto q = QuantizedMatmulOp::create(b, gemm.getLoc(), gemm.getType(), gemm.getLhs(),
-                                           weight, scales);
+                                           weight, scales, int8Activations);
         gemm.replaceAllUsesWith(q.getResult());
         gemm.erase();
         continue;
@@ -158,5 +167,6 @@ struct InferenceWeights : mlir::fbt::impl::FbtInferenceWeightsBase<InferenceWeig
   }
 
   ::fbt::WeightForm form = ::fbt::WeightForm::F32;
+  bool int8Activations = false;
 };
 } // namespace

@@ -66,16 +66,20 @@ struct KernelPipelineOptions
   Option<std::string> weights{*this, "inference-weights",
                               llvm::cl::desc("'f32', 'bf16' or 'int8'"),
                               llvm::cl::init("f32")};
+  Option<std::string> activations{*this, "inference-activations",
+                                  llvm::cl::desc("'f32' or 'int8' (cpu, int8 weights)"),
+                                  llvm::cl::init("f32")};
 };
 
 /// From the training graph to library GEMMs and kernel calls:
 /// gemms-to-library, inference-weights, split-reductions, to-kernels.
-/// `weights` is fbt-inference-weights' form ("f32", "bf16", "int8"),
-/// `space` and `configs` are fbt-to-kernels' tune-space and configs.
+/// `weights` and `activations` are fbt-inference-weights' forms ("f32",
+/// "bf16", "int8"; "f32", "int8"), `space` and `configs` are
+/// fbt-to-kernels' tune-space and configs.
 void buildKernelPipeline(OpPassManager &pm, KernelTarget target,
                          Storage storage, TuneSpace space = TuneSpace::None,
                          ArrayRef<std::string> configs = {},
-                         StringRef weights = "f32");
+                         StringRef weights = "f32", StringRef activations = "f32");
 
 /// Registers every fbt pass and the named pipelines.
 void registerFbtPassesAndPipelines();

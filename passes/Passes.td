@@ -145,13 +145,19 @@ def FbtInferenceWeights : Pass<"fbt-inference-weights", "::mlir::ModuleOp"> {
     `bf16.<param>`. A GEMM of at most `gemv-rows` rows becomes
     `fbt.quantized_matmul` (a generated kernel that dequantizes as it reads);
     a wider one multiplies an `fbt.dequantize`d copy in its library GEMM.
-    Training steps keep their f32 weights. `weights=f32` changes nothing.
+    With `activations=int8` (int8 weights only) each such quantized_matmul
+    is marked `int8_activations`. Training steps keep their f32 weights.
+    `weights=f32` changes nothing.
   }];
   let options = [
     Option<"weights", "weights", "std::string", /*default=*/"\"f32\"",
            "The inference steps' weight form: f32, bf16 or int8">,
     Option<"gemvRows", "gemv-rows", "int64_t", /*default=*/"16",
-           "The most rows a product runs as a quantized_matmul kernel">
+           "The most rows a product runs as a quantized_matmul kernel">,
+    Option<"activations", "activations", "std::string", /*default=*/"\"f32\"",
+           "int8: quantized_matmuls by int8 weights quantize their input rows "
+           "per group of 32 and multiply in integers (int8_activations); f32: "
+           "they multiply in f32">
   ];
   let dependentDialects = ["::mlir::fbt::FbtDialect"];
 }

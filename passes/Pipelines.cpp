@@ -39,10 +39,12 @@ void fbt::buildTrainPipeline(OpPassManager &pm,
 
 void fbt::buildKernelPipeline(OpPassManager &pm, KernelTarget target,
                               Storage storage, TuneSpace space,
-                              ArrayRef<std::string> configs, StringRef weights) {
+                              ArrayRef<std::string> configs, StringRef weights,
+                              StringRef activations) {
   pm.addPass(createFbtGemmsToLibrary());
   FbtInferenceWeightsOptions narrow;
   narrow.weights = weights.str();
+  narrow.activations = activations.str();
   pm.addPass(createFbtInferenceWeights(narrow));
   pm.addPass(createFbtSplitReductions());
   FbtToKernelsOptions lower;
@@ -68,6 +70,6 @@ void fbt::registerFbtPassesAndPipelines() {
         buildKernelPipeline(
             pm, opts.target == "gpu" ? KernelTarget::Gpu : KernelTarget::Cpu,
             opts.storage == "bf16" ? Storage::BF16 : Storage::F32, TuneSpace::None, {},
-            opts.weights);
+            opts.weights, opts.activations);
       });
 }

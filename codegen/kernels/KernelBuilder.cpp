@@ -203,9 +203,11 @@ Value KernelBuilder::warpSum(Value v) {
   return v;
 }
 
-Value KernelBuilder::scratch(int64_t n) {
+Value KernelBuilder::scratch(int64_t n) { return scratch(n, b.getF32Type()); }
+
+Value KernelBuilder::scratch(int64_t n, Type element) {
   assert(!gpu() && "GPU kernels use registers or sharedBuffer");
-  return memref::AllocaOp::create(b, loc, MemRefType::get({n}, b.getF32Type()));
+  return memref::AllocaOp::create(b, loc, MemRefType::get({n}, element));
 }
 
 Value KernelBuilder::sharedBuffer(int64_t n) {

@@ -106,6 +106,8 @@ public:
   /// thread has its own (the CPU target hoists it to the thread's frame), so
   /// its contents are undefined when an iteration starts.
   Value scratch(int64_t n);
+  /// The same, of `n` elements of `element`.
+  Value scratch(int64_t n, Type element);
 
   /// mem[idx] += v, atomically on the GPU (a plain update on the CPU, whose
   /// grids run in order).

@@ -17,6 +17,9 @@ std::pair<Type, int64_t> mlir::fbt::flatBuffer(Value v) {
 }
 
 std::string mlir::fbt::kernelStem(Operation *op) {
+  // Products with int8 activations are other kernels: say so in profiles.
+  if (auto q = dyn_cast<QuantizedMatmulOp>(op); q && q.getInt8Activations())
+    return "quantized_matmul_a8";
   return op->getName().stripDialect().str();
 }
 

@@ -21,6 +21,7 @@
 #include "dialect/FbtOps.h"
 #include "runtime/format/WeightNames.h"
 
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
@@ -159,6 +160,135 @@ Value rowDotCpu(KernelBuilder &kb, const NarrowWeight &w, Value x, Value xBase, 
   return total;
 }
 
+/// x's `rows` rows of `k` values quantized per group of 32 into `xq` (int8)
+/// and `dx` (f32, a scale per group): d = max|x| / 127, q = x / d rounded to
+/// nearest even (x86's rounding, as ggml's AVX2 quantizes activations), 0
+/// where the group is all zero. Whole groups in vectors, the last lane by
+/// lane.
+void quantizeRows(KernelBuilder &kb, Value x, int64_t rows, int64_t k, Value xq, Value dx) {
+  OpBuilder &b = kb.builder();
+  Location loc = kb.location();
+  auto wide = VectorType::get({kLanes}, b.getF32Type());
+  auto narrow = VectorType::get({kLanes}, b.getI8Type());
+  int64_t groups = ::fbt::weights::groupsOf(k), whole = k / kGroup, rest = k % kGroup;
+  auto scaleOfMax = [&](Value amax) { // d, and 1 / d (0 for an all-zero group)
+    Value d = kb.div(amax, kb.f32(127));
+    Value positive = kb.fcmp(arith::CmpFPredicate::OGT, amax, kb.f32(0));
+    return std::pair{d, kb.select(positive, kb.div(kb.f32(1), d), kb.f32(0))};
+  };
+  auto toInt8 = [&](Value v) {
+    return arith::FPToSIOp::create(b, loc, isa<VectorType>(v.getType()) ? Type(narrow)
+                                                                       : b.getI8Type(),
+                                   math::RoundEvenOp::create(b, loc, v));
+  };
+  kb.loop(rows, [&](Value m) {
+    kb.loop(whole, [&](Value g) {
+      Value base = kb.iadd(kb.imul(m, k), kb.imul(g, kGroup));
+      SmallVector<Value> xs;
+      Value amax;
+      for (int64_t c = 0; c < kGroup; c += kLanes) {
+        xs.push_back(vector::LoadOp::create(b, loc, wide, x, ValueRange{kb.iadd(base, c)}));
+        Value a = math::AbsFOp::create(b, loc, xs.back());
+        amax = amax ? arith::MaximumFOp::create(b, loc, amax, a).getResult() : a;
+      }
+      amax = vector::ReductionOp::create(b, loc, vector::CombiningKind::MAXIMUMF, amax);
+      auto [d, inv] = scaleOfMax(amax);
+      kb.store(d, dx, kb.iadd(kb.imul(m, groups), g));
+      Value invs = vector::BroadcastOp::create(b, loc, wide, inv);
+      for (int64_t c = 0; c < kGroup; c += kLanes)
+        vector::StoreOp::create(b, loc, toInt8(kb.mul(xs[c / kLanes], invs)), xq,
+                                ValueRange{kb.iadd(base, c)});
+    });
+    if (rest == 0)
+      return;
+    Value base = kb.iadd(kb.imul(m, k), whole * kGroup);
+    Value amax = kb.fold(kb.index(0), kb.index(rest), ValueRange{kb.f32(0)},
+                         [&](Value c, ValueRange carried) -> SmallVector<Value> {
+      Value a = math::AbsFOp::create(b, loc, kb.load(x, kb.iadd(base, c)));
+      return {kb.max(carried[0], a)};
+    })[0];
+    auto [d, inv] = scaleOfMax(amax);
+    kb.store(d, dx, kb.iadd(kb.imul(m, groups), whole));
+    kb.loop(rest, [&](Value c) {
+      Value at = kb.iadd(base, c);
+      memref::StoreOp::create(b, loc, toInt8(kb.mul(kb.load(x, at), inv)), xq, ValueRange{at});
+    });
+  });
+}
+
+/// sum_k xq[m, k] * W[n, k] times their scales (int8 activations, CPU): per
+/// whole group two products of 16 lanes widened to i32 with adjacent lanes
+/// summed (x86's pmaddwd), the 8 lanes converted to f32 and scaled by both
+/// groups' scales into a vector accumulator; the last group lane by lane in
+/// integers (its sum is exact: 31 products of at most 127^2).
+Value rowDotInt8(KernelBuilder &kb, const NarrowWeight &w, Value xq, Value dx, Value m,
+                 Value n) {
+  OpBuilder &b = kb.builder();
+  Location loc = kb.location();
+  auto wide = VectorType::get({kLanes}, b.getF32Type());
+  auto bytes = VectorType::get({2 * kLanes}, b.getI8Type());
+  auto ints = VectorType::get({2 * kLanes}, b.getI32Type());
+  auto fma = arith::FastMathFlags::contract;
+  int64_t groups = w.groups(), whole = w.k / kGroup, rest = w.k % kGroup;
+  Value wBase = kb.imul(n, w.k), xBase = kb.imul(m, w.k);
+  auto scale = [&](Value g) {
+    return kb.mul(scaleOf(kb, w, n, g), kb.load(dx, kb.iadd(kb.imul(m, groups), g)));
+  };
+  SmallVector<int64_t> even, odd;
+  for (int64_t i = 0; i < kLanes; ++i) {
+    even.push_back(2 * i);
+    odd.push_back(2 * i + 1);
+  }
+  Value total = kb.f32(0);
+  if (whole > 0) {
+    Value zero = vector::BroadcastOp::create(b, loc, wide, kb.f32(0));
+    Value acc = kb.fold(kb.index(0), kb.index(whole), ValueRange{zero},
+                        [&](Value g, ValueRange carried) -> SmallVector<Value> {
+      Value sum;
+      for (int64_t h = 0; h < kGroup; h += 2 * kLanes) {
+        Value off = kb.iadd(kb.imul(g, kGroup), h);
+        auto widened = [&](Value mem, Value base) {
+          Value v = vector::LoadOp::create(b, loc, bytes, mem, ValueRange{kb.iadd(base, off)});
+          return arith::ExtSIOp::create(b, loc, ints, v).getResult();
+        };
+        Value p = arith::MulIOp::create(b, loc, widened(w.values, wBase), widened(xq, xBase));
+        Value pairs = arith::AddIOp::create(b, loc, vector::ShuffleOp::create(b, loc, p, p, even),
+                                            vector::ShuffleOp::create(b, loc, p, p, odd));
+        sum = sum ? arith::AddIOp::create(b, loc, sum, pairs).getResult() : pairs;
+      }
+      Value f = arith::SIToFPOp::create(b, loc, wide, sum);
+      Value s = vector::BroadcastOp::create(b, loc, wide, scale(g));
+      return {arith::AddFOp::create(b, loc, carried[0],
+                                    arith::MulFOp::create(b, loc, f, s, fma), fma)};
+    })[0];
+    total = vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, acc,
+                                        arith::FastMathFlags::reassoc |
+                                            arith::FastMathFlags::nsz);
+  }
+  if (rest > 0) {
+    Value off = kb.index(whole * kGroup);
+    Value isum = kb.fold(kb.index(0), kb.index(rest),
+                         ValueRange{arith::ConstantIntOp::create(b, loc, 0, 32)},
+                         [&](Value c, ValueRange carried) -> SmallVector<Value> {
+      auto widened = [&](Value mem, Value base) {
+        Value v = memref::LoadOp::create(b, loc, mem, ValueRange{kb.iadd(kb.iadd(base, off), c)});
+        return arith::ExtSIOp::create(b, loc, b.getI32Type(), v).getResult();
+      };
+      return {arith::AddIOp::create(
+          b, loc, carried[0],
+          arith::MulIOp::create(b, loc, widened(w.values, wBase), widened(xq, xBase)))};
+    })[0];
+    Value f = arith::SIToFPOp::create(b, loc, b.getF32Type(), isum);
+    total = kb.add(total, kb.mul(f, scale(kb.index(whole))));
+  }
+  return total;
+}
+
+/// Chunks of W's rows the CPU's int8-activation product splits into, each
+/// quantizing x for itself: enough to share among the threads, few enough
+/// that the repeated quantization stays a small part of the work.
+constexpr int64_t kInt8Chunks = 8;
+
 /// Threads per row block on the GPU: a warp per 32 groups of 8 elements
 /// of K, at most 256.
 int64_t rowThreads(KernelBuilder &kb, int64_t k) {
@@ -170,6 +300,24 @@ FailureOr<func::FuncOp> buildQuantizedMatmul(KernelBuilder &kb, QuantizedMatmulO
   NarrowWeight w = weightOf(kb, op.getWeight(), op.getScales(), 1);
   Value x = kb.arg(0), y = kb.arg(op.getScales() ? 3 : 2);
   int64_t rows = cast<RankedTensorType>(op.getInput().getType()).getNumElements() / w.k;
+  if (op.getInt8Activations()) {
+    if (kb.gpu())
+      return op.emitOpError() << "int8_activations is for the CPU target";
+    int64_t chunks = std::min(w.n, kInt8Chunks);
+    kb.parallel(chunks, [&](Value c) {
+      Value xq = kb.scratch(rows * w.k, kb.builder().getI8Type());
+      Value dx = kb.scratch(rows * w.groups());
+      quantizeRows(kb, x, rows, w.k, xq, dx);
+      Value lo = kb.idiv(kb.imul(c, w.n), chunks);
+      Value hi = kb.idiv(kb.imul(kb.iadd(c, 1), w.n), chunks);
+      kb.loop(lo, hi, [&](Value n) {
+        kb.loop(rows, [&](Value m) {
+          kb.store(rowDotInt8(kb, w, xq, dx, m, n), y, kb.iadd(kb.imul(m, w.n), n));
+        });
+      });
+    });
+    return kb.finish();
+  }
   if (!kb.gpu()) {
     kb.parallel(w.n, [&](Value n) {
       kb.loop(rows, [&](Value m) {

@@ -613,3 +613,11 @@ func.func @dequantize_shape(%w: tensor<32x80xi8>, %s: tensor<32x3xf16>) {
   %y = fbt.dequantize %w, %s : (tensor<32x80xi8>, tensor<32x3xf16>) -> tensor<80x32xf32>
   return
 }
+
+// -----
+
+func.func @quantized_matmul_int8_activations_bf16(%x: tensor<2x80xf32>, %w: tensor<32x80xbf16>) {
+  // expected-error @+1 {{'fbt.quantized_matmul' op int8_activations needs int8 weights}}
+  %y = fbt.quantized_matmul %x, %w {int8_activations} : (tensor<2x80xf32>, tensor<32x80xbf16>) -> tensor<2x32xf32>
+  return
+}

@@ -20,7 +20,12 @@ the reference multiplies by the weight matrices rounded as the bundle's steps
 read them (scripts/quant_quality.py's rounding: int8 in groups of 32 with
 half scales, Q8_0's rule; bf16 to nearest even), the embedding's lookup
 unrounded; the tolerance stays: the kernels must compute exactly that
-product.
+product. With --activations int8 as well (fbtc --inference-activations int8)
+every product's input rows are quantized per group of 32 too, as the
+kernels do (d = max|x| / 127 in f32, q = x / d rounded to nearest even);
+those of the prompt stay f32 (the prefill's products are wide: a library
+GEMM of the dequantized weights). Standard mode only, its prompts one
+token long.
 """
 
 import argparse
@@ -63,6 +68,41 @@ def reference_logits(p, cfg, row, prompt_len, mode):
     return torch.stack(logits, dim=1)[0]
 
 
+def quantized_rows(x):
+    """x with its rows quantized per group of 32 as the int8-activation
+    kernels do, then widened back (fp64)."""
+    xs = x.to(torch.float32).numpy()
+    out = np.empty_like(xs)
+    for at in range(0, xs.shape[-1], 32):
+        g = xs[..., at:at + 32]
+        d = (np.abs(g).max(axis=-1, keepdims=True) / np.float32(127)).astype(np.float32)
+        inv = np.where(d > 0, np.float32(1) / np.where(d > 0, d, 1), 0).astype(np.float32)
+        out[..., at:at + 32] = np.rint(g * inv) * d
+    return torch.from_numpy(out.astype(np.float64))
+
+
+def with_int8_activations(prompt_len):
+    """Products quantize the rows the steps multiply few at a time: the
+    decode steps' (positions from prompt_len on, of the standard forward's
+    [B, T, K] inputs), and the head's from the prompt's last position on
+    (the prefill's head takes each sequence's last row). The prompt's other
+    products are the prefill's wide ones, a library GEMM in f32."""
+    product = R.linear
+
+    def quantized_from(start):
+        def linear(x, w):
+            x = x.clone()
+            x[:, start:] = quantized_rows(x[:, start:])
+            return product(x, w)
+        return linear
+    R.linear = quantized_from(prompt_len)
+    head = quantized_from(prompt_len - 1)
+    R.head = lambda p, cfg, h: head(R.rms_norm(h, p["model.norm.weight"], cfg.eps), HEAD[0])
+
+
+HEAD = [None]  # the head's weight as the steps read it (with_inference_weights)
+
+
 def with_inference_weights(params, cfg, form):
     """The parameters the steps of a bundle with `form` inference weights
     multiply by: every matrix rounded (the tied head too, through R.head);
@@ -74,8 +114,8 @@ def with_inference_weights(params, cfg, form):
         return torch.from_numpy(r.astype(np.float64))
     table = "model.embed_tokens.weight"
     out = {k: (rounded(k, v) if v.dim() == 2 and k != table else v) for k, v in params.items()}
-    head_weight = rounded(table, params[table])
-    R.head = lambda p, cfg, h: R.linear(R.rms_norm(h, p["model.norm.weight"], cfg.eps), head_weight)
+    HEAD[0] = rounded(table, params[table])
+    R.head = lambda p, cfg, h: R.linear(R.rms_norm(h, p["model.norm.weight"], cfg.eps), HEAD[0])
     return out
 
 
@@ -103,6 +143,7 @@ def main():
     ap.add_argument("--length", type=int, default=20)
     ap.add_argument("--alone", action="store_true")
     ap.add_argument("--weights", choices=["f32", "int8", "bf16"], default="f32")
+    ap.add_argument("--activations", choices=["f32", "int8"], default="f32")
     args = ap.parse_args()
     workdir = args.workdir or tempfile.mkdtemp()
     os.makedirs(workdir, exist_ok=True)
@@ -126,6 +167,10 @@ def main():
 
     got = run_score(args, workdir, rows, prompt_lengths, "batch")
     params = with_inference_weights(params, cfg, args.weights)
+    if args.activations == "int8":
+        if args.mode != "standard":
+            ap.error("--activations int8 is for --mode standard")
+        with_int8_activations(1)
     worst, failed = 0.0, False
     for b, (row, plen) in enumerate(zip(rows, prompt_lengths)):
         ref = reference_logits(params, cfg, row, plen, args.mode).detach().numpy()

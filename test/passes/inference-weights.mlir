@@ -2,6 +2,8 @@
 // RUN: fbt-opt %s --split-input-file --fbt-inference-weights=weights=bf16 | FileCheck %s --check-prefix=BF16
 // RUN: fbt-opt %s --split-input-file --fbt-inference-weights=weights=f32 | FileCheck %s --check-prefix=F32
 // RUN: not fbt-opt %s --split-input-file --fbt-inference-weights=weights=int4 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: fbt-opt %s --split-input-file --fbt-inference-weights="weights=int8 activations=int8" | FileCheck %s --check-prefix=A8
+// RUN: not fbt-opt %s --split-input-file --fbt-inference-weights="weights=bf16 activations=int8" 2>&1 | FileCheck %s --check-prefix=A8-BAD
 
 // A decode step: its products by parameter matrices read them narrow, each
 // parameter's inputs added once however many GEMMs share it (W twice), named
@@ -26,6 +28,13 @@
 // F32-NOT: quantized_matmul
 // F32-NOT: dequantize
 // BAD: fbt-inference-weights: weights must be one of "f32", "bf16", "int8", not 'int4'
+// With int8 activations the few-row products say so; the wide ones do not.
+// A8-LABEL: func.func @decode
+// A8: fbt.quantized_matmul %arg1, %arg5, %arg6 {int8_activations} :
+// A8-LABEL: func.func @prefill
+// A8: fbt.dequantize %arg2, %arg3 :
+// A8: fbt.quantized_matmul %arg1, %arg2, %arg3 {int8_activations} :
+// A8-BAD: fbt-inference-weights: activations must be "f32", or "int8" with int8 weights, not 'int8'
 func.func @decode(%W: tensor<32x80xf32> {fbt.param, fbt.name = "W"},
                   %E: tensor<256x80xf32> {fbt.param, fbt.name = "E"},
                   %x: tensor<2x80xf32>, %x2: tensor<2x80xf32>, %A: tensor<32x80xf32>, %ids: tensor<2x1xi32>)

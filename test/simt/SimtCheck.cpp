@@ -59,8 +59,12 @@ using llvm::outs;
 namespace {
 llvm::cl::opt<std::string> cpuPath(llvm::cl::Positional, llvm::cl::Required,
                                    llvm::cl::desc("<cpu kernels .mlir>"));
-llvm::cl::opt<std::string> gpuPath(llvm::cl::Positional, llvm::cl::Required,
+llvm::cl::opt<std::string> gpuPath(llvm::cl::Positional,
                                    llvm::cl::desc("<gpu kernels .mlir>"));
+llvm::cl::opt<bool> referenceOnly(
+    "reference-only",
+    llvm::cl::desc("no GPU kernels: check the CPU's inference-weight kernels "
+                   "against the reference alone (int8 activations have no GPU twin)"));
 llvm::cl::opt<double> relTol("rtol", llvm::cl::init(1e-4),
                            llvm::cl::desc("tolerance relative to max |cpu|"));
 llvm::cl::opt<double> bf16Tol("bf16-rtol", llvm::cl::init(1e-2),
@@ -185,7 +189,22 @@ double value(const Buffer &b, int64_t i) {
 Buffer reference(llvm::StringRef stem, RankedTensorType weight, const std::vector<Buffer> &in) {
   int64_t n = weight.getDimSize(0), k = weight.getDimSize(1);
   int64_t groups = ::fbt::weights::groupsOf(k);
-  bool matmul = stem == "quantized_matmul";
+  bool matmul = stem.starts_with("quantized_matmul");
+  // quantized_matmul_a8: x's rows quantized per group of 32 first (FbtOps.td:
+  // d = max|x| / 127 in f32, x / d rounded to nearest even), in f32 as the
+  // op defines it.
+  auto input = [&](int64_t m, int64_t c) -> double {
+    double v = value(in[0], m * k + c);
+    if (stem != "quantized_matmul_a8")
+      return v;
+    int64_t from = c / ::fbt::weights::kGroup * ::fbt::weights::kGroup;
+    int64_t to = std::min(k, from + ::fbt::weights::kGroup);
+    float amax = 0;
+    for (int64_t i = from; i < to; ++i)
+      amax = std::max(amax, std::fabs((float)value(in[0], m * k + i)));
+    float d = amax / 127.0f, inv = amax > 0 ? 1.0f / d : 0.0f;
+    return (double)std::nearbyint((float)v * inv) * d;
+  };
   const Buffer &w = in[matmul ? 1 : 0];
   bool int8 = w.type.isInteger(8);
   const Buffer *scales = int8 ? &in[matmul ? 2 : 1] : nullptr;
@@ -205,7 +224,7 @@ Buffer reference(llvm::StringRef stem, RankedTensorType weight, const std::vecto
       for (int64_t r = 0; r < n; ++r) {
         double sum = 0;
         for (int64_t c = 0; c < k; ++c)
-          sum += value(in[0], m * k + c) * at(r, c);
+          sum += input(m, c) * at(r, c);
         y.push_back((float)sum);
       }
   }
@@ -218,16 +237,78 @@ Buffer reference(llvm::StringRef stem, RankedTensorType weight, const std::vecto
 /// The op a kernel named k<i>_<stem> was built for.
 llvm::StringRef stemOf(llvm::StringRef kernel) { return kernel.split('_').second; }
 
-::fbt::KernelFn symbol(void *lib, const std::string &name) {
-  return reinterpret_cast<::fbt::KernelFn>(dlsym(lib, name.c_str()));
-}
-
 std::vector<void *> pointers(std::vector<Buffer> &buffers) {
   std::vector<void *> p;
   for (Buffer &b : buffers)
     p.push_back(b.bytes.data());
   return p;
 }
+
+::fbt::KernelFn symbol(void *lib, const std::string &name) {
+  return reinterpret_cast<::fbt::KernelFn>(dlsym(lib, name.c_str()));
+}
+
+/// The error of `got` against `want` relative to max |want|, printed as the
+/// GPU comparisons are; whether it is within the tolerances.
+bool within(const std::string &name, const Buffer &want, const Buffer &got) {
+  double err = 0, ref = 0;
+  for (int64_t i = 0; i < want.count; ++i) {
+    double c = value(want, i), g = value(got, i);
+    ref = std::max(ref, std::fabs(c));
+    err = std::max(err, std::isnan(g) != std::isnan(c) ? INFINITY : std::fabs(g - c));
+  }
+  bool ok = err <= absTol + relTol * ref;
+  outs() << name << ":" << llvm::format(" err %.2e of %.2e", err, ref)
+         << (ok ? " ok" : " DIFFERS") << "\n";
+  return ok;
+}
+
+/// --reference-only: every inference-weight kernel the steps of `cpu` call,
+/// on random inputs, against reference(). Exit status 1 if any differs.
+int checkAgainstReference(ModuleOp cpu) {
+  FailureOr<std::string> lib = mlir::fbt::compileKernelsForCpu(cpu, {});
+  if (failed(lib))
+    return 2;
+  void *so = loadLibrary(*lib);
+  if (!so)
+    return 2;
+  std::map<std::string, mlir::fbt::CallKernelOp> calls;
+  for (auto fn : cpu.getOps<func::FuncOp>())
+    if (fn->hasAttr("fbt.step"))
+      fn.walk([&](mlir::fbt::CallKernelOp c) { calls.emplace(c.getKernel().str(), c); });
+  int kernels = 0, failures = 0;
+  for (auto &[name, call] : calls) {
+    llvm::StringRef stem = stemOf(name);
+    if (!stem.starts_with("quantized_matmul") && stem != "dequantize")
+      continue;
+    auto fn = cpu.lookupSymbol<func::FuncOp>(name);
+    std::mt19937_64 rng(std::hash<std::string>()(name));
+    std::vector<Buffer> bufs;
+    for (Type t : fn.getArgumentTypes()) {
+      auto m = cast<MemRefType>(t);
+      bufs.push_back({m.getElementType(), m.getNumElements(), {}});
+      fill(bufs.back(), rng, false);
+    }
+    // Inputs of both signs, so that groups' largest magnitudes and the
+    // rounding of negative values are exercised.
+    if (stem.starts_with("quantized_matmul"))
+      for (int64_t i = 0; i < bufs[0].count; ++i) {
+        float v;
+        std::memcpy(&v, &bufs[0].bytes[4 * i], 4);
+        v = i % 3 == 0 ? -v : v;
+        std::memcpy(&bufs[0].bytes[4 * i], &v, 4);
+      }
+    std::vector<void *> args = pointers(bufs);
+    ::fbt::callKernel(symbol(so, name), args.data(), args.size());
+    auto weight =
+        cast<RankedTensorType>(call->getOperand(stem == "dequantize" ? 0 : 1).getType());
+    ++kernels;
+    failures += !within(name + " (reference)", reference(stem, weight, bufs), bufs.back());
+  }
+  outs() << kernels << " kernels, " << failures << " differ\n";
+  return failures ? 1 : 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -240,6 +321,12 @@ int main(int argc, char **argv) {
                   gpu::GPUDialect, vector::VectorDialect, LLVM::LLVMDialect>();
   MLIRContext ctx(registry);
   OwningOpRef<ModuleOp> cpu = parseSourceFile<ModuleOp>(cpuPath, &ctx);
+  if (referenceOnly)
+    return cpu ? checkAgainstReference(*cpu) : 2;
+  if (gpuPath.empty()) {
+    llvm::errs() << "fbt-simt-check: the GPU kernels are required (or --reference-only)\n";
+    return 2;
+  }
   OwningOpRef<ModuleOp> gpu = parseSourceFile<ModuleOp>(gpuPath, &ctx);
   if (!cpu || !gpu)
     return 2;

@@ -120,6 +120,14 @@ cl::opt<std::string> inferenceWeights(
              "along a row); overrides the spec's inference.weights. Training "
              "keeps f32 weights either way"),
     cl::value_desc("form"), cl::cat(category));
+cl::opt<std::string> inferenceActivations(
+    "inference-activations",
+    cl::desc("With int8 inference weights on the CPU: 'int8' quantizes the "
+             "input rows of the decode steps' products per group of 32 too and "
+             "multiplies in integers (int8 dot products, as llama.cpp's Q8_0), "
+             "'f32' (default) multiplies the f32 rows; overrides the spec's "
+             "inference.activations"),
+    cl::value_desc("form"), cl::cat(category));
 cl::opt<mlir::fbt::TuneSpace> tuneSpace(
     "tune-space",
     cl::desc("Also compile each kernel in other configurations of its knobs "
@@ -357,7 +365,8 @@ int runPasses(mlir::MLIRContext &ctx, mlir::ModuleOp module, const fbt::ModelSpe
         pm, mapsToGpu(target) ? mlir::fbt::KernelTarget::Gpu : mlir::fbt::KernelTarget::Cpu,
         mapsToGpu(target) && gpuStorage == "bf16" ? mlir::fbt::Storage::BF16
                                                   : mlir::fbt::Storage::F32,
-        tuneSpace, tunedConfigs, ::fbt::kindName(spec.inference.weights));
+        tuneSpace, tunedConfigs, ::fbt::kindName(spec.inference.weights),
+        ::fbt::kindName(spec.inference.activations));
   if (failed(pm.run(module)))
     return fail(kInternalError, "the compiler passes failed");
   return 0;
@@ -403,6 +412,24 @@ int main(int argc, char **argv) {
       return fail(kBadInput, "--inference-weights must be f32, bf16 or int8, not '" +
                                  inferenceWeights + "'");
     spec->inference.weights = *form;
+  }
+  if (inferenceActivations.getNumOccurrences()) {
+    std::optional<::fbt::WeightForm> form =
+        ::fbt::parseKind<::fbt::WeightForm>(inferenceActivations.getValue());
+    if (!form || *form == ::fbt::WeightForm::BF16)
+      return fail(kBadInput, "--inference-activations must be f32 or int8, not '" +
+                                 inferenceActivations + "'");
+    spec->inference.activations = *form;
+  }
+  if (spec->inference.activations == ::fbt::WeightForm::Int8) {
+    if (spec->inference.weights != ::fbt::WeightForm::Int8)
+      return fail(kBadInput, "int8 inference activations need int8 inference weights "
+                             "(--inference-weights=int8), not " +
+                                 std::string(::fbt::kindName(spec->inference.weights)));
+    if (mapsToGpu(target))
+      return fail(kBadInput, "int8 inference activations are for the CPU target: GPU "
+                             "kernels read int8 weights with f32 activations (compile "
+                             "with --inference-activations=f32)");
   }
   if (describe)
     return runDescribe(*spec);
