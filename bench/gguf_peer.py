@@ -3,12 +3,14 @@ and prompt processing, beside the floor of each width.
 
 usage: /usr/bin/python3 bench/gguf_peer.py [--spec specs/small.json] [--threads T]
            [--prompt P] [--tokens N] [--repeats R] [--train-steps S]
-           [--fbt-weights f32,bf16,int8] [--peer-types f32,f16,bf16,q8_0]
+           [--fbt-weights f32,bf16,int8,int8a] [--peer-types f32,f16,bf16,q8_0]
            [--peer-kv f16|f32] [--npm-cache DIR]
 
 In one run: compiles the spec for the CPU once per --fbt-weights (fbtc
 --inference-weights: the inference steps read the matrices as f32, bf16, or
-int8 with an f16 scale per group of 32, Q8_0's layout), trains it S steps (1
+int8 with an f16 scale per group of 32, Q8_0's layout; int8a: int8 weights
+and --inference-activations int8, the decode steps' products in integers as
+llama.cpp's Q8_0 dot products), trains it S steps (1
 by default: speed does not depend on what the weights hold), exports the
 checkpoint with `fbt export --gguf --type` once per --peer-types and installs
 the pinned node-llama-cpp (test/npm.sh llama; its prebuilt CPU build of
@@ -27,8 +29,8 @@ core):
              read from it, as the weights are (the sizes are printed against
              the L3's).
 Prints the medians (prompt tokens/s, decode ms/token), each decode against
-its width's floor, and fbt against llama.cpp at the same bytes (int8 /
-q8_0, bf16 / f16 and bf16, f32 / f32; above 1: fbt is faster).
+its width's floor, and fbt against llama.cpp at the same bytes (int8 and
+int8a / q8_0, bf16 / f16 and bf16, f32 / f32; above 1: fbt is faster).
 
 fbt bench times the compiled steps on fresh weights and synthetic ids: its
 arithmetic is the same whatever the values, so the time is the time of the
@@ -106,9 +108,16 @@ def run(cmd, **kw):
 
 # Bytes per weight in each width: Q8_0 and fbt's int8 both keep 32 int8
 # values and one f16 scale per group of 32.
-WIDTH = {"f32": 4.0, "f16": 2.0, "bf16": 2.0, "int8": 34 / 32, "q8_0": 34 / 32}
+WIDTH = {"f32": 4.0, "f16": 2.0, "bf16": 2.0, "int8": 34 / 32, "int8a": 34 / 32,
+         "q8_0": 34 / 32}
 # fbt's form beside llama.cpp's types at the same bytes.
-PAIRS = [("f32", "f32"), ("bf16", "f16"), ("bf16", "bf16"), ("int8", "q8_0")]
+PAIRS = [("f32", "f32"), ("bf16", "f16"), ("bf16", "bf16"), ("int8", "q8_0"),
+         ("int8a", "q8_0")]
+# fbtc's options for each of fbt's forms: int8a is int8 weights with int8
+# activations (the decode steps' integer dot products, as Q8_0's).
+FORM_OPTIONS = {"f32": ["--inference-weights=f32"], "bf16": ["--inference-weights=bf16"],
+                "int8": ["--inference-weights=int8"],
+                "int8a": ["--inference-weights=int8", "--inference-activations=int8"]}
 
 
 # The floor, in a process of its own: PyTorch's threads keep spinning after
@@ -159,13 +168,14 @@ def main():
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--train-steps", type=int, default=1)
     ap.add_argument("--peer-kv", choices=["f16", "f32"], default="f16")
-    ap.add_argument("--fbt-weights", default="f32,bf16,int8",
-                    help="fbt's inference weights, a bundle each (default f32,bf16,int8)")
+    ap.add_argument("--fbt-weights", default="f32,bf16,int8,int8a",
+                    help="fbt's inference weights, a bundle each (default f32,bf16,int8,int8a: "
+                         "int8a has int8 activations too)")
     ap.add_argument("--peer-types", default="f32,f16,bf16,q8_0",
                     help="llama.cpp's weight types, a GGUF each (default f32,f16,bf16,q8_0)")
     ap.add_argument("--npm-cache", default=os.path.join(BUILD, "test", "npm-llama"))
     args = ap.parse_args()
-    for name, given, known in (("--fbt-weights", args.fbt_weights, ("f32", "bf16", "int8")),
+    for name, given, known in (("--fbt-weights", args.fbt_weights, tuple(FORM_OPTIONS)),
                                ("--peer-types", args.peer_types, ("f32", "f16", "bf16", "q8_0"))):
         for t in given.split(","):
             if t not in known:
@@ -182,7 +192,7 @@ def measure(ap, args, work):
     bundles = {}
     for form in forms:
         bundles[form] = os.path.join(work, "model-%s.fbtb" % form)
-        run([fbtc, args.spec, "--target=cpu", "--inference-weights=" + form, "-o", bundles[form]])
+        run([fbtc, args.spec, "--target=cpu", "-o", bundles[form]] + FORM_OPTIONS[form])
     described = json.loads(run([fbtc, args.spec, "--describe", "--json"]))
     params = described["params"]["total"]
     with open(args.spec) as f:
