@@ -69,7 +69,7 @@ void checkFingerprint(const SafetensorsFile &file) {
   auto it = file.metadata.find(kHashKey);
   if (it == file.metadata.end())
     throw RuntimeError(file.source + ": inference weights without metadata " + kHashKey +
-                       "; write the file again with fbt export --inference");
+                       "; write the file again with fbt quantize");
   std::string actual = fingerprint(file.tensors);
   if (actual != it->second)
     throw RuntimeError(file.source + ": the tensors' bytes do not match the file's " +

@@ -1,6 +1,6 @@
 //===- InferenceFile.h - a checkpoint in its inference form, stored -*- C++ -*-===//
 //
-// `fbt export --inference OUT.safetensors` stores a checkpoint's weights as
+// `fbt quantize BUNDLE --ckpt C -o OUT.safetensors` stores a checkpoint's weights as
 // a bundle compiled with bf16 or int8 inference weights reads them: one
 // safetensors file holding each narrow weight matrix under its step input
 // names (WeightNames.h: I8 values with F16 scales, or BF16) and every other

@@ -1,6 +1,6 @@
 //===- InferenceCheckpoint.cpp - a session's weights in their inference form, stored ===//
 //
-// fbt export --inference writes a checkpoint's weights as the bundle's
+// fbt quantize writes a checkpoint's weights as the bundle's
 // inference steps read them (runtime/format/InferenceFile.h); loadCheckpoint
 // reads such a file back: each narrow matrix becomes the copy the steps
 // bind as it is stored, not made again, and its parameter the values it

@@ -6,7 +6,7 @@
 // bundle compiled with fbtc --inference-weights=int8 or bf16): one file,
 // written atomically, a quarter (int8) or half (bf16) the bytes of the
 // model's f32 matrices and without the optimizer's moments, which generate,
-// eval, serve and bench load with --ckpt in place of the checkpoint
+// eval, score and serve load with --ckpt in place of the checkpoint
 // (runtime/format/InferenceFile.h).
 //
 //===----------------------------------------------------------------------===//
@@ -28,8 +28,8 @@ int runQuantize(int argc, char **argv) {
                    "Stores a checkpoint's weights in the bundle's inference form (fbtc\n"
                    "--inference-weights int8: int8 with an f16 scale per group of 32 along\n"
                    "each row; bf16): each weight matrix the inference steps multiply by,\n"
-                   "narrow, the rest f32, no optimizer state. fbt generate, eval, serve and\n"
-                   "bench take the file as --ckpt, with the same bundle.");
+                   "narrow, the rest f32, no optimizer state. fbt generate, eval, score and\n"
+                   "serve take the file as --ckpt, with the same bundle.");
   args.positional("BUNDLE", "a bundle compiled with --inference-weights int8 or bf16")
       .text("ckpt", "CKPT", "a checkpoint from fbt train (required)")
       .text("o,out", "OUT.safetensors", "the file to write, replaced atomically (required)");
