@@ -49,6 +49,12 @@ NarrowWeight weightOf(KernelBuilder &kb, Value weight, Value scales, unsigned ar
   return {kb.arg(arg), scales ? kb.arg(arg + 1) : Value(), t.getDimSize(0), t.getDimSize(1)};
 }
 
+/// The sum of `v`'s lanes, in whatever order is fastest (CPU).
+Value laneSum(KernelBuilder &kb, Value v) {
+  return vector::ReductionOp::create(kb.builder(), kb.location(), vector::CombiningKind::ADD, v,
+                                     arith::FastMathFlags::reassoc | arith::FastMathFlags::nsz);
+}
+
 /// W's element at flat index `at`, as f32 and unscaled.
 Value loadValue(KernelBuilder &kb, const NarrowWeight &w, Value at) {
   OpBuilder &b = kb.builder();
@@ -105,9 +111,7 @@ Value partialDot(KernelBuilder &kb, const NarrowWeight &w, Value x, Value xBase,
         next.push_back(terms.back());
       terms = std::move(next);
     }
-    total = vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, terms.front(),
-                                        arith::FastMathFlags::reassoc |
-                                            arith::FastMathFlags::nsz);
+    total = laneSum(kb, terms.front());
   }
   for (int64_t c = len / kLanes * kLanes; c < len; ++c)
     total = kb.add(total, kb.mul(kb.load(x, kb.iadd(xBase, c)),
@@ -146,9 +150,7 @@ Value rowDotCpu(KernelBuilder &kb, const NarrowWeight &w, Value x, Value xBase, 
             b, loc, p, vector::BroadcastOp::create(b, loc, wide, scaleOf(kb, w, n, g)), fma);
       return {arith::AddFOp::create(b, loc, carried[0], p, fma)};
     })[0];
-    total = vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, acc,
-                                        arith::FastMathFlags::reassoc |
-                                            arith::FastMathFlags::nsz);
+    total = laneSum(kb, acc);
   }
   if (rest > 0) {
     Value off = kb.index(whole * kGroup);
@@ -261,9 +263,7 @@ Value rowDotInt8(KernelBuilder &kb, const NarrowWeight &w, Value xq, Value dx, V
       return {arith::AddFOp::create(b, loc, carried[0],
                                     arith::MulFOp::create(b, loc, f, s, fma), fma)};
     })[0];
-    total = vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, acc,
-                                        arith::FastMathFlags::reassoc |
-                                            arith::FastMathFlags::nsz);
+    total = laneSum(kb, acc);
   }
   if (rest > 0) {
     Value off = kb.index(whole * kGroup);

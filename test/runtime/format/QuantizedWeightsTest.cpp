@@ -7,6 +7,7 @@
 #include "runtime/format/Safetensors.h"
 #include "runtime/format/WeightNames.h"
 
+#include "test/runtime/ErrorOf.h"
 #include "test/runtime/TempDir.h"
 
 #include <gtest/gtest.h>
@@ -30,14 +31,7 @@ std::vector<float> sample(int64_t rows, int64_t cols) {
   return w;
 }
 
-std::string errorOf(const std::function<void()> &f) {
-  try {
-    f();
-  } catch (const RuntimeError &e) {
-    return e.what();
-  }
-  return "";
-}
+using test::errorOf;
 
 TEST(QuantizedWeightsTest, Int8GroupsEndInAShorterOne) {
   const int64_t rows = 3, cols = 45; // a group of 32, then one of 13

@@ -5,6 +5,7 @@
 #include "runtime/text/DefaultCorpus.h"
 #include "runtime/text/TokenStream.h"
 
+#include "test/runtime/ErrorOf.h"
 #include "test/runtime/TempDir.h"
 
 #include <gtest/gtest.h>
@@ -27,14 +28,7 @@ template <typename T> std::string raw(const std::vector<T> &v) {
                      v.size() * sizeof(T));
 }
 
-std::string errorOf(const std::function<void()> &f) {
-  try {
-    f();
-  } catch (const RuntimeError &e) {
-    return e.what();
-  }
-  return "";
-}
+using test::errorOf;
 
 TEST(TokenStreamTest, ByteTokenizerPrefixesEachDocumentWithBos) {
   EXPECT_EQ(tokenizeText("hi"), (std::vector<int32_t>{0, 'h', 'i'}));
