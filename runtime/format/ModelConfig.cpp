@@ -123,6 +123,9 @@ ModelConfig parseModelConfig(const Json &model) {
   c.inference.weights = i.find("weights", [](const Json &v) {
                            return requireKind<WeightForm>(asString(v), "inference.weights");
                          }).value_or(WeightForm::F32);
+  c.inference.activations = i.find("activations", [](const Json &v) {
+                               return requireKind<WeightForm>(asString(v), "inference.activations");
+                             }).value_or(WeightForm::F32);
   return c;
 }
 
