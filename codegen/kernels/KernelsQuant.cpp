@@ -12,6 +12,11 @@
 //                     summed before its scale multiplies them. GPU: a block
 //                     per row of W, its threads striding along K (adjacent
 //                     threads read adjacent bytes), a block reduction.
+//                     With int8_activations (CPU): chunks of W's rows, each
+//                     first quantizing x's rows per group of 32 into its
+//                     thread's scratch, then integer dot products (16 lanes
+//                     widened to i32, adjacent lanes summed: pmaddwd) scaled
+//                     by both groups' scales.
 //   dequantize        W as f32, for the library GEMMs of wide prefills.
 //
 //===----------------------------------------------------------------------===//
