@@ -249,19 +249,94 @@ std::vector<void *> pointers(std::vector<Buffer> &buffers) {
   return reinterpret_cast<::fbt::KernelFn>(dlsym(lib, name.c_str()));
 }
 
-/// The error of `got` against `want` relative to max |want|, printed as the
-/// GPU comparisons are; whether it is within the tolerances.
-bool within(const std::string &name, const Buffer &want, const Buffer &got) {
+/// The largest |got - want| over a buffer, and the largest |want|.
+struct Deviation {
   double err = 0, ref = 0;
+  bool within(double rtol) const { return err <= absTol + rtol * ref; }
+};
+
+Deviation deviation(const Buffer &want, const Buffer &got) {
+  Deviation d;
   for (int64_t i = 0; i < want.count; ++i) {
     double c = value(want, i), g = value(got, i);
-    ref = std::max(ref, std::fabs(c));
-    err = std::max(err, std::isnan(g) != std::isnan(c) ? INFINITY : std::fabs(g - c));
+    d.ref = std::max(d.ref, std::fabs(c));
+    d.err = std::max(d.err, std::isnan(g) != std::isnan(c) ? INFINITY : std::fabs(g - c));
   }
-  bool ok = err <= absTol + relTol * ref;
-  outs() << name << ":" << llvm::format(" err %.2e of %.2e", err, ref)
-         << (ok ? " ok" : " DIFFERS") << "\n";
-  return ok;
+  return d;
+}
+
+/// The comparisons made so far, each printed as it is made.
+struct Tally {
+  int kernels = 0, failures = 0;
+
+  /// The last `outputs` buffers of `got` against `want`'s, as one kernel
+  /// run in `numLaunches` launches.
+  void compare(const std::string &name, size_t numLaunches, const std::vector<Buffer> &want,
+               const std::vector<Buffer> &got, unsigned outputs, double rtol) {
+    bool ok = true;
+    std::string report;
+    llvm::raw_string_ostream os(report);
+    for (unsigned o = want.size() - outputs; o < want.size(); ++o) {
+      Deviation d = deviation(want[o], got[o]);
+      ok &= d.within(rtol);
+      os << llvm::format(" out%u err %.2e of %.2e", o, d.err, d.ref);
+    }
+    count(ok);
+    outs() << name << ": " << numLaunches << " launch" << (numLaunches == 1 ? "" : "es")
+           << report << (ok ? " ok" : " DIFFERS") << "\n";
+  }
+  /// One output against the reference (--reference-only).
+  void compareOne(const std::string &name, const Buffer &want, const Buffer &got) {
+    Deviation d = deviation(want, got);
+    count(d.within(relTol));
+    outs() << name << ":" << llvm::format(" err %.2e of %.2e", d.err, d.ref)
+           << (d.within(relTol) ? " ok" : " DIFFERS") << "\n";
+  }
+  void count(bool ok) {
+    ++kernels;
+    failures += !ok;
+  }
+  /// The summary line; the exit status.
+  int finish() const {
+    outs() << kernels << " kernels, " << failures << " differ\n";
+    return failures ? 1 : 0;
+  }
+};
+
+/// Random inputs for `fn`'s arguments (seeded by `seed`).
+std::vector<Buffer> randomArguments(func::FuncOp fn, const std::string &seed) {
+  std::mt19937_64 rng(std::hash<std::string>()(seed));
+  std::vector<Buffer> bufs;
+  for (Type t : fn.getArgumentTypes()) {
+    auto m = cast<MemRefType>(t);
+    bufs.push_back({m.getElementType(), m.getNumElements(), {}});
+    fill(bufs.back(), rng, false);
+  }
+  return bufs;
+}
+
+/// Whether a kernel of op `stem` is an inference-weight kernel reference()
+/// knows.
+bool hasReference(llvm::StringRef stem) {
+  return stem.starts_with("quantized_matmul") || stem == "dequantize";
+}
+
+/// The weight operand's type at `call`, a call of a kernel of op `stem`.
+RankedTensorType weightAt(mlir::fbt::CallKernelOp call, llvm::StringRef stem) {
+  return cast<RankedTensorType>(call->getOperand(stem == "dequantize" ? 0 : 1).getType());
+}
+
+/// Each kernel the steps of `m` call, by its step, in call order.
+using CallsByStep = std::map<std::string, std::vector<mlir::fbt::CallKernelOp>>;
+CallsByStep callsOf(ModuleOp m, bool skipCasts) {
+  CallsByStep byStep;
+  for (auto fn : m.getOps<func::FuncOp>())
+    if (fn->hasAttr("fbt.step"))
+      fn.walk([&](mlir::fbt::CallKernelOp c) {
+        if (!skipCasts || !c.getKernel().ends_with("_to_bf16"))
+          byStep[fn.getSymName().str()].push_back(c);
+      });
+  return byStep;
 }
 
 /// --reference-only: every inference-weight kernel the steps of `cpu` call,
@@ -274,22 +349,15 @@ int checkAgainstReference(ModuleOp cpu) {
   if (!so)
     return 2;
   std::map<std::string, mlir::fbt::CallKernelOp> calls;
-  for (auto fn : cpu.getOps<func::FuncOp>())
-    if (fn->hasAttr("fbt.step"))
-      fn.walk([&](mlir::fbt::CallKernelOp c) { calls.emplace(c.getKernel().str(), c); });
-  int kernels = 0, failures = 0;
+  for (auto &[step, list] : callsOf(cpu, false))
+    for (mlir::fbt::CallKernelOp c : list)
+      calls.emplace(c.getKernel().str(), c);
+  Tally tally;
   for (auto &[name, call] : calls) {
     llvm::StringRef stem = stemOf(name);
-    if (!stem.starts_with("quantized_matmul") && stem != "dequantize")
+    if (!hasReference(stem))
       continue;
-    auto fn = cpu.lookupSymbol<func::FuncOp>(name);
-    std::mt19937_64 rng(std::hash<std::string>()(name));
-    std::vector<Buffer> bufs;
-    for (Type t : fn.getArgumentTypes()) {
-      auto m = cast<MemRefType>(t);
-      bufs.push_back({m.getElementType(), m.getNumElements(), {}});
-      fill(bufs.back(), rng, false);
-    }
+    std::vector<Buffer> bufs = randomArguments(cpu.lookupSymbol<func::FuncOp>(name), name);
     // Inputs of both signs, so that groups' largest magnitudes and the
     // rounding of negative values are exercised.
     if (stem.starts_with("quantized_matmul"))
@@ -301,157 +369,114 @@ int checkAgainstReference(ModuleOp cpu) {
       }
     std::vector<void *> args = pointers(bufs);
     ::fbt::callKernel(symbol(so, name), args.data(), args.size());
-    auto weight =
-        cast<RankedTensorType>(call->getOperand(stem == "dequantize" ? 0 : 1).getType());
-    ++kernels;
-    failures += !within(name + " (reference)", reference(stem, weight, bufs), bufs.back());
+    tally.compareOne(name + " (reference)", reference(stem, weightAt(call, stem), bufs),
+                     bufs.back());
   }
-  outs() << kernels << " kernels, " << failures << " differ\n";
-  return failures ? 1 : 0;
+  return tally.finish();
 }
 
-} // namespace
+/// The GPU kernels paired with their CPU twins through the steps' call
+/// sites (the steps call them in the same order), in the order to check
+/// them; variants (fbtc --tune-space, no call sites) with their kernel's
+/// twin.
+struct Pairing {
+  CallsByStep cpuCalls;
+  std::map<std::string, std::string> twin;                  ///< GPU kernel -> CPU kernel
+  std::map<std::string, mlir::fbt::CallKernelOp> cpuCallOf; ///< a call of each CPU kernel
+  llvm::StringMap<unsigned> numResults;                     ///< GPU kernel -> outputs
+  std::vector<std::string> order;                           ///< GPU kernels
+};
 
-int main(int argc, char **argv) {
-  llvm::InitLLVM init(argc, argv);
-  llvm::cl::ParseCommandLineOptions(argc, argv,
-                                    "the GPU's kernels against the CPU's\n");
-  DialectRegistry registry;
-  registry.insert<mlir::fbt::FbtDialect, func::FuncDialect, arith::ArithDialect,
-                  scf::SCFDialect, memref::MemRefDialect, math::MathDialect,
-                  gpu::GPUDialect, vector::VectorDialect, LLVM::LLVMDialect>();
-  MLIRContext ctx(registry);
-  OwningOpRef<ModuleOp> cpu = parseSourceFile<ModuleOp>(cpuPath, &ctx);
-  if (referenceOnly)
-    return cpu ? checkAgainstReference(*cpu) : 2;
-  if (gpuPath.empty()) {
-    llvm::errs() << "fbt-simt-check: the GPU kernels are required (or --reference-only)\n";
-    return 2;
-  }
-  OwningOpRef<ModuleOp> gpu = parseSourceFile<ModuleOp>(gpuPath, &ctx);
-  if (!cpu || !gpu)
-    return 2;
+/// The variants of `m`'s kernels: (variant, kernel).
+std::vector<std::pair<std::string, std::string>> variantsOf(ModuleOp m) {
+  std::vector<std::pair<std::string, std::string>> list;
+  for (auto fn : m.getOps<func::FuncOp>())
+    if (auto of = fn->getAttrOfType<FlatSymbolRefAttr>("fbt.variant_of"))
+      list.push_back({fn.getSymName().str(), of.getValue().str()});
+  return list;
+}
 
-  FailureOr<std::string> cpuLib = mlir::fbt::compileKernelsForCpu(*cpu, {});
-  FailureOr<mlir::fbt::SimtBinary> gpuBin = mlir::fbt::compileKernelsForSimt(*gpu);
-  if (failed(cpuLib) || failed(gpuBin))
-    return 2;
-  void *cpuSo = loadLibrary(*cpuLib), *gpuSo = loadLibrary(gpuBin->library);
-  if (!cpuSo || !gpuSo)
-    return 2;
-
-  // Pair the kernels through the steps' call sites, in order.
-  auto calls = [](ModuleOp m, bool skipCasts) {
-    std::map<std::string, std::vector<mlir::fbt::CallKernelOp>> byStep;
-    for (auto fn : m.getOps<func::FuncOp>())
-      if (fn->hasAttr("fbt.step"))
-        fn.walk([&](mlir::fbt::CallKernelOp c) {
-          if (!skipCasts || !c.getKernel().ends_with("_to_bf16"))
-            byStep[fn.getSymName().str()].push_back(c);
-        });
-    return byStep;
-  };
-  auto cpuCalls = calls(*cpu, false), gpuCalls = calls(*gpu, true);
-  std::map<std::string, std::string> twin; // GPU kernel -> CPU kernel
-  std::map<std::string, mlir::fbt::CallKernelOp> cpuCallOf; // a call of each CPU kernel
-  std::set<std::string> referenced; // CPU kernels checked against reference()
-  for (auto &[step, list] : cpuCalls)
+/// Pairs `cpu`'s and `gpu`'s kernels; fails (saying where) when a step
+/// calls a different number of kernels on each.
+FailureOr<Pairing> pairKernels(ModuleOp cpu, ModuleOp gpu) {
+  Pairing p;
+  p.cpuCalls = callsOf(cpu, false);
+  CallsByStep gpuCalls = callsOf(gpu, true);
+  for (auto &[step, list] : p.cpuCalls)
     for (mlir::fbt::CallKernelOp c : list)
-      cpuCallOf.emplace(c.getKernel().str(), c);
-  llvm::StringMap<unsigned> numResults;
-  std::vector<std::string> order;
-  for (auto &[step, list] : cpuCalls) {
+      p.cpuCallOf.emplace(c.getKernel().str(), c);
+  for (auto &[step, list] : p.cpuCalls) {
     auto &other = gpuCalls[step];
     if (other.size() != list.size()) {
-      outs() << step << ": " << list.size() << " kernel calls on the CPU, "
-             << other.size() << " on the GPU\n";
-      return 1;
+      outs() << step << ": " << list.size() << " kernel calls on the CPU, " << other.size()
+             << " on the GPU\n";
+      return failure();
     }
     for (size_t i = 0; i < list.size(); ++i) {
       std::string g = other[i].getKernel().str();
-      if (twin.emplace(g, list[i].getKernel().str()).second) {
-        order.push_back(g);
-        numResults[g] = other[i]->getNumResults();
+      if (p.twin.emplace(g, list[i].getKernel().str()).second) {
+        p.order.push_back(g);
+        p.numResults[g] = other[i]->getNumResults();
       }
     }
   }
-  auto lookup = [](ModuleOp m, StringRef name) {
-    return m.lookupSymbol<func::FuncOp>(name);
-  };
-  // Variants (fbtc --tune-space) have no call sites: each is checked as its
-  // kernel is, against the same CPU twin.
-  auto variantsOf = [](ModuleOp m) {
-    std::vector<std::pair<std::string, std::string>> list; // variant, kernel
-    for (auto fn : m.getOps<func::FuncOp>())
-      if (auto of = fn->getAttrOfType<FlatSymbolRefAttr>("fbt.variant_of"))
-        list.push_back({fn.getSymName().str(), of.getValue().str()});
-    return list;
-  };
-  for (auto &[variant, kernel] : variantsOf(*gpu))
-    if (twin.count(kernel) && twin.emplace(variant, twin[kernel]).second) {
-      order.push_back(variant);
-      numResults[variant] = numResults.lookup(kernel);
+  for (auto &[variant, kernel] : variantsOf(gpu))
+    if (p.twin.count(kernel) && p.twin.emplace(variant, p.twin[kernel]).second) {
+      p.order.push_back(variant);
+      p.numResults[variant] = p.numResults.lookup(kernel);
     }
+  return p;
+}
 
-  int kernels = 0, failures = 0;
-  auto compare = [&](const std::string &name, size_t numLaunches,
-                     std::vector<Buffer> &want, std::vector<Buffer> &got,
-                     unsigned outputs, double rtol) {
-    bool ok = true;
-    std::string report;
-    llvm::raw_string_ostream os(report);
-    for (unsigned o = want.size() - outputs; o < want.size(); ++o) {
-      double err = 0, ref = 0;
-      for (int64_t i = 0; i < want[o].count; ++i) {
-        double c = value(want[o], i), g = value(got[o], i);
-        ref = std::max(ref, std::fabs(c));
-        err = std::max(err, std::isnan(g) != std::isnan(c) ? INFINITY
-                                                           : std::fabs(g - c));
-      }
-      bool good = err <= absTol + rtol * ref;
-      ok &= good;
-      os << llvm::format(" out%u err %.2e of %.2e", o, err, ref);
-    }
-    ++kernels;
-    failures += !ok;
-    outs() << name << ": " << numLaunches << " launch"
-           << (numLaunches == 1 ? "" : "es") << report
-           << (ok ? " ok" : " DIFFERS") << "\n";
-  };
-  auto run = [&](const std::string &name, std::vector<Buffer> &bufs) {
+/// The checks of a CPU module against a GPU one, both compiled and loaded.
+struct Checker {
+  ModuleOp cpu, gpu;
+  void *cpuSo, *gpuSo;
+  const mlir::fbt::SimtBinary &gpuBin;
+  Pairing pairs;
+  Tally tally;
+  std::set<std::string> referenced; ///< CPU kernels checked against reference()
+
+  void runGpu(const std::string &name, std::vector<Buffer> &bufs) {
     std::vector<void *> args = pointers(bufs);
-    for (const ::fbt::KernelLaunch &l : gpuBin->launches.at(name))
-      ::fbt::simt::launch(symbol(gpuSo, l.entry), args.data(), args.size(),
-                          l.grid[0], l.block[0], l.cooperative);
-  };
-
-  // The f32 -> bf16 copies: exactly round to nearest even.
-  for (auto fn : gpu->getOps<func::FuncOp>()) {
-    if (!fn.getSymName().ends_with("_to_bf16"))
-      continue;
-    std::string name = fn.getSymName().str();
-    std::mt19937_64 rng(std::hash<std::string>()(name));
-    std::vector<Buffer> in, want;
-    for (Type t : fn.getArgumentTypes()) {
-      auto m = cast<MemRefType>(t);
-      in.push_back({m.getElementType(), m.getNumElements(), {}});
-    }
-    fill(in[0], rng, false);
-    in[1].bytes.assign(in[1].count * 2, 0);
-    want = in;
-    convert(in[0], want[1]);
-    run(name, in);
-    compare(name, gpuBin->launches.at(name).size(), want, in, 1, 0.0);
+    for (const ::fbt::KernelLaunch &l : gpuBin.launches.at(name))
+      ::fbt::simt::launch(symbol(gpuSo, l.entry), args.data(), args.size(), l.grid[0],
+                          l.block[0], l.cooperative);
   }
 
-  for (const std::string &name : order) {
-    func::FuncOp g = lookup(*gpu, name), c = lookup(*cpu, twin[name]);
-    if (!g || !c || !gpuBin->launches.count(name)) {
-      outs() << name << ": no kernel of that name\n";
-      ++failures;
-      continue;
+  /// The f32 -> bf16 copies: exactly round to nearest even.
+  void checkCasts() {
+    for (auto fn : gpu.getOps<func::FuncOp>()) {
+      if (!fn.getSymName().ends_with("_to_bf16"))
+        continue;
+      std::string name = fn.getSymName().str();
+      std::mt19937_64 rng(std::hash<std::string>()(name));
+      std::vector<Buffer> in, want;
+      for (Type t : fn.getArgumentTypes()) {
+        auto m = cast<MemRefType>(t);
+        in.push_back({m.getElementType(), m.getNumElements(), {}});
+      }
+      fill(in[0], rng, false);
+      in[1].bytes.assign(in[1].count * 2, 0);
+      want = in;
+      convert(in[0], want[1]);
+      runGpu(name, in);
+      tally.compare(name, gpuBin.launches.at(name).size(), want, in, 1, 0.0);
     }
-    unsigned outputs = numResults.lookup(name);
+  }
+
+  /// GPU kernel `name` against its CPU twin on the same random inputs
+  /// (rounded to bf16 where the GPU stores bf16); an inference-weight
+  /// twin against reference() too, once.
+  void checkPair(const std::string &name) {
+    const std::string &cpuName = pairs.twin[name];
+    func::FuncOp g = gpu.lookupSymbol<func::FuncOp>(name);
+    func::FuncOp c = cpu.lookupSymbol<func::FuncOp>(cpuName);
+    if (!g || !c || !gpuBin.launches.count(name)) {
+      outs() << name << ": no kernel of that name\n";
+      ++tally.failures; // a failure, though nothing was compared
+      return;
+    }
     std::mt19937_64 rng(std::hash<std::string>()(name));
     std::vector<Buffer> onCpu, onGpu;
     bool narrow = false;
@@ -465,48 +490,79 @@ int main(int argc, char **argv) {
       convert(onCpu.back(), onGpu.back());
     }
     std::vector<void *> cpuArgs = pointers(onCpu);
-    ::fbt::callKernel(symbol(cpuSo, twin[name]), cpuArgs.data(),
-                               cpuArgs.size());
-    // Inference weights' kernels: the CPU's against the ops' definition too,
-    // once each (not again for a GPU variant of the same twin).
-    const std::string &cpuName = twin[name];
+    ::fbt::callKernel(symbol(cpuSo, cpuName), cpuArgs.data(), cpuArgs.size());
     llvm::StringRef stem = stemOf(cpuName);
-    if ((stem == "quantized_matmul" || stem == "dequantize") &&
-        referenced.insert(cpuName).second) {
-      mlir::fbt::CallKernelOp call = cpuCallOf.at(cpuName);
-      auto weight = cast<RankedTensorType>(call->getOperand(stem == "dequantize" ? 0 : 1).getType());
+    if (hasReference(stem) && referenced.insert(cpuName).second) {
       std::vector<Buffer> want = onCpu;
-      want.back() = reference(stem, weight, onCpu);
-      compare(cpuName + " (reference)", 0, want, onCpu, 1, relTol);
+      want.back() = reference(stem, weightAt(pairs.cpuCallOf.at(cpuName), stem), onCpu);
+      tally.compare(cpuName + " (reference)", 0, want, onCpu, 1, relTol);
     }
-    run(name, onGpu);
+    runGpu(name, onGpu);
     // bf16 storage rounds each stored value by up to 2^-9 relative; sums
     // over rows of rounded inputs add a little more.
-    compare(name + (twin[name] != name ? " (cpu " + twin[name] + ")" : ""),
-            gpuBin->launches.at(name).size(), onCpu, onGpu, outputs,
-            narrow ? bf16Tol : relTol);
+    tally.compare(name + (cpuName != name ? " (cpu " + cpuName + ")" : ""),
+                  gpuBin.launches.at(name).size(), onCpu, onGpu, pairs.numResults.lookup(name),
+                  narrow ? bf16Tol : relTol);
   }
-  // The CPU's own variants, against its default build of the kernel.
-  for (auto &[variant, kernel] : variantsOf(*cpu)) {
-    func::FuncOp c = lookup(*cpu, kernel);
-    unsigned outputs = 0;
-    for (auto &[step, list] : cpuCalls)
-      for (mlir::fbt::CallKernelOp call : list)
-        if (call.getKernel() == kernel)
-          outputs = call->getNumResults();
-    std::mt19937_64 rng(std::hash<std::string>()(kernel));
-    std::vector<Buffer> want, got;
-    for (Type t : c.getArgumentTypes()) {
-      auto m = cast<MemRefType>(t);
-      want.push_back({m.getElementType(), m.getNumElements(), {}});
-      fill(want.back(), rng, false);
+
+  /// The CPU's own variants, against its default build of the kernel.
+  void checkCpuVariants() {
+    for (auto &[variant, kernel] : variantsOf(cpu)) {
+      unsigned outputs = 0;
+      for (auto &[step, list] : pairs.cpuCalls)
+        for (mlir::fbt::CallKernelOp call : list)
+          if (call.getKernel() == kernel)
+            outputs = call->getNumResults();
+      std::vector<Buffer> want = randomArguments(cpu.lookupSymbol<func::FuncOp>(kernel), kernel);
+      std::vector<Buffer> got = want;
+      std::vector<void *> wantArgs = pointers(want), gotArgs = pointers(got);
+      ::fbt::callKernel(symbol(cpuSo, kernel), wantArgs.data(), wantArgs.size());
+      ::fbt::callKernel(symbol(cpuSo, variant), gotArgs.data(), gotArgs.size());
+      tally.compare(variant + " (cpu " + kernel + ")", 0, want, got, outputs, relTol);
     }
-    got = want;
-    std::vector<void *> wantArgs = pointers(want), gotArgs = pointers(got);
-    ::fbt::callKernel(symbol(cpuSo, kernel), wantArgs.data(), wantArgs.size());
-    ::fbt::callKernel(symbol(cpuSo, variant), gotArgs.data(), gotArgs.size());
-    compare(variant + " (cpu " + kernel + ")", 0, want, got, outputs, relTol);
   }
-  outs() << kernels << " kernels, " << failures << " differ\n";
-  return failures ? 1 : 0;
+};
+
+/// The GPU's kernels against the CPU's: pairs them, compiles both, runs
+/// every check. Exit status 1 if any kernel differs, 2 if they do not build.
+int checkAgainstCpu(ModuleOp cpu, ModuleOp gpu) {
+  FailureOr<std::string> cpuLib = mlir::fbt::compileKernelsForCpu(cpu, {});
+  FailureOr<mlir::fbt::SimtBinary> gpuBin = mlir::fbt::compileKernelsForSimt(gpu);
+  if (failed(cpuLib) || failed(gpuBin))
+    return 2;
+  void *cpuSo = loadLibrary(*cpuLib), *gpuSo = loadLibrary(gpuBin->library);
+  if (!cpuSo || !gpuSo)
+    return 2;
+  FailureOr<Pairing> pairs = pairKernels(cpu, gpu);
+  if (failed(pairs))
+    return 1;
+  Checker check{cpu, gpu, cpuSo, gpuSo, *gpuBin, std::move(*pairs), {}, {}};
+  check.checkCasts();
+  for (const std::string &name : check.pairs.order)
+    check.checkPair(name);
+  check.checkCpuVariants();
+  return check.tally.finish();
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  llvm::cl::ParseCommandLineOptions(argc, argv, "the GPU's kernels against the CPU's\n");
+  DialectRegistry registry;
+  registry.insert<mlir::fbt::FbtDialect, func::FuncDialect, arith::ArithDialect,
+                  scf::SCFDialect, memref::MemRefDialect, math::MathDialect,
+                  gpu::GPUDialect, vector::VectorDialect, LLVM::LLVMDialect>();
+  MLIRContext ctx(registry);
+  OwningOpRef<ModuleOp> cpu = parseSourceFile<ModuleOp>(cpuPath, &ctx);
+  if (!cpu)
+    return 2;
+  if (referenceOnly)
+    return checkAgainstReference(*cpu);
+  if (gpuPath.empty()) {
+    llvm::errs() << "fbt-simt-check: the GPU kernels are required (or --reference-only)\n";
+    return 2;
+  }
+  OwningOpRef<ModuleOp> gpu = parseSourceFile<ModuleOp>(gpuPath, &ctx);
+  return gpu ? checkAgainstCpu(*cpu, *gpu) : 2;
 }
