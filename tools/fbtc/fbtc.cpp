@@ -396,6 +396,40 @@ int emitPlanned(const fbt::ModelSpec &spec, mlir::ModuleOp module, Stage stage,
 }
 } // namespace
 
+/// --inference-weights and --inference-activations over the spec's
+/// inference section, then their combination checked against the target.
+int applyInferenceOptions(fbt::ModelSpec &spec) {
+  using ::fbt::WeightForm;
+  auto override = [](const cl::opt<std::string> &option, std::vector<WeightForm> allowed,
+                     const char *names, WeightForm &field) -> int {
+    if (!option.getNumOccurrences())
+      return 0;
+    std::optional<WeightForm> form = ::fbt::parseKind<WeightForm>(option.getValue());
+    if (!form || !llvm::is_contained(allowed, *form))
+      return fail(kBadInput, "--" + option.ArgStr + " must be " + names + ", not '" +
+                                 option.getValue() + "'");
+    field = *form;
+    return 0;
+  };
+  if (int status = override(inferenceWeights, {WeightForm::F32, WeightForm::BF16, WeightForm::Int8},
+                            "f32, bf16 or int8", spec.inference.weights))
+    return status;
+  if (int status = override(inferenceActivations, {WeightForm::F32, WeightForm::Int8},
+                            "f32 or int8", spec.inference.activations))
+    return status;
+  if (spec.inference.activations != WeightForm::Int8)
+    return 0;
+  if (spec.inference.weights != WeightForm::Int8)
+    return fail(kBadInput, "int8 inference activations need int8 inference weights "
+                           "(--inference-weights=int8), not " +
+                               std::string(::fbt::kindName(spec.inference.weights)));
+  if (mapsToGpu(target))
+    return fail(kBadInput, "int8 inference activations are for the CPU target: GPU "
+                           "kernels read int8 weights with f32 activations (compile "
+                           "with --inference-activations=f32)");
+  return 0;
+}
+
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions(category);
@@ -405,32 +439,8 @@ int main(int argc, char **argv) {
   Expected<fbt::ModelSpec> spec = fbt::loadSpec(specPath);
   if (!spec)
     return fail(kBadInput, toString(spec.takeError()));
-  if (inferenceWeights.getNumOccurrences()) {
-    std::optional<::fbt::WeightForm> form =
-        ::fbt::parseKind<::fbt::WeightForm>(inferenceWeights.getValue());
-    if (!form)
-      return fail(kBadInput, "--inference-weights must be f32, bf16 or int8, not '" +
-                                 inferenceWeights + "'");
-    spec->inference.weights = *form;
-  }
-  if (inferenceActivations.getNumOccurrences()) {
-    std::optional<::fbt::WeightForm> form =
-        ::fbt::parseKind<::fbt::WeightForm>(inferenceActivations.getValue());
-    if (!form || *form == ::fbt::WeightForm::BF16)
-      return fail(kBadInput, "--inference-activations must be f32 or int8, not '" +
-                                 inferenceActivations + "'");
-    spec->inference.activations = *form;
-  }
-  if (spec->inference.activations == ::fbt::WeightForm::Int8) {
-    if (spec->inference.weights != ::fbt::WeightForm::Int8)
-      return fail(kBadInput, "int8 inference activations need int8 inference weights "
-                             "(--inference-weights=int8), not " +
-                                 std::string(::fbt::kindName(spec->inference.weights)));
-    if (mapsToGpu(target))
-      return fail(kBadInput, "int8 inference activations are for the CPU target: GPU "
-                             "kernels read int8 weights with f32 activations (compile "
-                             "with --inference-activations=f32)");
-  }
+  if (int status = applyInferenceOptions(*spec))
+    return status;
   if (describe)
     return runDescribe(*spec);
 
