@@ -14,8 +14,8 @@ import struct
 import sys
 
 
-def fnv1a64(data):
-    h = 0xcbf29ce484222325
+def fnv1a64(data, h=0xcbf29ce484222325):
+    """FNV-1a of `data`, continued from `h` (runtime/base/Hash.h)."""
     for b in data:
         h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
     return h

@@ -17,29 +17,23 @@ import sys
 
 import numpy as np
 
-MASK = 0xFFFFFFFFFFFFFFFF
-
-
-def fnv(h, data):
-    for b in data:
-        h = ((h ^ b) * 0x100000001b3) & MASK
-    return h
+from corrupt_bundle import fnv1a64
 
 
 def mix(h, text):
+    """fnvMix: the text's bytes, then their length (runtime/base/Hash.h)."""
     data = text.encode()
-    h = fnv(h, data)
-    return fnv(h, len(data).to_bytes(8, "little"))
+    return fnv1a64(len(data).to_bytes(8, "little"), fnv1a64(data, h))
 
 
 def fingerprint(tensors):
-    h = 0xcbf29ce484222325
+    h = fnv1a64(b"")
     for name in sorted(tensors):
         dtype, shape, data = tensors[name]
         h = mix(h, name)
         h = mix(h, dtype)
         h = mix(h, "[" + ", ".join(str(d) for d in shape) + "]")
-        h = fnv(h, data)
+        h = fnv1a64(data, h)
     return "%016x" % h
 
 
