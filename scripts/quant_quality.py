@@ -25,14 +25,18 @@ soft, fused:2, fused:3):
 Activations stay f32 (the compiled steps are unchanged): this measures the
 weights' rounding alone. Norm scales and other vectors stay f32, as in
 every inference form. Prints, per form and regime, the loss and its change
-from f32 (mean over the runs, and the largest), in percent.
+from f32 in percent: the mean over the runs, its 95% t-interval, and the
+largest.
 
 With --compiled FORM=BUNDLE (one of them f32) it scores each run's own
 checkpoint with bundles compiled with `fbtc --inference-weights FORM`: the
 generated kernels themselves (the session rounds the weights as it loads
 them). With --prompt it also decodes the prompt greedily (--tokens new
 tokens) in standard, soft and fused:2 with each bundle and says whether the
-text is the f32 bundle's.
+text is the f32 bundle's. With --spec (the runs' spec) it records each
+run's training tokens and FLOPs (from its metrics' pass schedule), printed
+above the table: every form scores the same checkpoints, so both are the
+same for all of them.
 """
 
 import argparse
@@ -47,6 +51,9 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "test",
                                 "reference"))
 import safetensors_io as st  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import experiment  # noqa: E402
+import experiment_report  # noqa: E402
 
 REGIMES = ["standard", "soft", "fused:2", "fused:3"]
 GREEDY = ["standard", "soft", "fused:2"]
@@ -106,6 +113,20 @@ def generate(fbt, bundle, ckpt, prompt, tokens, mode):
                           check=True, capture_output=True, text=True).stdout
 
 
+def training(fbt, spec, run):
+    """The run's training tokens and FLOPs: each step's tokens at the FLOPs
+    per token of its number of passes (`fbtc --describe` of `spec`, fbtc
+    beside `fbt` in the build)."""
+    fbtc = os.path.join(os.path.dirname(os.path.dirname(fbt)), "fbtc", "fbtc")
+    describe = json.loads(subprocess.run([fbtc, spec, "--describe", "--json"], check=True,
+                                         capture_output=True, text=True).stdout)
+    per_step = describe["training"]["tokens_per_step"]
+    steps, _ = experiment.read_metrics(os.path.join(run, "metrics.jsonl"))
+    return {"tokens": per_step * len(steps),
+            "flops": sum(per_step * experiment.flops_per_token(describe, s["passes"])
+                         for s in steps)}
+
+
 def compiled(args):
     """{run: {form: losses}, and "greedy": {form: {mode: same as f32}} with --prompt}."""
     bundles = dict(c.split("=", 1) for c in args.compiled)
@@ -118,6 +139,8 @@ def compiled(args):
             recorded = json.load(f)
         results[run] = {form: evaluate(args.fbt, bundle, ckpt, recorded, args.windows, args.split)
                         for form, bundle in bundles.items()}
+        if args.spec:
+            results[run]["training"] = training(args.fbt, args.spec, run)
         if args.prompt:
             text = {form: {m: generate(args.fbt, bundle, ckpt, args.prompt, args.tokens, m)
                            for m in GREEDY} for form, bundle in bundles.items()}
@@ -141,12 +164,14 @@ def main():
                     help="score with this bundle of inference weights FORM (repeatable)")
     ap.add_argument("--prompt", help="with --compiled: also compare greedy text")
     ap.add_argument("--tokens", type=int, default=120)
+    ap.add_argument("--spec", help="with --compiled: the runs' spec, for their training FLOPs")
     args = ap.parse_args()
     if args.saved:
         with open(args.saved) as f:
             saved = json.load(f)
         args.windows, args.split = saved["windows"], saved["split"]
-        print(table(saved["runs"], args, saved["forms"]))
+        print(table(saved["runs"], args, saved["forms"],
+                    experiment_training(args.saved, saved.get("training_from"))))
         return
     if args.compiled and args.run:
         forms, results = compiled(args)
@@ -181,21 +206,58 @@ def report(results, args, forms):
     print("\n" + table(results, args, forms))
 
 
-def table(results, args, forms):
-    """The loss per form and regime, and its change from f32; with greedy
-    text, how often it is the f32 bundle's."""
+def seed_of(run):
+    """A run folder's seed-<N> component (the folder itself if none)."""
+    return next((part for part in run.split("/") if part.startswith("seed-")), run)
+
+
+def experiment_training(saved, source):
+    """The training of runs from an experiment (`source`, its results.json,
+    relative to the `saved` file): [{tokens, flops}] of its FBT runs."""
+    if not source:
+        return None
+    with open(os.path.join(os.path.dirname(saved), source)) as f:
+        raw = json.load(f)
+    runs = [raw["runs"][str(s)]["fbt"] for s in raw["seeds"]]
+    return [{"tokens": r["tokens"], "flops": experiment_report.training_flops(raw, r)}
+            for r in runs]
+
+
+def trained(results, given):
+    """The line on the runs' training: each run's own record, or `given`
+    (from the experiment that trained them)."""
+    per_run = given or [results[run]["training"] for run in results
+                        if "training" in results[run]]
+    if not per_run:
+        return None
+    return ("each run trained on %.3g tokens, %.3g training FLOPs (mean over the runs); every "
+            "form scores the same checkpoints, so both are the same for each form"
+            % (np.mean([t["tokens"] for t in per_run]), np.mean([t["flops"] for t in per_run])))
+
+
+def table(results, args, forms, given_training=None):
+    """The loss per form and regime, and its change from f32 with its 95%
+    t-interval over the runs; the runs' training tokens and FLOPs; with
+    greedy text, how often it is the f32 bundle's."""
     runs = list(results)
-    lines = ["%d runs, %d windows of the %s part; loss (nats per token), mean over the runs, "
-             "and its change from f32 in percent (mean; largest in parentheses)"
-             % (len(runs), args.windows, args.split), "",
-             "| form | " + " | ".join(REGIMES) + " |", "|---|" + "---|" * len(REGIMES)]
+    lines = ["%d runs (%s), %d windows of the %s part; loss (nats per token), mean over the "
+             "runs, and its change from f32 in percent: mean [95%% t-interval], largest"
+             % (len(runs), ", ".join(seed_of(r) for r in runs), args.windows,
+                args.split)]
+    line = trained(results, given_training)
+    if line:
+        lines.append(line)
+    lines += ["", "| form | " + " | ".join(REGIMES) + " |", "|---|" + "---|" * len(REGIMES)]
     for form in forms:
         cells = []
         for r in REGIMES:
             loss = np.mean([results[run][form][r] for run in runs])
             change = [100 * (results[run][form][r] / results[run]["f32"][r] - 1) for run in runs]
-            cells.append("%.4f" % loss if form == "f32" else "%.4f (%+.3f%%, %+.3f%%)" % (
-                loss, np.mean(change), max(change, key=abs)))
+            s = experiment_report.stats(change)
+            interval = ("[%+.3f, %+.3f]" % (s["mean"] - s["half"], s["mean"] + s["half"])
+                        if s["half"] is not None else "[one run]")
+            cells.append("%.4f" % loss if form == "f32" else "%.4f (%+.3f%% %s, %+.3f%%)" % (
+                loss, s["mean"], interval, max(change, key=abs)))
         lines.append("| %s | %s |" % (form, " | ".join(cells)))
     greedy = [results[run]["greedy"] for run in runs if "greedy" in results[run]]
     if greedy:
