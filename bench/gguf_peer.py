@@ -4,7 +4,8 @@ and prompt processing, beside the floor of each width.
 usage: /usr/bin/python3 bench/gguf_peer.py [--spec specs/small.json] [--threads T]
            [--prompt P] [--tokens N] [--repeats R] [--train-steps S]
            [--fbt-weights f32,bf16,int8,int8a] [--peer-types f32,f16,bf16,q8_0]
-           [--peer-kv f16|f32] [--npm-cache DIR]
+           [--peer-kv f16|f32] [--npm-cache DIR] [--json OUT.json]
+       /usr/bin/python3 bench/gguf_peer.py --from OUT.json   (the summary again)
 
 In one run: compiles the spec for the CPU once per --fbt-weights (fbtc
 --inference-weights: the inference steps read the matrices as f32, bf16, or
@@ -28,9 +29,11 @@ core):
              buffer that fits the last-level cache is
              read from it, as the weights are (the sizes are printed against
              the L3's).
-Prints the medians (prompt tokens/s, decode ms/token), each decode against
-its width's floor, and fbt against llama.cpp at the same bytes (int8 and
-int8a / q8_0, bf16 / f16 and bf16, f32 / f32; above 1: fbt is faster).
+Prints, as markdown, the medians over the rounds (prompt tokens/s, decode
+ms/token, with their ranges), each decode against its width's floor, and fbt
+against llama.cpp at the same bytes (int8 and int8a / q8_0, bf16 / f16 and
+bf16, f32 / f32; above 1: fbt is faster). --json keeps every round's
+figures, from which --from prints the same summary.
 
 fbt bench times the compiled steps on fresh weights and synthetic ids: its
 arithmetic is the same whatever the values, so the time is the time of the
@@ -52,8 +55,8 @@ import json
 import os
 import statistics
 import subprocess
+import sys
 import tempfile
-import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.environ.get("FBT_BUILD_DIR", os.path.join(ROOT, "build"))
@@ -174,7 +177,13 @@ def main():
     ap.add_argument("--peer-types", default="f32,f16,bf16,q8_0",
                     help="llama.cpp's weight types, a GGUF each (default f32,f16,bf16,q8_0)")
     ap.add_argument("--npm-cache", default=os.path.join(BUILD, "test", "npm-llama"))
+    ap.add_argument("--json", help="also write every round's measurements here")
+    ap.add_argument("--from", dest="saved", help="print the summary of a --json file and stop")
     args = ap.parse_args()
+    if args.saved:
+        with open(args.saved) as f:
+            print(summary(json.load(f)))
+        return
     for name, given, known in (("--fbt-weights", args.fbt_weights, tuple(FORM_OPTIONS)),
                                ("--peer-types", args.peer_types, ("f32", "f16", "bf16", "q8_0"))):
         for t in given.split(","):
@@ -222,66 +231,78 @@ def measure(ap, args, work):
         return json.dumps({"npm": args.npm_cache, "gguf": ggufs[t], "threads": args.threads,
                            "prompt": prompt, "tokens": args.tokens, "kv": args.peer_kv})
     widths = sorted({WIDTH[w] for w in forms + types})
-    load = os.getloadavg()[0]
-    ours, theirs = {f: [] for f in forms}, {t: [] for t in types}
-    beside = {w: [] for w in widths}
+    raw = {"command": ["bench/gguf_peer.py"] + sys.argv[1:], "spec": os.path.basename(args.spec),
+           "threads": args.threads, "prompt": prompt, "tokens": args.tokens,
+           "peer_kv": args.peer_kv, "weights": params, "load_before": os.getloadavg()[0],
+           "l3_bytes": l3_bytes(), "repeats": args.repeats,
+           "columns": {}, "floor_rounds": {str(w): [] for w in widths}}
+    for f in forms:
+        raw["columns"]["fbt " + f] = {"width": WIDTH[f], "mib": params * WIDTH[f] / 2**20,
+                                      "rounds": []}
+    for t in types:
+        raw["columns"]["llama.cpp " + t] = {"width": WIDTH[t],
+                                            "mib": os.path.getsize(ggufs[t]) / 2**20,
+                                            "rounds": []}
 
     def sample_floors():
         for w, ms in floors(params, args.threads, widths).items():
-            beside[w].append(ms)
+            raw["floor_rounds"][str(w)].append(ms)
+    keep = ("prefill_tokens_per_s", "ms_per_token")
     for _ in range(args.repeats):  # alternating, so drift in the machine hits all alike
         sample_floors()
         for form in forms:
-            ours[form].append(json.loads(run(
-                [fbt, "bench", bundles[form], "--decode", "standard", "--tokens", str(prompt),
-                 "--steps", str(args.tokens)] + threads)))
+            r = json.loads(run([fbt, "bench", bundles[form], "--decode", "standard", "--tokens",
+                                str(prompt), "--steps", str(args.tokens)] + threads))
+            raw["columns"]["fbt " + form]["rounds"].append({k: r[k] for k in keep})
         for t in types:
-            theirs[t].append(json.loads(run(["node", peer, peer_args(t)])))
+            r = json.loads(run(["node", peer, peer_args(t)]))
+            raw["columns"]["llama.cpp " + t]["rounds"].append({k: r[k] for k in keep})
     sample_floors()
-    report(args, prompt, load, params, forms, types, ggufs, ours, theirs, beside)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(raw, f, indent=1)
+    print(summary(raw))
 
 
-def report(args, prompt, load, params, forms, types, ggufs, ours, theirs, beside):
-    def med(rows, key):
-        return statistics.median(r[key] for r in rows)
+def summary(raw):
+    """The measurements of `raw` (what measure() records) as markdown: per
+    column the medians over the rounds (with their range), the floor of its
+    width and the ratio to it; then fbt against llama.cpp at the same bytes."""
+    def med(col, key):
+        xs = [r[key] for r in raw["columns"][col]["rounds"]]
+        return statistics.median(xs), min(xs), max(xs)
+    floor = {w: statistics.median(v) for w, v in raw["floor_rounds"].items()}
+    cols = list(raw["columns"])
+    l3 = raw["l3_bytes"]
+    lines = [
+        "`%s`: %s, batch 1, %d thread%s, prompt %d, %d decoded tokens; medians of %d alternating "
+        "rounds (range in parentheses); fbt's KV cache f32, llama.cpp's %s; load average before "
+        "%.2f; %.1f M weights; L3 %s" % (
+            " ".join(raw["command"]), raw["spec"], raw["threads"],
+            "" if raw["threads"] == 1 else "s", raw["prompt"], raw["tokens"], raw["repeats"],
+            raw["peer_kv"], raw["load_before"], raw["weights"] / 1e6,
+            "%.0f MiB (as the system reports it)" % (l3 / 2**20) if l3 else "unknown"),
+        "",
+        "| | " + " | ".join(cols) + " |",
+        "|---|" + "---|" * len(cols)]
 
-    rows = {}  # column -> (label, MiB, prompt tok/s, ms/token, width)
-    for f in forms:
-        rows["fbt " + f] = (params * WIDTH[f] / 2**20, med(ours[f], "prefill_tokens_per_s"),
-                            med(ours[f], "ms_per_token"), WIDTH[f])
-    for t in types:
-        rows["llama.cpp " + t] = (os.path.getsize(ggufs[t]) / 2**20,
-                                  med(theirs[t], "prefill_tokens_per_s"),
-                                  med(theirs[t], "ms_per_token"), WIDTH[t])
-    floor = {w: statistics.median(v) for w, v in beside.items()}
-    l3 = l3_bytes()
-    print("fbt against llama.cpp (node-llama-cpp 3.21.1, CPU) at the same bytes: %s, batch 1, "
-          "%d threads, prompt %d, %d decoded tokens, median of %d"
-          % (os.path.basename(args.spec), args.threads, prompt, args.tokens, args.repeats))
-    print("fbt: f32 cache; llama.cpp KV cache: %s; load average before: %.2f; %.1f M weights; "
-          "L3 %s" % (args.peer_kv, load, params / 1e6,
-                     "%.0f MiB" % (l3 / 2**20) if l3 else "unknown"))
-    cols = list(rows)
-    print("%-22s" % "" + "".join(" %15s" % c for c in cols))
-    print("%-22s" % "weights (MiB)" + "".join(" %15.1f" % rows[c][0] for c in cols))
-    print("%-22s" % "prompt tokens/s" + "".join(" %15.0f" % rows[c][1] for c in cols))
-    print("%-22s" % "decode ms/token" + "".join(" %15.3f" % rows[c][2] for c in cols))
-    print("%-22s" % "floor ms (one read)" + "".join(" %15.3f" % floor[rows[c][3]] for c in cols))
-    print("%-22s" % "decode / floor" + "".join(" %15.2f" % (rows[c][2] / floor[rows[c][3]])
-                                                for c in cols))
-    pairs = [(f, t) for f, t in PAIRS if f in forms and t in types]
-    for f, t in pairs:
-        a, b = rows["fbt " + f], rows["llama.cpp " + t]
-        print("fbt %-4s / llama.cpp %-4s: decode %.2fx, prompt %.2fx (above 1: fbt is faster)"
-              % (f, t, b[2] / a[2], a[1] / b[1]))
-    print(json.dumps({
-        "spec": os.path.basename(args.spec), "threads": args.threads, "prompt": prompt,
-        "tokens": args.tokens, "peer_kv": args.peer_kv, "weights": params, "l3_bytes": l3,
-        "floor_ms": {str(w): floor[w] for w in floor},
-        "columns": {c: {"mib": r[0], "prompt_tokens_per_s": r[1], "ms_per_token": r[2],
-                        "over_floor": r[2] / floor[r[3]]} for c, r in rows.items()},
-        "decode_ratio": {"%s/%s" % (f, t): rows["llama.cpp " + t][2] / rows["fbt " + f][2]
-                         for f, t in pairs}}))
+    def row(label, cell):
+        lines.append("| %s | %s |" % (label, " | ".join(cell(c) for c in cols)))
+    row("weights (MiB)", lambda c: "%.1f" % raw["columns"][c]["mib"])
+    row("prompt tokens/s", lambda c: "%.0f (%.0f-%.0f)" % med(c, "prefill_tokens_per_s"))
+    row("decode ms/token", lambda c: "%.3f (%.3f-%.3f)" % med(c, "ms_per_token"))
+    row("floor ms (one read)", lambda c: "%.3f" % floor[str(raw["columns"][c]["width"])])
+    row("decode / floor", lambda c: "%.2f" % (med(c, "ms_per_token")[0] /
+                                             floor[str(raw["columns"][c]["width"])]))
+    lines.append("")
+    for f, t in PAIRS:
+        a, b = "fbt " + f, "llama.cpp " + t
+        if a in raw["columns"] and b in raw["columns"]:
+            lines.append("- fbt %s / llama.cpp %s: decode %.2fx, prompt %.2fx (above 1: fbt is "
+                         "faster)" % (f, t, med(b, "ms_per_token")[0] / med(a, "ms_per_token")[0],
+                                      med(a, "prefill_tokens_per_s")[0] /
+                                      med(b, "prefill_tokens_per_s")[0]))
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
