@@ -222,7 +222,8 @@ def FbtToKernels : Pass<"fbt-to-kernels", "::mlir::ModuleOp"> {
     "::mlir::fbt::FbtDialect", "::mlir::arith::ArithDialect",
     "::mlir::gpu::GPUDialect",
     "::mlir::func::FuncDialect", "::mlir::memref::MemRefDialect",
-    "::mlir::scf::SCFDialect", "::mlir::math::MathDialect"
+    "::mlir::scf::SCFDialect", "::mlir::math::MathDialect",
+    "::mlir::LLVM::LLVMDialect"
   ];
 }
 

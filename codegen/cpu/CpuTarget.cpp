@@ -27,6 +27,7 @@
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
+#include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/FileSystem.h"
@@ -380,4 +381,12 @@ std::string fbt::cpuTargetTriple() { return llvm::sys::getDefaultTargetTriple();
 
 std::string fbt::cpuTargetArch() {
   return llvm::Triple(cpuTargetTriple()).getArchName().str();
+}
+
+bool fbt::cpuHasAvx2(const CpuTargetOptions &options) {
+  if (!llvm::Triple(cpuTargetTriple()).isX86())
+    return false;
+  std::string error;
+  std::unique_ptr<llvm::TargetMachine> tm = hostMachine(resolvedCpu(options), error);
+  return tm && tm->getMCSubtargetInfo()->checkFeatures("+avx2");
 }

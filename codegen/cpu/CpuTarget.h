@@ -58,6 +58,10 @@ std::string resolvedCpu(const CpuTargetOptions &options);
 std::string cpuTargetTriple();
 std::string cpuTargetArch();
 
+/// Whether the CPU the options name is x86 with AVX2: what the kernels of
+/// int8 inference activations are written in (codegen/kernels/KernelsQuant.cpp).
+bool cpuHasAvx2(const CpuTargetOptions &options);
+
 } // namespace mlir::fbt
 
 #endif // FBT_CODEGEN_CPU_CPUTARGET_H

@@ -14,9 +14,9 @@
 //                     threads read adjacent bytes), a block reduction.
 //                     With int8_activations (CPU): chunks of W's rows, each
 //                     first quantizing x's rows per group of 32 into its
-//                     thread's scratch, then integer dot products (16 lanes
-//                     widened to i32, adjacent lanes summed: pmaddwd) scaled
-//                     by both groups' scales.
+//                     thread's scratch, then integer dot products (AVX2's
+//                     pmaddubsw and pmaddwd, as ggml's Q8_0) scaled by both
+//                     groups' scales.
 //   dequantize        W as f32, for the library GEMMs of wide prefills.
 //
 //===----------------------------------------------------------------------===//
@@ -26,6 +26,7 @@
 #include "dialect/FbtOps.h"
 #include "runtime/format/WeightNames.h"
 
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -223,46 +224,51 @@ void quantizeRows(KernelBuilder &kb, Value x, int64_t rows, int64_t k, Value xq,
   });
 }
 
-/// sum_k xq[m, k] * W[n, k] times their scales (int8 activations, CPU): per
-/// whole group two products of 16 lanes widened to i32 with adjacent lanes
-/// summed (x86's pmaddwd), the 8 lanes converted to f32 and scaled by both
-/// groups' scales into a vector accumulator; the last group lane by lane in
-/// integers (its sum is exact: 31 products of at most 127^2).
+/// An x86 intrinsic (the CPU target is x86-64 with AVX2 at least: fbtc
+/// refuses int8 activations for a CPU without it).
+Value x86(KernelBuilder &kb, StringRef intrinsic, Type result, ValueRange args) {
+  return LLVM::CallIntrinsicOp::create(kb.builder(), kb.location(), result,
+                                       kb.builder().getStringAttr(intrinsic), args)
+      .getResult(0);
+}
+
+/// sum_k xq[m, k] * W[n, k] times their scales (int8 activations, CPU), as
+/// ggml's AVX2 Q8_0 dot: per whole group, the 32 bytes of each side in one
+/// vector; |w| (unsigned) times x with w's sign moved onto it, adjacent
+/// pairs summed in i16 (pmaddubsw: exact, as |w| <= 128 and |x| <= 127),
+/// then adjacent i16 pairs in i32 (pmaddwd by ones); the 8 lanes converted
+/// to f32 and scaled by both groups' scales into a vector accumulator. The
+/// last, shorter group lane by lane in integers (its sum is exact: 31
+/// products of at most 128 * 127).
 Value rowDotInt8(KernelBuilder &kb, const NarrowWeight &w, Value xq, Value dx, Value m,
                  Value n) {
   OpBuilder &b = kb.builder();
   Location loc = kb.location();
   auto wide = VectorType::get({kLanes}, b.getF32Type());
-  auto bytes = VectorType::get({2 * kLanes}, b.getI8Type());
-  auto ints = VectorType::get({2 * kLanes}, b.getI32Type());
+  auto bytes = VectorType::get({kGroup}, b.getI8Type());
+  auto shorts = VectorType::get({kGroup / 2}, b.getI16Type());
+  auto ints = VectorType::get({kGroup / 4}, b.getI32Type());
+  static_assert(kGroup / 4 == kLanes, "a group's i32 pair sums fill one f32 vector");
   auto fma = arith::FastMathFlags::contract;
   int64_t groups = w.groups(), whole = w.k / kGroup, rest = w.k % kGroup;
   Value wBase = kb.imul(n, w.k), xBase = kb.imul(m, w.k);
   auto scale = [&](Value g) {
     return kb.mul(scaleOf(kb, w, n, g), kb.load(dx, kb.iadd(kb.imul(m, groups), g)));
   };
-  SmallVector<int64_t> even, odd;
-  for (int64_t i = 0; i < kLanes; ++i) {
-    even.push_back(2 * i);
-    odd.push_back(2 * i + 1);
-  }
   Value total = kb.f32(0);
   if (whole > 0) {
     Value zero = vector::BroadcastOp::create(b, loc, wide, kb.f32(0));
+    Value ones = arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(shorts, Attribute(b.getI16IntegerAttr(1))));
     Value acc = kb.fold(kb.index(0), kb.index(whole), ValueRange{zero},
                         [&](Value g, ValueRange carried) -> SmallVector<Value> {
-      Value sum;
-      for (int64_t h = 0; h < kGroup; h += 2 * kLanes) {
-        Value off = kb.iadd(kb.imul(g, kGroup), h);
-        auto widened = [&](Value mem, Value base) {
-          Value v = vector::LoadOp::create(b, loc, bytes, mem, ValueRange{kb.iadd(base, off)});
-          return arith::ExtSIOp::create(b, loc, ints, v).getResult();
-        };
-        Value p = arith::MulIOp::create(b, loc, widened(w.values, wBase), widened(xq, xBase));
-        Value pairs = arith::AddIOp::create(b, loc, vector::ShuffleOp::create(b, loc, p, p, even),
-                                            vector::ShuffleOp::create(b, loc, p, p, odd));
-        sum = sum ? arith::AddIOp::create(b, loc, sum, pairs).getResult() : pairs;
-      }
+      Value off = kb.imul(g, kGroup);
+      Value wv = vector::LoadOp::create(b, loc, bytes, w.values, ValueRange{kb.iadd(wBase, off)});
+      Value xv = vector::LoadOp::create(b, loc, bytes, xq, ValueRange{kb.iadd(xBase, off)});
+      Value magnitude = x86(kb, "llvm.x86.avx2.psign.b", bytes, {wv, wv});
+      Value signedX = x86(kb, "llvm.x86.avx2.psign.b", bytes, {xv, wv});
+      Value pairs = x86(kb, "llvm.x86.avx2.pmadd.ub.sw", shorts, {magnitude, signedX});
+      Value sum = x86(kb, "llvm.x86.avx2.pmadd.wd", ints, {pairs, ones});
       Value f = arith::SIToFPOp::create(b, loc, wide, sum);
       Value s = vector::BroadcastOp::create(b, loc, wide, scale(g));
       return {arith::AddFOp::create(b, loc, carried[0],

@@ -427,6 +427,10 @@ int applyInferenceOptions(fbt::ModelSpec &spec) {
     return fail(kBadInput, "int8 inference activations are for the CPU target: GPU "
                            "kernels read int8 weights with f32 activations (compile "
                            "with --inference-activations=f32)");
+  if (target == Target::Cpu && !mlir::fbt::cpuHasAvx2(bundleBuild().cpu))
+    return fail(kBadInput, "int8 inference activations need an x86 CPU with AVX2; --cpu=" +
+                               mlir::fbt::resolvedCpu(bundleBuild().cpu) +
+                               " has none (compile with --inference-activations=f32)");
   return 0;
 }
 
