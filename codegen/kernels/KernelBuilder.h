@@ -104,7 +104,8 @@ public:
   int64_t rowThreads() const { return gpu() ? threads : 1; }
   /// `n` floats of scratch for one iteration of the current CPU grid: each
   /// thread has its own (the CPU target hoists it to the thread's frame), so
-  /// its contents are undefined when an iteration starts.
+  /// its contents are undefined when an iteration starts. Asked for outside
+  /// any grid, it is the calling thread's, which the grids after it share.
   Value scratch(int64_t n);
   /// The same, of `n` elements of `element`.
   Value scratch(int64_t n, Type element);

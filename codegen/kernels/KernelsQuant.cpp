@@ -12,11 +12,10 @@
 //                     summed before its scale multiplies them. GPU: a block
 //                     per row of W, its threads striding along K (adjacent
 //                     threads read adjacent bytes), a block reduction.
-//                     With int8_activations (CPU): chunks of W's rows, each
-//                     first quantizing x's rows per group of 32 into its
-//                     thread's scratch, then integer dot products (AVX2's
-//                     pmaddubsw and pmaddwd, as ggml's Q8_0) scaled by both
-//                     groups' scales.
+//                     With int8_activations (CPU): x's rows quantized per
+//                     group of 32 once, before the grid over W's rows, then
+//                     integer dot products (AVX2's pmaddubsw and pmaddwd, as
+//                     ggml's Q8_0) scaled by both groups' scales.
 //   dequantize        W as f32, for the library GEMMs of wide prefills.
 //
 //===----------------------------------------------------------------------===//
@@ -295,11 +294,6 @@ Value rowDotInt8(KernelBuilder &kb, const NarrowWeight &w, Value xq, Value dx, V
   return total;
 }
 
-/// Chunks of W's rows the CPU's int8-activation product splits into, each
-/// quantizing x for itself: enough to share among the threads, few enough
-/// that the repeated quantization stays a small part of the work.
-constexpr int64_t kInt8Chunks = 8;
-
 /// Threads per row block on the GPU: a warp per 32 groups of 8 elements
 /// of K, at most 256.
 int64_t rowThreads(KernelBuilder &kb, int64_t k) {
@@ -314,17 +308,14 @@ FailureOr<func::FuncOp> buildQuantizedMatmul(KernelBuilder &kb, QuantizedMatmulO
   if (op.getInt8Activations()) {
     if (kb.gpu())
       return op.emitOpError() << "int8_activations is for the CPU target";
-    int64_t chunks = std::min(w.n, kInt8Chunks);
-    kb.parallel(chunks, [&](Value c) {
-      Value xq = kb.scratch(rows * w.k, kb.builder().getI8Type());
-      Value dx = kb.scratch(rows * w.groups());
-      quantizeRows(kb, x, rows, w.k, xq, dx);
-      Value lo = kb.idiv(kb.imul(c, w.n), chunks);
-      Value hi = kb.idiv(kb.imul(kb.iadd(c, 1), w.n), chunks);
-      kb.loop(lo, hi, [&](Value n) {
-        kb.loop(rows, [&](Value m) {
-          kb.store(rowDotInt8(kb, w, xq, dx, m, n), y, kb.iadd(kb.imul(m, w.n), n));
-        });
+    // x quantized once, by the calling thread before the grid, into its
+    // frame (scratch outside a grid); the grid's threads share it.
+    Value xq = kb.scratch(rows * w.k, kb.builder().getI8Type());
+    Value dx = kb.scratch(rows * w.groups());
+    quantizeRows(kb, x, rows, w.k, xq, dx);
+    kb.parallel(w.n, [&](Value n) {
+      kb.loop(rows, [&](Value m) {
+        kb.store(rowDotInt8(kb, w, xq, dx, m, n), y, kb.iadd(kb.imul(m, w.n), n));
       });
     });
     return kb.finish();
