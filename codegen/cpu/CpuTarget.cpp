@@ -194,8 +194,8 @@ bool singleIteration(scf::ParallelOp par) {
 
 /// Rewrites the parallel loops of kernels smaller than `minElements` as
 /// serial ones (scf.for), the parallel loops nested in another parallel
-/// loop too (the outer one's threads are the parallelism) and those of a
-/// single iteration, so that only worthwhile, outermost loops reach
+/// loop too (the outer one's threads are the parallelism), those of a
+/// single iteration and those of kernels built with Knob::Parallel = 0, so that only worthwhile, outermost loops reach
 /// convert-scf-to-openmp: each that does costs a fork and join of the
 /// thread pool. CPU kernels'
 /// parallel loops carry no reductions (sums are serial loops inside an
@@ -206,8 +206,11 @@ void serializeSmallParallelLoops(ModuleOp kernels, int64_t minElements) {
   kernels.walk([&](scf::ParallelOp par) {
     auto fn = par->getParentOfType<func::FuncOp>();
     bool nested = par->getParentOfType<scf::ParallelOp>() != nullptr;
-    if (nested || largestBuffer(fn) < minElements || par.getNumReductions() != 0 ||
-        singleIteration(par))
+    KernelConfig config = configFromAttr(fn->getAttrOfType<DictionaryAttr>(kConfigAttr));
+    auto parallel = config.find(Knob::Parallel);
+    bool serialKnob = parallel != config.end() && parallel->second == 0;
+    if (nested || serialKnob || largestBuffer(fn) < minElements ||
+        par.getNumReductions() != 0 || singleIteration(par))
       serial.push_back(par);
   });
   for (scf::ParallelOp par : serial) {

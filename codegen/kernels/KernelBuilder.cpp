@@ -40,6 +40,11 @@ int64_t KernelBuilder::knob(Knob k, int64_t fallback) {
   return used[k];
 }
 
+void KernelBuilder::askParallel(int64_t fallback) {
+  if (!gpu() && largest >= kCpuParallelMinElements)
+    knob(Knob::Parallel, fallback);
+}
+
 func::FuncOp KernelBuilder::finish() {
   func::ReturnOp::create(b, loc);
   if (!used.empty())
@@ -76,7 +81,11 @@ void KernelBuilder::parallel(int64_t n, function_ref<void(Value)> body) {
   // The knobs of the lowerings (CpuTarget's OpenMP schedule, GpuKernels'
   // blocks): asked for here so that only kernels they affect vary them.
   if (gridDepth == 0 && !rowBody) {
-    if (!gpu() && largest >= kCpuParallelMinElements)
+    // A generator may have asked for Knob::Parallel first: serial grids
+    // have no chunks to size.
+    auto parallel = used.find(Knob::Parallel);
+    bool serial = parallel != used.end() && parallel->second == 0;
+    if (!gpu() && largest >= kCpuParallelMinElements && !serial)
       knob(Knob::Grain, 0);
     if (gpu()) {
       knob(Knob::BlockThreads, kGpuBlockThreads);

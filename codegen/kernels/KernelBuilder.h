@@ -55,6 +55,10 @@ public:
   /// choice). Recorded: finish() writes every knob asked for, with its
   /// value, as the kernel's `fbt.config`.
   int64_t knob(Knob k, int64_t fallback);
+  /// Asks for Knob::Parallel where the CPU target may fork for this kernel
+  /// (its buffers large enough): whether its grids share their iterations
+  /// among the OpenMP threads (1) or run on the calling thread (0).
+  void askParallel(int64_t fallback);
   /// The knobs asked for so far, with their values.
   const KernelConfig &knobs() const { return used; }
 

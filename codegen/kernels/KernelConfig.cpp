@@ -18,7 +18,7 @@ constexpr KnobInfo kKnobs[] = {
     {Knob::RowThreads, "row_threads"}, {Knob::BlockThreads, "block_threads"},
     {Knob::PerThread, "per_thread"},   {Knob::QueryBlock, "query_block"},
     {Knob::KeyTile, "key_tile"},       {Knob::Grain, "grain"},
-    {Knob::HeadGroup, "head_group"},
+    {Knob::HeadGroup, "head_group"},   {Knob::Parallel, "parallel"},
 };
 
 /// The values a knob takes in a space, before the default is added.
@@ -44,6 +44,8 @@ std::vector<int64_t> knobValues(Knob k, TuneSpace space) {
                 : std::vector<int64_t>{0, 1, 8};
   case Knob::HeadGroup:
     return wide ? std::vector<int64_t>{1, 2, 4, 8, 16} : std::vector<int64_t>{1, 2, 8};
+  case Knob::Parallel:
+    return {0, 1};
   }
   return {};
 }
@@ -144,8 +146,11 @@ std::vector<KernelConfig> mlir::fbt::tuneSpace(TuneSpace space,
       }
     all = std::move(next);
   }
-  for (KernelConfig &c : all)
-    if (c != used)
+  for (KernelConfig &c : all) {
+    if (auto p = c.find(Knob::Parallel); p != c.end() && p->second == 0)
+      c.erase(Knob::Grain); // serial grids have no chunks
+    if (c != used && std::find(configs.begin(), configs.end(), c) == configs.end())
       configs.push_back(std::move(c));
+  }
   return configs;
 }

@@ -33,6 +33,8 @@ enum class Knob {
   KeyTile,     ///< GPU attention: rows per shared-memory tile
   Grain,       ///< CPU: iterations per OpenMP chunk (0: one even split)
   HeadGroup,   ///< CPU attention: heads that walk the keys together
+  Parallel,    ///< CPU: 1 runs the grids on the OpenMP threads, 0 on the
+               ///< calling thread alone (a fork costs more than it saves)
 };
 
 /// Its name in `fbt.config`, the bundle's variant table and the tune cache.

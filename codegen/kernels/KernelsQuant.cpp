@@ -6,7 +6,8 @@
 // read, so W crosses memory once, in its own width:
 //
 //   quantized_matmul  y[m, n] = sum_k x[m, k] * W[n, k], f32 arithmetic.
-//                     CPU: a grid over the rows of W (threads split them),
+//                     CPU: a grid over the rows of W (threads split them,
+//                     or not: Knob::Parallel),
 //                     each row read once for every row of x, in vectors of
 //                     8 lanes widened in registers, a group's products
 //                     summed before its scale multiplies them. GPU: a block
@@ -305,6 +306,10 @@ FailureOr<func::FuncOp> buildQuantizedMatmul(KernelBuilder &kb, QuantizedMatmulO
   NarrowWeight w = weightOf(kb, op.getWeight(), op.getScales(), 1);
   Value x = kb.arg(0), y = kb.arg(op.getScales() ? 3 : 2);
   int64_t rows = cast<RankedTensorType>(op.getInput().getType()).getNumElements() / w.k;
+  // On the CPU, splitting a decode step's product (a few microseconds at
+  // small's shapes) among threads gains less than the fork and join cost
+  // where the cores are shared or few: `fbt tune` measures both ways.
+  kb.askParallel(1);
   if (op.getInt8Activations()) {
     if (kb.gpu())
       return op.emitOpError() << "int8_activations is for the CPU target";
