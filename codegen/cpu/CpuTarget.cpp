@@ -192,73 +192,41 @@ bool singleIteration(scf::ParallelOp par) {
   return lo && hi && step && *step > 0 && *hi - *lo <= *step;
 }
 
-/// `par` (one loop, no reductions) as a serial loop (scf.for) in its place.
-void toSerialLoop(scf::ParallelOp par) {
-  OpBuilder b(par);
-  auto loop = scf::ForOp::create(b, par.getLoc(), par.getLowerBound()[0],
-                                 par.getUpperBound()[0], par.getStep()[0]);
-  Block &body = *par.getBody();
-  body.getTerminator()->erase(); // scf.reduce, empty
-  Block *dst = loop.getBody();
-  dst->getOperations().splice(Block::iterator(dst->getTerminator()), body.getOperations());
-  body.getArgument(0).replaceAllUsesWith(loop.getInductionVar());
-  par.erase();
-}
-
-/// `if (omp_get_max_threads() > 1) par else <par as a serial loop>`: on one
-/// thread a fork buys nothing and still costs about half a microsecond
-/// (libomp's serialized region, the loop schedule's setup), which a decode
-/// step would pay once per product.
-void forkOnlyForThreads(ModuleOp kernels, scf::ParallelOp par) {
-  OpBuilder b(par);
-  Location loc = par.getLoc();
-  auto *ctx = kernels.getContext();
-  auto threadsFn = kernels.lookupSymbol<func::FuncOp>("omp_get_max_threads");
-  if (!threadsFn) {
-    OpBuilder top = OpBuilder::atBlockBegin(kernels.getBody());
-    threadsFn = func::FuncOp::create(top, loc, "omp_get_max_threads",
-                                     FunctionType::get(ctx, {}, {top.getI32Type()}));
-    threadsFn.setPrivate();
-  }
-  Value threads = func::CallOp::create(b, loc, threadsFn, ValueRange{}).getResult(0);
-  Value many = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, threads,
-                                     arith::ConstantIntOp::create(b, loc, 1, 32));
-  auto branch = scf::IfOp::create(b, loc, many, /*withElseRegion=*/true);
-  par->moveBefore(branch.thenBlock()->getTerminator());
-  OpBuilder inElse = branch.getElseBodyBuilder();
-  toSerialLoop(cast<scf::ParallelOp>(inElse.clone(*par)));
-}
-
 /// Rewrites the parallel loops of kernels smaller than `minElements` as
 /// serial ones (scf.for), the parallel loops nested in another parallel
 /// loop too (the outer one's threads are the parallelism), those of a
-/// single iteration and those of kernels built with Knob::Parallel = 0, so
-/// that only worthwhile, outermost loops reach convert-scf-to-openmp: each
-/// that does costs a fork and join of the thread pool, and gets a serial
-/// twin for one thread (forkOnlyForThreads). CPU kernels' parallel loops
-/// carry no reductions (sums are serial loops inside an iteration,
-/// kernels/KernelBuilder), so their iterations are independent and the
-/// threads' results equal the serial ones bit for bit.
+/// single iteration and those of kernels built with Knob::Parallel = 0, so that only worthwhile, outermost loops reach
+/// convert-scf-to-openmp: each that does costs a fork and join of the
+/// thread pool. CPU kernels'
+/// parallel loops carry no reductions (sums are serial loops inside an
+/// iteration, kernels/KernelBuilder), so their iterations are independent
+/// and the threads' results equal the serial ones bit for bit.
 void serializeSmallParallelLoops(ModuleOp kernels, int64_t minElements) {
-  SmallVector<scf::ParallelOp> serial, forking;
+  SmallVector<scf::ParallelOp> serial;
   kernels.walk([&](scf::ParallelOp par) {
     auto fn = par->getParentOfType<func::FuncOp>();
     bool nested = par->getParentOfType<scf::ParallelOp>() != nullptr;
     KernelConfig config = configFromAttr(fn->getAttrOfType<DictionaryAttr>(kConfigAttr));
     auto parallel = config.find(Knob::Parallel);
     bool serialKnob = parallel != config.end() && parallel->second == 0;
-    bool simple = par.getNumReductions() == 0 && par.getNumLoops() == 1;
     if (nested || serialKnob || largestBuffer(fn) < minElements ||
         par.getNumReductions() != 0 || singleIteration(par))
       serial.push_back(par);
-    else if (simple)
-      forking.push_back(par);
   });
-  for (scf::ParallelOp par : serial)
-    if (par.getNumReductions() == 0 && par.getNumLoops() == 1)
-      toSerialLoop(par); // convert-scf-to-openmp handles the others; none are emitted
-  for (scf::ParallelOp par : forking)
-    forkOnlyForThreads(kernels, par);
+  for (scf::ParallelOp par : serial) {
+    if (par.getNumReductions() != 0 || par.getNumLoops() != 1)
+      continue; // convert-scf-to-openmp handles these; none are emitted
+    OpBuilder b(par);
+    auto loop = scf::ForOp::create(b, par.getLoc(), par.getLowerBound()[0],
+                                   par.getUpperBound()[0], par.getStep()[0]);
+    Block &body = *par.getBody();
+    body.getTerminator()->erase(); // scf.reduce, empty
+    Block *dst = loop.getBody();
+    dst->getOperations().splice(Block::iterator(dst->getTerminator()),
+                                body.getOperations());
+    body.getArgument(0).replaceAllUsesWith(loop.getInductionVar());
+    par.erase();
+  }
 }
 
 LogicalResult lowerToLLVMDialect(ModuleOp kernels,
