@@ -809,15 +809,18 @@ int64_t AccumulateSquaresOp::getTiedOperand(unsigned result) {
 
 namespace {
 /// The checks quantized_matmul and dequantize share: a 2-D weight, scales
-/// with int8 (one per group of 32 along a row) and none with bf16.
+/// with int8 (one per group of 32 along a row) and none with bf16 or f32.
 LogicalResult verifyNarrowWeight(Operation *op, Value weight, Value scales) {
   auto w = cast<RankedTensorType>(weight.getType());
   if (w.getRank() != 2)
     return op->emitOpError() << "weight must be a matrix [N, K], not " << w;
   bool int8 = w.getElementType().isInteger(8);
-  if (int8 != bool(scales))
-    return op->emitOpError() << (int8 ? "an int8 weight needs scales"
-                                      : "a bf16 weight takes no scales");
+  if (int8 != bool(scales)) {
+    if (int8)
+      return op->emitOpError() << "an int8 weight needs scales";
+    return op->emitOpError() << "a " << (w.getElementType().isBF16() ? "bf16" : "f32")
+                             << " weight takes no scales";
+  }
   if (!scales)
     return success();
   auto s = cast<RankedTensorType>(scales.getType());

@@ -759,16 +759,16 @@ def Fbt_GemmOp : Fbt_Op<"gemm", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Fbt_WeightTensor : RankedTensorOf<[I8, BF16]>;
+def Fbt_WeightTensor : RankedTensorOf<[I8, BF16, F32]>;
 def Fbt_ScaleTensor : RankedTensorOf<[F16]>;
 
 def Fbt_QuantizedMatmulOp : Fbt_Op<"quantized_matmul", [Pure]> {
   let summary = "result[M, N] = input[M, K] @ dequantize(weight)[N, K]^T";
   let description = [{
-    A product with a weight stored narrow (inference weights, DESIGN.md §8):
-    `weight` is int8 with `scales` (f16, one per group of 32 along each row
-    of K, the last group of a row possibly shorter: the weight is
-    scale * value) or bf16 without. The input and result are f32, and so is
+    A product with a weight in its inference form (DESIGN.md §8): `weight`
+    is int8 with `scales` (f16, one per group of 32 along each row of K, the
+    last group of a row possibly shorter: the weight is scale * value), or
+    bf16 or f32 without. The input and result are f32, and so is
     the arithmetic: a generated kernel dequantizes each weight as it reads it,
     so the weights are read once, in their own width, per call.
     `int8_activations` (int8 weights, CPU): the input rows are quantized too,

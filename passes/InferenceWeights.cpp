@@ -48,7 +48,7 @@ struct InferenceWeights : mlir::fbt::impl::FbtInferenceWeightsBase<InferenceWeig
       return signalPassFailure();
     }
     int8Activations = *acts == ::fbt::WeightForm::Int8;
-    if (form == ::fbt::WeightForm::F32)
+    if (form == ::fbt::WeightForm::F32 && !f32Products)
       return;
     for (auto fn : getOperation().getOps<func::FuncOp>())
       if (isInferenceStep(fn) && failed(rewrite(fn)))
@@ -85,6 +85,19 @@ struct InferenceWeights : mlir::fbt::impl::FbtInferenceWeightsBase<InferenceWeig
       std::optional<unsigned> p = parameter(fn, gemm.getRhs());
       if (!p)
         continue;
+      if (form == ::fbt::WeightForm::F32) {
+        // The parameter itself is the weight: only the few-row products
+        // change, to the generated kernel (a GEMV at decode), which streams
+        // W once where BLAS's GEMM of one row does not keep up.
+        if (gemm.getM() <= gemvRows) {
+          OpBuilder b(gemm);
+          auto q = QuantizedMatmulOp::create(b, gemm.getLoc(), gemm.getType(), gemm.getLhs(),
+                                             gemm.getRhs(), Value(), false);
+          gemm.replaceAllUsesWith(q.getResult());
+          gemm.erase();
+        }
+        continue;
+      }
       auto it = narrow.find(*p);
       if (it == narrow.end()) {
         FailureOr<std::pair<Value, Value>> inputs = addInputs(fn, *p);

@@ -147,13 +147,18 @@ def FbtInferenceWeights : Pass<"fbt-inference-weights", "::mlir::ModuleOp"> {
     a wider one multiplies an `fbt.dequantize`d copy in its library GEMM.
     With `activations=int8` (int8 weights only) each such quantized_matmul
     is marked `int8_activations`. Training steps keep their f32 weights.
-    `weights=f32` changes nothing.
+    `weights=f32` changes nothing, unless `f32-products`: then the few-row
+    products read the f32 parameter in a quantized_matmul kernel.
   }];
   let options = [
     Option<"weights", "weights", "std::string", /*default=*/"\"f32\"",
            "The inference steps' weight form: f32, bf16 or int8">,
     Option<"gemvRows", "gemv-rows", "int64_t", /*default=*/"16",
            "The most rows a product runs as a quantized_matmul kernel">,
+    Option<"f32Products", "f32-products", "bool", /*default=*/"false",
+           "With f32 weights: products of at most `gemv-rows` rows by a "
+           "parameter run as quantized_matmul kernels reading the parameter "
+           "(the CPU's: BLAS's one-row GEMM does not stream W as fast)">,
     Option<"activations", "activations", "std::string", /*default=*/"\"f32\"",
            "int8: quantized_matmuls by int8 weights quantize their input rows "
            "per group of 32 and multiply in integers (int8_activations); f32: "

@@ -45,6 +45,7 @@ void fbt::buildKernelPipeline(OpPassManager &pm, KernelTarget target,
   FbtInferenceWeightsOptions narrow;
   narrow.weights = weights.str();
   narrow.activations = activations.str();
+  narrow.f32Products = target == KernelTarget::Cpu;
   pm.addPass(createFbtInferenceWeights(narrow));
   pm.addPass(createFbtSplitReductions());
   FbtToKernelsOptions lower;

@@ -2,8 +2,9 @@
 //
 // Inference weights (DESIGN.md §8): a weight matrix W [N, K] stored as int8
 // values with an f16 scale per group of 32 along each row (the last group
-// of a row may be shorter), or as bf16. Both kernels dequantize as they
-// read, so W crosses memory once, in its own width:
+// of a row may be shorter), as bf16, or as the f32 parameter itself. Both
+// kernels dequantize as they read, so W crosses memory once, in its own
+// width:
 //
 //   quantized_matmul  y[m, n] = sum_k x[m, k] * W[n, k], f32 arithmetic.
 //                     CPU: a grid over the rows of W (threads split them,
@@ -65,8 +66,9 @@ Value laneSum(KernelBuilder &kb, Value v) {
 Value loadValue(KernelBuilder &kb, const NarrowWeight &w, Value at) {
   OpBuilder &b = kb.builder();
   Value v = memref::LoadOp::create(b, kb.location(), w.values, ValueRange{at});
-  return w.int8() ? arith::SIToFPOp::create(b, kb.location(), b.getF32Type(), v).getResult()
-                  : arith::ExtFOp::create(b, kb.location(), b.getF32Type(), v).getResult();
+  if (w.int8())
+    return arith::SIToFPOp::create(b, kb.location(), b.getF32Type(), v);
+  return v.getType().isF32() ? v : arith::ExtFOp::create(b, kb.location(), b.getF32Type(), v);
 }
 
 /// W's elements [at, at + 8) as f32 lanes, unscaled (CPU).
@@ -77,8 +79,9 @@ Value loadLanes(KernelBuilder &kb, const NarrowWeight &w, Value at) {
   auto wide = VectorType::get({kLanes}, b.getF32Type());
   Value v = vector::LoadOp::create(b, loc, VectorType::get({kLanes}, element), w.values,
                                    ValueRange{at});
-  return w.int8() ? arith::SIToFPOp::create(b, loc, wide, v).getResult()
-                  : arith::ExtFOp::create(b, loc, wide, v).getResult();
+  if (w.int8())
+    return arith::SIToFPOp::create(b, loc, wide, v);
+  return element.isF32() ? v : arith::ExtFOp::create(b, loc, wide, v).getResult();
 }
 
 /// The scale of row `n`'s group `g`, as f32.

@@ -1,6 +1,7 @@
 // RUN: fbt-opt %s --split-input-file --fbt-inference-weights=weights=int8 | FileCheck %s --check-prefix=INT8
 // RUN: fbt-opt %s --split-input-file --fbt-inference-weights=weights=bf16 | FileCheck %s --check-prefix=BF16
 // RUN: fbt-opt %s --split-input-file --fbt-inference-weights=weights=f32 | FileCheck %s --check-prefix=F32
+// RUN: fbt-opt %s --split-input-file --fbt-inference-weights="weights=f32 f32-products=true" | FileCheck %s --check-prefix=F32-PRODUCTS
 // RUN: not fbt-opt %s --split-input-file --fbt-inference-weights=weights=int4 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: fbt-opt %s --split-input-file --fbt-inference-weights="weights=int8 activations=int8" | FileCheck %s --check-prefix=A8
 // RUN: not fbt-opt %s --split-input-file --fbt-inference-weights="weights=bf16 activations=int8" 2>&1 | FileCheck %s --check-prefix=A8-BAD
@@ -27,6 +28,19 @@
 // F32-SAME: {fbt.name = "W", fbt.param}
 // F32-NOT: quantized_matmul
 // F32-NOT: dequantize
+// f32-products (the CPU's pipeline): the few-row products read the f32
+// parameter itself in the kernel; no input is added or dropped.
+// F32-PRODUCTS-LABEL: func.func @decode
+// F32-PRODUCTS-SAME: (%arg0: tensor<32x80xf32> {fbt.name = "W", fbt.param}, %arg1: tensor<256x80xf32> {fbt.name = "E", fbt.param}
+// F32-PRODUCTS-NOT: int8
+// F32-PRODUCTS: fbt.quantized_matmul %arg2, %arg0 : (tensor<2x80xf32>, tensor<32x80xf32>) -> tensor<2x32xf32>
+// F32-PRODUCTS: fbt.quantized_matmul %arg3, %arg0 :
+// F32-PRODUCTS: fbt.quantized_matmul %arg2, %arg1 : (tensor<2x80xf32>, tensor<256x80xf32>) -> tensor<2x256xf32>
+// F32-PRODUCTS: fbt.gemm %arg2, %arg4
+// F32-PRODUCTS-LABEL: func.func @prefill
+// F32-PRODUCTS-NOT: dequantize
+// F32-PRODUCTS: fbt.gemm %arg1, %arg0 {k = 80 : i64, m = 17 : i64
+// F32-PRODUCTS: fbt.quantized_matmul %arg2, %arg0 : (tensor<16x80xf32>, tensor<32x80xf32>) -> tensor<16x32xf32>
 // BAD: fbt-inference-weights: weights must be one of "f32", "bf16", "int8", not 'int4'
 // With int8 activations the few-row products say so; the wide ones do not.
 // A8-LABEL: func.func @decode
