@@ -852,6 +852,42 @@ LogicalResult QuantizedMatmulOp::verify() {
   return success();
 }
 
+LogicalResult QuantizedMatmulsOp::verify() {
+  size_t n = getWeights().size();
+  if (n < 2)
+    return emitOpError() << "fuses two products or more, not " << n;
+  if (getResults().size() != n)
+    return emitOpError() << "has " << getResults().size() << " results for " << n
+                         << " weights";
+  if (!getScales().empty() && getScales().size() != n)
+    return emitOpError() << "has " << getScales().size() << " scales for " << n
+                         << " weights (one each, or none)";
+  if (getInt8Activations() && getScales().empty())
+    return emitOpError() << "int8_activations needs int8 weights";
+  auto x = cast<RankedTensorType>(getInput().getType());
+  Type form = cast<RankedTensorType>(getWeights()[0].getType()).getElementType();
+  for (size_t i = 0; i < n; ++i) {
+    Value scales = getScales().empty() ? Value() : getScales()[i];
+    if (failed(verifyNarrowWeight(*this, getWeights()[i], scales)))
+      return failure();
+    auto w = cast<RankedTensorType>(getWeights()[i].getType());
+    auto y = cast<RankedTensorType>(getResults()[i].getType());
+    if (w.getElementType() != form)
+      return emitOpError() << "weights must share one form; #" << i << " is " << w;
+    if (x.getShape().back() != w.getDimSize(1))
+      return emitOpError() << "input rows have " << x.getShape().back() << " elements, weight #"
+                           << i << "'s " << w.getDimSize(1);
+    int64_t rows = x.getNumElements() / w.getDimSize(1);
+    if (!y.getElementType().isF32() || y.getShape().back() != w.getDimSize(0) ||
+        y.getNumElements() / w.getDimSize(0) != rows)
+      return emitOpError() << "result #" << i << " must be f32, " << rows << " rows of "
+                           << w.getDimSize(0) << ", not " << y;
+  }
+  if (!x.getElementType().isF32())
+    return emitOpError() << "input must be f32";
+  return success();
+}
+
 LogicalResult DequantizeOp::verify() {
   if (failed(verifyNarrowWeight(*this, getWeight(), getScales())))
     return failure();

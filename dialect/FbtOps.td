@@ -786,6 +786,26 @@ def Fbt_QuantizedMatmulOp : Fbt_Op<"quantized_matmul", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Fbt_QuantizedMatmulsOp : Fbt_Op<"quantized_matmuls", [Pure, AttrSizedOperandSegments]> {
+  let summary = "several quantized_matmuls of one input, as one call";
+  let description = [{
+    `results[i] = quantized_matmul(input, weights[i], scales[i])` for each
+    weight (fbt-fuse-products, the CPU's pipeline: a layer's q, k and v
+    products, or its gate and up). The weights share one form and K; int8
+    weights come with one scales operand each. One kernel call instead of
+    several: one fork and join of the CPU's threads, and with
+    `int8_activations` the input quantized once for all of them.
+  }];
+  let arguments = (ins Fbt_FloatTensor:$input, Variadic<Fbt_WeightTensor>:$weights,
+                       Variadic<Fbt_ScaleTensor>:$scales,
+                       UnitAttr:$int8_activations);
+  let results = (outs Variadic<Fbt_FloatTensor>:$results);
+  let assemblyFormat = [{
+    $input `,` `[` $weights `]` (`,` `[` $scales^ `]`)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def Fbt_DequantizeOp : Fbt_Op<"dequantize", [Pure]> {
   let summary = "a narrow weight (int8 with scales, or bf16) widened to f32";
   let description = [{

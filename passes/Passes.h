@@ -80,7 +80,8 @@ struct KernelPipelineOptions
 void buildKernelPipeline(OpPassManager &pm, KernelTarget target,
                          Storage storage, TuneSpace space = TuneSpace::None,
                          ArrayRef<std::string> configs = {},
-                         StringRef weights = "f32", StringRef activations = "f32");
+                         StringRef weights = "f32", StringRef activations = "f32",
+                         bool fuseProducts = true);
 
 /// Registers every fbt pass and the named pipelines.
 void registerFbtPassesAndPipelines();

@@ -123,6 +123,19 @@ def FbtGemmsToLibrary : Pass<"fbt-gemms-to-library", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::fbt::FbtDialect"];
 }
 
+def FbtFuseProducts : Pass<"fbt-fuse-products", "::mlir::ModuleOp"> {
+  let summary = "quantized_matmuls of one input become one quantized_matmuls";
+  let description = [{
+    In every function, the `fbt.quantized_matmul`s that multiply the same
+    input by weights of one form (a layer's q, k and v; its gate and up)
+    become one `fbt.quantized_matmuls`, placed where the first of them was:
+    one kernel call where there were several. The CPU's pipeline runs it,
+    where each call forks and joins the threads and int8 activations are
+    quantized once per call; GPU kernels stay one product each.
+  }];
+  let dependentDialects = ["::mlir::fbt::FbtDialect"];
+}
+
 def FbtSplitReductions : Pass<"fbt-split-reductions", "::mlir::ModuleOp"> {
   let summary = "Variadic reductions to chains of fixed-arity links";
   let description = [{

@@ -40,13 +40,15 @@ void fbt::buildTrainPipeline(OpPassManager &pm,
 void fbt::buildKernelPipeline(OpPassManager &pm, KernelTarget target,
                               Storage storage, TuneSpace space,
                               ArrayRef<std::string> configs, StringRef weights,
-                              StringRef activations) {
+                              StringRef activations, bool fuseProducts) {
   pm.addPass(createFbtGemmsToLibrary());
   FbtInferenceWeightsOptions narrow;
   narrow.weights = weights.str();
   narrow.activations = activations.str();
   narrow.f32Products = target == KernelTarget::Cpu;
   pm.addPass(createFbtInferenceWeights(narrow));
+  if (target == KernelTarget::Cpu && fuseProducts)
+    pm.addPass(createFbtFuseProducts());
   pm.addPass(createFbtSplitReductions());
   FbtToKernelsOptions lower;
   lower.target = target;

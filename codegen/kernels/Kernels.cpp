@@ -20,6 +20,8 @@ std::string mlir::fbt::kernelStem(Operation *op) {
   // Products with int8 activations are other kernels: say so in profiles.
   if (auto q = dyn_cast<QuantizedMatmulOp>(op); q && q.getInt8Activations())
     return "quantized_matmul_a8";
+  if (auto q = dyn_cast<QuantizedMatmulsOp>(op); q && q.getInt8Activations())
+    return "quantized_matmuls_a8";
   return op->getName().stripDialect().str();
 }
 

@@ -18,6 +18,8 @@
 //                     group of 32 once, before the grid over W's rows, then
 //                     integer dot products (AVX2's pmaddubsw and pmaddwd, as
 //                     ggml's Q8_0) scaled by both groups' scales.
+//   quantized_matmuls several products of one input (CPU): one grid over
+//                     all the weights' rows, the input quantized once.
 //   dequantize        W as f32, for the library GEMMs of wide prefills.
 //
 //===----------------------------------------------------------------------===//
@@ -349,6 +351,50 @@ FailureOr<func::FuncOp> buildQuantizedMatmul(KernelBuilder &kb, QuantizedMatmulO
   return kb.finish();
 }
 
+/// quantized_matmuls (CPU): one grid over all the weights' rows, one weight
+/// after another, each row's product as quantized_matmul computes it; with
+/// int8 activations the input quantized once for every weight.
+FailureOr<func::FuncOp> buildQuantizedMatmuls(KernelBuilder &kb, QuantizedMatmulsOp op) {
+  if (kb.gpu())
+    return op.emitOpError() << "is for the CPU target (fbt-fuse-products)";
+  unsigned count = op.getWeights().size();
+  bool int8 = !op.getScales().empty();
+  SmallVector<NarrowWeight> ws;
+  int64_t total = 0;
+  for (unsigned i = 0; i < count; ++i) {
+    auto t = cast<RankedTensorType>(op.getWeights()[i].getType());
+    ws.push_back({kb.arg(1 + i), int8 ? kb.arg(1 + count + i) : Value(), t.getDimSize(0),
+                  t.getDimSize(1)});
+    total += ws.back().n;
+  }
+  unsigned firstResult = 1 + (int8 ? 2 : 1) * count;
+  Value x = kb.arg(0);
+  int64_t k = ws.front().k;
+  int64_t rows = cast<RankedTensorType>(op.getInput().getType()).getNumElements() / k;
+  kb.askParallel(1);
+  Value xq, dx;
+  if (op.getInt8Activations()) {
+    xq = kb.scratch(rows * k, kb.builder().getI8Type());
+    dx = kb.scratch(rows * ws.front().groups());
+    quantizeRows(kb, x, rows, k, xq, dx);
+  }
+  kb.parallel(total, [&](Value r) {
+    int64_t first = 0;
+    for (unsigned i = 0; i < count; ++i) {
+      const NarrowWeight &w = ws[i];
+      Value n = kb.isub(r, kb.index(first)); // wraps below 0: then not below w.n
+      kb.ifThen(kb.icmp(arith::CmpIPredicate::ult, n, kb.index(w.n)), [&] {
+        kb.loop(rows, [&](Value m) {
+          Value dot = xq ? rowDotInt8(kb, w, xq, dx, m, n) : rowDotCpu(kb, w, x, kb.imul(m, k), n);
+          kb.store(dot, kb.arg(firstResult + i), kb.iadd(kb.imul(m, w.n), n));
+        });
+      });
+      first += w.n;
+    }
+  });
+  return kb.finish();
+}
+
 FailureOr<func::FuncOp> buildDequantize(KernelBuilder &kb, DequantizeOp op) {
   NarrowWeight w = weightOf(kb, op.getWeight(), op.getScales(), 0);
   Value y = kb.arg(op.getScales() ? 2 : 1);
@@ -362,6 +408,8 @@ FailureOr<func::FuncOp> buildDequantize(KernelBuilder &kb, DequantizeOp op) {
 FailureOr<func::FuncOp> mlir::fbt::buildQuantKernel(KernelBuilder &kb, Operation *op) {
   if (auto q = dyn_cast<QuantizedMatmulOp>(op))
     return buildQuantizedMatmul(kb, q);
+  if (auto q = dyn_cast<QuantizedMatmulsOp>(op))
+    return buildQuantizedMatmuls(kb, q);
   if (auto d = dyn_cast<DequantizeOp>(op))
     return buildDequantize(kb, d);
   return failure();

@@ -621,3 +621,43 @@ func.func @quantized_matmul_int8_activations_bf16(%x: tensor<2x80xf32>, %w: tens
   %y = fbt.quantized_matmul %x, %w {int8_activations} : (tensor<2x80xf32>, tensor<32x80xbf16>) -> tensor<2x32xf32>
   return
 }
+
+// -----
+
+func.func @quantized_matmul_f32_scales(%x: tensor<2x80xf32>, %w: tensor<32x80xf32>, %s: tensor<32x3xf16>) {
+  // expected-error @+1 {{'fbt.quantized_matmul' op a f32 weight takes no scales}}
+  %y = fbt.quantized_matmul %x, %w, %s : (tensor<2x80xf32>, tensor<32x80xf32>, tensor<32x3xf16>) -> tensor<2x32xf32>
+  return
+}
+
+// -----
+
+func.func @quantized_matmuls_one(%x: tensor<2x80xf32>, %w: tensor<32x80xbf16>) {
+  // expected-error @+1 {{'fbt.quantized_matmuls' op fuses two products or more, not 1}}
+  %y = fbt.quantized_matmuls %x, [%w] : (tensor<2x80xf32>, tensor<32x80xbf16>) -> tensor<2x32xf32>
+  return
+}
+
+// -----
+
+func.func @quantized_matmuls_forms(%x: tensor<2x80xf32>, %w: tensor<32x80xbf16>, %v: tensor<16x80xf32>) {
+  // expected-error @+1 {{'fbt.quantized_matmuls' op weights must share one form; #1 is 'tensor<16x80xf32>'}}
+  %y:2 = fbt.quantized_matmuls %x, [%w, %v] : (tensor<2x80xf32>, tensor<32x80xbf16>, tensor<16x80xf32>) -> (tensor<2x32xf32>, tensor<2x16xf32>)
+  return
+}
+
+// -----
+
+func.func @quantized_matmuls_scales(%x: tensor<2x80xf32>, %w: tensor<32x80xi8>, %v: tensor<16x80xi8>, %s: tensor<32x3xf16>) {
+  // expected-error @+1 {{'fbt.quantized_matmuls' op has 1 scales for 2 weights (one each, or none)}}
+  %y:2 = fbt.quantized_matmuls %x, [%w, %v], [%s] : (tensor<2x80xf32>, tensor<32x80xi8>, tensor<16x80xi8>, tensor<32x3xf16>) -> (tensor<2x32xf32>, tensor<2x16xf32>)
+  return
+}
+
+// -----
+
+func.func @quantized_matmuls_result(%x: tensor<2x80xf32>, %w: tensor<32x80xbf16>, %v: tensor<16x80xbf16>) {
+  // expected-error @+1 {{'fbt.quantized_matmuls' op result #1 must be f32, 2 rows of 16, not 'tensor<2x32xf32>'}}
+  %y:2 = fbt.quantized_matmuls %x, [%w, %v] : (tensor<2x80xf32>, tensor<32x80xbf16>, tensor<16x80xbf16>) -> (tensor<2x32xf32>, tensor<2x32xf32>)
+  return
+}

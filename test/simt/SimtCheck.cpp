@@ -369,8 +369,23 @@ int checkAgainstReference(ModuleOp cpu) {
       }
     std::vector<void *> args = pointers(bufs);
     ::fbt::callKernel(symbol(so, name), args.data(), args.size());
-    tally.compareOne(name + " (reference)", reference(stem, weightAt(call, stem), bufs),
-                     bufs.back());
+    if (!stem.starts_with("quantized_matmuls")) {
+      tally.compareOne(name + " (reference)", reference(stem, weightAt(call, stem), bufs),
+                       bufs.back());
+      continue;
+    }
+    // Fused: each result is the product by its own weight (and scales).
+    size_t count = call->getNumResults(), perWeight = (bufs.size() - 1) / count - 1;
+    std::string single = stem.ends_with("_a8") ? "quantized_matmul_a8" : "quantized_matmul";
+    for (size_t i = 0; i < count; ++i) {
+      std::vector<Buffer> one{bufs[0], bufs[1 + i]};
+      if (perWeight == 2)
+        one.push_back(bufs[1 + count + i]);
+      tally.compareOne(name + " #" + std::to_string(i) + " (reference)",
+                       reference(single, cast<RankedTensorType>(call->getOperand(1 + i).getType()),
+                                 one),
+                       bufs[bufs.size() - count + i]);
+    }
   }
   return tally.finish();
 }
@@ -401,12 +416,15 @@ std::vector<std::pair<std::string, std::string>> variantsOf(ModuleOp m) {
 FailureOr<Pairing> pairKernels(ModuleOp cpu, ModuleOp gpu) {
   Pairing p;
   p.cpuCalls = callsOf(cpu, false);
-  // The CPU's products by f32 weights are the GPU's library GEMMs: no twin
+  // The CPU's products by f32 weights are the GPU's library GEMMs, and its
+  // fused products (fbt-fuse-products) several GPU kernels: no twin
   // (--reference-only checks them).
   for (auto &[step, list] : p.cpuCalls)
     llvm::erase_if(list, [](mlir::fbt::CallKernelOp c) {
-      return stemOf(c.getKernel()).starts_with("quantized_matmul") &&
-             cast<RankedTensorType>(c->getOperand(1).getType()).getElementType().isF32();
+      llvm::StringRef stem = stemOf(c.getKernel());
+      return stem.starts_with("quantized_matmuls") ||
+             (stem.starts_with("quantized_matmul") &&
+              cast<RankedTensorType>(c->getOperand(1).getType()).getElementType().isF32());
     });
   CallsByStep gpuCalls = callsOf(gpu, true);
   for (auto &[step, list] : p.cpuCalls)

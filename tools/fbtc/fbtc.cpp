@@ -160,6 +160,12 @@ cl::opt<bool> fuseGate("fuse-feedback-gate",
                        cl::desc("Fold the GLU gate into the first layer's norm "
                                 "(default on)"),
                        cl::init(true), cl::cat(category));
+cl::opt<bool> fuseProducts(
+    "fuse-products",
+    cl::desc("On the CPU, run the few-row products of one input (a layer's q, k and v; gate "
+             "and up) as one kernel call (default on; off gives the GPU's kernel structure, "
+             "for comparing the two)"),
+    cl::init(true), cl::cat(category));
 cl::opt<bool> jsonOutput("json", cl::desc("With --describe: one JSON object"),
                    cl::cat(category));
 cl::list<int64_t> describeRanks(
@@ -366,7 +372,7 @@ int runPasses(mlir::MLIRContext &ctx, mlir::ModuleOp module, const fbt::ModelSpe
         mapsToGpu(target) && gpuStorage == "bf16" ? mlir::fbt::Storage::BF16
                                                   : mlir::fbt::Storage::F32,
         tuneSpace, tunedConfigs, ::fbt::kindName(spec.inference.weights),
-        ::fbt::kindName(spec.inference.activations));
+        ::fbt::kindName(spec.inference.activations), fuseProducts);
   if (failed(pm.run(module)))
     return fail(kInternalError, "the compiler passes failed");
   return 0;
