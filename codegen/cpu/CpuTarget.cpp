@@ -195,9 +195,9 @@ bool singleIteration(scf::ParallelOp par) {
 /// Rewrites the parallel loops of kernels smaller than `minElements` as
 /// serial ones (scf.for), the parallel loops nested in another parallel
 /// loop too (the outer one's threads are the parallelism), those of a
-/// single iteration and those of kernels built with Knob::Parallel = 0, so that only worthwhile, outermost loops reach
-/// convert-scf-to-openmp: each that does costs a fork and join of the
-/// thread pool. CPU kernels'
+/// single iteration and those of kernels built with Knob::Parallel = 0, so
+/// that only worthwhile, outermost loops reach convert-scf-to-openmp: each
+/// that does costs a fork and join of the thread pool. CPU kernels'
 /// parallel loops carry no reductions (sums are serial loops inside an
 /// iteration, kernels/KernelBuilder), so their iterations are independent
 /// and the threads' results equal the serial ones bit for bit.
