@@ -832,24 +832,34 @@ LogicalResult verifyNarrowWeight(Operation *op, Value weight, Value scales) {
 }
 } // namespace
 
+namespace {
+/// The checks of one product y = x @ W^T by a narrow weight: f32 in and
+/// out, x's rows as long as W's, y as many rows of W's N. `which` is empty
+/// for quantized_matmul, " #i" for a fused op's i-th weight and result.
+LogicalResult verifyProduct(Operation *op, Value input, Value weight, Value result,
+                            const std::string &which) {
+  auto x = cast<RankedTensorType>(input.getType());
+  auto w = cast<RankedTensorType>(weight.getType());
+  auto y = cast<RankedTensorType>(result.getType());
+  int64_t n = w.getDimSize(0), k = w.getDimSize(1);
+  if (!x.getElementType().isF32() || !y.getElementType().isF32())
+    return op->emitOpError() << "input and result" << which << " must be f32";
+  if (x.getShape().back() != k)
+    return op->emitOpError() << "input rows have " << x.getShape().back() << " elements, "
+                             << (which.empty() ? "the weight" : "weight" + which) << "'s " << k;
+  if (y.getShape().back() != n || y.getNumElements() / n != x.getNumElements() / k)
+    return op->emitOpError() << "result" << which << " must be " << x.getNumElements() / k
+                             << " rows of " << n << ", not " << y;
+  return success();
+}
+} // namespace
+
 LogicalResult QuantizedMatmulOp::verify() {
   if (failed(verifyNarrowWeight(*this, getWeight(), getScales())))
     return failure();
   if (getInt8Activations() && !getScales())
     return emitOpError() << "int8_activations needs int8 weights";
-  auto x = cast<RankedTensorType>(getInput().getType());
-  auto w = cast<RankedTensorType>(getWeight().getType());
-  auto y = cast<RankedTensorType>(getResult().getType());
-  int64_t n = w.getDimSize(0), k = w.getDimSize(1);
-  if (!x.getElementType().isF32() || !y.getElementType().isF32())
-    return emitOpError() << "input and result must be f32";
-  if (x.getShape().back() != k)
-    return emitOpError() << "input rows have " << x.getShape().back()
-                         << " elements, the weight's " << k;
-  if (y.getShape().back() != n || y.getNumElements() / n != x.getNumElements() / k)
-    return emitOpError() << "result must be " << x.getNumElements() / k << " rows of "
-                         << n << ", not " << y;
-  return success();
+  return verifyProduct(*this, getInput(), getWeight(), getResult(), "");
 }
 
 LogicalResult QuantizedMatmulsOp::verify() {
@@ -864,27 +874,17 @@ LogicalResult QuantizedMatmulsOp::verify() {
                          << " weights (one each, or none)";
   if (getInt8Activations() && getScales().empty())
     return emitOpError() << "int8_activations needs int8 weights";
-  auto x = cast<RankedTensorType>(getInput().getType());
   Type form = cast<RankedTensorType>(getWeights()[0].getType()).getElementType();
   for (size_t i = 0; i < n; ++i) {
-    Value scales = getScales().empty() ? Value() : getScales()[i];
-    if (failed(verifyNarrowWeight(*this, getWeights()[i], scales)))
+    Value weight = getWeights()[i];
+    if (failed(verifyNarrowWeight(*this, weight, getScales().empty() ? Value() : getScales()[i])))
       return failure();
-    auto w = cast<RankedTensorType>(getWeights()[i].getType());
-    auto y = cast<RankedTensorType>(getResults()[i].getType());
-    if (w.getElementType() != form)
-      return emitOpError() << "weights must share one form; #" << i << " is " << w;
-    if (x.getShape().back() != w.getDimSize(1))
-      return emitOpError() << "input rows have " << x.getShape().back() << " elements, weight #"
-                           << i << "'s " << w.getDimSize(1);
-    int64_t rows = x.getNumElements() / w.getDimSize(1);
-    if (!y.getElementType().isF32() || y.getShape().back() != w.getDimSize(0) ||
-        y.getNumElements() / w.getDimSize(0) != rows)
-      return emitOpError() << "result #" << i << " must be f32, " << rows << " rows of "
-                           << w.getDimSize(0) << ", not " << y;
+    if (cast<RankedTensorType>(weight.getType()).getElementType() != form)
+      return emitOpError() << "weights must share one form; #" << i << " is " << weight.getType();
+    if (failed(verifyProduct(*this, getInput(), weight, getResults()[i],
+                             " #" + std::to_string(i))))
+      return failure();
   }
-  if (!x.getElementType().isF32())
-    return emitOpError() << "input must be f32";
   return success();
 }
 

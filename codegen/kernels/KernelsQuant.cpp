@@ -307,38 +307,55 @@ int64_t rowThreads(KernelBuilder &kb, int64_t k) {
                  std::clamp<int64_t>((k / 8 + 31) / 32 * 32, 32, 256));
 }
 
+/// The CPU's products of x (`rows` rows of K) by each weight of `ws` into
+/// its result in `ys`: one grid over all the weights' rows, one weight after
+/// another. With int8 activations x is quantized once, by the calling thread
+/// before the grid, into its frame (scratch outside a grid), which the
+/// grid's threads share.
+func::FuncOp buildCpuProducts(KernelBuilder &kb, Value x, int64_t rows,
+                              ArrayRef<NarrowWeight> ws, ArrayRef<Value> ys,
+                              bool int8Activations) {
+  // Splitting a decode step's product (a few microseconds at small's
+  // shapes) among threads gains less than the fork and join cost where the
+  // cores are shared or few: `fbt tune` measures both ways.
+  kb.askParallel(1);
+  int64_t k = ws.front().k, total = 0;
+  for (const NarrowWeight &w : ws)
+    total += w.n;
+  Value xq, dx;
+  if (int8Activations) {
+    xq = kb.scratch(rows * k, kb.builder().getI8Type());
+    dx = kb.scratch(rows * ws.front().groups());
+    quantizeRows(kb, x, rows, k, xq, dx);
+  }
+  auto product = [&](const NarrowWeight &w, Value y, Value n) { // row n of w
+    kb.loop(rows, [&](Value m) {
+      Value dot = xq ? rowDotInt8(kb, w, xq, dx, m, n) : rowDotCpu(kb, w, x, kb.imul(m, k), n);
+      kb.store(dot, y, kb.iadd(kb.imul(m, w.n), n));
+    });
+  };
+  kb.parallel(total, [&](Value r) {
+    if (ws.size() == 1)
+      return product(ws.front(), ys.front(), r);
+    int64_t first = 0;
+    for (auto [w, y] : llvm::zip(ws, ys)) {
+      Value n = kb.isub(r, kb.index(first)); // wraps below 0: then not below w.n
+      kb.ifThen(kb.icmp(arith::CmpIPredicate::ult, n, kb.index(w.n)),
+                [&] { product(w, y, n); });
+      first += w.n;
+    }
+  });
+  return kb.finish();
+}
+
 FailureOr<func::FuncOp> buildQuantizedMatmul(KernelBuilder &kb, QuantizedMatmulOp op) {
   NarrowWeight w = weightOf(kb, op.getWeight(), op.getScales(), 1);
   Value x = kb.arg(0), y = kb.arg(op.getScales() ? 3 : 2);
   int64_t rows = cast<RankedTensorType>(op.getInput().getType()).getNumElements() / w.k;
-  // On the CPU, splitting a decode step's product (a few microseconds at
-  // small's shapes) among threads gains less than the fork and join cost
-  // where the cores are shared or few: `fbt tune` measures both ways.
-  kb.askParallel(1);
-  if (op.getInt8Activations()) {
-    if (kb.gpu())
-      return op.emitOpError() << "int8_activations is for the CPU target";
-    // x quantized once, by the calling thread before the grid, into its
-    // frame (scratch outside a grid); the grid's threads share it.
-    Value xq = kb.scratch(rows * w.k, kb.builder().getI8Type());
-    Value dx = kb.scratch(rows * w.groups());
-    quantizeRows(kb, x, rows, w.k, xq, dx);
-    kb.parallel(w.n, [&](Value n) {
-      kb.loop(rows, [&](Value m) {
-        kb.store(rowDotInt8(kb, w, xq, dx, m, n), y, kb.iadd(kb.imul(m, w.n), n));
-      });
-    });
-    return kb.finish();
-  }
-  if (!kb.gpu()) {
-    kb.parallel(w.n, [&](Value n) {
-      kb.loop(rows, [&](Value m) {
-        Value dot = rowDotCpu(kb, w, x, kb.imul(m, w.k), n);
-        kb.store(dot, y, kb.iadd(kb.imul(m, w.n), n));
-      });
-    });
-    return kb.finish();
-  }
+  if (!kb.gpu())
+    return buildCpuProducts(kb, x, rows, {w}, {y}, op.getInt8Activations());
+  if (op.getInt8Activations())
+    return op.emitOpError() << "int8_activations is for the CPU target";
   kb.rows(w.n, rowThreads(kb, w.k), [&](Value n) {
     kb.loop(rows, [&](Value m) {
       Value xBase = kb.imul(m, w.k);
@@ -351,48 +368,23 @@ FailureOr<func::FuncOp> buildQuantizedMatmul(KernelBuilder &kb, QuantizedMatmulO
   return kb.finish();
 }
 
-/// quantized_matmuls (CPU): one grid over all the weights' rows, one weight
-/// after another, each row's product as quantized_matmul computes it; with
-/// int8 activations the input quantized once for every weight.
+/// quantized_matmuls (CPU): its operands are x, the weights, their scales
+/// (int8), then its results.
 FailureOr<func::FuncOp> buildQuantizedMatmuls(KernelBuilder &kb, QuantizedMatmulsOp op) {
   if (kb.gpu())
     return op.emitOpError() << "is for the CPU target (fbt-fuse-products)";
   unsigned count = op.getWeights().size();
   bool int8 = !op.getScales().empty();
   SmallVector<NarrowWeight> ws;
-  int64_t total = 0;
+  SmallVector<Value> ys;
   for (unsigned i = 0; i < count; ++i) {
     auto t = cast<RankedTensorType>(op.getWeights()[i].getType());
     ws.push_back({kb.arg(1 + i), int8 ? kb.arg(1 + count + i) : Value(), t.getDimSize(0),
                   t.getDimSize(1)});
-    total += ws.back().n;
+    ys.push_back(kb.arg(1 + (int8 ? 2 : 1) * count + i));
   }
-  unsigned firstResult = 1 + (int8 ? 2 : 1) * count;
-  Value x = kb.arg(0);
-  int64_t k = ws.front().k;
-  int64_t rows = cast<RankedTensorType>(op.getInput().getType()).getNumElements() / k;
-  kb.askParallel(1);
-  Value xq, dx;
-  if (op.getInt8Activations()) {
-    xq = kb.scratch(rows * k, kb.builder().getI8Type());
-    dx = kb.scratch(rows * ws.front().groups());
-    quantizeRows(kb, x, rows, k, xq, dx);
-  }
-  kb.parallel(total, [&](Value r) {
-    int64_t first = 0;
-    for (unsigned i = 0; i < count; ++i) {
-      const NarrowWeight &w = ws[i];
-      Value n = kb.isub(r, kb.index(first)); // wraps below 0: then not below w.n
-      kb.ifThen(kb.icmp(arith::CmpIPredicate::ult, n, kb.index(w.n)), [&] {
-        kb.loop(rows, [&](Value m) {
-          Value dot = xq ? rowDotInt8(kb, w, xq, dx, m, n) : rowDotCpu(kb, w, x, kb.imul(m, k), n);
-          kb.store(dot, kb.arg(firstResult + i), kb.iadd(kb.imul(m, w.n), n));
-        });
-      });
-      first += w.n;
-    }
-  });
-  return kb.finish();
+  int64_t rows = cast<RankedTensorType>(op.getInput().getType()).getNumElements() / ws.front().k;
+  return buildCpuProducts(kb, kb.arg(0), rows, ws, ys, op.getInt8Activations());
 }
 
 FailureOr<func::FuncOp> buildDequantize(KernelBuilder &kb, DequantizeOp op) {

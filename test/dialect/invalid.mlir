@@ -657,7 +657,15 @@ func.func @quantized_matmuls_scales(%x: tensor<2x80xf32>, %w: tensor<32x80xi8>, 
 // -----
 
 func.func @quantized_matmuls_result(%x: tensor<2x80xf32>, %w: tensor<32x80xbf16>, %v: tensor<16x80xbf16>) {
-  // expected-error @+1 {{'fbt.quantized_matmuls' op result #1 must be f32, 2 rows of 16, not 'tensor<2x32xf32>'}}
+  // expected-error @+1 {{'fbt.quantized_matmuls' op result #1 must be 2 rows of 16, not 'tensor<2x32xf32>'}}
   %y:2 = fbt.quantized_matmuls %x, [%w, %v] : (tensor<2x80xf32>, tensor<32x80xbf16>, tensor<16x80xbf16>) -> (tensor<2x32xf32>, tensor<2x32xf32>)
+  return
+}
+
+// -----
+
+func.func @quantized_matmuls_input(%x: tensor<2x80xf32>, %w: tensor<32x80xbf16>, %v: tensor<16x64xbf16>) {
+  // expected-error @+1 {{'fbt.quantized_matmuls' op input rows have 80 elements, weight #1's 64}}
+  %y:2 = fbt.quantized_matmuls %x, [%w, %v] : (tensor<2x80xf32>, tensor<32x80xbf16>, tensor<16x64xbf16>) -> (tensor<2x32xf32>, tensor<2x16xf32>)
   return
 }
