@@ -85,29 +85,25 @@ struct InferenceWeights : mlir::fbt::impl::FbtInferenceWeightsBase<InferenceWeig
       std::optional<unsigned> p = parameter(fn, gemm.getRhs());
       if (!p)
         continue;
-      if (form == ::fbt::WeightForm::F32) {
-        // The parameter itself is the weight: only the few-row products
-        // change, to the generated kernel (a GEMV at decode), which streams
-        // W once where BLAS's GEMM of one row does not keep up.
-        if (gemm.getM() <= gemvRows) {
-          OpBuilder b(gemm);
-          auto q = QuantizedMatmulOp::create(b, gemm.getLoc(), gemm.getType(), gemm.getLhs(),
-                                             gemm.getRhs(), Value(), false);
-          gemm.replaceAllUsesWith(q.getResult());
-          gemm.erase();
-        }
+      bool few = gemm.getM() <= gemvRows;
+      // f32: the parameter itself is the weight, and only the few-row
+      // products change, to the generated kernel (a GEMV at decode), which
+      // streams W once where BLAS's GEMM of one row does not keep up.
+      if (form == ::fbt::WeightForm::F32 && !few)
         continue;
+      Value weight = gemm.getRhs(), scales;
+      if (form != ::fbt::WeightForm::F32) {
+        auto it = narrow.find(*p);
+        if (it == narrow.end()) {
+          FailureOr<std::pair<Value, Value>> inputs = addInputs(fn, *p);
+          if (failed(inputs))
+            return failure();
+          it = narrow.insert({*p, *inputs}).first;
+        }
+        std::tie(weight, scales) = it->second;
       }
-      auto it = narrow.find(*p);
-      if (it == narrow.end()) {
-        FailureOr<std::pair<Value, Value>> inputs = addInputs(fn, *p);
-        if (failed(inputs))
-          return failure();
-        it = narrow.insert({*p, *inputs}).first;
-      }
-      auto [weight, scales] = it->second;
       OpBuilder b(gemm);
-      if (gemm.getM() <= gemvRows) {
+      if (few) {
         auto q = QuantizedMatmulOp::create(b, gemm.getLoc(), gemm.getType(), gemm.getLhs(),
                                            weight, scales, int8Activations);
         gemm.replaceAllUsesWith(q.getResult());

@@ -42,6 +42,7 @@ using mlir::fbt::configFromAttr;
 using mlir::fbt::KernelConfig;
 using mlir::fbt::Knob;
 using mlir::fbt::kConfigAttr;
+using mlir::fbt::runsSerially;
 
 std::string fbt::resolvedCpu(const CpuTargetOptions &options) {
   // A portable default (AVX2 + FMA) runs on any recent x86 server; "native"
@@ -206,9 +207,8 @@ void serializeSmallParallelLoops(ModuleOp kernels, int64_t minElements) {
   kernels.walk([&](scf::ParallelOp par) {
     auto fn = par->getParentOfType<func::FuncOp>();
     bool nested = par->getParentOfType<scf::ParallelOp>() != nullptr;
-    KernelConfig config = configFromAttr(fn->getAttrOfType<DictionaryAttr>(kConfigAttr));
-    auto parallel = config.find(Knob::Parallel);
-    bool serialKnob = parallel != config.end() && parallel->second == 0;
+    bool serialKnob =
+        runsSerially(configFromAttr(fn->getAttrOfType<DictionaryAttr>(kConfigAttr)));
     if (nested || serialKnob || largestBuffer(fn) < minElements ||
         par.getNumReductions() != 0 || singleIteration(par))
       serial.push_back(par);

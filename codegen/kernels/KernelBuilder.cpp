@@ -81,11 +81,8 @@ void KernelBuilder::parallel(int64_t n, function_ref<void(Value)> body) {
   // The knobs of the lowerings (CpuTarget's OpenMP schedule, GpuKernels'
   // blocks): asked for here so that only kernels they affect vary them.
   if (gridDepth == 0 && !rowBody) {
-    // A generator may have asked for Knob::Parallel first: serial grids
-    // have no chunks to size.
-    auto parallel = used.find(Knob::Parallel);
-    bool serial = parallel != used.end() && parallel->second == 0;
-    if (!gpu() && largest >= kCpuParallelMinElements && !serial)
+    // A generator may have asked for Knob::Parallel first.
+    if (!gpu() && largest >= kCpuParallelMinElements && !runsSerially(used))
       knob(Knob::Grain, 0);
     if (gpu()) {
       knob(Knob::BlockThreads, kGpuBlockThreads);

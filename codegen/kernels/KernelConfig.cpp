@@ -125,6 +125,11 @@ bool mlir::fbt::parseConfigOption(StringRef entry, std::string &kernel,
   return true;
 }
 
+bool mlir::fbt::runsSerially(const KernelConfig &config) {
+  auto parallel = config.find(Knob::Parallel);
+  return parallel != config.end() && parallel->second == 0;
+}
+
 std::vector<KernelConfig> mlir::fbt::tuneSpace(TuneSpace space,
                                                const KernelConfig &used) {
   std::vector<KernelConfig> configs{used};
@@ -147,8 +152,8 @@ std::vector<KernelConfig> mlir::fbt::tuneSpace(TuneSpace space,
     all = std::move(next);
   }
   for (KernelConfig &c : all) {
-    if (auto p = c.find(Knob::Parallel); p != c.end() && p->second == 0)
-      c.erase(Knob::Grain); // serial grids have no chunks
+    if (runsSerially(c))
+      c.erase(Knob::Grain);
     if (c != used && std::find(configs.begin(), configs.end(), c) == configs.end())
       configs.push_back(std::move(c));
   }

@@ -37,6 +37,13 @@ enum class Knob {
                ///< calling thread alone (a fork costs more than it saves)
 };
 
+/// Knob values; a knob absent here takes the generator's own choice.
+using KernelConfig = std::map<Knob, int64_t>;
+
+/// Whether a kernel built with `config` runs its grids on the calling
+/// thread alone (Knob::Parallel = 0): then it has no chunks (no Grain).
+bool runsSerially(const KernelConfig &config);
+
 /// Its name in `fbt.config`, the bundle's variant table and the tune cache.
 llvm::StringRef knobName(Knob k);
 std::optional<Knob> knobNamed(llvm::StringRef name);
@@ -45,9 +52,6 @@ std::optional<Knob> knobNamed(llvm::StringRef name);
 constexpr llvm::StringLiteral kConfigAttr = "fbt.config";
 /// On a variant: the kernel (the default variant) whose calls it may serve.
 constexpr llvm::StringLiteral kVariantOfAttr = "fbt.variant_of";
-
-/// Knob values; a knob absent here takes the generator's own choice.
-using KernelConfig = std::map<Knob, int64_t>;
 
 DictionaryAttr toAttr(MLIRContext *ctx, const KernelConfig &config);
 KernelConfig configFromAttr(DictionaryAttr attr);
