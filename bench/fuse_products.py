@@ -1,0 +1,101 @@
+"""The CPU's fused products (fbt-fuse-products) against the same spec compiled
+with --fuse-products=false: batch-1 decode ms/token of each, on one build per
+form and fusion, in alternating rounds of `fbt bench --decode standard` (so
+that the host's drift hits both alike).
+
+usage: /usr/bin/python3 bench/fuse_products.py [--spec specs/small.json]
+           [--forms int8a,f32] [--threads 1,2] [--rounds 5] [--tokens 64]
+           [--json OUT.json]
+       /usr/bin/python3 bench/fuse_products.py --from OUT.json   (the table again)
+
+Prints, per form and thread count, the median ms/token fused and unfused
+(with their ranges) and the median of each round's unfused/fused ratio
+(above 1: fusing is faster). The build comes from FBT_BUILD_DIR (default
+build/).
+"""
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gguf_peer import BUILD, FORM_OPTIONS, run  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def summary(raw):
+    lines = ["`%s`: %s, batch 1, %d prompt and %d decoded tokens; medians of %d alternating "
+             "rounds (range in parentheses)" % (" ".join(raw["command"]), raw["spec"],
+                                                raw["tokens"], raw["tokens"], raw["rounds"]),
+             "",
+             "| form | threads | fused ms/token | unfused ms/token | unfused / fused |",
+             "|---|---|---|---|---|"]
+    for row in raw["rows"]:
+        fused, unfused = row["fused"], row["unfused"]
+        ratio = statistics.median(u / f for u, f in zip(unfused, fused))
+        lines.append("| %s | %d | %.3f (%.3f-%.3f) | %.3f (%.3f-%.3f) | %.2f |" % (
+            row["form"], row["threads"], statistics.median(fused), min(fused), max(fused),
+            statistics.median(unfused), min(unfused), max(unfused), ratio))
+    return "\n".join(lines)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--spec", default=os.path.join(ROOT, "specs", "small.json"))
+    ap.add_argument("--forms", default="int8a,f32")
+    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--tokens", type=int, default=64)
+    ap.add_argument("--json", help="also write every round's measurements here")
+    ap.add_argument("--from", dest="saved", help="print the table of a --json file and stop")
+    args = ap.parse_args()
+    if args.saved:
+        with open(args.saved) as f:
+            print(summary(json.load(f)))
+        return
+    forms = args.forms.split(",")
+    for form in forms:
+        if form not in FORM_OPTIONS:
+            ap.error("--forms: unknown form '%s' (expected some of %s)" %
+                     (form, ",".join(FORM_OPTIONS)))
+    fbtc = os.path.join(BUILD, "tools", "fbtc", "fbtc")
+    fbt = os.path.join(BUILD, "tools", "fbt", "fbt")
+    raw = {"command": ["bench/fuse_products.py"] + sys.argv[1:],
+           "spec": os.path.basename(args.spec), "tokens": args.tokens, "rounds": args.rounds,
+           "rows": []}
+    with tempfile.TemporaryDirectory(prefix="fuse-products-") as work:
+        bundles = {}
+        for form in forms:
+            for fused in ("true", "false"):
+                path = os.path.join(work, "%s-%s.fbtb" % (form, fused))
+                run([fbtc, args.spec, "--target=cpu", "--fuse-products=" + fused, "-o", path] +
+                    FORM_OPTIONS[form])
+                bundles[form, fused] = path
+
+        def decode(path, threads):
+            out = run([fbt, "bench", path, "--decode", "standard", "--threads", str(threads),
+                       "--steps", str(args.tokens), "--tokens", str(args.tokens), "--no-tune"])
+            return json.loads(out)["ms_per_token"]
+
+        for form in forms:
+            for threads in (int(t) for t in args.threads.split(",")):
+                row = {"form": form, "threads": threads, "fused": [], "unfused": []}
+                for r in range(args.rounds):  # alternating, the order flipped each round
+                    order = ["true", "false"] if r % 2 == 0 else ["false", "true"]
+                    for fused in order:
+                        ms = decode(bundles[form, fused], threads)
+                        row["fused" if fused == "true" else "unfused"].append(ms)
+                raw["rows"].append(row)
+                print("%s, %d threads: done" % (form, threads), file=sys.stderr)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(raw, f, indent=1)
+    print(summary(raw))
+
+
+if __name__ == "__main__":
+    main()
