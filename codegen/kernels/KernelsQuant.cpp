@@ -94,6 +94,60 @@ Value scaleOf(KernelBuilder &kb, const NarrowWeight &w, Value n, Value g) {
   return arith::ExtFOp::create(b, kb.location(), b.getF32Type(), s);
 }
 
+/// The scales of row `n`'s groups [g0, g0 + 8) as f32 lanes (CPU).
+Value scaleLanes(KernelBuilder &kb, const NarrowWeight &w, Value n, Value g0) {
+  OpBuilder &b = kb.builder();
+  Location loc = kb.location();
+  Type half = cast<MemRefType>(w.scales.getType()).getElementType();
+  Value at = kb.iadd(kb.imul(n, w.groups()), g0);
+  Value s = vector::LoadOp::create(b, loc, VectorType::get({kLanes}, half), w.scales,
+                                   ValueRange{at});
+  return arith::ExtFOp::create(b, loc, VectorType::get({kLanes}, b.getF32Type()), s);
+}
+
+/// acc + sum over the `whole` whole groups g of term(g) (a vector) times
+/// g's scale broadcast, in the order of g (CPU). A scale loaded, widened
+/// and broadcast one group at a time costs as many instructions as the
+/// group's int8 dot product: here lanes(g0) gives the scales of 8 groups
+/// [g0, g0 + 8) as one vector, each group's lane broadcast by a shuffle;
+/// the groups after the last 8 take their lanes from the 8 that end at
+/// `whole`. Rows of fewer than 8 groups take single(g), one scale.
+Value sumScaledGroups(KernelBuilder &kb, Value acc, int64_t whole,
+                      function_ref<Value(Value)> term, function_ref<Value(Value)> lanes,
+                      function_ref<Value(Value)> single) {
+  OpBuilder &b = kb.builder();
+  Location loc = kb.location();
+  auto wide = VectorType::get({kLanes}, b.getF32Type());
+  auto fma = arith::FastMathFlags::contract;
+  auto add = [&](Value a, Value g, Value s) {
+    return arith::AddFOp::create(b, loc, a, arith::MulFOp::create(b, loc, term(g), s, fma), fma)
+        .getResult();
+  };
+  auto lane = [&](Value scales, int64_t i) {
+    return vector::ShuffleOp::create(b, loc, scales, scales, SmallVector<int64_t>(kLanes, i))
+        .getResult();
+  };
+  if (whole < kLanes) {
+    for (int64_t g = 0; g < whole; ++g)
+      acc = add(acc, kb.index(g), vector::BroadcastOp::create(b, loc, wide, single(kb.index(g))));
+    return acc;
+  }
+  int64_t chunks = whole / kLanes;
+  acc = kb.fold(kb.index(0), kb.index(chunks), ValueRange{acc},
+                [&](Value c, ValueRange carried) -> SmallVector<Value> {
+    Value g0 = kb.imul(c, kLanes), scales = lanes(g0), a = carried[0];
+    for (int64_t i = 0; i < kLanes; ++i)
+      a = add(a, kb.iadd(g0, i), lane(scales, i));
+    return {a};
+  })[0];
+  if (int64_t first = chunks * kLanes; first < whole) {
+    Value scales = lanes(kb.index(whole - kLanes));
+    for (int64_t g = first; g < whole; ++g)
+      acc = add(acc, kb.index(g), lane(scales, g - (whole - kLanes)));
+  }
+  return acc;
+}
+
 /// W[n, k] as f32, scaled.
 Value weightAt(KernelBuilder &kb, const NarrowWeight &w, Value n, Value k) {
   Value v = loadValue(kb, w, kb.iadd(kb.imul(n, w.k), k));
@@ -132,7 +186,8 @@ Value partialDot(KernelBuilder &kb, const NarrowWeight &w, Value x, Value xBase,
 
 /// sum_k x[xBase + k] * W[n, k] on the CPU: per whole group, the 32
 /// products as 4 vectors summed as a tree, then scaled into a vector
-/// accumulator (one multiply-add per group); the last, shorter group after.
+/// accumulator (one multiply-add per group; int8's scales 8 groups at a
+/// time, sumScaledGroups); the last, shorter group after.
 Value rowDotCpu(KernelBuilder &kb, const NarrowWeight &w, Value x, Value xBase, Value n) {
   OpBuilder &b = kb.builder();
   Location loc = kb.location();
@@ -141,26 +196,31 @@ Value rowDotCpu(KernelBuilder &kb, const NarrowWeight &w, Value x, Value xBase, 
   Value wBase = kb.imul(n, w.k);
   int64_t whole = w.k / kGroup, rest = w.k % kGroup;
   Value total = kb.f32(0);
+  auto groupDot = [&](Value g) { // the group's 32 products, unscaled, in 8 lanes
+    Value off = kb.imul(g, kGroup);
+    SmallVector<Value> terms;
+    for (int64_t c = 0; c < kGroup; c += kLanes) {
+      Value at = kb.iadd(off, c);
+      Value xv = vector::LoadOp::create(b, loc, wide, x, ValueRange{kb.iadd(xBase, at)});
+      terms.push_back(
+          arith::MulFOp::create(b, loc, xv, loadLanes(kb, w, kb.iadd(wBase, at)), fma));
+    }
+    return arith::AddFOp::create(b, loc,
+                                 arith::AddFOp::create(b, loc, terms[0], terms[1], fma),
+                                 arith::AddFOp::create(b, loc, terms[2], terms[3], fma), fma)
+        .getResult();
+  };
   if (whole > 0) {
     Value zero = vector::BroadcastOp::create(b, loc, wide, kb.f32(0));
-    Value acc = kb.fold(kb.index(0), kb.index(whole), ValueRange{zero},
-                        [&](Value g, ValueRange carried) -> SmallVector<Value> {
-      Value off = kb.imul(g, kGroup);
-      SmallVector<Value> terms;
-      for (int64_t c = 0; c < kGroup; c += kLanes) {
-        Value at = kb.iadd(off, c);
-        Value xv = vector::LoadOp::create(b, loc, wide, x, ValueRange{kb.iadd(xBase, at)});
-        terms.push_back(arith::MulFOp::create(b, loc, xv,
-                                              loadLanes(kb, w, kb.iadd(wBase, at)), fma));
-      }
-      Value p = arith::AddFOp::create(
-          b, loc, arith::AddFOp::create(b, loc, terms[0], terms[1], fma),
-          arith::AddFOp::create(b, loc, terms[2], terms[3], fma), fma);
-      if (w.int8())
-        p = arith::MulFOp::create(
-            b, loc, p, vector::BroadcastOp::create(b, loc, wide, scaleOf(kb, w, n, g)), fma);
-      return {arith::AddFOp::create(b, loc, carried[0], p, fma)};
-    })[0];
+    Value acc =
+        w.int8()
+            ? sumScaledGroups(
+                  kb, zero, whole, groupDot, [&](Value g0) { return scaleLanes(kb, w, n, g0); },
+                  [&](Value g) { return scaleOf(kb, w, n, g); })
+            : kb.fold(kb.index(0), kb.index(whole), ValueRange{zero},
+                      [&](Value g, ValueRange carried) -> SmallVector<Value> {
+                        return {arith::AddFOp::create(b, loc, carried[0], groupDot(g), fma)};
+                      })[0];
     total = laneSum(kb, acc);
   }
   if (rest > 0) {
@@ -254,7 +314,6 @@ Value rowDotInt8(KernelBuilder &kb, const NarrowWeight &w, Value xq, Value dx, V
   auto shorts = VectorType::get({kGroup / 2}, b.getI16Type());
   auto ints = VectorType::get({kGroup / 4}, b.getI32Type());
   static_assert(kGroup / 4 == kLanes, "a group's i32 pair sums fill one f32 vector");
-  auto fma = arith::FastMathFlags::contract;
   int64_t groups = w.groups(), whole = w.k / kGroup, rest = w.k % kGroup;
   Value wBase = kb.imul(n, w.k), xBase = kb.imul(m, w.k);
   auto scale = [&](Value g) {
@@ -265,8 +324,7 @@ Value rowDotInt8(KernelBuilder &kb, const NarrowWeight &w, Value xq, Value dx, V
     Value zero = vector::BroadcastOp::create(b, loc, wide, kb.f32(0));
     Value ones = arith::ConstantOp::create(
         b, loc, DenseElementsAttr::get(shorts, Attribute(b.getI16IntegerAttr(1))));
-    Value acc = kb.fold(kb.index(0), kb.index(whole), ValueRange{zero},
-                        [&](Value g, ValueRange carried) -> SmallVector<Value> {
+    auto groupDot = [&](Value g) { // the group's 32 products in 8 lanes, unscaled
       Value off = kb.imul(g, kGroup);
       Value wv = vector::LoadOp::create(b, loc, bytes, w.values, ValueRange{kb.iadd(wBase, off)});
       Value xv = vector::LoadOp::create(b, loc, bytes, xq, ValueRange{kb.iadd(xBase, off)});
@@ -274,11 +332,16 @@ Value rowDotInt8(KernelBuilder &kb, const NarrowWeight &w, Value xq, Value dx, V
       Value signedX = x86(kb, "llvm.x86.avx2.psign.b", bytes, {xv, wv});
       Value pairs = x86(kb, "llvm.x86.avx2.pmadd.ub.sw", shorts, {magnitude, signedX});
       Value sum = x86(kb, "llvm.x86.avx2.pmadd.wd", ints, {pairs, ones});
-      Value f = arith::SIToFPOp::create(b, loc, wide, sum);
-      Value s = vector::BroadcastOp::create(b, loc, wide, scale(g));
-      return {arith::AddFOp::create(b, loc, carried[0],
-                                    arith::MulFOp::create(b, loc, f, s, fma), fma)};
-    })[0];
+      return arith::SIToFPOp::create(b, loc, wide, sum).getResult();
+    };
+    auto xLanes = [&](Value g0) { // x's scales of groups [g0, g0 + 8)
+      return vector::LoadOp::create(b, loc, wide, dx, ValueRange{kb.iadd(kb.imul(m, groups), g0)})
+          .getResult();
+    };
+    Value acc = sumScaledGroups(
+        kb, zero, whole, groupDot,
+        [&](Value g0) { return arith::MulFOp::create(b, loc, scaleLanes(kb, w, n, g0), xLanes(g0)); },
+        scale);
     total = laneSum(kb, acc);
   }
   if (rest > 0) {
