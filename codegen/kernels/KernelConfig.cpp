@@ -19,6 +19,7 @@ constexpr KnobInfo kKnobs[] = {
     {Knob::PerThread, "per_thread"},   {Knob::QueryBlock, "query_block"},
     {Knob::KeyTile, "key_tile"},       {Knob::Grain, "grain"},
     {Knob::HeadGroup, "head_group"},   {Knob::Parallel, "parallel"},
+    {Knob::Prefetch, "prefetch"},
 };
 
 /// The values a knob takes in a space, before the default is added.
@@ -46,6 +47,9 @@ std::vector<int64_t> knobValues(Knob k, TuneSpace space) {
     return wide ? std::vector<int64_t>{1, 2, 4, 8, 16} : std::vector<int64_t>{1, 2, 8};
   case Knob::Parallel:
     return {0, 1};
+  case Knob::Prefetch:
+    return wide ? std::vector<int64_t>{0, 2048, 4096, 8192, 16384}
+                : std::vector<int64_t>{0, 8192};
   }
   return {};
 }

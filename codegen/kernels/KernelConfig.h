@@ -35,6 +35,8 @@ enum class Knob {
   HeadGroup,   ///< CPU attention: heads that walk the keys together
   Parallel,    ///< CPU: 1 runs the grids on the OpenMP threads, 0 on the
                ///< calling thread alone (a fork costs more than it saves)
+  Prefetch,    ///< CPU products: bytes ahead of its reads a weight row is
+               ///< prefetched (0: none, the hardware's prefetchers alone)
 };
 
 /// Knob values; a knob absent here takes the generator's own choice.

@@ -1,5 +1,5 @@
 // RUN: fbt-opt %s --fbt-to-kernels="target=cpu tune-space=default" | FileCheck %s
-// RUN: fbt-opt %s --fbt-to-kernels="target=cpu configs=k0_quantized_matmul:parallel=0" | FileCheck %s --check-prefix=SERIAL
+// RUN: fbt-opt %s --fbt-to-kernels="target=cpu configs=k0_quantized_matmul:parallel=0:prefetch=8192" | FileCheck %s --check-prefix=SERIAL
 // RUN: fbtc %specs/small.json --target=cpu --inference-weights=int8 --tune-space=default --emit=kernels -o %t.mlir
 // RUN: fbtc %specs/small.json --target=cpu --inference-weights=int8 --tune-space=default --dump-llvm-ir=%t.ll -o %t.fbtb
 // RUN: %python %S/Inputs/parallel_variants.py %t.mlir %t.ll | FileCheck %s --check-prefix=FORKS
@@ -8,15 +8,20 @@
 // over the weight's rows forks the OpenMP threads (1, the default, with a
 // grain) or runs on the calling thread (0: no chunks, so no grain), which
 // `fbt tune` measures on the machine at hand. The tuning space holds the
-// serial build once, not once per grain.
+// serial build once per prefetch distance (to-kernels-prefetch.mlir), not
+// once per grain.
 
-// CHECK: func.func @k0_quantized_matmul({{.*}}) attributes {fbt.config = {grain = 0 : i64, parallel = 1 : i64}, fbt.kernel}
-// CHECK: func.func @k0_quantized_matmul__v1({{.*}}) attributes {fbt.config = {parallel = 0 : i64}, fbt.kernel, fbt.variant_of = @k0_quantized_matmul}
-// CHECK: func.func @k0_quantized_matmul__v2({{.*}}) attributes {fbt.config = {grain = 1 : i64, parallel = 1 : i64}
-// CHECK: func.func @k0_quantized_matmul__v3({{.*}}) attributes {fbt.config = {grain = 8 : i64, parallel = 1 : i64}
-// CHECK-NOT: k0_quantized_matmul__v4
+// CHECK: func.func @k0_quantized_matmul({{.*}}) attributes {fbt.config = {grain = 0 : i64, parallel = 1 : i64, prefetch = 8192 : i64}, fbt.kernel}
+// CHECK: func.func @k0_quantized_matmul__v1({{.*}}) attributes {fbt.config = {parallel = 0 : i64, prefetch = 0 : i64}, fbt.kernel, fbt.variant_of = @k0_quantized_matmul}
+// CHECK: func.func @k0_quantized_matmul__v2({{.*}}) attributes {fbt.config = {parallel = 0 : i64, prefetch = 8192 : i64}
+// CHECK: func.func @k0_quantized_matmul__v3({{.*}}) attributes {fbt.config = {grain = 0 : i64, parallel = 1 : i64, prefetch = 0 : i64}
+// CHECK: func.func @k0_quantized_matmul__v4({{.*}}) attributes {fbt.config = {grain = 1 : i64, parallel = 1 : i64, prefetch = 0 : i64}
+// CHECK: func.func @k0_quantized_matmul__v5({{.*}}) attributes {fbt.config = {grain = 1 : i64, parallel = 1 : i64, prefetch = 8192 : i64}
+// CHECK: func.func @k0_quantized_matmul__v6({{.*}}) attributes {fbt.config = {grain = 8 : i64, parallel = 1 : i64, prefetch = 0 : i64}
+// CHECK: func.func @k0_quantized_matmul__v7({{.*}}) attributes {fbt.config = {grain = 8 : i64, parallel = 1 : i64, prefetch = 8192 : i64}
+// CHECK-NOT: k0_quantized_matmul__v8
 
-// SERIAL: func.func @k0_quantized_matmul({{.*}}) attributes {fbt.config = {parallel = 0 : i64}, fbt.kernel}
+// SERIAL: func.func @k0_quantized_matmul({{.*}}) attributes {fbt.config = {parallel = 0 : i64, prefetch = 8192 : i64}, fbt.kernel}
 
 // Lowered for the CPU, the serial builds fork nowhere, the others once.
 // FORKS: parallel=0: 0 forks
