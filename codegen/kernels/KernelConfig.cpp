@@ -19,7 +19,7 @@ constexpr KnobInfo kKnobs[] = {
     {Knob::PerThread, "per_thread"},   {Knob::QueryBlock, "query_block"},
     {Knob::KeyTile, "key_tile"},       {Knob::Grain, "grain"},
     {Knob::HeadGroup, "head_group"},   {Knob::Parallel, "parallel"},
-    {Knob::Prefetch, "prefetch"},
+    {Knob::Prefetch, "prefetch"},      {Knob::PrefetchKeys, "prefetch_keys"},
 };
 
 /// The values a knob takes in a space, before the default is added.
@@ -50,6 +50,8 @@ std::vector<int64_t> knobValues(Knob k, TuneSpace space) {
   case Knob::Prefetch:
     return wide ? std::vector<int64_t>{0, 2048, 4096, 8192, 16384}
                 : std::vector<int64_t>{0, 8192};
+  case Knob::PrefetchKeys:
+    return wide ? std::vector<int64_t>{0, 4, 8, 16, 32} : std::vector<int64_t>{0, 16};
   }
   return {};
 }

@@ -37,6 +37,8 @@ enum class Knob {
                ///< calling thread alone (a fork costs more than it saves)
   Prefetch,    ///< CPU products: bytes ahead of its reads a weight row is
                ///< prefetched (0: none, the hardware's prefetchers alone)
+  PrefetchKeys,///< CPU attention: keys ahead of its reads whose cache rows
+               ///< are prefetched (0: none)
 };
 
 /// Knob values; a knob absent here takes the generator's own choice.

@@ -61,14 +61,23 @@ func.func @grad(%d: tensor<1x8x128xf32>, %q: tensor<1x8x128xf32>, %k: tensor<1x8
 
 // The CPU's attention walks each key row once for a group of heads (two by
 // default: g * dh contiguous channels per row instead of a strided dh); the
-// group is a knob, clamped to a divisor of the heads. The GPU's forward has
-// its own knobs and not this one.
+// group is a knob, clamped to a divisor of the heads. Its passes over the
+// keys prefetch the cache rows 16 keys ahead, or as many as the knob
+// prefetch_keys says (0: none). The GPU's forward has its own knobs and
+// neither of these.
 // CHECK-LABEL: func.func @decode
 // CHECK-NOT: head_group
+// CHECK-NOT: prefetch
 // CPU-LABEL: func.func @decode
-// CPU: func.func @k0_attention({{.*}}) attributes {fbt.config = {head_group = 2 : i64}, fbt.kernel}
-// CPU: func.func @k0_attention__v1({{.*}}) attributes {fbt.config = {head_group = 1 : i64}
-// CPU: func.func @k0_attention__v2({{.*}}) attributes {fbt.config = {head_group = 8 : i64}
+// CPU: func.func @k0_attention({{.*}}) attributes {fbt.config = {head_group = 2 : i64, prefetch_keys = 16 : i64}, fbt.kernel}
+// CPU: memref.prefetch
+// CPU: func.func @k0_attention__v1({{.*}}) attributes {fbt.config = {head_group = 1 : i64, prefetch_keys = 0 : i64}
+// CPU-NOT: memref.prefetch
+// CPU: func.func @k0_attention__v2({{.*}}) attributes {fbt.config = {head_group = 1 : i64, prefetch_keys = 16 : i64}
+// CPU: memref.prefetch
+// CPU: func.func @k0_attention__v3({{.*}}) attributes {fbt.config = {head_group = 2 : i64, prefetch_keys = 0 : i64}
+// CPU: func.func @k0_attention__v4({{.*}}) attributes {fbt.config = {head_group = 8 : i64, prefetch_keys = 0 : i64}
+// CPU: func.func @k0_attention__v5({{.*}}) attributes {fbt.config = {head_group = 8 : i64, prefetch_keys = 16 : i64}
 func.func @decode(%q: tensor<2x1x64xf32>, %k: tensor<2x128x64xf32>, %v: tensor<2x128x64xf32>, %p: tensor<2x1xi32>)
     -> tensor<2x1x64xf32> attributes {fbt.step = "decode"} {
   %a = fbt.attention %q, %k, %v, %p {num_heads = 4 : i64} : (tensor<2x1x64xf32>, tensor<2x128x64xf32>, tensor<2x128x64xf32>, tensor<2x1xi32>) -> tensor<2x1x64xf32>
