@@ -1,0 +1,121 @@
+"""One build of fbt against another: batch-1 CPU decode ms/token of the same
+spec compiled and run by each (its own fbtc and fbt), in alternating rounds of
+`fbt bench --decode standard` (so that the host's drift hits both alike). It
+measures a change against its parent: build the parent commit in a directory
+of its own (scripts/build.sh there, or a git worktree), then pass it as
+--baseline.
+
+usage: /usr/bin/python3 bench/ab_builds.py --baseline BUILD_DIR [--labels BASE,NEW]
+           [--spec specs/small.json] [--forms f32,bf16,int8,int8a] [--threads 1,2]
+           [--rounds 5] [--prompt 256] [--tokens 64] [--json OUT.json]
+       /usr/bin/python3 bench/ab_builds.py --from OUT.json   (the table again)
+
+Prints, per form and thread count, the median ms/token of each build (with
+their ranges) and the median of each round's baseline/new ratio (above 1: the
+new build is faster). The new build is FBT_BUILD_DIR (default build/); both
+hold tools/fbtc/fbtc and tools/fbt/fbt. Forms as in gguf_peer.py (int8a:
+int8 weights and int8 activations).
+"""
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gguf_peer import BUILD, FORM_OPTIONS, run  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def summary(raw):
+    base, new = raw["labels"]
+    lines = ["`%s`: %s, batch 1, %d prompt and %d decoded tokens, %s against %s; medians of "
+             "%d alternating rounds (range in parentheses)" % (
+                 " ".join(raw["command"]), raw["spec"], raw["prompt"], raw["tokens"], new,
+                 base, raw["rounds"]),
+             "",
+             "| form | threads | %s ms/token | %s ms/token | %s / %s |" % (base, new, base, new),
+             "|---|---|---|---|---|"]
+    for row in raw["rows"]:
+        b, n = row["baseline"], row["new"]
+        ratio = statistics.median(x / y for x, y in zip(b, n))
+        lines.append("| %s | %d | %.3f (%.3f-%.3f) | %.3f (%.3f-%.3f) | %.2f |" % (
+            row["form"], row["threads"], statistics.median(b), min(b), max(b),
+            statistics.median(n), min(n), max(n), ratio))
+    return "\n".join(lines)
+
+
+def tools(build):
+    fbtc = os.path.join(build, "tools", "fbtc", "fbtc")
+    fbt = os.path.join(build, "tools", "fbt", "fbt")
+    for tool in (fbtc, fbt):
+        if not os.access(tool, os.X_OK):
+            sys.exit("ab_builds.py: no %s (build that directory first)" % tool)
+    return fbtc, fbt
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--baseline", help="the build directory to compare against")
+    ap.add_argument("--labels", default="baseline,new",
+                    help="what to call the two builds in the table (e.g. their commits)")
+    ap.add_argument("--spec", default=os.path.join(ROOT, "specs", "small.json"))
+    ap.add_argument("--forms", default="f32,bf16,int8,int8a")
+    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--prompt", type=int, default=256)
+    ap.add_argument("--tokens", type=int, default=64)
+    ap.add_argument("--json", help="also write every round's measurements here")
+    ap.add_argument("--from", dest="saved", help="print the table of a --json file and stop")
+    args = ap.parse_args()
+    if args.saved:
+        with open(args.saved) as f:
+            print(summary(json.load(f)))
+        return
+    if not args.baseline:
+        ap.error("--baseline BUILD_DIR is required (or --from)")
+    labels = args.labels.split(",")
+    if len(labels) != 2:
+        ap.error("--labels: two names, comma-separated, not '%s'" % args.labels)
+    forms = args.forms.split(",")
+    for form in forms:
+        if form not in FORM_OPTIONS:
+            ap.error("--forms: unknown form '%s' (expected some of %s)" %
+                     (form, ",".join(FORM_OPTIONS)))
+    builds = {"baseline": tools(args.baseline), "new": tools(BUILD)}
+    raw = {"command": ["bench/ab_builds.py"] + sys.argv[1:], "labels": labels,
+           "spec": os.path.basename(args.spec), "prompt": args.prompt, "tokens": args.tokens,
+           "rounds": args.rounds, "rows": []}
+    with tempfile.TemporaryDirectory(prefix="ab-builds-") as work:
+        bundles = {}
+        for form in forms:
+            for which, (fbtc, _) in builds.items():
+                path = os.path.join(work, "%s-%s.fbtb" % (form, which))
+                run([fbtc, args.spec, "--target=cpu", "-o", path] + FORM_OPTIONS[form])
+                bundles[form, which] = path
+
+        def decode(form, which, threads):
+            out = run([builds[which][1], "bench", bundles[form, which], "--decode", "standard",
+                       "--threads", str(threads), "--steps", str(args.tokens), "--tokens",
+                       str(args.prompt), "--no-tune"])
+            return json.loads(out)["ms_per_token"]
+
+        for form in forms:
+            for threads in (int(t) for t in args.threads.split(",")):
+                row = {"form": form, "threads": threads, "baseline": [], "new": []}
+                for r in range(args.rounds):  # alternating, the order flipped each round
+                    for which in (("baseline", "new") if r % 2 == 0 else ("new", "baseline")):
+                        row[which].append(decode(form, which, threads))
+                raw["rows"].append(row)
+                print("%s, %d threads: done" % (form, threads), file=sys.stderr)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(raw, f, indent=1)
+    print(summary(raw))
+
+
+if __name__ == "__main__":
+    main()
