@@ -22,15 +22,18 @@ core):
   llama.cpp  each GGUF through node-llama-cpp, CPU only: the same P tokens
              evaluated in one batch with the first token sampled, then N
              greedy tokens one evaluation each;
-  floor      one pass over the weights in each width: the bytes a decoded
-             token must read (every parameter at 4, 2 or 34/32 bytes), summed
-             as f32 by PyTorch on T threads (in a process of its own), the
-             median of 20 passes, before each round and after the last; a
-             buffer that fits the last-level cache is
-             read from it, as the weights are (the sizes are printed against
-             the L3's).
+  floor      one pass over the weights in each width (every parameter at
+             4, 2 or 34/32 bytes), summed as f32 by PyTorch on T threads (in
+             a process of its own), the median of 20 passes, before each
+             round and after the last; a buffer that fits the last-level
+             cache is read from it, as the weights are (the sizes are printed
+             against the L3's). The token floor is one pass over all a
+             decoded token reads: each column's weights and its KV cache at
+             the run's mean position (P + (N + 1) / 2 rows of K and V per
+             layer; fbt's cache f32, llama.cpp's as --peer-kv).
 Prints, as markdown, the medians over the rounds (prompt tokens/s, decode
-ms/token, with their ranges), each decode against its width's floor, and fbt
+ms/token, with their ranges), each decode against its width's floor and
+against its token floor, and fbt
 against llama.cpp at the same bytes (int8 and int8a / q8_0, bf16 / f16 and
 bf16, f32 / f32; above 1: fbt is faster). --json keeps every round's
 figures, from which --from prints the same summary.
@@ -123,33 +126,39 @@ FORM_OPTIONS = {"f32": ["--inference-weights=f32"], "bf16": ["--inference-weight
                 "int8a": ["--inference-weights=int8", "--inference-activations=int8"]}
 
 
-# The floor, in a process of its own: PyTorch's threads keep spinning after
-# their work, which would take the cores from the next runner. Prints
-# {bytes per weight: the median ms of 20 reads of that many weights}.
+# The floors, in a process of its own: PyTorch's threads keep spinning after
+# their work, which would take the cores from the next runner. Given
+# {name: bytes}, prints {name: the median ms of 20 reads of that many bytes}.
 FLOOR = r"""
 import json, statistics, sys, time, torch
-weights, threads = int(sys.argv[1]), int(sys.argv[2])
-torch.set_num_threads(threads)
+torch.set_num_threads(int(sys.argv[1]))
 out = {}
-for width in json.loads(sys.argv[3]):
-    buf = torch.ones(int(weights * width) // 4)
+for name, size in json.loads(sys.argv[2]).items():
+    buf = torch.ones(int(size) // 4)
     times = []
     for i in range(25):
         t0 = time.perf_counter()
         torch.sum(buf)
         if i >= 5:
             times.append(time.perf_counter() - t0)
-    out[str(width)] = 1e3 * statistics.median(times)
+    out[name] = 1e3 * statistics.median(times)
 print(json.dumps(out))
 """
 
 
-def floors(params, threads, widths):
-    """{width: ms} for one read of `params` weights of each width, summed as
+def floors(threads, sizes):
+    """{name: ms} for one read of each of `sizes` ({name: bytes}), summed as
     f32 by PyTorch on `threads` threads (a streaming read)."""
-    out = json.loads(run(["/usr/bin/python3", "-c", FLOOR, str(params), str(threads),
-                          json.dumps(widths)]))
-    return {w: out[str(w)] for w in widths}
+    return json.loads(run(["/usr/bin/python3", "-c", FLOOR, str(threads), json.dumps(sizes)]))
+
+
+def kv_bytes(spec, prompt, tokens, kv_width):
+    """The KV cache a decode step reads at the run's mean position: K and V
+    of every layer, one row of hidden_size per position, for a prompt of
+    `prompt` tokens then `tokens` decoded (step i reads prompt + i + 1
+    rows)."""
+    rows = prompt + (tokens + 1) / 2
+    return 2 * spec["num_hidden_layers"] * spec["hidden_size"] * kv_width * rows
 
 
 def l3_bytes():
@@ -236,17 +245,28 @@ def measure(ap, args, work):
            "peer_kv": args.peer_kv, "weights": params, "load_before": os.getloadavg()[0],
            "l3_bytes": l3_bytes(), "repeats": args.repeats,
            "columns": {}, "floor_rounds": {str(w): [] for w in widths}}
+    # fbt's cache is f32; llama.cpp's as --peer-kv says.
     for f in forms:
         raw["columns"]["fbt " + f] = {"width": WIDTH[f], "mib": params * WIDTH[f] / 2**20,
-                                      "rounds": []}
+                                      "kv_bytes": kv_bytes(spec, prompt, args.tokens, 4),
+                                      "rounds": [], "token_floor_rounds": []}
     for t in types:
-        raw["columns"]["llama.cpp " + t] = {"width": WIDTH[t],
-                                            "mib": os.path.getsize(ggufs[t]) / 2**20,
-                                            "rounds": []}
+        raw["columns"]["llama.cpp " + t] = {
+            "width": WIDTH[t], "mib": os.path.getsize(ggufs[t]) / 2**20,
+            "kv_bytes": kv_bytes(spec, prompt, args.tokens, 2 if args.peer_kv == "f16" else 4),
+            "rounds": [], "token_floor_rounds": []}
 
     def sample_floors():
-        for w, ms in floors(params, args.threads, widths).items():
-            raw["floor_rounds"][str(w)].append(ms)
+        # One read of the weights in each width, and of each column's
+        # weights and KV cache together: what its decoded token reads.
+        sizes = {str(w): params * w for w in widths}
+        for name, col in raw["columns"].items():
+            sizes[name] = col["mib"] * 2**20 + col["kv_bytes"]
+        for name, ms in floors(args.threads, sizes).items():
+            if name in raw["columns"]:
+                raw["columns"][name]["token_floor_rounds"].append(ms)
+            else:
+                raw["floor_rounds"][name].append(ms)
     keep = ("prefill_tokens_per_s", "ms_per_token")
     for _ in range(args.repeats):  # alternating, so drift in the machine hits all alike
         sample_floors()
@@ -294,6 +314,11 @@ def summary(raw):
     row("floor ms (one read)", lambda c: "%.3f" % floor[str(raw["columns"][c]["width"])])
     row("decode / floor", lambda c: "%.2f" % (med(c, "ms_per_token")[0] /
                                              floor[str(raw["columns"][c]["width"])]))
+    if all("token_floor_rounds" in raw["columns"][c] for c in cols):
+        token = {c: statistics.median(raw["columns"][c]["token_floor_rounds"]) for c in cols}
+        row("KV cache read (MiB)", lambda c: "%.1f" % (raw["columns"][c]["kv_bytes"] / 2**20))
+        row("token floor ms (weights + KV, one read)", lambda c: "%.3f" % token[c])
+        row("decode / token floor", lambda c: "%.2f" % (med(c, "ms_per_token")[0] / token[c]))
     lines.append("")
     for f, t in PAIRS:
         a, b = "fbt " + f, "llama.cpp " + t
