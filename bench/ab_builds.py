@@ -20,11 +20,11 @@ int8 weights and int8 activations).
 import argparse
 import json
 import os
-import statistics
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from alternating import alternating_rows, table  # noqa: E402
 from gguf_peer import BUILD, FORM_OPTIONS, run  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -36,15 +36,8 @@ def summary(raw):
              "%d alternating rounds (range in parentheses)" % (
                  " ".join(raw["command"]), raw["spec"], raw["prompt"], raw["tokens"], new,
                  base, raw["rounds"]),
-             "",
-             "| form | threads | %s ms/token | %s ms/token | %s / %s |" % (base, new, base, new),
-             "|---|---|---|---|---|"]
-    for row in raw["rows"]:
-        b, n = row["baseline"], row["new"]
-        ratio = statistics.median(x / y for x, y in zip(b, n))
-        lines.append("| %s | %d | %.3f (%.3f-%.3f) | %.3f (%.3f-%.3f) | %.2f |" % (
-            row["form"], row["threads"], statistics.median(b), min(b), max(b),
-            statistics.median(n), min(n), max(n), ratio))
+             ""]
+    lines += table(raw["rows"], ("baseline", base), ("new", new), ("baseline", "new"))
     return "\n".join(lines)
 
 
@@ -103,14 +96,8 @@ def main():
                        str(args.prompt), "--no-tune"])
             return json.loads(out)["ms_per_token"]
 
-        for form in forms:
-            for threads in (int(t) for t in args.threads.split(",")):
-                row = {"form": form, "threads": threads, "baseline": [], "new": []}
-                for r in range(args.rounds):  # alternating, the order flipped each round
-                    for which in (("baseline", "new") if r % 2 == 0 else ("new", "baseline")):
-                        row[which].append(decode(form, which, threads))
-                raw["rows"].append(row)
-                print("%s, %d threads: done" % (form, threads), file=sys.stderr)
+        raw["rows"] = alternating_rows(forms, [int(t) for t in args.threads.split(",")],
+                                       args.rounds, ("baseline", "new"), decode)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(raw, f, indent=1)

@@ -17,11 +17,11 @@ build/).
 import argparse
 import json
 import os
-import statistics
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from alternating import alternating_rows, table  # noqa: E402
 from gguf_peer import BUILD, FORM_OPTIONS, run  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -31,15 +31,9 @@ def summary(raw):
     lines = ["`%s`: %s, batch 1, %d prompt and %d decoded tokens; medians of %d alternating "
              "rounds (range in parentheses)" % (" ".join(raw["command"]), raw["spec"],
                                                 raw["tokens"], raw["tokens"], raw["rounds"]),
-             "",
-             "| form | threads | fused ms/token | unfused ms/token | unfused / fused |",
-             "|---|---|---|---|---|"]
-    for row in raw["rows"]:
-        fused, unfused = row["fused"], row["unfused"]
-        ratio = statistics.median(u / f for u, f in zip(unfused, fused))
-        lines.append("| %s | %d | %.3f (%.3f-%.3f) | %.3f (%.3f-%.3f) | %.2f |" % (
-            row["form"], row["threads"], statistics.median(fused), min(fused), max(fused),
-            statistics.median(unfused), min(unfused), max(unfused), ratio))
+             ""]
+    lines += table(raw["rows"], ("fused", "fused"), ("unfused", "unfused"),
+                   ("unfused", "fused"))
     return "\n".join(lines)
 
 
@@ -76,21 +70,14 @@ def main():
                     FORM_OPTIONS[form])
                 bundles[form, fused] = path
 
-        def decode(path, threads):
+        def decode(form, side, threads):
+            path = bundles[form, "true" if side == "fused" else "false"]
             out = run([fbt, "bench", path, "--decode", "standard", "--threads", str(threads),
                        "--steps", str(args.tokens), "--tokens", str(args.tokens), "--no-tune"])
             return json.loads(out)["ms_per_token"]
 
-        for form in forms:
-            for threads in (int(t) for t in args.threads.split(",")):
-                row = {"form": form, "threads": threads, "fused": [], "unfused": []}
-                for r in range(args.rounds):  # alternating, the order flipped each round
-                    order = ["true", "false"] if r % 2 == 0 else ["false", "true"]
-                    for fused in order:
-                        ms = decode(bundles[form, fused], threads)
-                        row["fused" if fused == "true" else "unfused"].append(ms)
-                raw["rows"].append(row)
-                print("%s, %d threads: done" % (form, threads), file=sys.stderr)
+        raw["rows"] = alternating_rows(forms, [int(t) for t in args.threads.split(",")],
+                                       args.rounds, ("fused", "unfused"), decode)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(raw, f, indent=1)

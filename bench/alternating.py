@@ -1,0 +1,39 @@
+"""Two builds of one model timed in alternating rounds, per form and thread
+count: what fuse_products.py (fused against unfused products) and
+ab_builds.py (one build of fbt against another) share."""
+
+import statistics
+import sys
+
+
+def alternating_rows(forms, threads, rounds, sides, decode):
+    """Per form and thread count, `rounds` rounds of decode(form, side,
+    threads) for both `sides`, the order flipped each round so that the
+    host's drift hits both alike: [{"form", "threads", side: [ms, ...]}]."""
+    rows = []
+    for form in forms:
+        for t in threads:
+            row = {"form": form, "threads": t, sides[0]: [], sides[1]: []}
+            for r in range(rounds):
+                for side in (sides if r % 2 == 0 else sides[::-1]):
+                    row[side].append(decode(form, side, t))
+            rows.append(row)
+            print("%s, %d threads: done" % (form, t), file=sys.stderr)
+    return rows
+
+
+def table(rows, first, second, ratio):
+    """Markdown: per row, the median ms/token (and range) of the sides
+    `first` and `second` ((key, label) each), then the median of each
+    round's ratio (numerator key, denominator key)."""
+    lines = ["| form | threads | %s ms/token | %s ms/token | %s / %s |" % (
+                 first[1], second[1], dict([first, second])[ratio[0]],
+                 dict([first, second])[ratio[1]]),
+             "|---|---|---|---|---|"]
+    for row in rows:
+        a, b = row[first[0]], row[second[0]]
+        r = statistics.median(x / y for x, y in zip(row[ratio[0]], row[ratio[1]]))
+        lines.append("| %s | %d | %.3f (%.3f-%.3f) | %.3f (%.3f-%.3f) | %.2f |" % (
+            row["form"], row["threads"], statistics.median(a), min(a), max(a),
+            statistics.median(b), min(b), max(b), r))
+    return lines
