@@ -24,7 +24,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from alternating import alternating_rows, table  # noqa: E402
+from alternating import alternating_rows, decode_ms, finish, table  # noqa: E402
 from gguf_peer import BUILD, FORM_OPTIONS, run  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -91,17 +91,12 @@ def main():
                 bundles[form, which] = path
 
         def decode(form, which, threads):
-            out = run([builds[which][1], "bench", bundles[form, which], "--decode", "standard",
-                       "--threads", str(threads), "--steps", str(args.tokens), "--tokens",
-                       str(args.prompt), "--no-tune"])
-            return json.loads(out)["ms_per_token"]
+            return decode_ms(builds[which][1], bundles[form, which], threads, args.prompt,
+                             args.tokens)
 
         raw["rows"] = alternating_rows(forms, [int(t) for t in args.threads.split(",")],
                                        args.rounds, ("baseline", "new"), decode)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(raw, f, indent=1)
-    print(summary(raw))
+    finish(raw, args.json, summary)
 
 
 if __name__ == "__main__":

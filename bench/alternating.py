@@ -2,8 +2,27 @@
 count: what fuse_products.py (fused against unfused products) and
 ab_builds.py (one build of fbt against another) share."""
 
+import json
 import statistics
+import subprocess
 import sys
+
+
+def decode_ms(fbt, bundle, threads, prompt, tokens):
+    """Batch-1 decode ms/token of `bundle`: `fbt bench --decode standard`,
+    a `prompt`-token prompt then `tokens` decode steps, default kernels."""
+    out = subprocess.run([fbt, "bench", bundle, "--decode", "standard", "--threads",
+                          str(threads), "--steps", str(tokens), "--tokens", str(prompt),
+                          "--no-tune"], check=True, capture_output=True, text=True).stdout
+    return json.loads(out)["ms_per_token"]
+
+
+def finish(raw, path, summary):
+    """Writes the rounds to `path` (if any) and prints their summary."""
+    if path:
+        with open(path, "w") as f:
+            json.dump(raw, f, indent=1)
+    print(summary(raw))
 
 
 def alternating_rows(forms, threads, rounds, sides, decode):

@@ -21,7 +21,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from alternating import alternating_rows, table  # noqa: E402
+from alternating import alternating_rows, decode_ms, finish, table  # noqa: E402
 from gguf_peer import BUILD, FORM_OPTIONS, run  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -72,16 +72,11 @@ def main():
 
         def decode(form, side, threads):
             path = bundles[form, "true" if side == "fused" else "false"]
-            out = run([fbt, "bench", path, "--decode", "standard", "--threads", str(threads),
-                       "--steps", str(args.tokens), "--tokens", str(args.tokens), "--no-tune"])
-            return json.loads(out)["ms_per_token"]
+            return decode_ms(fbt, path, threads, args.tokens, args.tokens)
 
         raw["rows"] = alternating_rows(forms, [int(t) for t in args.threads.split(",")],
                                        args.rounds, ("fused", "unfused"), decode)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(raw, f, indent=1)
-    print(summary(raw))
+    finish(raw, args.json, summary)
 
 
 if __name__ == "__main__":
