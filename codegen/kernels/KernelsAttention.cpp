@@ -35,8 +35,8 @@ constexpr int64_t kHeadGroup = 2;
 
 /// Keys ahead whose cache rows the CPU's attention prefetches
 /// (Knob::PrefetchKeys): a decode step reads the whole cache once, one key
-/// row after another, and waits on memory (at small's shapes, on one
-/// thread, its attention takes 0.7x the time reading 16 keys ahead).
+/// row after another, and waits on memory (bench/results/ab-small-prefetch
+/// measures it with the products' prefetching).
 constexpr int64_t kPrefetchKeys = 16;
 
 /// The largest divisor of `h` heads that is at most `wanted`.

@@ -403,9 +403,8 @@ func::FuncOp buildCpuProducts(KernelBuilder &kb, Value x, int64_t rows,
   // cores are shared or few: `fbt tune` measures both ways.
   kb.askParallel(1);
   // A thread streaming narrow weights waits on memory more than on its
-  // arithmetic (alone, at small's shapes, products read 8 KiB ahead are
-  // 8-12% faster); f32's rows gained nothing over the hardware's
-  // prefetchers, so theirs is no knob.
+  // arithmetic (bench/results/ab-small-prefetch); f32's rows gained
+  // nothing over the hardware's prefetchers, so theirs is no knob.
   Type element = cast<MemRefType>(ws.front().values.getType()).getElementType();
   int64_t prefetch = element.isF32() ? 0 : kb.knob(Knob::Prefetch, kDefaultPrefetch);
   int64_t k = ws.front().k, total = 0;
