@@ -18,13 +18,12 @@ int8 weights and int8 activations).
 """
 
 import argparse
-import json
 import os
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from alternating import alternating_rows, decode_ms, finish, table  # noqa: E402
+from alternating import alternating_rows, decode_ms, finish, parse, table  # noqa: E402
 from gguf_peer import BUILD, FORM_OPTIONS, run  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -57,16 +56,9 @@ def main():
                     help="what to call the two builds in the table (e.g. their commits)")
     ap.add_argument("--spec", default=os.path.join(ROOT, "specs", "small.json"))
     ap.add_argument("--forms", default="f32,bf16,int8,int8a")
-    ap.add_argument("--threads", default="1,2")
-    ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--prompt", type=int, default=256)
-    ap.add_argument("--tokens", type=int, default=64)
-    ap.add_argument("--json", help="also write every round's measurements here")
-    ap.add_argument("--from", dest="saved", help="print the table of a --json file and stop")
-    args = ap.parse_args()
-    if args.saved:
-        with open(args.saved) as f:
-            print(summary(json.load(f)))
+    args = parse(ap, summary)
+    if not args:
         return
     if not args.baseline:
         ap.error("--baseline BUILD_DIR is required (or --from)")

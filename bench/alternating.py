@@ -8,6 +8,22 @@ import subprocess
 import sys
 
 
+def parse(ap, summary):
+    """Adds the options both scripts take to `ap` and parses; with --from,
+    prints that file's table and returns None."""
+    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--tokens", type=int, default=64)
+    ap.add_argument("--json", help="also write every round's measurements here")
+    ap.add_argument("--from", dest="saved", help="print the table of a --json file and stop")
+    args = ap.parse_args()
+    if not args.saved:
+        return args
+    with open(args.saved) as f:
+        print(summary(json.load(f)))
+    return None
+
+
 def decode_ms(fbt, bundle, threads, prompt, tokens):
     """Batch-1 decode ms/token of `bundle`: `fbt bench --decode standard`,
     a `prompt`-token prompt then `tokens` decode steps, default kernels."""

@@ -15,13 +15,12 @@ build/).
 """
 
 import argparse
-import json
 import os
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from alternating import alternating_rows, decode_ms, finish, table  # noqa: E402
+from alternating import alternating_rows, decode_ms, finish, parse, table  # noqa: E402
 from gguf_peer import BUILD, FORM_OPTIONS, run  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -41,15 +40,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--spec", default=os.path.join(ROOT, "specs", "small.json"))
     ap.add_argument("--forms", default="int8a,f32")
-    ap.add_argument("--threads", default="1,2")
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--tokens", type=int, default=64)
-    ap.add_argument("--json", help="also write every round's measurements here")
-    ap.add_argument("--from", dest="saved", help="print the table of a --json file and stop")
-    args = ap.parse_args()
-    if args.saved:
-        with open(args.saved) as f:
-            print(summary(json.load(f)))
+    args = parse(ap, summary)
+    if not args:
         return
     forms = args.forms.split(",")
     for form in forms:
