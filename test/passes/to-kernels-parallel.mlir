@@ -1,8 +1,5 @@
 // RUN: fbt-opt %s --fbt-to-kernels="target=cpu tune-space=default" | FileCheck %s
 // RUN: fbt-opt %s --fbt-to-kernels="target=cpu configs=k0_quantized_matmul:parallel=0:prefetch=8192" | FileCheck %s --check-prefix=SERIAL
-// RUN: fbtc %specs/small.json --target=cpu --inference-weights=int8 --tune-space=default --emit=kernels -o %t.mlir
-// RUN: fbtc %specs/small.json --target=cpu --inference-weights=int8 --tune-space=default --dump-llvm-ir=%t.ll -o %t.fbtb
-// RUN: %python %S/Inputs/parallel_variants.py %t.mlir %t.ll | FileCheck %s --check-prefix=FORKS
 
 // A CPU product by narrow weights asks for Knob::Parallel: whether its grid
 // over the weight's rows forks the OpenMP threads (1, the default, with a
@@ -23,9 +20,8 @@
 
 // SERIAL: func.func @k0_quantized_matmul({{.*}}) attributes {fbt.config = {parallel = 0 : i64, prefetch = 8192 : i64}, fbt.kernel}
 
-// Lowered for the CPU, the serial builds fork nowhere, the others once.
-// FORKS: parallel=0: 0 forks
-// FORKS-NEXT: parallel=1: 1 forks
+// Lowered for the CPU, the serial builds fork nowhere, the others once:
+// test/codegen/parallel-forks.test (small's whole tuning space, long).
 func.func @step(%x: tensor<1x320xf32>, %w: tensor<320x320xi8>, %s: tensor<320x10xf16>)
     -> tensor<1x320xf32> attributes {fbt.step = "decode"} {
   %y = fbt.quantized_matmul %x, %w, %s : (tensor<1x320xf32>, tensor<320x320xi8>, tensor<320x10xf16>) -> tensor<1x320xf32>
