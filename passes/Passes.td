@@ -202,7 +202,8 @@ def FbtToKernels : Pass<"fbt-to-kernels", "::mlir::ModuleOp"> {
 
     `tune-space=default|wide` builds every op kernel once more per other
     configuration of the knobs its generator asked for (threads per row
-    block, elements per thread, attention tiles, the CPU's loop grain),
+    block, elements per thread, attention tiles, the CPU's loop grain,
+    threading and prefetching),
     each a kernel `<kernel>__v<i>` marked `fbt.variant_of`, with the same
     arguments: the runtime may call any of them in its place (`fbt tune`).
     A GPU variant declaring more static shared memory than a block may is

@@ -132,7 +132,7 @@ cl::opt<mlir::fbt::TuneSpace> tuneSpace(
     "tune-space",
     cl::desc("Also compile each kernel in other configurations of its knobs "
              "(threads per block, elements per thread, attention tiles, the "
-             "CPU's loop grain), for `fbt tune` to choose from"),
+             "CPU's loop grain, threading and prefetching), for `fbt tune` to choose from"),
     cl::init(mlir::fbt::TuneSpace::None),
     cl::values(clEnumValN(mlir::fbt::TuneSpace::None, "none",
                           "one configuration per kernel (default)"),
