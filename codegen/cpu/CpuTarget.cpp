@@ -145,6 +145,24 @@ struct ScheduleParallelLoops
   }
 };
 
+/// A worksharing loop that ends its parallel region waits for its threads
+/// twice: at its own barrier, then at the region's join. The join alone
+/// orders everything the loop wrote before the kernel returns, so such a
+/// loop skips its barrier (nowait): at 2 threads a barrier costs a decode
+/// product about a microsecond, a few dozen of them per token.
+struct OmitFinalBarriers
+    : PassWrapper<OmitFinalBarriers, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(OmitFinalBarriers)
+  StringRef getArgument() const override { return "fbt-omit-final-barriers"; }
+  void runOnOperation() override {
+    getOperation().walk([&](omp::WsloopOp loop) {
+      if (isa<omp::ParallelOp>(loop->getParentOp()) &&
+          isa_and_nonnull<omp::TerminatorOp>(loop->getNextNode()))
+        loop.setNowait(true);
+    });
+  }
+};
+
 /// convert-scf-to-openmp wraps each loop body in memref.alloca_scope (for
 /// allocas made per iteration); ours make none, and a scope must stay one
 /// block, which lowering the loops inside it would break: inline them.
@@ -238,6 +256,7 @@ LogicalResult lowerToLLVMDialect(ModuleOp kernels,
     serializeSmallParallelLoops(kernels, options.parallelMinElements);
     pm.addPass(createConvertSCFToOpenMPPass());
     pm.addPass(std::make_unique<ScheduleParallelLoops>());
+    pm.addPass(std::make_unique<OmitFinalBarriers>());
   }
   pm.addPass(std::make_unique<HoistScratch>());
   if (options.parallel)
