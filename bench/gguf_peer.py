@@ -3,7 +3,8 @@ and prompt processing, beside the floor of each width.
 
 usage: /usr/bin/python3 bench/gguf_peer.py [--spec specs/small.json] [--threads T]
            [--prompt P] [--tokens N] [--repeats R] [--train-steps S]
-           [--fbt-weights f32,bf16,int8,int8a] [--peer-types f32,f16,bf16,q8_0]
+           [--fbt-weights f32,bf16,int8,int8a] [--fbt-kv f32[,f16]]
+           [--peer-types f32,f16,bf16,q8_0]
            [--peer-kv f16|f32] [--npm-cache DIR] [--json OUT.json]
        /usr/bin/python3 bench/gguf_peer.py --from OUT.json   (the summary again)
 
@@ -11,7 +12,9 @@ In one run: compiles the spec for the CPU once per --fbt-weights (fbtc
 --inference-weights: the inference steps read the matrices as f32, bf16, or
 int8 with an f16 scale per group of 32, Q8_0's layout; int8a: int8 weights
 and --inference-activations int8, the decode steps' products in integers as
-llama.cpp's Q8_0 dot products), trains it S steps (1
+llama.cpp's Q8_0 dot products; once more per --fbt-kv after the first, with
+fbtc --inference-kv-cache: "fbt int8a kv f16" is int8a with an f16 KV
+cache, llama.cpp's own default), trains it S steps (1
 by default: speed does not depend on what the weights hold), exports the
 checkpoint with `fbt export --gguf --type` once per --peer-types and installs
 the pinned node-llama-cpp (test/npm.sh llama; its prebuilt CPU build of
@@ -30,7 +33,8 @@ core):
              against the L3's). The token floor is one pass over all a
              decoded token reads: each column's weights and its KV cache at
              the run's mean position (P + (N + 1) / 2 rows of K and V per
-             layer; fbt's cache f32, llama.cpp's as --peer-kv).
+             layer; fbt's cache f32 or as its column says, llama.cpp's as
+             --peer-kv).
 Prints, as markdown, the medians over the rounds (prompt tokens/s, decode
 ms/token, with their ranges), each decode against its width's floor and
 against its token floor, and fbt
@@ -119,6 +123,10 @@ WIDTH = {"f32": 4.0, "f16": 2.0, "bf16": 2.0, "int8": 34 / 32, "int8a": 34 / 32,
 # fbt's form beside llama.cpp's types at the same bytes.
 PAIRS = [("f32", "f32"), ("bf16", "f16"), ("bf16", "bf16"), ("int8", "q8_0"),
          ("int8a", "q8_0")]
+# KV cache widths of fbt (fbtc --inference-kv-cache): bytes per value, and
+# what a column of the cache's width says after the form ("" for f32).
+KV_WIDTH = {"f32": 4, "f16": 2}
+KV_SUFFIX = {"f32": "", "f16": " kv f16"}
 # fbtc's options for each of fbt's forms: int8a is int8 weights with int8
 # activations (the decode steps' integer dot products, as Q8_0's).
 FORM_OPTIONS = {"f32": ["--inference-weights=f32"], "bf16": ["--inference-weights=bf16"],
@@ -183,6 +191,9 @@ def main():
     ap.add_argument("--fbt-weights", default="f32,bf16,int8,int8a",
                     help="fbt's inference weights, a bundle each (default f32,bf16,int8,int8a: "
                          "int8a has int8 activations too)")
+    ap.add_argument("--fbt-kv", default="f32",
+                    help="fbt's KV cache widths, each form compiled once per width "
+                         "(default f32; f32,f16 compares them)")
     ap.add_argument("--peer-types", default="f32,f16,bf16,q8_0",
                     help="llama.cpp's weight types, a GGUF each (default f32,f16,bf16,q8_0)")
     ap.add_argument("--npm-cache", default=os.path.join(BUILD, "test", "npm-llama"))
@@ -194,6 +205,7 @@ def main():
             print(summary(json.load(f)))
         return
     for name, given, known in (("--fbt-weights", args.fbt_weights, tuple(FORM_OPTIONS)),
+                               ("--fbt-kv", args.fbt_kv, tuple(KV_WIDTH)),
                                ("--peer-types", args.peer_types, ("f32", "f16", "bf16", "q8_0"))):
         for t in given.split(","):
             if t not in known:
@@ -206,11 +218,15 @@ def main():
 def measure(ap, args, work):
     fbtc = os.path.join(BUILD, "tools", "fbtc", "fbtc")
     fbt = os.path.join(BUILD, "tools", "fbt", "fbt")
-    forms = args.fbt_weights.split(",")
+    # A column per form and KV width: "int8a", "int8a kv f16".
+    columns = {form + KV_SUFFIX[kv]: (form, kv) for kv in args.fbt_kv.split(",")
+               for form in args.fbt_weights.split(",")}
+    forms = list(columns)
     bundles = {}
-    for form in forms:
-        bundles[form] = os.path.join(work, "model-%s.fbtb" % form)
-        run([fbtc, args.spec, "--target=cpu", "-o", bundles[form]] + FORM_OPTIONS[form])
+    for col, (form, kv) in columns.items():
+        bundles[col] = os.path.join(work, "model-%s.fbtb" % col.replace(" ", "-"))
+        run([fbtc, args.spec, "--target=cpu", "-o", bundles[col], "--inference-kv-cache=" + kv] +
+            FORM_OPTIONS[form])
     described = json.loads(run([fbtc, args.spec, "--describe", "--json"]))
     params = described["params"]["total"]
     with open(args.spec) as f:
@@ -239,17 +255,19 @@ def measure(ap, args, work):
     def peer_args(t):
         return json.dumps({"npm": args.npm_cache, "gguf": ggufs[t], "threads": args.threads,
                            "prompt": prompt, "tokens": args.tokens, "kv": args.peer_kv})
-    widths = sorted({WIDTH[w] for w in forms + types})
+    widths = sorted({WIDTH[w] for w in [f for f, _ in columns.values()] + types})
     raw = {"command": ["bench/gguf_peer.py"] + sys.argv[1:], "spec": os.path.basename(args.spec),
            "threads": args.threads, "prompt": prompt, "tokens": args.tokens,
-           "peer_kv": args.peer_kv, "weights": params, "load_before": os.getloadavg()[0],
+           "peer_kv": args.peer_kv, "fbt_kv": args.fbt_kv.split(","), "weights": params,
+           "load_before": os.getloadavg()[0],
            "l3_bytes": l3_bytes(), "repeats": args.repeats,
            "columns": {}, "floor_rounds": {str(w): [] for w in widths}}
-    # fbt's cache is f32; llama.cpp's as --peer-kv says.
-    for f in forms:
-        raw["columns"]["fbt " + f] = {"width": WIDTH[f], "mib": params * WIDTH[f] / 2**20,
-                                      "kv_bytes": kv_bytes(spec, prompt, args.tokens, 4),
-                                      "rounds": [], "token_floor_rounds": []}
+    # fbt's cache as its column says; llama.cpp's as --peer-kv says.
+    for col, (f, kv) in columns.items():
+        raw["columns"]["fbt " + col] = {
+            "width": WIDTH[f], "mib": params * WIDTH[f] / 2**20,
+            "kv_bytes": kv_bytes(spec, prompt, args.tokens, KV_WIDTH[kv]),
+            "rounds": [], "token_floor_rounds": []}
     for t in types:
         raw["columns"]["llama.cpp " + t] = {
             "width": WIDTH[t], "mib": os.path.getsize(ggufs[t]) / 2**20,
@@ -296,10 +314,12 @@ def summary(raw):
     l3 = raw["l3_bytes"]
     lines = [
         "`%s`: %s, batch 1, %d thread%s, prompt %d, %d decoded tokens; medians of %d alternating "
-        "rounds (range in parentheses); fbt's KV cache f32, llama.cpp's %s; load average before "
+        "rounds (range in parentheses); fbt's KV cache %s, llama.cpp's %s; load average before "
         "%.2f; %.1f M weights; L3 %s" % (
             " ".join(raw["command"]), raw["spec"], raw["threads"],
             "" if raw["threads"] == 1 else "s", raw["prompt"], raw["tokens"], raw["repeats"],
+            "f32" if raw.get("fbt_kv", ["f32"]) == ["f32"] else
+            " or ".join(raw["fbt_kv"]) + " (f16 where the column says kv f16)",
             raw["peer_kv"], raw["load_before"], raw["weights"] / 1e6,
             "%.0f MiB (as the system reports it)" % (l3 / 2**20) if l3 else "unknown"),
         "",
@@ -320,7 +340,8 @@ def summary(raw):
         row("token floor ms (weights + KV, one read)", lambda c: "%.3f" % token[c])
         row("decode / token floor", lambda c: "%.2f" % (med(c, "ms_per_token")[0] / token[c]))
     lines.append("")
-    for f, t in PAIRS:
+    for (f, t), kv in [(pair, kv) for kv in raw.get("fbt_kv", ["f32"]) for pair in PAIRS]:
+        f += KV_SUFFIX[kv]
         a, b = "fbt " + f, "llama.cpp " + t
         if a in raw["columns"] and b in raw["columns"]:
             lines.append("- fbt %s / llama.cpp %s: decode %.2fx, prompt %.2fx (above 1: fbt is "

@@ -91,10 +91,10 @@ LogicalResult expectMinRank(Operation *op, Value v, StringRef name,
                            << shapeStr(shapeOf(v));
 }
 
-/// All float tensors of one op share one element type.
-LogicalResult expectSameFloatType(Operation *op) {
+/// The float tensors among `values` share one element type.
+LogicalResult expectSameFloatType(Operation *op, ArrayRef<Value> values) {
   Type first;
-  for (Value v : llvm::concat<Value>(op->getOperands(), op->getResults())) {
+  for (Value v : values) {
     auto t = dyn_cast<RankedTensorType>(v.getType());
     if (!t || !isa<FloatType>(t.getElementType()))
       continue;
@@ -108,6 +108,13 @@ LogicalResult expectSameFloatType(Operation *op) {
              << first << " and " << t.getElementType();
   }
   return success();
+}
+
+/// All float operands and results of `op` share one element type.
+LogicalResult expectSameFloatType(Operation *op) {
+  SmallVector<Value> all(op->getOperands());
+  llvm::append_range(all, op->getResults());
+  return expectSameFloatType(op, all);
 }
 
 /// Heads split the width evenly (and, for RoPE, into even halves).
@@ -231,8 +238,26 @@ LogicalResult RopeOp::verify() {
   return expectShape(*this, getResult(), "result", x, "same as the input");
 }
 
+/// A KV cache's element type against the f32 (or bf16) values it holds:
+/// the same, or f16 (a narrower cache, widened as it is read).
+LogicalResult expectCacheType(Operation *op, Value cache, StringRef name, Value of) {
+  Type element = cast<RankedTensorType>(cache.getType()).getElementType();
+  Type value = cast<RankedTensorType>(of.getType()).getElementType();
+  if (element == value || element.isF16())
+    return success();
+  return op->emitOpError() << "operand '" << name << "' must hold " << value
+                           << " or f16, not " << element;
+}
+
 LogicalResult AttentionOp::verify() {
-  if (failed(expectSameFloatType(*this)) ||
+  // The keys and values may be f16, as an f16 KV cache stores them.
+  bool narrowCache = cast<RankedTensorType>(getKey().getType()).getElementType().isF16() &&
+                     !cast<RankedTensorType>(getQuery().getType()).getElementType().isF16();
+  if (narrowCache &&
+      (failed(expectSameFloatType(getOperation(), {getQuery(), getResult()})) ||
+       failed(expectSameFloatType(getOperation(), {getKey(), getValue()}))))
+    return failure();
+  if ((!narrowCache && failed(expectSameFloatType(*this))) ||
       failed(expectRank(*this, getQuery(), "query", 3, "[B, T, D]")) ||
       failed(expectRank(*this, getKey(), "key", 3, "[B, S, D]")))
     return failure();
@@ -267,7 +292,9 @@ LogicalResult AttentionOp::verify() {
 }
 
 LogicalResult KVWriteOp::verify() {
-  if (failed(expectSameFloatType(*this)) ||
+  // An f16 cache takes f32 updates, rounded as they are written.
+  if (failed(expectSameFloatType(getOperation(), {getCache(), getResult()})) ||
+      failed(expectCacheType(*this, getCache(), "cache", getUpdate())) ||
       failed(expectRank(*this, getCache(), "cache", 3, "[B, S, D]")) ||
       failed(expectRank(*this, getUpdate(), "update", 3, "[B, T, D]")))
     return failure();
@@ -509,6 +536,10 @@ LogicalResult AddOp::verify() {
 
 LogicalResult ScaleOp::verify() {
   return verifySameShapes(*this, {{getInput(), "input"}});
+}
+
+LogicalResult ConvertOp::verify() {
+  return expectShape(*this, getResult(), "result", shapeOf(getInput()), "same as the input");
 }
 
 LogicalResult StopGradientOp::verify() {

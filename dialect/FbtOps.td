@@ -416,6 +416,20 @@ def Fbt_StopGradientOp : Fbt_Op<"stop_gradient", [Pure, Differentiable,
   let hasVerifier = 1;
 }
 
+def Fbt_ConvertOp : Fbt_Op<"convert", [Pure]> {
+  let summary = "the same values in another float type, rounded to nearest even";
+  let description = [{
+    `result` holds `input`'s values in its own element type: narrowed ones
+    round to nearest even, widened ones are exact. An inference step with an
+    f16 KV cache converts its keys and values once, so that its attention,
+    whether over the cache or over the prompt itself, reads them as stored.
+  }];
+  let arguments = (ins Fbt_FloatTensor:$input);
+  let results = (outs Fbt_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 def Fbt_CombineLossesOp : Fbt_Op<"combine_losses", [Pure, Differentiable]> {
   let summary = "weighted sum of the per-pass losses, and the losses as a vector";
   let description = [{

@@ -208,6 +208,16 @@ private:
 
     Value attn;
     if (kv.kCache) {
+      // An f16 cache: the keys and values rounded once, here, so that this
+      // step's attention reads them as the cache holds them, whether over
+      // the cache (decode, mixed) or over the prompt itself (prefill), and
+      // a prompt's tokens see the same keys by either road.
+      Type stored = cast<RankedTensorType>(kv.kCache->getType()).getElementType();
+      if (stored != x.getElementType()) {
+        auto narrow = RankedTensorType::get(x.getShape(), stored);
+        k = ops::ConvertOp::create(b, loc, narrow, k);
+        v = ops::ConvertOp::create(b, loc, narrow, v);
+      }
       *kv.kCache = ops::KVWriteOp::create(b, loc, kv.kCache->getType(),
                                           *kv.kCache, k, kv.positions, kv.rows);
       *kv.vCache = ops::KVWriteOp::create(b, loc, kv.vCache->getType(),
@@ -390,7 +400,11 @@ private:
   /// last results of a step that reads and updates them.
   void addCaches(SmallVector<std::pair<StringRef, Type>> &inputs,
                  SmallVector<std::pair<std::string, Type>> &results, int64_t rows) {
-    auto cache = f32({rows, spec.inference.maxSequenceLength, D()});
+    // f16: kv_write rounds the f32 keys and values into it, attention
+    // widens them back as it reads.
+    Type element = spec.inference.kvCache == CacheForm::F16 ? Type(b.getF16Type())
+                                                            : Type(b.getF32Type());
+    auto cache = RankedTensorType::get({rows, spec.inference.maxSequenceLength, D()}, element);
     if (cacheNames.empty())
       for (const char *kind : {"k_cache.", "v_cache."})
         for (int64_t l = 0; l < spec.numHiddenLayers; ++l)

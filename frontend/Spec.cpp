@@ -115,7 +115,8 @@ constexpr StringRef kTrainingKeys[] = {"single_pass_fraction",
                                        "seed",
                                        "zero"};
 constexpr StringRef kInferenceKeys[] = {"batch_size", "max_prompt_length",
-                                        "max_sequence_length", "weights", "activations"};
+                                        "max_sequence_length", "weights", "activations",
+                                        "kv_cache"};
 
 struct SectionKeys {
   StringRef name;
@@ -714,6 +715,8 @@ llvm::Expected<ModelSpec> fbt::parseSpec(StringRef text, StringRef source) {
   r.choice(inference, "inference", "activations", inf.activations,
            {WeightForm::F32, WeightForm::Int8},
            +[](WeightForm w) { return StringRef(kindName(w)); });
+  r.choice(inference, "inference", "kv_cache", inf.kvCache, {CacheForm::F32, CacheForm::F16},
+           +[](CacheForm c) { return StringRef(kindName(c)); });
   if (r.failed())
     return r.takeError();
   resolveDefaults(spec, training, inference);

@@ -124,6 +124,9 @@ struct InferenceSpec {
   /// input rows per group of 32 too and multiply in integers (the CPU's
   /// int8 dot products, as llama.cpp's Q8_0); f32: they multiply in f32.
   WeightForm activations = WeightForm::F32;
+  /// How the inference steps store the KV cache (their attention widens it
+  /// to f32 as it reads).
+  CacheForm kvCache = CacheForm::F32;
 };
 
 struct ModelSpec {

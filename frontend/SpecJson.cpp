@@ -62,7 +62,8 @@ llvm::json::Value fbt::specToJson(const ModelSpec &s) {
                            {"max_prompt_length", i.maxPromptLength},
                            {"max_sequence_length", i.maxSequenceLength},
                            {"weights", kindName(i.weights)},
-                           {"activations", kindName(i.activations)}}},
+                           {"activations", kindName(i.activations)},
+                           {"kv_cache", kindName(i.kvCache)}}},
   };
   // Only where set, so a spec without it resolves as before.
   if (s.ropeScaling.enabled())

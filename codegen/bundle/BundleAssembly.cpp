@@ -3,6 +3,7 @@
 #include "codegen/bundle/BundleAssembly.h"
 
 #include "codegen/kernels/Kernels.h"
+#include "codegen/plan/StepPlan.h"
 #include "codegen/simt/SimtTarget.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -28,13 +29,8 @@ void recordVariant(func::FuncOp fn, ::fbt::VariantTable &variants) {
   if (table.builds.empty()) {
     auto base = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(fn, of);
     table.builds.push_back({of.getValue().str(), config(base)});
-    for (Type t : base.getArgumentTypes()) {
-      Type e = cast<MemRefType>(t).getElementType();
-      table.args.push_back(e.isBF16()        ? ::fbt::DType::BF16
-                           : e.isInteger(64) ? ::fbt::DType::I64
-                           : e.isInteger(32) ? ::fbt::DType::I32
-                                             : ::fbt::DType::F32);
-    }
+    for (Type t : base.getArgumentTypes())
+      table.args.push_back(planDType(t));
   }
   table.builds.push_back({fn.getSymName().str(), config(fn)});
 }

@@ -65,14 +65,22 @@ Value KernelBuilder::i64(int64_t v) {
 
 Value KernelBuilder::load(Value mem, Value idx) {
   Value v = memref::LoadOp::create(b, loc, mem, ValueRange{idx});
-  // bf16 storage: arithmetic is f32 throughout.
-  if (v.getType().isBF16())
+  // bf16 storage, an f16 KV cache: arithmetic is f32 throughout.
+  if (v.getType().isBF16() || v.getType().isF16())
     v = arith::ExtFOp::create(b, loc, b.getF32Type(), v);
+  return v;
+}
+Value KernelBuilder::loadVector(Value mem, Value idx) {
+  Type element = cast<MemRefType>(mem.getType()).getElementType();
+  Value v = vector::LoadOp::create(b, loc, VectorType::get({kVector}, element), mem,
+                                   ValueRange{idx});
+  if (!element.isF32())
+    v = arith::ExtFOp::create(b, loc, VectorType::get({kVector}, b.getF32Type()), v);
   return v;
 }
 void KernelBuilder::store(Value v, Value mem, Value idx) {
   Type element = cast<MemRefType>(mem.getType()).getElementType();
-  if (element.isBF16() && v.getType().isF32())
+  if ((element.isBF16() || element.isF16()) && v.getType().isF32())
     v = arith::TruncFOp::create(b, loc, element, v); // round to nearest even
   memref::StoreOp::create(b, loc, v, mem, ValueRange{idx});
 }
@@ -296,13 +304,9 @@ Value KernelBuilder::dot(Value x, Value xBase, Value y, Value yBase, int64_t n) 
     return sum(n, [&](Value c) {
       return mul(load(x, iadd(xBase, c)), load(y, iadd(yBase, c)));
     });
-  auto vt = VectorType::get({kVector}, b.getF32Type());
   SmallVector<Value> terms;
-  for (int64_t c = 0; c + kVector <= n; c += kVector) {
-    Value xv = vector::LoadOp::create(b, loc, vt, x, ValueRange{iadd(xBase, c)});
-    Value yv = vector::LoadOp::create(b, loc, vt, y, ValueRange{iadd(yBase, c)});
-    terms.push_back(mul(xv, yv));
-  }
+  for (int64_t c = 0; c + kVector <= n; c += kVector)
+    terms.push_back(mul(loadVector(x, iadd(xBase, c)), loadVector(y, iadd(yBase, c))));
   while (terms.size() > 1) { // a tree: adds of one level are independent
     SmallVector<Value> next;
     for (size_t i = 0; i + 1 < terms.size(); i += 2)
@@ -344,8 +348,7 @@ void KernelBuilder::axpy(ArrayRef<Value> alphas, Value x, ArrayRef<Value> xBases
     Value yi = iadd(yBase, c);
     Value acc = vector::LoadOp::create(b, loc, vt, y, ValueRange{yi});
     for (auto [av, xBase] : llvm::zip_equal(a, xBases)) {
-      Value xv = vector::LoadOp::create(b, loc, vt, x, ValueRange{iadd(xBase, c)});
-      Value ax = arith::MulFOp::create(b, loc, av, xv, fma);
+      Value ax = arith::MulFOp::create(b, loc, av, loadVector(x, iadd(xBase, c)), fma);
       acc = arith::AddFOp::create(b, loc, acc, ax, fma);
     }
     vector::StoreOp::create(b, loc, acc, y, ValueRange{yi});

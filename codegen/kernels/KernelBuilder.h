@@ -71,9 +71,12 @@ public:
   Value i64(int64_t v);
 
   // Memory (flat index). Floats are f32 in registers whatever the storage:
-  // a bf16 buffer's loads widen, its stores round to nearest even.
+  // a bf16 or f16 buffer's loads widen, its stores round to nearest even.
   Value load(Value mem, Value idx);
   void store(Value v, Value mem, Value idx);
+  /// kVector elements from mem[idx] as f32 lanes (CPU), widened from the
+  /// buffer's bf16 or f16 where narrower.
+  Value loadVector(Value mem, Value idx);
 
   // Loops. parallel() is the kernel's grid: independent iterations.
   void parallel(int64_t n, function_ref<void(Value)> body);

@@ -86,9 +86,9 @@ void attendHeads(KernelBuilder &kb, Value q, Value qBase, Value k, Value v,
   auto prefetch = [&](Value cache, Value j) {
     if (ahead <= 0)
       return;
-    constexpr int64_t kLine = 64 / sizeof(float);
+    int64_t line = 64 * 8 / cast<MemRefType>(cache.getType()).getElementTypeBitWidth();
     Value first = keyRow(kb.iadd(j, ahead), 0);
-    for (int64_t c = 0; c < g * dh + kLine; c += kLine)
+    for (int64_t c = 0; c < g * dh + line; c += line)
       memref::PrefetchOp::create(kb.builder(), kb.location(), cache,
                                  ValueRange{kb.iadd(first, std::min(c, g * dh - 1))},
                                  /*isWrite=*/false, /*localityHint=*/3, /*isDataCache=*/true);

@@ -104,6 +104,12 @@ FailureOr<func::FuncOp> buildScale(KernelBuilder &kb, ScaleOp s) {
   return kb.finish();
 }
 
+/// input in the result's element type (the stores round, the loads widen).
+FailureOr<func::FuncOp> buildConvert(KernelBuilder &kb, ConvertOp c) {
+  kb.parallel(numel(c), [&](Value i) { kb.store(kb.load(kb.arg(0), i), kb.arg(1), i); });
+  return kb.finish();
+}
+
 /// Rows of F elements moved one position along [B, T]; zero where the
 /// source is outside the sequence.
 FailureOr<func::FuncOp> buildShift(KernelBuilder &kb, Operation *op) {
@@ -274,6 +280,8 @@ FailureOr<func::FuncOp> mlir::fbt::buildElementwiseKernel(KernelBuilder &kb,
     return *f;
   if (auto s = dyn_cast<ScaleOp>(op))
     return buildScale(kb, s);
+  if (auto c = dyn_cast<ConvertOp>(op))
+    return buildConvert(kb, c);
   if (isa<ShiftRightOp, ShiftLeftOp>(op))
     return buildShift(kb, op);
   if (auto j = dyn_cast<JitterOp>(op))

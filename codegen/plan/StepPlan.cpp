@@ -25,11 +25,11 @@ constexpr int64_t kAlign = 64;
 
 int64_t alignUp(int64_t v) { return (v + kAlign - 1) / kAlign * kAlign; }
 
-/// The element type of `t` as a plan spells it; planStep has checked it is
-/// one of these.
-::fbt::DType dtypeOf(Type t) {
-  if (auto tt = dyn_cast<RankedTensorType>(t))
-    t = tt.getElementType();
+} // namespace
+
+::fbt::DType mlir::fbt::planDType(Type t) {
+  if (auto shaped = dyn_cast<ShapedType>(t))
+    t = shaped.getElementType();
   if (t.isInteger(32))
     return ::fbt::DType::I32;
   if (t.isInteger(64))
@@ -42,6 +42,8 @@ int64_t alignUp(int64_t v) { return (v + kAlign - 1) / kAlign * kAlign; }
     return ::fbt::DType::F16;
   return ::fbt::DType::F32;
 }
+
+namespace {
 
 bool plannable(Type t) {
   if (auto tt = dyn_cast<RankedTensorType>(t))
@@ -63,7 +65,7 @@ int64_t bytesOf(Type t) {
 TensorSpec infoOf(Type t, StringRef name) {
   TensorSpec info;
   info.name = name.str();
-  info.dtype = dtypeOf(t);
+  info.dtype = planDType(t);
   if (auto tt = dyn_cast<RankedTensorType>(t))
     info.shape.assign(tt.getShape().begin(), tt.getShape().end());
   info.bytes = bytesOf(t);
@@ -93,7 +95,7 @@ bool writesInPlace(Operation *op, unsigned result, Value operand) {
 /// A splat constant's value, filled once at load.
 FailureOr<ConstantSpec> constantSpec(arith::ConstantOp c) {
   ConstantSpec info;
-  info.dtype = dtypeOf(c.getType());
+  info.dtype = planDType(c.getType());
   auto tt = dyn_cast<RankedTensorType>(c.getType());
   info.count = tt ? tt.getNumElements() : 1;
   if (auto dense = dyn_cast<DenseElementsAttr>(c.getValue())) {
@@ -177,9 +179,9 @@ FailureOr<std::optional<PlanOp>> planCall(Operation *op,
     p.k = gemm.getK();
     p.transposeLhs = gemm.getTransposeLhs();
     p.transposeRhs = gemm.getTransposeRhs();
-    p.lhsType = dtypeOf(gemm.getLhs().getType());
-    p.rhsType = dtypeOf(gemm.getRhs().getType());
-    p.resultType = dtypeOf(gemm.getType());
+    p.lhsType = planDType(gemm.getLhs().getType());
+    p.rhsType = planDType(gemm.getRhs().getType());
+    p.resultType = planDType(gemm.getType());
   } else if (auto call = dyn_cast<CallKernelOp>(op)) {
     p.kind = PlanOp::Kind::Kernel;
     p.kernel = call.getKernel().str();

@@ -36,6 +36,12 @@ using ::fbt::TensorSpec;
 /// Plans a step function lowered by fbt-to-kernels.
 FailureOr<StepPlan> planStep(func::FuncOp step);
 
+/// The element type of `t` (a tensor, a memref or an element type) as a
+/// plan spells it (f32, bf16, f16, i8, i32, i64): the one mapping from the
+/// IR's types to the runtime's, for the plans' buffers and the kernel
+/// variants' arguments alike.
+::fbt::DType planDType(Type t);
+
 } // namespace mlir::fbt
 
 #endif // FBT_CODEGEN_PLAN_STEPPLAN_H

@@ -24,9 +24,10 @@ Decoder::Decoder(Session &s) : session_(s) {
   width_ = c.hiddenSize;
   layers_ = c.numHiddenLayers;
   bos_ = (int32_t)c.bosTokenId;
+  cacheElement_ = dtypeSize(cacheType(c.inference.kvCache));
+  checkCacheInputs(s.bundle(), c.inference.kvCache);
   for (int64_t i = 0; i < 2 * layers_; ++i)
-    caches_.emplace_back(s.device(), batch_ * maxSequence_ * width_ * sizeof(float),
-                         "the KV cache");
+    caches_.emplace_back(s.device(), batch_ * maxSequence_ * cachePositionBytes(), "the KV cache");
   lastLogits_ = AlignedBuffer(batch_ * vocab_ * sizeof(float));
   // prefill_row_t<T> (one row's prefill over T positions) and mixed_n<N>.
   for (const auto &[name, plan] : s.bundle().steps()) {
@@ -37,6 +38,26 @@ Decoder::Decoder(Session &s) : session_(s) {
   }
   std::sort(mixedSizes_.begin(), mixedSizes_.end());
   state_ = AlignedBuffer(batch_ * width_ * sizeof(float));
+}
+
+void Decoder::checkCacheInputs(const Bundle &bundle, CacheForm form) const {
+  // Every step's caches are the rows this decoder keeps, each [S, D] values
+  // of the manifest's type, so that cacheRow() is where a step's row starts.
+  DType type = cacheType(form);
+  for (const auto &[name, plan] : bundle.steps())
+    for (const TensorSpec &in : plan.inputs) {
+      if (in.name.rfind("k_cache.", 0) != 0 && in.name.rfind("v_cache.", 0) != 0)
+        continue;
+      bool rows = in.shape.size() == 3 && in.shape[0] >= 1 && in.shape[0] <= batch_ &&
+                  in.shape[1] == maxSequence_ && in.shape[2] == width_;
+      if (in.dtype != type || !rows ||
+          in.bytes != in.shape[0] * maxSequence_ * (int64_t)cachePositionBytes())
+        throw RuntimeError("step '" + name + "' takes " + in.name + " as " +
+                           planTypeName(in.dtype) + " of " + std::to_string(in.bytes) +
+                           " bytes; the decoder keeps rows of [" + std::to_string(maxSequence_) +
+                           ", " + std::to_string(width_) + "] " + kindName(form) +
+                           " values (the bundle's inference.kv_cache)");
+    }
 }
 
 StepBinding &Decoder::binding(const std::string &step,
@@ -427,7 +448,7 @@ void Decoder::mixed(const std::vector<MixedToken> &tokens, std::vector<float> *s
 
 char *Decoder::cacheRow(size_t cache, int64_t row) const {
   // Rows are contiguous: [B, maxSequence, D].
-  return static_cast<char *>(caches_[cache].data()) + row * maxSequence_ * width_ * sizeof(float);
+  return static_cast<char *>(caches_[cache].data()) + row * maxSequence_ * cachePositionBytes();
 }
 
 void Decoder::setPrefillCache(size_t entries) { cache_.setCapacity(entries); }
@@ -438,8 +459,7 @@ bool Decoder::restoreCached(int64_t row, const std::vector<int32_t> &prompt,
   if (!p)
     return false;
   for (size_t i = 0; i < caches_.size(); ++i)
-    session_.device().upload(cacheRow(i, row), p->kv[i].data(),
-                             prompt.size() * width_ * sizeof(float));
+    session_.device().upload(cacheRow(i, row), p->kv[i].data(), p->kv[i].size());
   std::copy(p->state.begin(), p->state.end(), state_.as<float>() + row * width_);
   std::copy(p->logits.begin(), p->logits.end(), lastLogits_.as<float>() + row * vocab_);
   return true;
@@ -461,9 +481,8 @@ void Decoder::storeCached(int64_t row, const std::vector<int32_t> &prompt,
   p.prompt = prompt;
   p.kind = regime.prefillPasses();
   for (size_t i = 0; i < caches_.size(); ++i) {
-    p.kv.emplace_back(prompt.size() * width_);
-    session_.device().download(p.kv.back().data(), cacheRow(i, row),
-                               prompt.size() * width_ * sizeof(float));
+    p.kv.emplace_back(prompt.size() * cachePositionBytes());
+    session_.device().download(p.kv.back().data(), cacheRow(i, row), p.kv.back().size());
   }
   const float *state = state_.as<float>() + row * width_;
   const float *logits = lastLogits_.as<float>() + row * vocab_;

@@ -177,8 +177,14 @@ private:
   bool withStates_ = false;
   int32_t bos_;
   std::vector<DeviceBuffer> caches_;    ///< k_cache.0.., v_cache.0.. (device)
+  size_t cacheElement_ = sizeof(float); ///< bytes per cached value (f32 or f16)
+  /// One position of one cache: D values.
+  size_t cachePositionBytes() const { return width_ * cacheElement_; }
   /// Position 0 of row `row` in caches_[cache] (device memory).
   char *cacheRow(size_t cache, int64_t row) const;
+  /// RuntimeError unless every step's cache inputs are rows of this
+  /// decoder's caches, stored as `form` (the manifest's inference.kv_cache).
+  void checkCacheInputs(const Bundle &bundle, CacheForm form) const;
   AlignedBuffer lastLogits_, state_;    ///< [B, 1, V], [B, 1, D] (host)
   std::map<std::string, std::unique_ptr<StepBinding>> bindings_;
   /// The positions of the bundle's shorter one-row prefills

@@ -22,7 +22,7 @@ public:
   struct Entry {
     std::vector<int32_t> prompt;
     int64_t kind = 1; ///< 1: plain; N: fused:N
-    std::vector<std::vector<float>> kv;
+    std::vector<std::vector<char>> kv; ///< each cache's prompt rows, as stored (f32 or f16)
     std::vector<float> state, logits;
     uint64_t used = 0;
   };

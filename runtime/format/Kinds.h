@@ -1,7 +1,7 @@
 //===- Kinds.h - the kinds the compiler and the runtime agree on --*- C++ -*-===//
 //
 // One definition of each kind that crosses the compiler/runtime line, with
-// its name in files: a model's fusion and inference weights, a step's kind,
+// its name in files: a model's fusion, inference weights and KV cache, a step's kind,
 // a collective's kind and reduction, a bundle's target. Both sides hold them as these enums and
 // meet the strings only where a file or a command line is read or written
 // (the spec, the manifest, the IR's fbt.step), through kindName() and
@@ -15,6 +15,7 @@
 #ifndef FBT_RUNTIME_FORMAT_KINDS_H
 #define FBT_RUNTIME_FORMAT_KINDS_H
 
+#include "runtime/base/DType.h"
 #include "runtime/base/Error.h"
 
 #include <array>
@@ -32,6 +33,11 @@ enum class Fusion { Glu, Add, Concat, None };
 /// fbtc --inference-weights): as trained (f32), rounded to bf16, or int8
 /// with an f16 scale per group of 32 along each row (Q8_0's rule).
 enum class WeightForm { F32, BF16, Int8 };
+/// How the inference steps store the KV cache ("inference.kv_cache", fbtc
+/// --inference-kv-cache): f32, or f16 (half the bytes a decoded token's
+/// attention reads; the keys and values rounded to nearest even as they are
+/// written, llama.cpp's default cache type).
+enum class CacheForm { F32, F16 };
 /// What a compiled step does (a plan's "kind", the IR's fbt.step).
 enum class StepKind { Train, Grads, Eval, Prefill, Decode };
 /// A collective across the ranks of a data-parallel run (PlanOp).
@@ -50,6 +56,10 @@ template <> struct KindTable<Fusion> {
 template <> struct KindTable<WeightForm> {
   static constexpr std::array<const char *, 3> names = {"f32", "bf16", "int8"};
   static_assert(names.size() == size_t(WeightForm::Int8) + 1);
+};
+template <> struct KindTable<CacheForm> {
+  static constexpr std::array<const char *, 2> names = {"f32", "f16"};
+  static_assert(names.size() == size_t(CacheForm::F16) + 1);
 };
 template <> struct KindTable<StepKind> {
   static constexpr std::array<const char *, 5> names = {"train", "grads", "eval", "prefill",
@@ -70,6 +80,11 @@ template <> struct KindTable<TargetKind> {
   static_assert(names.size() == size_t(TargetKind::Simt) + 1);
 };
 } // namespace detail
+
+/// The element type of a KV cache stored as `form`.
+inline DType cacheType(CacheForm form) {
+  return form == CacheForm::F16 ? DType::F16 : DType::F32;
+}
 
 /// The name of `kind` in files ("glu", "train", "all_reduce", ...).
 template <class E> const char *kindName(E kind) {

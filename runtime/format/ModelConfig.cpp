@@ -126,6 +126,9 @@ ModelConfig parseModelConfig(const Json &model) {
   c.inference.activations = i.find("activations", [](const Json &v) {
                                return requireKind<WeightForm>(asString(v), "inference.activations");
                              }).value_or(WeightForm::F32);
+  c.inference.kvCache = i.find("kv_cache", [](const Json &v) {
+                           return requireKind<CacheForm>(asString(v), "inference.kv_cache");
+                         }).value_or(CacheForm::F32);
   return c;
 }
 

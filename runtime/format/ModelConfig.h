@@ -66,6 +66,9 @@ struct ModelConfig {
     /// activations: int8 where the decode steps' products by int8 weights
     /// quantize their input rows too (the kernels do it; for reports).
     WeightForm activations = WeightForm::F32;
+    /// kv_cache: how the decode steps' KV cache is stored (absent in
+    /// bundles from before it: f32).
+    CacheForm kvCache = CacheForm::F32;
   };
 
   std::string name;

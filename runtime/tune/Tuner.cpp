@@ -16,6 +16,7 @@
 #include "runtime/base/Progress.h"
 #include "runtime/base/Random.h"
 #include "runtime/decode/Decoder.h"
+#include "runtime/format/Safetensors.h"
 #include "runtime/format/StepNames.h"
 #include "runtime/session/Session.h"
 #include "runtime/tune/Measurer.h"
@@ -51,18 +52,19 @@ bool resultsMatch(DType type, const void *want, const void *got, size_t bytes,
                   std::string &why) {
   if (std::memcmp(want, got, bytes) == 0)
     return true;
-  if (type != DType::F32 && type != DType::BF16) {
+  if (type != DType::F32 && type != DType::BF16 && type != DType::F16) {
     why = "integers differ";
     return false;
   }
-  bool bf16 = type == DType::BF16;
-  size_t n = bytes / (bf16 ? 2 : 4);
-  double atol = bf16 ? 1e-2 : 1e-4, rtol = bf16 ? 1.0 / 64 : 1e-3;
+  bool bf16 = type == DType::BF16, f16 = type == DType::F16;
+  size_t n = bytes / dtypeSize(type);
+  double atol = bf16 ? 1e-2 : f16 ? 1e-3 : 1e-4, rtol = bf16 ? 1.0 / 64 : f16 ? 1.0 / 512 : 1e-3;
   for (size_t i = 0; i < n; ++i) {
     float w, g;
-    if (bf16) {
-      w = bf16ToFloat(static_cast<const uint16_t *>(want)[i]);
-      g = bf16ToFloat(static_cast<const uint16_t *>(got)[i]);
+    if (bf16 || f16) {
+      auto widen = bf16 ? bf16ToFloat : f16ToF32;
+      w = widen(static_cast<const uint16_t *>(want)[i]);
+      g = widen(static_cast<const uint16_t *>(got)[i]);
     } else {
       w = static_cast<const float *>(want)[i];
       g = static_cast<const float *>(got)[i];

@@ -65,8 +65,9 @@ bool useTuning(Session &session, const TuneOptions &options);
 constexpr double kMinGain = 1.02;
 
 /// Whether `got` matches `want` (elements of `type`, `bytes` long): f32
-/// within 1e-4 + 1e-3 |want|, bf16 within 1e-2 + 2^-6 |want|, integers
-/// exactly; NaN only where NaN. Otherwise `why` says where.
+/// within 1e-4 + 1e-3 |want|, bf16 within 1e-2 + 2^-6 |want|, f16 within
+/// 1e-3 + 2^-9 |want|, integers exactly; NaN only where NaN. Otherwise
+/// `why` says where.
 bool resultsMatch(DType type, const void *want, const void *got, size_t bytes,
                   std::string &why);
 

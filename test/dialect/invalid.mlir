@@ -210,6 +210,30 @@ func.func @attention_rows_shape(%q: tensor<1x6x64xf32>, %k: tensor<2x16x64xf32>,
 
 // -----
 
+func.func @kv_write_cache_type(%c: tensor<2x128x64xbf16>, %u: tensor<2x1x64xf32>, %p: tensor<2x1xi32>) {
+  // expected-error @+1 {{operand 'cache' must hold 'f32' or f16, not 'bf16'}}
+  %r = fbt.kv_write %c, %u, %p : (tensor<2x128x64xbf16>, tensor<2x1x64xf32>, tensor<2x1xi32>) -> tensor<2x128x64xbf16>
+  return
+}
+
+// -----
+
+func.func @convert_shape(%x: tensor<2x8x64xf32>) {
+  // expected-error @+1 {{result ('result') must have shape [2, 8, 64] (same as the input), got [2, 8, 32]}}
+  %c = fbt.convert %x : (tensor<2x8x64xf32>) -> tensor<2x8x32xf16>
+  return
+}
+
+// -----
+
+func.func @attention_cache_types(%q: tensor<2x1x64xf32>, %k: tensor<2x128x64xf16>, %v: tensor<2x128x64xf32>, %p: tensor<2x1xi32>) {
+  // expected-error @+1 {{float operands and results must share one element type; got 'f16' and 'f32'}}
+  %a = fbt.attention %q, %k, %v, %p {num_heads = 4 : i64} : (tensor<2x1x64xf32>, tensor<2x128x64xf16>, tensor<2x128x64xf32>, tensor<2x1xi32>) -> tensor<2x1x64xf32>
+  return
+}
+
+// -----
+
 func.func @kv_write_positions(%c: tensor<2x128x64xf32>, %u: tensor<2x1x64xf32>, %p: tensor<2xi32>) {
   // expected-error @+1 {{operand #2 ('positions') must have shape [2, 1] ([B, T] of the update), got [2]}}
   %r = fbt.kv_write %c, %u, %p : (tensor<2x128x64xf32>, tensor<2x1x64xf32>, tensor<2xi32>) -> tensor<2x128x64xf32>

@@ -39,6 +39,26 @@ func.func @primitives(%x: tensor<2x8x64xf32>, %scale: tensor<64xf32>, %w: tensor
   return
 }
 
+// An f16 cache: f32 updates rounded into it, f32 queries over it.
+// CHECK-LABEL: func.func @kv_cache_f16
+func.func @kv_cache_f16(%cache: tensor<1x16x64xf16>, %new: tensor<1x1x64xf32>, %pos: tensor<1x1xi32>) -> tensor<1x1x64xf32> {
+  // CHECK: fbt.kv_write {{.*}} : (tensor<1x16x64xf16>, tensor<1x1x64xf32>, tensor<1x1xi32>) -> tensor<1x16x64xf16>
+  %c = fbt.kv_write %cache, %new, %pos : (tensor<1x16x64xf16>, tensor<1x1x64xf32>, tensor<1x1xi32>) -> tensor<1x16x64xf16>
+  // CHECK: fbt.attention {{.*}} : (tensor<1x1x64xf32>, tensor<1x16x64xf16>, tensor<1x16x64xf16>, tensor<1x1xi32>) -> tensor<1x1x64xf32>
+  %a = fbt.attention %new, %c, %c, %pos {num_heads = 4 : i64} : (tensor<1x1x64xf32>, tensor<1x16x64xf16>, tensor<1x16x64xf16>, tensor<1x1xi32>) -> tensor<1x1x64xf32>
+  return %a : tensor<1x1x64xf32>
+}
+
+// A prefill with an f16 cache attends over its keys and values as stored.
+// CHECK-LABEL: func.func @prefill_f16
+func.func @prefill_f16(%q: tensor<1x8x64xf32>, %k: tensor<1x8x64xf32>) -> tensor<1x8x64xf32> {
+  // CHECK: fbt.convert %{{.*}} : (tensor<1x8x64xf32>) -> tensor<1x8x64xf16>
+  %k16 = fbt.convert %k : (tensor<1x8x64xf32>) -> tensor<1x8x64xf16>
+  // CHECK: fbt.attention {{.*}} : (tensor<1x8x64xf32>, tensor<1x8x64xf16>, tensor<1x8x64xf16>) -> tensor<1x8x64xf32>
+  %a = fbt.attention %q, %k16, %k16 {num_heads = 4 : i64} : (tensor<1x8x64xf32>, tensor<1x8x64xf16>, tensor<1x8x64xf16>) -> tensor<1x8x64xf32>
+  return %a : tensor<1x8x64xf32>
+}
+
 // CHECK-LABEL: func.func @kv_cache
 func.func @kv_cache(%cache: tensor<2x128x64xf32>, %new: tensor<2x1x64xf32>, %pos: tensor<2x1xi32>,
                     %h: tensor<2x8x64xf32>, %last: tensor<2xi32>) -> (tensor<2x1x64xf32>, tensor<2x1x64xf32>) {

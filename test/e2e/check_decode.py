@@ -12,7 +12,8 @@ compares every predicted position's logits with the reference in fp64:
              u_t = fuse(e_t, h_{t-1}) after it
   fused:N    N prefill passes over the prompt (pass k>1 fused with pass
              k-1's shifted states), then the soft recurrence from there
-Tolerance: max abs error <= 1e-4 (fp32 against fp64 over tens of positions).
+Tolerance: max abs error <= 1e-4 (fp32 against fp64 over tens of positions;
+--atol sets another).
 With --alone it also scores every row by itself and requires the batched
 logits to equal the lone ones (max abs difference <= 1e-5).
 With --weights int8|bf16 (a bundle compiled with those inference weights)
@@ -25,7 +26,8 @@ every product's input rows are quantized per group of 32 too, as the
 kernels do (d = max|x| / 127 in f32, q = x / d rounded to nearest even);
 those of the prompt stay f32 (the prefill's products are wide: a library
 GEMM of the dequantized weights). Standard mode only, its prompts one
-token long.
+token long. With --kv-cache f16 (fbtc --inference-kv-cache f16) attention
+reads the keys and values rounded to f16, as the steps store them.
 """
 
 import argparse
@@ -144,6 +146,8 @@ def main():
     ap.add_argument("--alone", action="store_true")
     ap.add_argument("--weights", choices=["f32", "int8", "bf16"], default="f32")
     ap.add_argument("--activations", choices=["f32", "int8"], default="f32")
+    ap.add_argument("--kv-cache", choices=["f32", "f16"], default="f32")
+    ap.add_argument("--atol", type=float, default=ATOL)
     args = ap.parse_args()
     workdir = args.workdir or tempfile.mkdtemp()
     os.makedirs(workdir, exist_ok=True)
@@ -171,12 +175,13 @@ def main():
         if args.mode != "standard":
             ap.error("--activations int8 is for --mode standard")
         with_int8_activations(1)
+    R.KV_CACHE_F16 = args.kv_cache == "f16"
     worst, failed = 0.0, False
     for b, (row, plen) in enumerate(zip(rows, prompt_lengths)):
         ref = reference_logits(params, cfg, row, plen, args.mode).detach().numpy()
         err = float(np.abs(got[b, plen - 1:] - ref[plen - 1:]).max())
         worst = max(worst, err)
-        ok = err <= ATOL
+        ok = err <= args.atol
         failed |= not ok
         print("row %d  prompt %2d  positions %2d..%2d  max abs error %.3e  %s"
               % (b, plen, plen - 1, len(row) - 1, err, "ok" if ok else "FAIL"))

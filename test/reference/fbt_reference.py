@@ -421,6 +421,12 @@ def rope(x, cos, sin):
     return x * cos + rotate_half(x) * sin
 
 
+# True: attention reads the keys (after RoPE) and values rounded to f16
+# through f32, as the inference steps of a bundle with an f16 KV cache do
+# (fbtc --inference-kv-cache f16), the prefill's included.
+KV_CACHE_F16 = False
+
+
 def attention(x, p, pre, cfg):
     """Causal multi-head softmax attention with RoPE, then o_proj. x: [B, T, D]."""
     B, T, D = x.shape
@@ -436,6 +442,9 @@ def attention(x, p, pre, cfg):
     cos, sin = rope_cos_sin(T, Dh, base, x.dtype, factor=divisor)
     q = rope(q, cos, sin)
     k = rope(k, cos, sin)
+
+    if KV_CACHE_F16:
+        k, v = (y.to(torch.float32).to(torch.float16).to(y.dtype) for y in (k, v))
 
     scores = (q @ k.transpose(-1, -2)) / math.sqrt(Dh)  # [B, H, T(query), T(key)]
     future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)  # key > query

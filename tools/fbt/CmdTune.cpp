@@ -104,7 +104,8 @@ int runTune(int argc, char **argv) {
       .flag("json", "print one JSON object instead of tables")
       .footer("A variant is kept only if every argument it writes matches the\n"
               "default's (f32 within 1e-4 + 1e-3|x|, bf16 within 1e-2 + |x|/64,\n"
-              "integers exactly) and it beats the default by 2%.");
+              "f16 within 1e-3 + |x|/512, integers exactly) and it beats the\n"
+              "default by 2%.");
   if (!args.parse(argc, argv))
     return 0;
   TuneSettings settings;

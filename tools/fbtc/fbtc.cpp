@@ -128,6 +128,12 @@ cl::opt<std::string> inferenceActivations(
              "'f32' (default) multiplies the f32 rows; overrides the spec's "
              "inference.activations"),
     cl::value_desc("form"), cl::cat(category));
+cl::opt<std::string> inferenceKvCache(
+    "inference-kv-cache",
+    cl::desc("How the inference steps store the KV cache: 'f32' (default) or "
+             "'f16' (half the bytes, the keys and values rounded as written, "
+             "llama.cpp's default); overrides the spec's inference.kv_cache"),
+    cl::value_desc("form"), cl::cat(category));
 cl::opt<mlir::fbt::TuneSpace> tuneSpace(
     "tune-space",
     cl::desc("Also compile each kernel in other configurations of its knobs "
@@ -402,25 +408,34 @@ int emitPlanned(const fbt::ModelSpec &spec, mlir::ModuleOp module, Stage stage,
 }
 } // namespace
 
-/// --inference-weights and --inference-activations over the spec's
-/// inference section, then their combination checked against the target.
+/// `option`, where given, over the spec's `field`: one of `allowed`
+/// (named `names` in the error).
+template <class Kind>
+int overrideForm(const cl::opt<std::string> &option, std::vector<Kind> allowed,
+             const char *names, Kind &field) {
+  if (!option.getNumOccurrences())
+    return 0;
+  std::optional<Kind> form = ::fbt::parseKind<Kind>(option.getValue());
+  if (!form || !llvm::is_contained(allowed, *form))
+    return fail(kBadInput, "--" + option.ArgStr + " must be " + names + ", not '" +
+                               option.getValue() + "'");
+  field = *form;
+  return 0;
+}
+
+/// --inference-weights, --inference-activations and --inference-kv-cache
+/// over the spec's inference section, then their combination checked
+/// against the target.
 int applyInferenceOptions(fbt::ModelSpec &spec) {
   using ::fbt::WeightForm;
-  auto override = [](const cl::opt<std::string> &option, std::vector<WeightForm> allowed,
-                     const char *names, WeightForm &field) -> int {
-    if (!option.getNumOccurrences())
-      return 0;
-    std::optional<WeightForm> form = ::fbt::parseKind<WeightForm>(option.getValue());
-    if (!form || !llvm::is_contained(allowed, *form))
-      return fail(kBadInput, "--" + option.ArgStr + " must be " + names + ", not '" +
-                                 option.getValue() + "'");
-    field = *form;
-    return 0;
-  };
-  if (int status = override(inferenceWeights, {WeightForm::F32, WeightForm::BF16, WeightForm::Int8},
+  using ::fbt::CacheForm;
+  if (int status = overrideForm(inferenceKvCache, {CacheForm::F32, CacheForm::F16}, "f32 or f16",
+                            spec.inference.kvCache))
+    return status;
+  if (int status = overrideForm(inferenceWeights, {WeightForm::F32, WeightForm::BF16, WeightForm::Int8},
                             "f32, bf16 or int8", spec.inference.weights))
     return status;
-  if (int status = override(inferenceActivations, {WeightForm::F32, WeightForm::Int8},
+  if (int status = overrideForm(inferenceActivations, {WeightForm::F32, WeightForm::Int8},
                             "f32 or int8", spec.inference.activations))
     return status;
   if (spec.inference.activations != WeightForm::Int8)
