@@ -1,6 +1,7 @@
 """Two builds of one model timed in alternating rounds, per form and thread
-count: what fuse_products.py (fused against unfused products) and
-ab_builds.py (one build of fbt against another) share."""
+count: what fuse_products.py (fused against unfused products), kv_cache.py
+(an f16 KV cache against an f32 one) and ab_builds.py (one build of fbt
+against another) share."""
 
 import json
 import statistics
@@ -8,12 +9,13 @@ import subprocess
 import sys
 
 
-def parse(ap, summary):
-    """Adds the options both scripts take to `ap` and parses; with --from,
-    prints that file's table and returns None."""
+def parse(ap, summary, tokens=64):
+    """Adds the options the scripts share to `ap` and parses; with --from,
+    prints that file's table and returns None. --tokens is an int with
+    `tokens` its default, or a comma-separated list where `tokens` is one."""
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--tokens", type=int, default=64)
+    ap.add_argument("--tokens", type=type(tokens), default=tokens)
     ap.add_argument("--json", help="also write every round's measurements here")
     ap.add_argument("--from", dest="saved", help="print the table of a --json file and stop")
     args = ap.parse_args()

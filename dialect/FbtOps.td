@@ -420,9 +420,9 @@ def Fbt_ConvertOp : Fbt_Op<"convert", [Pure]> {
   let summary = "the same values in another float type, rounded to nearest even";
   let description = [{
     `result` holds `input`'s values in its own element type: narrowed ones
-    round to nearest even, widened ones are exact. An inference step with an
-    f16 KV cache converts its keys and values once, so that its attention,
-    whether over the cache or over the prompt itself, reads them as stored.
+    round to nearest even, widened ones are exact. A prefill with an f16 KV
+    cache converts its keys and values, so that its attention over the prompt
+    reads them as the cache stores them (and a decode step's reads them).
   }];
   let arguments = (ins Fbt_FloatTensor:$input);
   let results = (outs Fbt_FloatTensor:$result);

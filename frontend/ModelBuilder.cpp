@@ -208,12 +208,12 @@ private:
 
     Value attn;
     if (kv.kCache) {
-      // An f16 cache: the keys and values rounded once, here, so that this
-      // step's attention reads them as the cache holds them, whether over
-      // the cache (decode, mixed) or over the prompt itself (prefill), and
-      // a prompt's tokens see the same keys by either road.
+      // An f16 cache: a prefill's attention reads the prompt's keys and
+      // values rounded as the cache holds them (here, once), as a decode or
+      // mixed step's reads them from the cache (kv_write rounds as it
+      // stores): a prompt's tokens see the same keys by either road.
       Type stored = cast<RankedTensorType>(kv.kCache->getType()).getElementType();
-      if (stored != x.getElementType()) {
+      if (stored != x.getElementType() && !kv.positions) {
         auto narrow = RankedTensorType::get(x.getShape(), stored);
         k = ops::ConvertOp::create(b, loc, narrow, k);
         v = ops::ConvertOp::create(b, loc, narrow, v);
