@@ -23,7 +23,8 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from alternating import alternating_rows, decode_ms, finish, parse, table  # noqa: E402
+from alternating import (alternating_rows, checked_forms, decode_ms, finish, parse,  # noqa: E402
+                         table)
 from gguf_peer import BUILD, FORM_OPTIONS, run  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -65,11 +66,7 @@ def main():
     labels = args.labels.split(",")
     if len(labels) != 2:
         ap.error("--labels: two names, comma-separated, not '%s'" % args.labels)
-    forms = args.forms.split(",")
-    for form in forms:
-        if form not in FORM_OPTIONS:
-            ap.error("--forms: unknown form '%s' (expected some of %s)" %
-                     (form, ",".join(FORM_OPTIONS)))
+    forms = checked_forms(ap, args.forms, FORM_OPTIONS)
     builds = {"baseline": tools(args.baseline), "new": tools(BUILD)}
     raw = {"command": ["bench/ab_builds.py"] + sys.argv[1:], "labels": labels,
            "spec": os.path.basename(args.spec), "prompt": args.prompt, "tokens": args.tokens,

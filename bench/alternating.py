@@ -26,6 +26,16 @@ def parse(ap, summary, tokens=64):
     return None
 
 
+def checked_forms(ap, given, known):
+    """The comma-separated forms of --forms `given`, each one of `known`
+    (else ap.error names it)."""
+    forms = given.split(",")
+    for form in forms:
+        if form not in known:
+            ap.error("--forms: unknown form '%s' (expected some of %s)" % (form, ",".join(known)))
+    return forms
+
+
 def decode_ms(fbt, bundle, threads, prompt, tokens):
     """Batch-1 decode ms/token of `bundle`: `fbt bench --decode standard`,
     a `prompt`-token prompt then `tokens` decode steps, default kernels."""

@@ -20,7 +20,8 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from alternating import alternating_rows, decode_ms, finish, parse, table  # noqa: E402
+from alternating import (alternating_rows, checked_forms, decode_ms, finish, parse,  # noqa: E402
+                         table)
 from gguf_peer import BUILD, FORM_OPTIONS, run  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -43,11 +44,7 @@ def main():
     args = parse(ap, summary)
     if not args:
         return
-    forms = args.forms.split(",")
-    for form in forms:
-        if form not in FORM_OPTIONS:
-            ap.error("--forms: unknown form '%s' (expected some of %s)" %
-                     (form, ",".join(FORM_OPTIONS)))
+    forms = checked_forms(ap, args.forms, FORM_OPTIONS)
     fbtc = os.path.join(BUILD, "tools", "fbtc", "fbtc")
     fbt = os.path.join(BUILD, "tools", "fbt", "fbt")
     raw = {"command": ["bench/fuse_products.py"] + sys.argv[1:],

@@ -22,7 +22,8 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from alternating import alternating_rows, decode_ms, finish, parse, table  # noqa: E402
+from alternating import (alternating_rows, checked_forms, decode_ms, finish, parse,  # noqa: E402
+                         table)
 from gguf_peer import BUILD, FORM_OPTIONS, run  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -45,11 +46,7 @@ def main():
     args = parse(ap, summary, tokens="64,760")
     if not args:
         return
-    forms = args.forms.split(",")
-    for form in forms:
-        if form not in FORM_OPTIONS:
-            ap.error("--forms: unknown form '%s' (expected some of %s)" %
-                     (form, ",".join(FORM_OPTIONS)))
+    forms = checked_forms(ap, args.forms, FORM_OPTIONS)
     tokens = [int(n) for n in args.tokens.split(",")]
     fbtc = os.path.join(BUILD, "tools", "fbtc", "fbtc")
     fbt = os.path.join(BUILD, "tools", "fbt", "fbt")
