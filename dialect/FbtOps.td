@@ -170,7 +170,9 @@ def Fbt_AttentionOp : Fbt_Op<"attention", [Pure, Differentiable,
     row `query_rows[b, t]` of the keys and values instead of row `b`, and the
     keys may have any number of rows: one step carries tokens of many
     sequences (a mixed batch, `[1, N, D]`). A query whose position lies
-    outside `[0, S)` is padding: it sees key 0 only.
+    outside `[0, S)` is padding: it sees key 0 only. The keys and values may
+    be f16 where the query is wider (an f16 KV cache, or a prefill's own
+    keys rounded as that cache stores them): they are widened as read.
   }];
   let arguments = (ins Fbt_FloatTensor:$query, Fbt_FloatTensor:$key,
                        Fbt_FloatTensor:$value,
@@ -194,8 +196,9 @@ def Fbt_KVWriteOp : Fbt_Op<"kv_write", [Pure, AttrSizedOperandSegments,
     With `rows` (`[B, T]`, positions required), update `(b, t)` goes to
     cache row `rows[b, t]` instead of `b`, and the update may have any number
     of rows (a mixed batch, `[1, N, D]`). Positions outside `[0, S)` are
-    dropped (padding). Value semantics; bufferization makes it an in-place
-    store.
+    dropped (padding). An f16 cache takes wider updates, rounded to
+    nearest even as they are stored. Value semantics; bufferization makes it
+    an in-place store.
   }];
   let arguments = (ins Fbt_FloatTensor:$cache, Fbt_FloatTensor:$update,
                        Optional<Fbt_IntTensor>:$positions,

@@ -6,6 +6,11 @@
 #
 #   scripts/demo.sh [SPEC] [STEPS]
 set -euo pipefail
+if [[ ${1:-} == -h || ${1:-} == --help ]]; then
+  echo "usage: scripts/demo.sh [SPEC] [STEPS]   (default specs/tiny.json, 1500 steps)"
+  echo "Installs what is missing, builds, then compiles, trains, evaluates and samples SPEC."
+  exit 0
+fi
 cd "$(dirname "$0")/.."
 
 scripts/install-deps.sh
