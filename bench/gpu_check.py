@@ -13,7 +13,7 @@
   4. decoding   `fbt bench --decode standard|soft` at each prepared batch against the
                 HBM floor (weights + KV cache read once per step) and the PyTorch peer;
                 the first batch again with bf16 inference weights against the bf16
-                weights' floor
+                weights' floor, and with an f16 KV cache too
   5. tuning     `fbt tune` on the model with kernel variants (train_k2 and the
                 first batch's standard decode), then `fbt bench` tuned against
                 default, alternating: K = 2 training and that batch's decode
@@ -393,15 +393,26 @@ def decoding(rep, prep, describe, spec):
 
 def decoding_bf16(rep, prep, describe, prompt, tokens, context, kv_per_token):
     """The first batch's decode with bf16 inference weights (fbtc
-    --inference-weights=bf16) against the floor of bf16 weights."""
-    given = prep.get("decode_bf16_bundle")
-    if not given:
-        return []
+    --inference-weights=bf16) against the floor of bf16 weights; then with
+    an f16 KV cache too (--inference-kv-cache=f16), the cache's half of the
+    floor halved."""
+    rows = []
+    kv16 = describe["inference"]["kv_bytes_per_token_fp32"] // 2
+    for key, label, kv in (("decode_bf16_bundle", "bf16w", kv_per_token),
+                           ("decode_bf16_kv16_bundle", "bf16w kv16", kv16)):
+        if prep.get(key):
+            rows += decoding_narrow(rep, prep[key], describe, prompt, tokens, context, kv, label)
+    return rows
+
+
+def decoding_narrow(rep, given, describe, prompt, tokens, context, kv_per_token, label):
+    """One prepared bundle of bf16 weights: standard and soft decode against
+    the floor of its bytes (bf16 weights and `kv_per_token` per cached key)."""
     b = int(given["batch"])
     weights = {"standard": 2 * describe["params"]["shared"],
                "soft": 2 * describe["params"]["total"]}
-    rep.say("  bf16 weights (floor: standard %.1f MB, soft %.1f MB of bf16 weights + the KV "
-            "cache as above):" % (weights["standard"] / 1e6, weights["soft"] / 1e6))
+    rep.say("  %s (floor: standard %.1f MB, soft %.1f MB of bf16 weights + %d B per cached "
+            "key):" % (label, weights["standard"] / 1e6, weights["soft"] / 1e6, kv_per_token))
     rows = []
     for mode in ("standard", "soft"):
         ok, out, why = run([FBT, "bench", os.path.join(DIR, given["bundle"]), "--decode", mode,
@@ -409,10 +420,10 @@ def decoding_bf16(rep, prep, describe, prompt, tokens, context, kv_per_token):
                            TIMEOUT["fbt_decode"])
         r = json_lines(out)
         if not (ok and r):
-            rep.fail("fbt bench --decode %s (batch %d, bf16 weights)" % (mode, b),
+            rep.fail("fbt bench --decode %s (batch %d, %s)" % (mode, b, label),
                      why or "no JSON line")
         floor = 1e3 * (weights[mode] + b * context * kv_per_token) / HBM_BYTES_PER_S
-        row = dict(batch=b, mode=mode + " bf16w", fbt_ms=r[0]["ms_per_token"] if ok and r else None,
+        row = dict(batch=b, mode=mode + " " + label, fbt_ms=r[0]["ms_per_token"] if ok and r else None,
                    floor_ms=floor, torch_ms=None, torch_over_fbt=None)
         row["floor_over_fbt"] = floor / row["fbt_ms"] if row["fbt_ms"] else None
         rows.append(row)

@@ -18,6 +18,8 @@ by git; carried to the GPU machine with the repository, well under 64 MiB):
                                   (--tune-space=default), for the tuning stage
   model-b<B>-bf16.fbtb            the first of them with bf16 inference weights
                                   (--inference-weights=bf16), for decode at bf16
+  model-b<B>-bf16-kv16.fbtb       and with an f16 KV cache too
+                                  (--inference-kv-cache=f16)
   describe.json                   fbtc --describe --json of the model: FLOPs per
                                   token per K, parameters, KV-cache bytes
   prepared.json                   what is where, for gpu_check.py
@@ -144,6 +146,9 @@ def main():
     # GPU users serve (the f32 bundle's steps read fp32 weights).
     compile_spec(j("model-b%d.json" % b0), args.target, j("model-b%d-bf16.fbtb" % b0),
                  "--inference-weights=bf16")
+    # And with an f16 KV cache too: half the cache's bytes, as served at bf16.
+    compile_spec(j("model-b%d.json" % b0), args.target, j("model-b%d-bf16-kv16.fbtb" % b0),
+                 "--inference-weights=bf16", "--inference-kv-cache=f16")
     describe = subprocess.run([FBTC, args.model, "--describe", "--json"], check=True,
                               stdout=subprocess.PIPE, universal_newlines=True).stdout
     with open(j("describe.json"), "w") as f:
@@ -158,6 +163,7 @@ def main():
         "train_bundle": first,
         "decode_bundles": decode,
         "decode_bf16_bundle": {"batch": b0, "bundle": "model-b%d-bf16.fbtb" % b0},
+        "decode_bf16_kv16_bundle": {"batch": b0, "bundle": "model-b%d-bf16-kv16.fbtb" % b0},
         "tune_bundle": "model-b%d-tune.fbtb" % b0,
         "tune_batch": b0,
         "describe": "describe.json",
