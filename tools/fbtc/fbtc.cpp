@@ -412,7 +412,7 @@ int emitPlanned(const fbt::ModelSpec &spec, mlir::ModuleOp module, Stage stage,
 /// (named `names` in the error).
 template <class Kind>
 int overrideForm(const cl::opt<std::string> &option, std::vector<Kind> allowed,
-             const char *names, Kind &field) {
+                 const char *names, Kind &field) {
   if (!option.getNumOccurrences())
     return 0;
   std::optional<Kind> form = ::fbt::parseKind<Kind>(option.getValue());
@@ -429,14 +429,15 @@ int overrideForm(const cl::opt<std::string> &option, std::vector<Kind> allowed,
 int applyInferenceOptions(fbt::ModelSpec &spec) {
   using ::fbt::WeightForm;
   using ::fbt::CacheForm;
-  if (int status = overrideForm(inferenceKvCache, {CacheForm::F32, CacheForm::F16}, "f32 or f16",
-                            spec.inference.kvCache))
+  if (int status = overrideForm(inferenceKvCache, {CacheForm::F32, CacheForm::F16},
+                                "f32 or f16", spec.inference.kvCache))
     return status;
-  if (int status = overrideForm(inferenceWeights, {WeightForm::F32, WeightForm::BF16, WeightForm::Int8},
-                            "f32, bf16 or int8", spec.inference.weights))
+  if (int status = overrideForm(inferenceWeights,
+                                {WeightForm::F32, WeightForm::BF16, WeightForm::Int8},
+                                "f32, bf16 or int8", spec.inference.weights))
     return status;
   if (int status = overrideForm(inferenceActivations, {WeightForm::F32, WeightForm::Int8},
-                            "f32 or int8", spec.inference.activations))
+                                "f32 or int8", spec.inference.activations))
     return status;
   if (spec.inference.activations != WeightForm::Int8)
     return 0;
