@@ -251,13 +251,9 @@ LogicalResult expectCacheType(Operation *op, Value cache, StringRef name, Value 
 
 LogicalResult AttentionOp::verify() {
   // The keys and values may be f16, as an f16 KV cache stores them.
-  bool narrowCache = cast<RankedTensorType>(getKey().getType()).getElementType().isF16() &&
-                     !cast<RankedTensorType>(getQuery().getType()).getElementType().isF16();
-  if (narrowCache &&
-      (failed(expectSameFloatType(getOperation(), {getQuery(), getResult()})) ||
-       failed(expectSameFloatType(getOperation(), {getKey(), getValue()}))))
-    return failure();
-  if ((!narrowCache && failed(expectSameFloatType(*this))) ||
+  if (failed(expectSameFloatType(getOperation(), {getQuery(), getResult()})) ||
+      failed(expectSameFloatType(getOperation(), {getKey(), getValue()})) ||
+      failed(expectCacheType(*this, getKey(), "key", getQuery())) ||
       failed(expectRank(*this, getQuery(), "query", 3, "[B, T, D]")) ||
       failed(expectRank(*this, getKey(), "key", 3, "[B, S, D]")))
     return failure();

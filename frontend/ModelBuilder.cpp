@@ -396,8 +396,8 @@ private:
     b.setInsertionPointAfter(fn);
   }
 
-  /// The KV caches (k_cache.0.., v_cache.0..) as the last inputs and the
-  /// last results of a step that reads and updates them.
+  /// The KV caches (step::kKeyCache + l, then step::kValueCache + l) as the
+  /// last inputs and the last results of a step that reads and updates them.
   void addCaches(SmallVector<std::pair<StringRef, Type>> &inputs,
                  SmallVector<std::pair<std::string, Type>> &results, int64_t rows) {
     // f16: kv_write rounds the f32 keys and values into it, attention
@@ -406,7 +406,7 @@ private:
                                                             : Type(b.getF32Type());
     auto cache = RankedTensorType::get({rows, spec.inference.maxSequenceLength, D()}, element);
     if (cacheNames.empty())
-      for (const char *kind : {"k_cache.", "v_cache."})
+      for (const char *kind : {step::kKeyCache, step::kValueCache})
         for (int64_t l = 0; l < spec.numHiddenLayers; ++l)
           cacheNames.push_back(kind + std::to_string(l));
     for (const std::string &name : cacheNames) {

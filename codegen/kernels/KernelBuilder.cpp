@@ -78,6 +78,10 @@ Value KernelBuilder::loadVector(Value mem, Value idx) {
     v = arith::ExtFOp::create(b, loc, VectorType::get({kVector}, b.getF32Type()), v);
   return v;
 }
+void KernelBuilder::prefetch(Value mem, Value idx) {
+  memref::PrefetchOp::create(b, loc, mem, ValueRange{idx}, /*isWrite=*/false,
+                             /*localityHint=*/3, /*isDataCache=*/true);
+}
 void KernelBuilder::store(Value v, Value mem, Value idx) {
   Type element = cast<MemRefType>(mem.getType()).getElementType();
   if ((element.isBF16() || element.isF16()) && v.getType().isF32())

@@ -77,6 +77,9 @@ public:
   /// kVector elements from mem[idx] as f32 lanes (CPU), widened from the
   /// buffer's bf16 or f16 where narrower.
   Value loadVector(Value mem, Value idx);
+  /// A hint that mem[idx]'s cache line will be read soon (CPU: a prefetch
+  /// into every level of the cache).
+  void prefetch(Value mem, Value idx);
 
   // Loops. parallel() is the kernel's grid: independent iterations.
   void parallel(int64_t n, function_ref<void(Value)> body);

@@ -89,9 +89,7 @@ void attendHeads(KernelBuilder &kb, Value q, Value qBase, Value k, Value v,
     int64_t line = 64 * 8 / cast<MemRefType>(cache.getType()).getElementTypeBitWidth();
     Value first = keyRow(kb.iadd(j, ahead), 0);
     for (int64_t c = 0; c < g * dh + line; c += line)
-      memref::PrefetchOp::create(kb.builder(), kb.location(), cache,
-                                 ValueRange{kb.iadd(first, std::min(c, g * dh - 1))},
-                                 /*isWrite=*/false, /*localityHint=*/3, /*isDataCache=*/true);
+      kb.prefetch(cache, kb.iadd(first, std::min(c, g * dh - 1)));
   };
   SmallVector<Value> m = kb.foldRows(
       kb.index(0), end, SmallVector<Value>(g, ninf),

@@ -116,9 +116,17 @@ void prefetchAhead(KernelBuilder &kb, const NarrowWeight &w, Value at, int64_t b
     return;
   int64_t size = cast<MemRefType>(w.values.getType()).getElementTypeBitWidth() / 8;
   for (int64_t c = 0; c < bytes; c += 64)
-    memref::PrefetchOp::create(kb.builder(), kb.location(), w.values,
-                               ValueRange{kb.iadd(at, (ahead + c) / size)},
-                               /*isWrite=*/false, /*localityHint=*/3, /*isDataCache=*/true);
+    kb.prefetch(w.values, kb.iadd(at, (ahead + c) / size));
+}
+
+/// An int8 row's scales of groups [g0, g0 + 8) as f32 lanes (scaleLanes),
+/// its weights of those groups prefetched `ahead` bytes on: a group of
+/// int8 is half a line, so prefetching per group would ask for each line
+/// twice. (Rows of fewer than 8 groups, short enough to stay cached, take
+/// their scales one at a time and prefetch nothing.)
+Value chunkScales(KernelBuilder &kb, const NarrowWeight &w, Value n, Value g0, int64_t ahead) {
+  prefetchAhead(kb, w, kb.iadd(kb.imul(n, w.k), kb.imul(g0, kGroup)), kLanes * kGroup, ahead);
+  return scaleLanes(kb, w, n, g0);
 }
 
 /// acc + sum over the `whole` whole groups g of term(g) (a vector) times
@@ -216,7 +224,8 @@ Value rowDotCpu(KernelBuilder &kb, const NarrowWeight &w, Value x, Value xBase, 
   int64_t size = cast<MemRefType>(w.values.getType()).getElementTypeBitWidth() / 8;
   auto groupDot = [&](Value g) { // the group's 32 products, unscaled, in 8 lanes
     Value off = kb.imul(g, kGroup);
-    prefetchAhead(kb, w, kb.iadd(wBase, off), kGroup * size, prefetch);
+    if (!w.int8()) // int8 rows prefetch 8 groups at a time (chunkScales)
+      prefetchAhead(kb, w, kb.iadd(wBase, off), kGroup * size, prefetch);
     SmallVector<Value> terms;
     for (int64_t c = 0; c < kGroup; c += kLanes) {
       Value at = kb.iadd(off, c);
@@ -234,7 +243,8 @@ Value rowDotCpu(KernelBuilder &kb, const NarrowWeight &w, Value x, Value xBase, 
     Value acc =
         w.int8()
             ? sumScaledGroups(
-                  kb, zero, whole, groupDot, [&](Value g0) { return scaleLanes(kb, w, n, g0); },
+                  kb, zero, whole, groupDot,
+                  [&](Value g0) { return chunkScales(kb, w, n, g0, prefetch); },
                   [&](Value g) { return scaleOf(kb, w, n, g); })
             : kb.fold(kb.index(0), kb.index(whole), ValueRange{zero},
                       [&](Value g, ValueRange carried) -> SmallVector<Value> {
@@ -345,7 +355,6 @@ Value rowDotInt8(KernelBuilder &kb, const NarrowWeight &w, Value xq, Value dx, V
         b, loc, DenseElementsAttr::get(shorts, Attribute(b.getI16IntegerAttr(1))));
     auto groupDot = [&](Value g) { // the group's 32 products in 8 lanes, unscaled
       Value off = kb.imul(g, kGroup);
-      prefetchAhead(kb, w, kb.iadd(wBase, off), kGroup, prefetch);
       Value wv = vector::LoadOp::create(b, loc, bytes, w.values, ValueRange{kb.iadd(wBase, off)});
       Value xv = vector::LoadOp::create(b, loc, bytes, xq, ValueRange{kb.iadd(xBase, off)});
       Value magnitude = x86(kb, "llvm.x86.avx2.psign.b", bytes, {wv, wv});
@@ -360,7 +369,9 @@ Value rowDotInt8(KernelBuilder &kb, const NarrowWeight &w, Value xq, Value dx, V
     };
     Value acc = sumScaledGroups(
         kb, zero, whole, groupDot,
-        [&](Value g0) { return arith::MulFOp::create(b, loc, scaleLanes(kb, w, n, g0), xLanes(g0)); },
+        [&](Value g0) {
+          return arith::MulFOp::create(b, loc, chunkScales(kb, w, n, g0, prefetch), xLanes(g0));
+        },
         scale);
     total = laneSum(kb, acc);
   }

@@ -46,7 +46,8 @@ void Decoder::checkCacheInputs(const Bundle &bundle, CacheForm form) const {
   DType type = cacheType(form);
   for (const auto &[name, plan] : bundle.steps())
     for (const TensorSpec &in : plan.inputs) {
-      if (in.name.rfind("k_cache.", 0) != 0 && in.name.rfind("v_cache.", 0) != 0)
+      bool values;
+      if (step::cacheLayer(in.name, values) < 0)
         continue;
       bool rows = in.shape.size() == 3 && in.shape[0] >= 1 && in.shape[0] <= batch_ &&
                   in.shape[1] == maxSequence_ && in.shape[2] == width_;
@@ -70,16 +71,15 @@ StepBinding &Decoder::binding(const std::string &step,
   auto owned = [&](const std::string &name) -> void * {
     if (void *p = session_.stateBuffer(name))
       return p;
-    for (auto [prefix, first] : {std::pair{"k_cache.", 0}, {"v_cache.", 1}})
-      if (name.rfind(prefix, 0) == 0) {
-        int64_t layer = std::stoll(name.substr(8));
-        if (layer < 0 || layer >= layers_)
-          throw RuntimeError("step '" + step + "' takes a cache for layer " +
-                             std::to_string(layer) + ", but the model has " +
-                             std::to_string(layers_));
-        return cacheRow(first * layers_ + layer, row);
-      }
-    return nullptr;
+    bool values;
+    int64_t layer = fbt::step::cacheLayer(name, values); // `step` is the step's name here
+    if (layer < 0)
+      return nullptr;
+    if (layer >= layers_)
+      throw RuntimeError("step '" + step + "' takes a cache for layer " +
+                         std::to_string(layer) + ", but the model has " +
+                         std::to_string(layers_));
+    return cacheRow(values * layers_ + layer, row);
   };
   b = std::make_unique<StepBinding>(session_.device(), session_.bundle().step(step),
                                     owned, inputs, "the decoder");

@@ -62,6 +62,21 @@ inline std::string prefillStates(bool fused) {
 /// The result holding layer `l`'s input (l = L: the top-layer state).
 inline std::string residual(int64_t l) { return "residual." + std::to_string(l); }
 
+/// The KV caches a prefill, decode or mixed step takes and updates in place:
+/// kKeyCache + l and kValueCache + l for each layer l.
+constexpr const char kKeyCache[] = "k_cache.";
+constexpr const char kValueCache[] = "v_cache.";
+/// The layer of cache buffer `name`, `values` set where it holds values;
+/// -1 where `name` is no cache.
+inline int64_t cacheLayer(const std::string &name, bool &values) {
+  for (const char *kind : {kKeyCache, kValueCache})
+    if (name.rfind(kind, 0) == 0) {
+      values = kind == kValueCache;
+      return std::stoll(name.substr(std::string(kind).size()));
+    }
+  return -1;
+}
+
 namespace detail {
 /// The decimal number `name` holds after `prefix` and before `suffix`, or 0.
 inline int64_t numberBetween(const std::string &name, const std::string &prefix,
