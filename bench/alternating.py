@@ -4,6 +4,7 @@ count: what fuse_products.py (fused against unfused products), kv_cache.py
 against another) share."""
 
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -34,6 +35,18 @@ def checked_forms(ap, given, known):
         if form not in known:
             ap.error("--forms: unknown form '%s' (expected some of %s)" % (form, ",".join(known)))
     return forms
+
+
+def compile_sides(run, fbtc, spec, forms, form_options, sides, work):
+    """Each form compiled once per side, with that side's fbtc options
+    (`sides`: {side: [option, ...]}): {(form, side): bundle path in `work`}."""
+    bundles = {}
+    for form in forms:
+        for side, options in sides.items():
+            bundles[form, side] = os.path.join(work, "%s-%s.fbtb" % (form, side))
+            run([fbtc, spec, "--target=cpu", "-o", bundles[form, side]] + options +
+                form_options[form])
+    return bundles
 
 
 def decode_ms(fbt, bundle, threads, prompt, tokens):

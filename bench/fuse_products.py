@@ -20,8 +20,8 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from alternating import (alternating_rows, checked_forms, decode_ms, finish, parse,  # noqa: E402
-                         table)
+from alternating import (alternating_rows, checked_forms, compile_sides, decode_ms,  # noqa: E402
+                         finish, parse, table)
 from gguf_peer import BUILD, FORM_OPTIONS, run  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -51,17 +51,12 @@ def main():
            "spec": os.path.basename(args.spec), "tokens": args.tokens, "rounds": args.rounds,
            "rows": []}
     with tempfile.TemporaryDirectory(prefix="fuse-products-") as work:
-        bundles = {}
-        for form in forms:
-            for fused in ("true", "false"):
-                path = os.path.join(work, "%s-%s.fbtb" % (form, fused))
-                run([fbtc, args.spec, "--target=cpu", "--fuse-products=" + fused, "-o", path] +
-                    FORM_OPTIONS[form])
-                bundles[form, fused] = path
+        bundles = compile_sides(run, fbtc, args.spec, forms, FORM_OPTIONS,
+                                {"fused": ["--fuse-products=true"],
+                                 "unfused": ["--fuse-products=false"]}, work)
 
         def decode(form, side, threads):
-            path = bundles[form, "true" if side == "fused" else "false"]
-            return decode_ms(fbt, path, threads, args.tokens, args.tokens)
+            return decode_ms(fbt, bundles[form, side], threads, args.tokens, args.tokens)
 
         raw["rows"] = alternating_rows(forms, [int(t) for t in args.threads.split(",")],
                                        args.rounds, ("fused", "unfused"), decode)

@@ -123,8 +123,8 @@ WIDTH = {"f32": 4.0, "f16": 2.0, "bf16": 2.0, "int8": 34 / 32, "int8a": 34 / 32,
 # fbt's form beside llama.cpp's types at the same bytes.
 PAIRS = [("f32", "f32"), ("bf16", "f16"), ("bf16", "bf16"), ("int8", "q8_0"),
          ("int8a", "q8_0")]
-# KV cache widths of fbt (fbtc --inference-kv-cache): bytes per value, and
-# what a column of the cache's width says after the form ("" for f32).
+# KV cache widths (fbtc --inference-kv-cache, --peer-kv): bytes per value,
+# and what an fbt column of the cache's width says after the form ("" for f32).
 KV_WIDTH = {"f32": 4, "f16": 2}
 KV_SUFFIX = {"f32": "", "f16": " kv f16"}
 # fbtc's options for each of fbt's forms: int8a is int8 weights with int8
@@ -271,7 +271,7 @@ def measure(ap, args, work):
     for t in types:
         raw["columns"]["llama.cpp " + t] = {
             "width": WIDTH[t], "mib": os.path.getsize(ggufs[t]) / 2**20,
-            "kv_bytes": kv_bytes(spec, prompt, args.tokens, 2 if args.peer_kv == "f16" else 4),
+            "kv_bytes": kv_bytes(spec, prompt, args.tokens, KV_WIDTH[args.peer_kv]),
             "rounds": [], "token_floor_rounds": []}
 
     def sample_floors():

@@ -22,8 +22,8 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from alternating import (alternating_rows, checked_forms, decode_ms, finish, parse,  # noqa: E402
-                         table)
+from alternating import (alternating_rows, checked_forms, compile_sides, decode_ms,  # noqa: E402
+                         finish, parse, table)
 from gguf_peer import BUILD, FORM_OPTIONS, run  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -53,12 +53,9 @@ def main():
     raw = {"command": ["bench/kv_cache.py"] + sys.argv[1:], "spec": os.path.basename(args.spec),
            "prompt": args.prompt, "rounds": args.rounds, "rows": []}
     with tempfile.TemporaryDirectory(prefix="kv-cache-") as work:
-        bundles = {}
-        for form in forms:
-            for kv in ("f32", "f16"):
-                bundles[form, kv] = os.path.join(work, "%s-%s.fbtb" % (form, kv))
-                run([fbtc, args.spec, "--target=cpu", "--inference-kv-cache=" + kv, "-o",
-                     bundles[form, kv]] + FORM_OPTIONS[form])
+        bundles = compile_sides(run, fbtc, args.spec, forms, FORM_OPTIONS,
+                                {kv: ["--inference-kv-cache=" + kv] for kv in ("f32", "f16")},
+                                work)
         # A row per form and decoded tokens: "int8a, 760 tokens".
         rows = {"%s, %d tokens" % (form, n): (form, n) for form in forms for n in tokens}
 
