@@ -78,15 +78,13 @@ Value loadValue(KernelBuilder &kb, const NarrowWeight &w, Value at) {
 
 /// W's elements [at, at + 8) as f32 lanes, unscaled (CPU).
 Value loadLanes(KernelBuilder &kb, const NarrowWeight &w, Value at) {
+  if (!w.int8())
+    return kb.loadVector(w.values, at); // f32, or bf16 widened
   OpBuilder &b = kb.builder();
   Location loc = kb.location();
-  Type element = cast<MemRefType>(w.values.getType()).getElementType();
-  auto wide = VectorType::get({kLanes}, b.getF32Type());
-  Value v = vector::LoadOp::create(b, loc, VectorType::get({kLanes}, element), w.values,
+  Value v = vector::LoadOp::create(b, loc, VectorType::get({kLanes}, b.getI8Type()), w.values,
                                    ValueRange{at});
-  if (w.int8())
-    return arith::SIToFPOp::create(b, loc, wide, v);
-  return element.isF32() ? v : arith::ExtFOp::create(b, loc, wide, v).getResult();
+  return arith::SIToFPOp::create(b, loc, VectorType::get({kLanes}, b.getF32Type()), v);
 }
 
 /// The scale of row `n`'s group `g`, as f32.
