@@ -6,6 +6,10 @@
 
 #include <iterator>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 namespace fbt {
 
 void ServerMetrics::request(const std::string &endpoint, int status) {
@@ -67,6 +71,14 @@ std::string ServerMetrics::text(int64_t batch) {
   metric("fbt_grammars_compiled_total", "counter",
          "Response formats compiled into grammars (one seen before is reused).",
          n(grammarsCompiled));
+#if defined(__GLIBC__)
+  // Live allocations, not RSS: the allocator keeps freed pages, so RSS
+  // follows the peak of concurrent work, while this returns to its idle
+  // level after a burst unless something leaks.
+  struct mallinfo2 heap = mallinfo2();
+  metric("fbt_heap_bytes", "gauge", "Bytes of live heap allocations (glibc mallinfo2).",
+         std::to_string(heap.uordblks + heap.hblkhd));
+#endif
   out += "# HELP fbt_request_seconds Time from arrival to the last token.\n"
          "# TYPE fbt_request_seconds histogram\n";
   int64_t cumulative = 0;

@@ -1,7 +1,7 @@
 //===- ServerMetrics.h - fbt serve's counters, for /metrics -------*- C++ -*-===//
 //
 // Requests by endpoint and status, tokens, the queue, the decode batch's
-// occupancy, the prefix cache and a latency histogram, written as
+// occupancy, the prefix cache, the live heap and a latency histogram, written as
 // Prometheus text (exposition format 0.0.4). The HTTP side counts
 // requests, the engine the rest; every member is safe to update from any
 // thread.
