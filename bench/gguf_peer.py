@@ -5,7 +5,8 @@ usage: /usr/bin/python3 bench/gguf_peer.py [--spec specs/small.json] [--threads 
            [--prompt P] [--tokens N] [--repeats R] [--train-steps S]
            [--fbt-weights f32,bf16,int8,int8a] [--fbt-kv f32[,f16]]
            [--peer-types f32,f16,bf16,q8_0]
-           [--peer-kv f16|f32] [--npm-cache DIR] [--json OUT.json]
+           [--peer-kv f16|f32] [--peer-threads T1[,T2]] [--npm-cache DIR]
+           [--json OUT.json]
        /usr/bin/python3 bench/gguf_peer.py --from OUT.json   (the summary again)
 
 In one run: compiles the spec for the CPU once per --fbt-weights (fbtc
@@ -46,12 +47,14 @@ fbt bench times the compiled steps on fresh weights and synthetic ids: its
 arithmetic is the same whatever the values, so the time is the time of the
 exported weights. llama.cpp runs as configured by default (f16 KV cache,
 flash attention chosen by llama.cpp); --peer-kv f32 gives it fbt's f32
-cache. Its per-token time includes node-llama-cpp's call from JavaScript
-into the native addon (a fraction of a millisecond), as any user of the
-package pays it. On a machine with few cores, or cores shared with other
-work, llama.cpp's decode on every core can be slower than on one (its
-threads spin at each of the step's many small barriers): measure --threads
-1 too.
+cache. Its decode is timed twice: from JavaScript, as a user of the package
+sees it (node-llama-cpp's call into the native addon included), and by
+llama.cpp's own counters (llama_perf_context, the evaluations alone); the
+ratios use its own, the stricter for fbt. On a machine with few cores, or
+cores shared with other work, llama.cpp's decode on every core can be
+slower than on one (its threads spin at each of the step's many small
+barriers): --peer-threads 2,1 runs it on each count in the same rounds, so
+fbt on 2 threads is also compared with llama.cpp at its fastest.
 
 The build comes from FBT_BUILD_DIR (default build/): tools/fbtc/fbtc and
 tools/fbt/fbt.
@@ -76,14 +79,22 @@ import { pathToFileURL } from 'node:url';
 const a = JSON.parse(process.argv[2]);
 const entry = path.join(a.npm, 'node_modules', 'node-llama-cpp', 'dist', 'index.js');
 const { getLlama, LlamaLogLevel } = await import(pathToFileURL(entry).href);
+// llama.cpp's own counters (llama_perf_context_print), cumulative: the
+// evaluations' time without node's calls, read after each run.
+let own = null;
+const logger = (level, message) => {
+  const m = /[^t] eval time =\s*([\d.]+) ms \/\s*(\d+) runs/.exec(message);
+  if (m) own = { ms: parseFloat(m[1]), runs: parseInt(m[2]) };
+  else if (level === LlamaLogLevel.error) console.error(message);
+};
 const llama = await getLlama({ gpu: false, build: 'never', progressLogs: false,
-                               logLevel: LlamaLogLevel.error, maxThreads: a.threads });
+                               logLevel: LlamaLogLevel.info, logger, maxThreads: a.threads });
 const model = await llama.loadModel({ modelPath: a.gguf, gpuLayers: 0 });
 const kv = a.kv === 'f32' ? { experimentalKvCacheKeyType: 'F32',
                               experimentalKvCacheValueType: 'F32' } : {};
 const context = await model.createContext({
   contextSize: a.prompt + a.tokens + 8, batchSize: a.prompt, sequences: 1,
-  threads: { ideal: a.threads, min: a.threads }, ...kv });
+  threads: { ideal: a.threads, min: a.threads }, performanceTracking: true, ...kv });
 const sequence = context.getSequence();
 // Ids 1..255 as fbt bench draws them (any ids cost the same).
 const prompt = Array.from({ length: a.prompt }, (_, i) => 1 + ((i * 7919 + 13) % 255));
@@ -95,18 +106,24 @@ async function run(tokens) {
       [...prompt.slice(0, -1), [prompt[prompt.length - 1], greedy]]);
   let token = out[prompt.length - 1].next.token;
   const t1 = performance.now();
+  await context.printTimings();
+  const before = own;
+  const t2 = performance.now();
   for (let i = 0; i < tokens; ++i) {
     out = await sequence.controlledEvaluate([[token, greedy]]);
     token = out[0].next.token;
   }
-  const t2 = performance.now();
-  return { prefill_s: (t1 - t0) / 1e3, decode_s: (t2 - t1) / 1e3 };
+  const t3 = performance.now();
+  await context.printTimings();
+  return { prefill_s: (t1 - t0) / 1e3, decode_s: (t3 - t2) / 1e3,
+           own_ms: (own.ms - before.ms) / (own.runs - before.runs) };
 }
 await run(4);
 const r = await run(a.tokens);
 console.log(JSON.stringify({
   prefill_tokens_per_s: a.prompt / r.prefill_s,
   ms_per_token: 1e3 * r.decode_s / a.tokens,
+  own_ms_per_token: r.own_ms,
   threads: context.currentThreads }));
 await context.dispose(); await model.dispose(); await llama.dispose();
 """
@@ -196,6 +213,9 @@ def main():
                          "(default f32; f32,f16 compares them)")
     ap.add_argument("--peer-types", default="f32,f16,bf16,q8_0",
                     help="llama.cpp's weight types, a GGUF each (default f32,f16,bf16,q8_0)")
+    ap.add_argument("--peer-threads", default=None,
+                    help="llama.cpp's thread counts, a column each (default: --threads); "
+                         "a count other than --threads names its column, 'q8_0 1t'")
     ap.add_argument("--npm-cache", default=os.path.join(BUILD, "test", "npm-llama"))
     ap.add_argument("--json", help="also write every round's measurements here")
     ap.add_argument("--from", dest="saved", help="print the summary of a --json file and stop")
@@ -210,6 +230,9 @@ def main():
         for t in given.split(","):
             if t not in known:
                 ap.error("%s: unknown type '%s' (expected some of %s)" % (name, t, ",".join(known)))
+    for n in (args.peer_threads or "1").split(","):
+        if not n.isdigit() or int(n) < 1:
+            ap.error("--peer-threads: '%s' is not a thread count (expected e.g. 2,1)" % n)
 
     with tempfile.TemporaryDirectory(prefix="gguf-peer-") as work:
         measure(ap, args, work)
@@ -252,8 +275,13 @@ def measure(ap, args, work):
     with open(peer, "w") as f:
         f.write(PEER)
 
-    def peer_args(t):
-        return json.dumps({"npm": args.npm_cache, "gguf": ggufs[t], "threads": args.threads,
+    # llama.cpp's columns: each type on each of its thread counts.
+    peer_threads = [int(n) for n in (args.peer_threads or str(args.threads)).split(",")]
+    peers = {"llama.cpp " + t + ("" if n == args.threads else " %dt" % n): (t, n)
+             for t in types for n in peer_threads}
+
+    def peer_args(t, n):
+        return json.dumps({"npm": args.npm_cache, "gguf": ggufs[t], "threads": n,
                            "prompt": prompt, "tokens": args.tokens, "kv": args.peer_kv})
     widths = sorted({WIDTH[w] for w in [f for f, _ in columns.values()] + types})
     raw = {"command": ["bench/gguf_peer.py"] + sys.argv[1:], "spec": os.path.basename(args.spec),
@@ -268,9 +296,9 @@ def measure(ap, args, work):
             "width": WIDTH[f], "mib": params * WIDTH[f] / 2**20,
             "kv_bytes": kv_bytes(spec, prompt, args.tokens, KV_WIDTH[kv]),
             "rounds": [], "token_floor_rounds": []}
-    for t in types:
-        raw["columns"]["llama.cpp " + t] = {
-            "width": WIDTH[t], "mib": os.path.getsize(ggufs[t]) / 2**20,
+    for name, (t, n) in peers.items():
+        raw["columns"][name] = {
+            "threads": n, "width": WIDTH[t], "mib": os.path.getsize(ggufs[t]) / 2**20,
             "kv_bytes": kv_bytes(spec, prompt, args.tokens, KV_WIDTH[args.peer_kv]),
             "rounds": [], "token_floor_rounds": []}
 
@@ -292,9 +320,10 @@ def measure(ap, args, work):
             r = json.loads(run([fbt, "bench", bundles[form], "--decode", "standard", "--tokens",
                                 str(prompt), "--steps", str(args.tokens)] + threads))
             raw["columns"]["fbt " + form]["rounds"].append({k: r[k] for k in keep})
-        for t in types:
-            r = json.loads(run(["node", peer, peer_args(t)]))
-            raw["columns"]["llama.cpp " + t]["rounds"].append({k: r[k] for k in keep})
+        for name, (t, n) in peers.items():
+            r = json.loads(run(["node", peer, peer_args(t, n)]))
+            raw["columns"][name]["rounds"].append(
+                {k: r[k] for k in keep + ("own_ms_per_token",)})
     sample_floors()
     if args.json:
         with open(args.json, "w") as f:
@@ -331,23 +360,39 @@ def summary(raw):
     row("weights (MiB)", lambda c: "%.1f" % raw["columns"][c]["mib"])
     row("prompt tokens/s", lambda c: "%.0f (%.0f-%.0f)" % med(c, "prefill_tokens_per_s"))
     row("decode ms/token", lambda c: "%.3f (%.3f-%.3f)" % med(c, "ms_per_token"))
-    row("floor ms (one read)", lambda c: "%.3f" % floor[str(raw["columns"][c]["width"])])
-    row("decode / floor", lambda c: "%.2f" % (med(c, "ms_per_token")[0] /
-                                             floor[str(raw["columns"][c]["width"])]))
+    owned = [c for c in cols if all("own_ms_per_token" in r for r in raw["columns"][c]["rounds"])]
+    if owned:
+        row("llama.cpp's own decode ms/token (its counters, without node's call)",
+            lambda c: "%.3f (%.3f-%.3f)" % med(c, "own_ms_per_token") if c in owned else "")
+    # The floors are read on the run's threads: a peer column on another
+    # count is left out of them.
+    def floored(cell):
+        return lambda c: (cell(c) if raw["columns"][c].get("threads", raw["threads"]) ==
+                          raw["threads"] else "")
+    row("floor ms (one read)", floored(lambda c: "%.3f" % floor[str(raw["columns"][c]["width"])]))
+    row("decode / floor", floored(lambda c: "%.2f" % (med(c, "ms_per_token")[0] /
+                                                     floor[str(raw["columns"][c]["width"])])))
     if all("token_floor_rounds" in raw["columns"][c] for c in cols):
         token = {c: statistics.median(raw["columns"][c]["token_floor_rounds"]) for c in cols}
         row("KV cache read (MiB)", lambda c: "%.1f" % (raw["columns"][c]["kv_bytes"] / 2**20))
-        row("token floor ms (weights + KV, one read)", lambda c: "%.3f" % token[c])
-        row("decode / token floor", lambda c: "%.2f" % (med(c, "ms_per_token")[0] / token[c]))
+        row("token floor ms (weights + KV, one read)", floored(lambda c: "%.3f" % token[c]))
+        row("decode / token floor",
+            floored(lambda c: "%.2f" % (med(c, "ms_per_token")[0] / token[c])))
     lines.append("")
+
+    def peer_ms(c):  # the peer at its best: its own counters where recorded
+        return med(c, "own_ms_per_token" if c in owned else "ms_per_token")[0]
     for (f, t), kv in [(pair, kv) for kv in raw.get("fbt_kv", ["f32"]) for pair in PAIRS]:
         f += KV_SUFFIX[kv]
-        a, b = "fbt " + f, "llama.cpp " + t
-        if a in raw["columns"] and b in raw["columns"]:
-            lines.append("- fbt %s / llama.cpp %s: decode %.2fx, prompt %.2fx (above 1: fbt is "
-                         "faster)" % (f, t, med(b, "ms_per_token")[0] / med(a, "ms_per_token")[0],
-                                      med(a, "prefill_tokens_per_s")[0] /
-                                      med(b, "prefill_tokens_per_s")[0]))
+        a = "fbt " + f
+        for b in [c for c in cols if c == "llama.cpp " + t or c.startswith("llama.cpp %s " % t)]:
+            if a in raw["columns"]:
+                lines.append("- fbt %s / %s: decode %.2fx, prompt %.2fx (above 1: fbt is "
+                             "faster%s)" % (f, b, peer_ms(b) / med(a, "ms_per_token")[0],
+                                            med(a, "prefill_tokens_per_s")[0] /
+                                            med(b, "prefill_tokens_per_s")[0],
+                                            "; llama.cpp's own decode time" if b in owned else
+                                            ""))
     return "\n".join(lines)
 
 
