@@ -1,7 +1,8 @@
 """fbt against llama.cpp on the same weights at the same bytes: batch-1 decode
 and prompt processing, beside the floor of each width.
 
-usage: /usr/bin/python3 bench/gguf_peer.py [--spec specs/small.json] [--threads T]
+usage: /usr/bin/python3 bench/gguf_peer.py [--spec specs/small.json] [--set KEY=VALUE]...
+           [--threads T]
            [--prompt P] [--tokens N] [--repeats R] [--train-steps S]
            [--fbt-weights f32,bf16,int8,int8a] [--fbt-kv f32[,f16]]
            [--peer-types f32,f16,bf16,q8_0]
@@ -9,7 +10,9 @@ usage: /usr/bin/python3 bench/gguf_peer.py [--spec specs/small.json] [--threads 
            [--json OUT.json]
        /usr/bin/python3 bench/gguf_peer.py --from OUT.json   (the summary again)
 
-In one run: compiles the spec for the CPU once per --fbt-weights (fbtc
+In one run: compiles the spec (with each --set applied, as
+test/lib/set_spec.py does: num_attention_heads=5 gives small heads of 64
+channels, where its own are 40) for the CPU once per --fbt-weights (fbtc
 --inference-weights: the inference steps read the matrices as f32, bf16, or
 int8 with an f16 scale per group of 32, Q8_0's layout; int8a: int8 weights
 and --inference-activations int8, the decode steps' products in integers as
@@ -198,6 +201,8 @@ def l3_bytes():
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--spec", default=os.path.join(ROOT, "specs", "small.json"))
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="a field of the spec to change first (test/lib/set_spec.py's form)")
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--prompt", type=int, default=None,
                     help="prompt tokens (default: the bundle's max_prompt_length)")
@@ -240,6 +245,11 @@ def main():
 
 def measure(ap, args, work):
     fbtc = os.path.join(BUILD, "tools", "fbtc", "fbtc")
+    spec_path = args.spec
+    if args.set:
+        spec_path = os.path.join(work, os.path.basename(args.spec))
+        subprocess.run([sys.executable, os.path.join(ROOT, "test", "lib", "set_spec.py"),
+                        args.spec, spec_path] + args.set, check=True)
     fbt = os.path.join(BUILD, "tools", "fbt", "fbt")
     # A column per form and KV width: "int8a", "int8a kv f16".
     columns = {form + KV_SUFFIX[kv]: (form, kv) for kv in args.fbt_kv.split(",")
@@ -248,11 +258,11 @@ def measure(ap, args, work):
     bundles = {}
     for col, (form, kv) in columns.items():
         bundles[col] = os.path.join(work, "model-%s.fbtb" % col.replace(" ", "-"))
-        run([fbtc, args.spec, "--target=cpu", "-o", bundles[col], "--inference-kv-cache=" + kv] +
+        run([fbtc, spec_path, "--target=cpu", "-o", bundles[col], "--inference-kv-cache=" + kv] +
             FORM_OPTIONS[form])
-    described = json.loads(run([fbtc, args.spec, "--describe", "--json"]))
+    described = json.loads(run([fbtc, spec_path, "--describe", "--json"]))
     params = described["params"]["total"]
-    with open(args.spec) as f:
+    with open(spec_path) as f:
         spec = json.load(f)
     prompt = args.prompt or spec["inference"]["max_prompt_length"]
     if prompt + args.tokens + 1 > spec["inference"]["max_sequence_length"]:
@@ -285,6 +295,7 @@ def measure(ap, args, work):
                            "prompt": prompt, "tokens": args.tokens, "kv": args.peer_kv})
     widths = sorted({WIDTH[w] for w in [f for f, _ in columns.values()] + types})
     raw = {"command": ["bench/gguf_peer.py"] + sys.argv[1:], "spec": os.path.basename(args.spec),
+           "spec_set": args.set,
            "threads": args.threads, "prompt": prompt, "tokens": args.tokens,
            "peer_kv": args.peer_kv, "fbt_kv": args.fbt_kv.split(","), "weights": params,
            "load_before": os.getloadavg()[0],
@@ -345,7 +356,8 @@ def summary(raw):
         "`%s`: %s, batch 1, %d thread%s, prompt %d, %d decoded tokens; medians of %d alternating "
         "rounds (range in parentheses); fbt's KV cache %s, llama.cpp's %s; load average before "
         "%.2f; %.1f M weights; L3 %s" % (
-            " ".join(raw["command"]), raw["spec"], raw["threads"],
+            " ".join(raw["command"]),
+            raw["spec"] + "".join(" with " + c for c in raw.get("spec_set", [])), raw["threads"],
             "" if raw["threads"] == 1 else "s", raw["prompt"], raw["tokens"], raw["repeats"],
             "f32" if raw.get("fbt_kv", ["f32"]) == ["f32"] else
             " or ".join(raw["fbt_kv"]) + " (f16 where the column says kv f16)",
