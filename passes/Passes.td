@@ -235,7 +235,16 @@ def FbtToKernels : Pass<"fbt-to-kernels", "::mlir::ModuleOp"> {
                         "more values per knob"))}]>,
     ListOption<"configs", "configs", "std::string",
                "Kernels to build in a given configuration instead of the "
-               "default, each `<kernel>:<knob>=<value>:...` (fbtc --tuned)">
+               "default, each `<kernel>:<knob>=<value>:...` (fbtc --tuned)">,
+    Option<"cpuDot", "cpu-dot", "::mlir::fbt::CpuDot",
+           /*default=*/"::mlir::fbt::CpuDot::Avx2",
+           "The CPU's widest int8 dot product, for int8 activations' products "
+           "(fbtc sets it from --cpu)", [{::llvm::cl::values(
+             clEnumValN(::mlir::fbt::CpuDot::Avx2, "avx2", "32 bytes (pmaddubsw)"),
+             clEnumValN(::mlir::fbt::CpuDot::Avx512, "avx512",
+                        "64 bytes (AVX-512BW's pmaddubsw)"),
+             clEnumValN(::mlir::fbt::CpuDot::Avx512Vnni, "avx512-vnni",
+                        "64 bytes into i32 (AVX-512 VNNI's vpdpbusd)"))}]>
   ];
   let dependentDialects = [
     "::mlir::fbt::FbtDialect", "::mlir::arith::ArithDialect",

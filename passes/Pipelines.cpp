@@ -40,7 +40,8 @@ void fbt::buildTrainPipeline(OpPassManager &pm,
 void fbt::buildKernelPipeline(OpPassManager &pm, KernelTarget target,
                               Storage storage, TuneSpace space,
                               ArrayRef<std::string> configs, StringRef weights,
-                              StringRef activations, bool fuseProducts) {
+                              StringRef activations, bool fuseProducts,
+                              CpuDot cpuDot) {
   pm.addPass(createFbtGemmsToLibrary());
   FbtInferenceWeightsOptions narrow;
   narrow.weights = weights.str();
@@ -55,6 +56,7 @@ void fbt::buildKernelPipeline(OpPassManager &pm, KernelTarget target,
   lower.storage = storage;
   lower.tuneSpace = space;
   lower.configs = llvm::to_vector(configs);
+  lower.cpuDot = cpuDot;
   pm.addPass(createFbtToKernels(lower));
 }
 

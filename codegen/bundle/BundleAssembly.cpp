@@ -73,6 +73,7 @@ LogicalResult compileKernels(ModuleOp module, const BundleBuild &build,
     target.triple = cpuTargetTriple();
     target.arch = cpuTargetArch();
     target.chip = resolvedCpu(build.cpu);
+    target.features = cpuTargetFeatures(build.cpu);
     blobs.push_back({"kernels.so", *library});
     return success();
   }

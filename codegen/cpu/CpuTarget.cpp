@@ -405,10 +405,36 @@ std::string fbt::cpuTargetArch() {
   return llvm::Triple(cpuTargetTriple()).getArchName().str();
 }
 
-bool fbt::cpuHasAvx2(const CpuTargetOptions &options) {
-  if (!llvm::Triple(cpuTargetTriple()).isX86())
+/// Whether the CPU the options name is x86 with every feature of
+/// `features` ("+avx2", "+avx512bw,+avx512vnni").
+static bool cpuHas(const fbt::CpuTargetOptions &options, StringRef features) {
+  if (!llvm::Triple(fbt::cpuTargetTriple()).isX86())
     return false;
   std::string error;
   std::unique_ptr<llvm::TargetMachine> tm = hostMachine(resolvedCpu(options), error);
-  return tm && tm->getMCSubtargetInfo()->checkFeatures("+avx2");
+  return tm && tm->getMCSubtargetInfo()->checkFeatures(features);
+}
+
+bool fbt::cpuHasAvx2(const CpuTargetOptions &options) { return cpuHas(options, "+avx2"); }
+
+std::string fbt::cpuTargetFeatures(const CpuTargetOptions &options) {
+  if (!llvm::Triple(cpuTargetTriple()).isX86())
+    return "";
+  std::string error;
+  std::unique_ptr<llvm::TargetMachine> tm = hostMachine(resolvedCpu(options), error);
+  if (!tm)
+    return "";
+  // The runtime's list (runtime/hal/cpu/CpuFeatures.cpp) knows each.
+  std::string out;
+  for (const char *f : {"avx", "avx2", "fma", "f16c", "bmi2", "avx512f", "avx512bw", "avx512dq",
+                        "avx512vl", "avx512vnni", "avxvnni", "avx512bf16", "avx512fp16"})
+    if (tm->getMCSubtargetInfo()->checkFeatures(std::string("+") + f))
+      out += (out.empty() ? "+" : ",+") + std::string(f);
+  return out;
+}
+
+fbt::CpuDot fbt::cpuDotOf(const CpuTargetOptions &options) {
+  if (!cpuHas(options, "+avx512f,+avx512bw"))
+    return fbt::CpuDot::Avx2;
+  return cpuHas(options, "+avx512vnni") ? fbt::CpuDot::Avx512Vnni : fbt::CpuDot::Avx512;
 }

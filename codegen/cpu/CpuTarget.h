@@ -62,6 +62,18 @@ std::string cpuTargetArch();
 /// int8 inference activations are written in (codegen/kernels/KernelsQuant.cpp).
 bool cpuHasAvx2(const CpuTargetOptions &options);
 
+/// The widest int8 dot product of the CPU the options name (AVX-512BW,
+/// with VNNI or without, else AVX2): what fbt-to-kernels' int8 products are
+/// built with. x86-64-v3, the default, has AVX2's.
+CpuDot cpuDotOf(const CpuTargetOptions &options);
+
+/// The vector extensions of the CPU the options name that kernels may use
+/// and not every x86-64 CPU has, as LLVM names them ("+avx2,+fma,...";
+/// empty off x86): what a CPU bundle records, so that a runtime on a CPU
+/// without one refuses the bundle instead of stopping on an illegal
+/// instruction.
+std::string cpuTargetFeatures(const CpuTargetOptions &options);
+
 } // namespace mlir::fbt
 
 #endif // FBT_CODEGEN_CPU_CPUTARGET_H

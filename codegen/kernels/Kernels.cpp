@@ -62,7 +62,8 @@ FailureOr<func::FuncOp> mlir::fbt::buildKernel(OpBuilder &b, Operation *op,
                                                StringRef name,
                                                KernelTarget target,
                                                ArrayRef<Type> resultTypes,
-                                               const KernelConfig &config) {
+                                               const KernelConfig &config,
+                                               CpuDot dot) {
   SmallVector<Type> types;
   SmallVector<int64_t> sizes;
   for (Value v : op->getOperands()) {
@@ -82,6 +83,7 @@ FailureOr<func::FuncOp> mlir::fbt::buildKernel(OpBuilder &b, Operation *op,
   }
   KernelBuilder kb(b, op->getLoc(), name, types, sizes, target);
   kb.configure(config);
+  kb.setCpuDot(dot);
   for (auto gen : {buildElementwiseKernel, buildNormKernel,
                    buildAttentionKernel, buildTokenKernel, buildQuantKernel}) {
     FailureOr<func::FuncOp> fn = gen(kb, op);

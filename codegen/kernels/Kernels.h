@@ -53,7 +53,8 @@ bool isDataAttribute(Operation *op, StringAttr name);
 FailureOr<func::FuncOp> buildKernel(OpBuilder &b, Operation *op,
                                     StringRef name, KernelTarget target,
                                     ArrayRef<Type> resultTypes = {},
-                                    const KernelConfig &config = {});
+                                    const KernelConfig &config = {},
+                                    CpuDot dot = CpuDot::Avx2);
 
 /// A kernel copying n elements of one float type into another (f32 to bf16
 /// for the GEMMs' operands).

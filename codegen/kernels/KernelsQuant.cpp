@@ -133,10 +133,13 @@ Value chunkScales(KernelBuilder &kb, const NarrowWeight &w, Value n, Value g0, i
 /// group's int8 dot product: here lanes(g0) gives the scales of 8 groups
 /// [g0, g0 + 8) as one vector, each group's lane broadcast by a shuffle;
 /// the groups after the last 8 take their lanes from the 8 that end at
-/// `whole`. Rows of fewer than 8 groups take single(g), one scale.
+/// `whole`. Rows of fewer than 8 groups take single(g), one scale. With
+/// `per` = 2, term(g) covers groups g and g + 1 in 16 lanes, 8 each (a
+/// 64-byte int8 dot), their scales broadcast into the same halves; `whole`
+/// is then even and at least 8.
 Value sumScaledGroups(KernelBuilder &kb, Value acc, int64_t whole,
                       function_ref<Value(Value)> term, function_ref<Value(Value)> lanes,
-                      function_ref<Value(Value)> single) {
+                      function_ref<Value(Value)> single, int64_t per = 1) {
   OpBuilder &b = kb.builder();
   Location loc = kb.location();
   auto wide = VectorType::get({kLanes}, b.getF32Type());
@@ -146,9 +149,12 @@ Value sumScaledGroups(KernelBuilder &kb, Value acc, int64_t whole,
         .getResult();
   };
   auto lane = [&](Value scales, int64_t i) {
-    return vector::ShuffleOp::create(b, loc, scales, scales, SmallVector<int64_t>(kLanes, i))
-        .getResult();
+    SmallVector<int64_t> mask;
+    for (int64_t j = 0; j < per; ++j)
+      mask.append(kLanes, i + j);
+    return vector::ShuffleOp::create(b, loc, scales, scales, mask).getResult();
   };
+  assert(whole % per == 0 && (per == 1 || whole >= kLanes) && "whole pairs of 8 groups or more");
   if (whole < kLanes) {
     for (int64_t g = 0; g < whole; ++g)
       acc = add(acc, kb.index(g), vector::BroadcastOp::create(b, loc, wide, single(kb.index(g))));
@@ -158,13 +164,13 @@ Value sumScaledGroups(KernelBuilder &kb, Value acc, int64_t whole,
   acc = kb.fold(kb.index(0), kb.index(chunks), ValueRange{acc},
                 [&](Value c, ValueRange carried) -> SmallVector<Value> {
     Value g0 = kb.imul(c, kLanes), scales = lanes(g0), a = carried[0];
-    for (int64_t i = 0; i < kLanes; ++i)
+    for (int64_t i = 0; i < kLanes; i += per)
       a = add(a, kb.iadd(g0, i), lane(scales, i));
     return {a};
   })[0];
   if (int64_t first = chunks * kLanes; first < whole) {
     Value scales = lanes(kb.index(whole - kLanes));
-    for (int64_t g = first; g < whole; ++g)
+    for (int64_t g = first; g < whole; g += per)
       acc = add(acc, kb.index(g), lane(scales, g - (whole - kLanes)));
   }
   return acc;
@@ -324,6 +330,39 @@ Value x86(KernelBuilder &kb, StringRef intrinsic, Type result, ValueRange args) 
       .getResult(0);
 }
 
+/// The 64 products of groups g and g + 1 of W's row and x's (flat offsets
+/// `wBase`, `xBase`), unscaled: 16 lanes of f32, each group's in 8 (AVX-512BW,
+/// and VNNI where the CPU has it).
+Value pairDot(KernelBuilder &kb, const NarrowWeight &w, Value xq, Value wBase, Value xBase,
+              Value g) {
+  OpBuilder &b = kb.builder();
+  Location loc = kb.location();
+  auto bytes = VectorType::get({2 * kGroup}, b.getI8Type());
+  auto ints = VectorType::get({2 * kLanes}, b.getI32Type());
+  Value off = kb.imul(g, kGroup);
+  Value wv = vector::LoadOp::create(b, loc, bytes, w.values, ValueRange{kb.iadd(wBase, off)});
+  Value xv = vector::LoadOp::create(b, loc, bytes, xq, ValueRange{kb.iadd(xBase, off)});
+  Value zero = arith::ConstantOp::create(b, loc, DenseElementsAttr::get(
+                                                     bytes, Attribute(b.getI8IntegerAttr(0))));
+  Value magnitude = math::AbsIOp::create(b, loc, wv);
+  Value negative = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, wv, zero);
+  Value signedX = arith::SelectOp::create(b, loc, negative,
+                                          arith::SubIOp::create(b, loc, zero, xv), xv);
+  Value sum;
+  if (kb.cpuDot() == CpuDot::Avx512Vnni) {
+    Value none = arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(ints, Attribute(b.getI32IntegerAttr(0))));
+    sum = x86(kb, "llvm.x86.avx512.vpdpbusd.512", ints, {none, magnitude, signedX});
+  } else {
+    auto shorts = VectorType::get({kGroup}, b.getI16Type());
+    Value ones = arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(shorts, Attribute(b.getI16IntegerAttr(1))));
+    Value pairs = x86(kb, "llvm.x86.avx512.pmaddubs.w.512", shorts, {magnitude, signedX});
+    sum = x86(kb, "llvm.x86.avx512.pmaddw.d.512", ints, {pairs, ones});
+  }
+  return arith::SIToFPOp::create(b, loc, VectorType::get({2 * kLanes}, b.getF32Type()), sum);
+}
+
 /// sum_k xq[m, k] * W[n, k] times their scales (int8 activations, CPU), as
 /// ggml's AVX2 Q8_0 dot: per whole group, the 32 bytes of each side in one
 /// vector; |w| (unsigned) times x with w's sign moved onto it, adjacent
@@ -331,7 +370,12 @@ Value x86(KernelBuilder &kb, StringRef intrinsic, Type result, ValueRange args) 
 /// then adjacent i16 pairs in i32 (pmaddwd by ones); the 8 lanes converted
 /// to f32 and scaled by both groups' scales into a vector accumulator. The
 /// last, shorter group lane by lane in integers (its sum is exact: 31
-/// products of at most 128 * 127).
+/// products of at most 128 * 127). Where the CPU has AVX-512BW (CpuDot) and
+/// a row has 8 whole groups or more, two groups at a time in 64 bytes: x's
+/// sign flipped where w is negative by a masked subtraction (AVX-512 has no
+/// psignb), then pmaddubsw and pmaddwd, or VNNI's vpdpbusd for both; the
+/// sums are the same integers, so the result equals the AVX2 form's up to
+/// the order of the f32 additions.
 Value rowDotInt8(KernelBuilder &kb, const NarrowWeight &w, Value xq, Value dx, Value m,
                  Value n, int64_t prefetch) {
   OpBuilder &b = kb.builder();
@@ -365,13 +409,24 @@ Value rowDotInt8(KernelBuilder &kb, const NarrowWeight &w, Value xq, Value dx, V
       return vector::LoadOp::create(b, loc, wide, dx, ValueRange{kb.iadd(kb.imul(m, groups), g0)})
           .getResult();
     };
-    Value acc = sumScaledGroups(
-        kb, zero, whole, groupDot,
-        [&](Value g0) {
-          return arith::MulFOp::create(b, loc, chunkScales(kb, w, n, g0, prefetch), xLanes(g0));
-        },
-        scale);
-    total = laneSum(kb, acc);
+    auto lanes = [&](Value g0) {
+      return arith::MulFOp::create(b, loc, chunkScales(kb, w, n, g0, prefetch), xLanes(g0))
+          .getResult();
+    };
+    if (kb.cpuDot() != CpuDot::Avx2 && whole >= kLanes) {
+      int64_t paired = whole / 2 * 2;
+      Value acc = sumScaledGroups(
+          kb, vector::BroadcastOp::create(b, loc, VectorType::get({2 * kLanes}, b.getF32Type()),
+                                          kb.f32(0)),
+          paired, [&](Value g) { return pairDot(kb, w, xq, wBase, xBase, g); }, lanes, scale,
+          /*per=*/2);
+      total = laneSum(kb, acc);
+      if (paired < whole) // the last whole group of an odd count
+        total = kb.add(total, kb.mul(laneSum(kb, groupDot(kb.index(paired))),
+                                     scale(kb.index(paired))));
+    } else {
+      total = laneSum(kb, sumScaledGroups(kb, zero, whole, groupDot, lanes, scale));
+    }
   }
   if (rest > 0) {
     Value off = kb.index(whole * kGroup);

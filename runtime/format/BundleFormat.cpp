@@ -599,8 +599,11 @@ Json toJson(const BundleTarget &t) {
   } else {
     j["triple"] = t.triple;
     j["arch"] = t.arch;
-    if (t.kind == TargetKind::Cpu)
+    if (t.kind == TargetKind::Cpu) {
       j["cpu"] = t.chip;
+      if (!t.features.empty())
+        j["features"] = t.features;
+    }
   }
   if (!t.storage.empty())
     j["storage"] = t.storage;
@@ -628,6 +631,7 @@ BundleTarget bundleTargetFromJson(const Json &j) {
   switch (t.kind) {
   case TargetKind::Cpu:
     optional("cpu", t.chip);
+    optional("features", t.features);
     break;
   case TargetKind::Nvptx:
     t.chip = asString(jsonAt(j, "chip"));

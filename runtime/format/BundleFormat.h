@@ -182,7 +182,7 @@ std::vector<KernelLaunch> kernelLaunchesFromJson(const std::string &kernel,
 struct BundleTarget {
   TargetKind kind = TargetKind::Cpu; ///< simt: GPU kernels, emulated
   std::string chip;     ///< nvptx: "sm_90"; cpu: the LLVM CPU name
-  std::string features; ///< nvptx: "+ptx80"
+  std::string features; ///< nvptx: "+ptx80"; cpu: its vector extensions, "+avx2,+fma"
   std::string triple;   ///< cpu, simt: the triple compiled for
   std::string arch;     ///< cpu, simt: its architecture ("x86_64")
   std::string storage;  ///< nvptx, simt: training activations, "bf16" or "f32"

@@ -73,6 +73,16 @@ llvm::cl::opt<double> bf16Tol("bf16-rtol", llvm::cl::init(1e-2),
                                              "with bf16 buffers"));
 llvm::cl::opt<double> absTol("atol", llvm::cl::init(1e-6),
                            llvm::cl::desc("absolute tolerance"));
+llvm::cl::opt<std::string> cpuName(
+    "cpu", llvm::cl::desc("the LLVM CPU to compile the CPU kernels for (default x86-64-v3; "
+                          "the kernels fbtc --cpu built for it, as its AVX-512 int8 dot)"));
+
+/// The CPU kernels' target options: --cpu's CPU.
+mlir::fbt::CpuTargetOptions cpuOptions() {
+  mlir::fbt::CpuTargetOptions options;
+  options.cpu = cpuName;
+  return options;
+}
 
 /// A shared library loaded from its bytes (written to a temporary file).
 void *loadLibrary(const std::string &bytes) {
@@ -342,7 +352,7 @@ CallsByStep callsOf(ModuleOp m, bool skipCasts) {
 /// --reference-only: every inference-weight kernel the steps of `cpu` call,
 /// on random inputs, against reference(). Exit status 1 if any differs.
 int checkAgainstReference(ModuleOp cpu) {
-  FailureOr<std::string> lib = mlir::fbt::compileKernelsForCpu(cpu, {});
+  FailureOr<std::string> lib = mlir::fbt::compileKernelsForCpu(cpu, cpuOptions());
   if (failed(lib))
     return 2;
   void *so = loadLibrary(*lib);
@@ -551,7 +561,7 @@ struct Checker {
 /// The GPU's kernels against the CPU's: pairs them, compiles both, runs
 /// every check. Exit status 1 if any kernel differs, 2 if they do not build.
 int checkAgainstCpu(ModuleOp cpu, ModuleOp gpu) {
-  FailureOr<std::string> cpuLib = mlir::fbt::compileKernelsForCpu(cpu, {});
+  FailureOr<std::string> cpuLib = mlir::fbt::compileKernelsForCpu(cpu, cpuOptions());
   FailureOr<mlir::fbt::SimtBinary> gpuBin = mlir::fbt::compileKernelsForSimt(gpu);
   if (failed(cpuLib) || failed(gpuBin))
     return 2;

@@ -378,7 +378,8 @@ int runPasses(mlir::MLIRContext &ctx, mlir::ModuleOp module, const fbt::ModelSpe
         mapsToGpu(target) && gpuStorage == "bf16" ? mlir::fbt::Storage::BF16
                                                   : mlir::fbt::Storage::F32,
         tuneSpace, tunedConfigs, ::fbt::kindName(spec.inference.weights),
-        ::fbt::kindName(spec.inference.activations), fuseProducts);
+        ::fbt::kindName(spec.inference.activations), fuseProducts,
+        target == Target::Cpu ? mlir::fbt::cpuDotOf(bundleBuild().cpu) : mlir::fbt::CpuDot::Avx2);
   if (failed(pm.run(module)))
     return fail(kInternalError, "the compiler passes failed");
   return 0;

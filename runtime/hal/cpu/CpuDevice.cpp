@@ -5,6 +5,7 @@
 #include "runtime/base/AlignedBuffer.h"
 #include "runtime/base/Error.h"
 #include "runtime/hal/cpu/CpuExecutor.h"
+#include "runtime/hal/cpu/CpuFeatures.h"
 #include "runtime/hal/cpu/CpuThreads.h"
 #include "runtime/hal/cpu/KernelLibrary.h"
 
@@ -112,6 +113,7 @@ private:
 } // namespace
 
 std::unique_ptr<Device> openCpuDevice(const Bundle &bundle) {
+  checkCpuFeatures(bundle.target());
   return std::make_unique<CpuDevice>(bundle);
 }
 

@@ -183,9 +183,11 @@ TEST(BundleFormatTest, LaunchesTargetsAndParamsReadBack) {
   EXPECT_EQ(back.sharedBytes, 1024u);
   EXPECT_TRUE(back.cooperative);
 
-  BundleTarget cpu{TargetKind::Cpu, "x86-64-v3", "", "x86_64-pc-linux-gnu", "x86_64", ""};
+  BundleTarget cpu{TargetKind::Cpu, "x86-64-v3", "+avx2,+fma", "x86_64-pc-linux-gnu", "x86_64",
+                   ""};
   BundleTarget t = bundleTargetFromJson(toJson(cpu));
   EXPECT_EQ(t.chip, "x86-64-v3");
+  EXPECT_EQ(t.features, "+avx2,+fma"); // what the CPU must have to run its kernels
   EXPECT_EQ(t.triple, cpu.triple);
   EXPECT_EQ(t.arch, "x86_64");
   EXPECT_EQ(t.kind, TargetKind::Cpu);
