@@ -1,0 +1,76 @@
+"""fbt's kernels compiled for this CPU (fbtc --cpu=native) against the
+portable default (x86-64-v3: AVX2 and FMA): batch-1 CPU decode ms/token of
+the same spec and form compiled both ways, in alternating rounds of
+`fbt bench --decode standard` (so that the host's drift hits both alike).
+Where the CPU has AVX-512BW, int8 activations' products take two groups of
+32 per 64-byte dot (VNNI's vpdpbusd where it has that too); every other
+kernel is what LLVM makes of the same IR for the named CPU.
+
+usage: /usr/bin/python3 bench/cpu_target.py [--spec specs/small.json]
+           [--forms int8a,int8,bf16,f32] [--cpu native] [--prompt 256]
+           [--tokens 64] [--threads 1,2] [--rounds 5] [--json OUT.json]
+       /usr/bin/python3 bench/cpu_target.py --from OUT.json   (the table again)
+
+Prints, per form and thread count, the median ms/token of each build (with
+their ranges) and the median of each round's default/--cpu ratio (above 1:
+the build for the named CPU is faster), and the CPU the name resolved to
+with the extensions its bundle records. The build comes from FBT_BUILD_DIR
+(default build/).
+"""
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from alternating import (alternating_rows, checked_forms, compile_sides, decode_ms,  # noqa: E402
+                         finish, parse, table)
+from gguf_peer import BUILD, FORM_OPTIONS, run  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def summary(raw):
+    lines = ["`%s`: %s, batch 1, a %d-token prompt, %d decoded tokens; medians of %d alternating "
+             "rounds (range in parentheses); --cpu=%s resolved to %s (%s)" % (
+                 " ".join(raw["command"]), raw["spec"], raw["prompt"], raw["tokens"],
+                 raw["rounds"], raw["cpu"], raw["chip"], raw["features"]),
+             ""]
+    lines += table(raw["rows"], ("default", "x86-64-v3"), ("cpu", "--cpu=" + raw["cpu"]),
+                   ("default", "cpu"))
+    return "\n".join(lines)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--spec", default=os.path.join(ROOT, "specs", "small.json"))
+    ap.add_argument("--forms", default="int8a,int8,bf16,f32")
+    ap.add_argument("--cpu", default="native", help="the LLVM CPU to compare (fbtc --cpu)")
+    ap.add_argument("--prompt", type=int, default=256)
+    args = parse(ap, summary)
+    if not args:
+        return
+    forms = checked_forms(ap, args.forms, FORM_OPTIONS)
+    fbtc = os.path.join(BUILD, "tools", "fbtc", "fbtc")
+    fbt = os.path.join(BUILD, "tools", "fbt", "fbt")
+    raw = {"command": ["bench/cpu_target.py"] + sys.argv[1:], "spec": os.path.basename(args.spec),
+           "prompt": args.prompt, "tokens": args.tokens, "rounds": args.rounds, "cpu": args.cpu,
+           "rows": []}
+    with tempfile.TemporaryDirectory(prefix="cpu-target-") as work:
+        bundles = compile_sides(run, fbtc, args.spec, forms, FORM_OPTIONS,
+                                {"default": [], "cpu": ["--cpu=" + args.cpu]}, work)
+        target = json.loads(run([fbt, "inspect", bundles[forms[0], "cpu"], "--json"]))["target"]
+        raw["chip"], raw["features"] = target.get("cpu", "?"), target.get("features", "")
+
+        def decode(form, side, threads):
+            return decode_ms(fbt, bundles[form, side], threads, args.prompt, args.tokens)
+
+        raw["rows"] = alternating_rows(forms, [int(t) for t in args.threads.split(",")],
+                                       args.rounds, ("default", "cpu"), decode)
+    finish(raw, args.json, summary)
+
+
+if __name__ == "__main__":
+    main()
