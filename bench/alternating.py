@@ -8,6 +8,9 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
+
+from gguf_peer import BUILD, FORM_OPTIONS, run
 
 
 def parse(ap, summary, tokens=64):
@@ -56,6 +59,28 @@ def decode_ms(fbt, bundle, threads, prompt, tokens):
                           str(threads), "--steps", str(tokens), "--tokens", str(prompt),
                           "--no-tune"], check=True, capture_output=True, text=True).stdout
     return json.loads(out)["ms_per_token"]
+
+
+def time_sides(args, raw, forms, sides, prompt, tokens, summary, note=None):
+    """What fuse_products.py and cpu_target.py do: each form of `forms`
+    compiled once per side (`sides`: {side: [fbtc option, ...]}, two) from
+    args.spec, both timed in alternating rounds (decode_ms, a `prompt`-token
+    prompt then `tokens` steps) on each of args.threads into raw["rows"],
+    then written to args.json and printed. `note(fbt, bundles)`, if given,
+    records in `raw` what it needs of the bundles first."""
+    fbtc = os.path.join(BUILD, "tools", "fbtc", "fbtc")
+    fbt = os.path.join(BUILD, "tools", "fbt", "fbt")
+    with tempfile.TemporaryDirectory(prefix="sides-") as work:
+        bundles = compile_sides(run, fbtc, args.spec, forms, FORM_OPTIONS, sides, work)
+        if note:
+            note(fbt, bundles)
+
+        def decode(form, side, threads):
+            return decode_ms(fbt, bundles[form, side], threads, prompt, tokens)
+
+        raw["rows"] = alternating_rows(forms, [int(t) for t in args.threads.split(",")],
+                                       args.rounds, tuple(sides), decode)
+    finish(raw, args.json, summary)
 
 
 def finish(raw, path, summary):

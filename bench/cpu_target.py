@@ -22,12 +22,10 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from alternating import (alternating_rows, checked_forms, compile_sides, decode_ms,  # noqa: E402
-                         finish, parse, table)
-from gguf_peer import BUILD, FORM_OPTIONS, run  # noqa: E402
+from alternating import checked_forms, parse, table, time_sides  # noqa: E402
+from gguf_peer import FORM_OPTIONS, run  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -53,23 +51,15 @@ def main():
     if not args:
         return
     forms = checked_forms(ap, args.forms, FORM_OPTIONS)
-    fbtc = os.path.join(BUILD, "tools", "fbtc", "fbtc")
-    fbt = os.path.join(BUILD, "tools", "fbt", "fbt")
     raw = {"command": ["bench/cpu_target.py"] + sys.argv[1:], "spec": os.path.basename(args.spec),
            "prompt": args.prompt, "tokens": args.tokens, "rounds": args.rounds, "cpu": args.cpu,
            "rows": []}
-    with tempfile.TemporaryDirectory(prefix="cpu-target-") as work:
-        bundles = compile_sides(run, fbtc, args.spec, forms, FORM_OPTIONS,
-                                {"default": [], "cpu": ["--cpu=" + args.cpu]}, work)
+    def note(fbt, bundles):  # what --cpu resolved to, and its extensions
         target = json.loads(run([fbt, "inspect", bundles[forms[0], "cpu"], "--json"]))["target"]
         raw["chip"], raw["features"] = target.get("cpu", "?"), target.get("features", "")
 
-        def decode(form, side, threads):
-            return decode_ms(fbt, bundles[form, side], threads, args.prompt, args.tokens)
-
-        raw["rows"] = alternating_rows(forms, [int(t) for t in args.threads.split(",")],
-                                       args.rounds, ("default", "cpu"), decode)
-    finish(raw, args.json, summary)
+    time_sides(args, raw, forms, {"default": [], "cpu": ["--cpu=" + args.cpu]}, args.prompt,
+               args.tokens, summary, note)
 
 
 if __name__ == "__main__":

@@ -17,12 +17,10 @@ build/).
 import argparse
 import os
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from alternating import (alternating_rows, checked_forms, compile_sides, decode_ms,  # noqa: E402
-                         finish, parse, table)
-from gguf_peer import BUILD, FORM_OPTIONS, run  # noqa: E402
+from alternating import checked_forms, parse, table, time_sides  # noqa: E402
+from gguf_peer import FORM_OPTIONS  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -45,22 +43,12 @@ def main():
     if not args:
         return
     forms = checked_forms(ap, args.forms, FORM_OPTIONS)
-    fbtc = os.path.join(BUILD, "tools", "fbtc", "fbtc")
-    fbt = os.path.join(BUILD, "tools", "fbt", "fbt")
     raw = {"command": ["bench/fuse_products.py"] + sys.argv[1:],
            "spec": os.path.basename(args.spec), "tokens": args.tokens, "rounds": args.rounds,
            "rows": []}
-    with tempfile.TemporaryDirectory(prefix="fuse-products-") as work:
-        bundles = compile_sides(run, fbtc, args.spec, forms, FORM_OPTIONS,
-                                {"fused": ["--fuse-products=true"],
-                                 "unfused": ["--fuse-products=false"]}, work)
-
-        def decode(form, side, threads):
-            return decode_ms(fbt, bundles[form, side], threads, args.tokens, args.tokens)
-
-        raw["rows"] = alternating_rows(forms, [int(t) for t in args.threads.split(",")],
-                                       args.rounds, ("fused", "unfused"), decode)
-    finish(raw, args.json, summary)
+    time_sides(args, raw, forms, {"fused": ["--fuse-products=true"],
+                                  "unfused": ["--fuse-products=false"]},
+               args.tokens, args.tokens, summary)
 
 
 if __name__ == "__main__":
