@@ -102,14 +102,14 @@ if subprocess.run(["/usr/bin/python3", "-c", "import torch"], capture_output=Tru
 # The experiment runner's report plots with Debian's python3-matplotlib.
 if subprocess.run(["/usr/bin/python3", "-c", "import matplotlib"], capture_output=True).returncode == 0:
     config.available_features.add("matplotlib")
-# The CPU can run kernels built with AVX-512BW and VNNI (fbtc --cpu=znver4's
+# The CPU can run kernels built for cascadelake (AVX-512 with VNNI: fbtc --cpu=cascadelake's
 # int8 dot): the flags /proc/cpuinfo lists.
 try:
     with open("/proc/cpuinfo") as f:
         cpu_flags = next((l.split(":", 1)[1].split() for l in f if l.startswith("flags")), [])
 except OSError:
     cpu_flags = []
-if {"avx512f", "avx512bw", "avx512vl", "avx512dq", "avx512_vnni"} <= set(cpu_flags):
+if {"avx512f", "avx512cd", "avx512bw", "avx512vl", "avx512dq", "avx512_vnni"} <= set(cpu_flags):
     config.available_features.add("avx512-vnni")
 config.substitutions.append(("%scripts", os.path.join(config.fbt_src_root, "scripts")))
 config.substitutions.append(("%src_root", config.fbt_src_root))
