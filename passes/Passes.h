@@ -81,7 +81,7 @@ void buildKernelPipeline(OpPassManager &pm, KernelTarget target,
                          Storage storage, TuneSpace space = TuneSpace::None,
                          ArrayRef<std::string> configs = {},
                          StringRef weights = "f32", StringRef activations = "f32",
-                         bool fuseProducts = true, CpuDot cpuDot = CpuDot::Avx2);
+                         bool fuseProducts = true, CpuVectors cpuVectors = CpuVectors::Avx2);
 
 /// Registers every fbt pass and the named pipelines.
 void registerFbtPassesAndPipelines();

@@ -236,15 +236,16 @@ def FbtToKernels : Pass<"fbt-to-kernels", "::mlir::ModuleOp"> {
     ListOption<"configs", "configs", "std::string",
                "Kernels to build in a given configuration instead of the "
                "default, each `<kernel>:<knob>=<value>:...` (fbtc --tuned)">,
-    Option<"cpuDot", "cpu-dot", "::mlir::fbt::CpuDot",
-           /*default=*/"::mlir::fbt::CpuDot::Avx2",
-           "The CPU's widest int8 dot product, for int8 activations' products "
-           "(fbtc sets it from --cpu)", [{::llvm::cl::values(
-             clEnumValN(::mlir::fbt::CpuDot::Avx2, "avx2", "32 bytes (pmaddubsw)"),
-             clEnumValN(::mlir::fbt::CpuDot::Avx512, "avx512",
-                        "64 bytes (AVX-512BW's pmaddubsw)"),
-             clEnumValN(::mlir::fbt::CpuDot::Avx512Vnni, "avx512-vnni",
-                        "64 bytes into i32 (AVX-512 VNNI's vpdpbusd)"))}]>
+    Option<"cpuVectors", "cpu-vectors", "::mlir::fbt::CpuVectors",
+           /*default=*/"::mlir::fbt::CpuVectors::Avx2",
+           "The vectors the CPU's products are written in (fbtc sets it from "
+           "--cpu)", [{::llvm::cl::values(
+             clEnumValN(::mlir::fbt::CpuVectors::Avx2, "avx2",
+                        "8 f32 lanes, 32 bytes per int8 dot (pmaddubsw)"),
+             clEnumValN(::mlir::fbt::CpuVectors::Avx512, "avx512",
+                        "16 f32 lanes, 64 bytes per int8 dot (AVX-512BW)"),
+             clEnumValN(::mlir::fbt::CpuVectors::Avx512Vnni, "avx512-vnni",
+                        "as avx512, the int8 dot into i32 in one (vpdpbusd)"))}]>
   ];
   let dependentDialects = [
     "::mlir::fbt::FbtDialect", "::mlir::arith::ArithDialect",

@@ -41,7 +41,7 @@ void fbt::buildKernelPipeline(OpPassManager &pm, KernelTarget target,
                               Storage storage, TuneSpace space,
                               ArrayRef<std::string> configs, StringRef weights,
                               StringRef activations, bool fuseProducts,
-                              CpuDot cpuDot) {
+                              CpuVectors cpuVectors) {
   pm.addPass(createFbtGemmsToLibrary());
   FbtInferenceWeightsOptions narrow;
   narrow.weights = weights.str();
@@ -56,7 +56,7 @@ void fbt::buildKernelPipeline(OpPassManager &pm, KernelTarget target,
   lower.storage = storage;
   lower.tuneSpace = space;
   lower.configs = llvm::to_vector(configs);
-  lower.cpuDot = cpuDot;
+  lower.cpuVectors = cpuVectors;
   pm.addPass(createFbtToKernels(lower));
 }
 

@@ -115,7 +115,7 @@ struct ToKernels : fbt::impl::FbtToKernelsBase<ToKernels> {
       auto config = given.find(name);
       FailureOr<func::FuncOp> fn =
           buildKernel(kernels, op, name, kernelTarget, resultElements,
-                      config == given.end() ? KernelConfig() : config->second, cpuDot);
+                      config == given.end() ? KernelConfig() : config->second, cpuVectors);
       if (failed(fn) || failed(checkGiven(*fn, config == given.end() ? nullptr
                                                                       : &config->second)) ||
           failed(buildVariants(*fn, op, resultElements, kernels)))
@@ -162,7 +162,7 @@ struct ToKernels : fbt::impl::FbtToKernelsBase<ToKernels> {
     for (const KernelConfig &config : llvm::drop_begin(space)) {
       std::string name = (fn.getSymName() + "__v" + Twine(count + 1)).str();
       FailureOr<func::FuncOp> variant =
-          buildKernel(kernels, op, name, kernelTarget, resultElements, config, cpuDot);
+          buildKernel(kernels, op, name, kernelTarget, resultElements, config, cpuVectors);
       if (failed(variant))
         return failure();
       KernelConfig built =

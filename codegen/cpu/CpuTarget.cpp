@@ -433,8 +433,8 @@ std::string fbt::cpuTargetFeatures(const CpuTargetOptions &options) {
   return out;
 }
 
-fbt::CpuDot fbt::cpuDotOf(const CpuTargetOptions &options) {
+fbt::CpuVectors fbt::cpuVectorsOf(const CpuTargetOptions &options) {
   if (!cpuHas(options, "+avx512f,+avx512bw"))
-    return fbt::CpuDot::Avx2;
-  return cpuHas(options, "+avx512vnni") ? fbt::CpuDot::Avx512Vnni : fbt::CpuDot::Avx512;
+    return fbt::CpuVectors::Avx2;
+  return cpuHas(options, "+avx512vnni") ? fbt::CpuVectors::Avx512Vnni : fbt::CpuVectors::Avx512;
 }

@@ -62,10 +62,10 @@ std::string cpuTargetArch();
 /// int8 inference activations are written in (codegen/kernels/KernelsQuant.cpp).
 bool cpuHasAvx2(const CpuTargetOptions &options);
 
-/// The widest int8 dot product of the CPU the options name (AVX-512BW,
-/// with VNNI or without, else AVX2): what fbt-to-kernels' int8 products are
-/// built with. x86-64-v3, the default, has AVX2's.
-CpuDot cpuDotOf(const CpuTargetOptions &options);
+/// The vectors of the CPU the options name (AVX-512 with BW, with VNNI or
+/// without, else AVX2): what fbt-to-kernels' products are written in.
+/// x86-64-v3, the default, has AVX2's.
+CpuVectors cpuVectorsOf(const CpuTargetOptions &options);
 
 /// The vector extensions of the CPU the options name that kernels may use
 /// and not every x86-64 CPU has, as LLVM names them ("+avx2,+fma,...";

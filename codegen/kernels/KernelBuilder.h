@@ -48,9 +48,9 @@ public:
                 KernelTarget target = KernelTarget::Cpu);
 
   bool gpu() const { return target == KernelTarget::Gpu; }
-  /// The CPU target's int8 dot product (AVX2 unless set).
-  void setCpuDot(CpuDot d) { cpuDot_ = d; }
-  CpuDot cpuDot() const { return cpuDot_; }
+  /// The vectors the CPU target's products are written in (AVX2's unless set).
+  void setCpuVectors(CpuVectors v) { cpuVectors_ = v; }
+  CpuVectors cpuVectors() const { return cpuVectors_; }
 
   /// The knob values to build with instead of the generators' own.
   void configure(const KernelConfig &c) { config = c; }
@@ -204,7 +204,7 @@ private:
   Location loc;
   func::FuncOp fn;
   KernelTarget target;
-  CpuDot cpuDot_ = CpuDot::Avx2;
+  CpuVectors cpuVectors_ = CpuVectors::Avx2;
   KernelConfig config, used;
   int64_t largest = 0;    ///< elements of the largest buffer
   int gridDepth = 0;      ///< parallel() grids open around the point

@@ -70,10 +70,11 @@ bool parseConfigOption(llvm::StringRef entry, std::string &kernel,
 
 enum class TuneSpace { None, Default, Wide };
 
-/// The widest int8 dot product a CPU target has, for int8 activations:
-/// AVX2's 32 bytes per instruction (pmaddubsw), AVX-512BW's 64, and with
-/// AVX-512 VNNI the 64 bytes' products summed into i32 in one (vpdpbusd).
-enum class CpuDot { Avx2, Avx512, Avx512Vnni };
+/// The vectors a CPU target's products are written in: AVX2's 256 bits (8
+/// f32 lanes, 32 bytes per int8 dot, pmaddubsw); AVX-512's 512 (16 f32
+/// lanes, 64 bytes per int8 dot, AVX-512BW's pmaddubsw); and with AVX-512
+/// VNNI the int8 dot's 64 bytes summed into i32 in one (vpdpbusd).
+enum class CpuVectors { Avx2, Avx512, Avx512Vnni };
 
 /// The configurations worth trying for a kernel whose default build asked
 /// for `used` (the values it chose), the default first and every other

@@ -63,7 +63,7 @@ FailureOr<func::FuncOp> mlir::fbt::buildKernel(OpBuilder &b, Operation *op,
                                                KernelTarget target,
                                                ArrayRef<Type> resultTypes,
                                                const KernelConfig &config,
-                                               CpuDot dot) {
+                                               CpuVectors vectors) {
   SmallVector<Type> types;
   SmallVector<int64_t> sizes;
   for (Value v : op->getOperands()) {
@@ -83,7 +83,7 @@ FailureOr<func::FuncOp> mlir::fbt::buildKernel(OpBuilder &b, Operation *op,
   }
   KernelBuilder kb(b, op->getLoc(), name, types, sizes, target);
   kb.configure(config);
-  kb.setCpuDot(dot);
+  kb.setCpuVectors(vectors);
   for (auto gen : {buildElementwiseKernel, buildNormKernel,
                    buildAttentionKernel, buildTokenKernel, buildQuantKernel}) {
     FailureOr<func::FuncOp> fn = gen(kb, op);

@@ -54,7 +54,7 @@ FailureOr<func::FuncOp> buildKernel(OpBuilder &b, Operation *op,
                                     StringRef name, KernelTarget target,
                                     ArrayRef<Type> resultTypes = {},
                                     const KernelConfig &config = {},
-                                    CpuDot dot = CpuDot::Avx2);
+                                    CpuVectors vectors = CpuVectors::Avx2);
 
 /// A kernel copying n elements of one float type into another (f32 to bf16
 /// for the GEMMs' operands).

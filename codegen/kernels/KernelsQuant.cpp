@@ -11,14 +11,16 @@
 //                     or not: Knob::Parallel; narrow rows prefetched
 //                     ahead of their reads: Knob::Prefetch),
 //                     each row read once for every row of x, in vectors of
-//                     8 lanes widened in registers, a group's products
-//                     summed before its scale multiplies them. GPU: a block
+//                     8 lanes (16 where the CPU has AVX-512: CpuVectors)
+//                     widened in registers, a group's products summed
+//                     before its scale multiplies them. GPU: a block
 //                     per row of W, its threads striding along K (adjacent
 //                     threads read adjacent bytes), a block reduction.
 //                     With int8_activations (CPU): x's rows quantized per
 //                     group of 32 once, before the grid over W's rows, then
 //                     integer dot products (AVX2's pmaddubsw and pmaddwd, as
-//                     ggml's Q8_0) scaled by both groups' scales.
+//                     ggml's Q8_0; with AVX-512, two groups per 64 bytes)
+//                     scaled by both groups' scales.
 //   quantized_matmuls several products of one input (CPU): one grid over
 //                     all the weights' rows, the input quantized once.
 //   dequantize        W as f32, for the library GEMMs of wide prefills.
@@ -213,9 +215,11 @@ Value partialDot(KernelBuilder &kb, const NarrowWeight &w, Value x, Value xBase,
 }
 
 /// sum_k x[xBase + k] * W[n, k] on the CPU: per whole group, the 32
-/// products as 4 vectors summed as a tree, then scaled into a vector
-/// accumulator (one multiply-add per group; int8's scales 8 groups at a
-/// time, sumScaledGroups); the last, shorter group after.
+/// products as 4 vectors summed as a tree (with AVX-512, 2 of 16 lanes,
+/// their halves then added: half the instructions to widen and multiply),
+/// then scaled into a vector accumulator (one multiply-add per group;
+/// int8's scales 8 groups at a time, sumScaledGroups); the last, shorter
+/// group after.
 Value rowDotCpu(KernelBuilder &kb, const NarrowWeight &w, Value x, Value xBase, Value n,
                 int64_t prefetch) {
   OpBuilder &b = kb.builder();
@@ -230,6 +234,30 @@ Value rowDotCpu(KernelBuilder &kb, const NarrowWeight &w, Value x, Value xBase, 
     Value off = kb.imul(g, kGroup);
     if (!w.int8()) // int8 rows prefetch 8 groups at a time (chunkScales)
       prefetchAhead(kb, w, kb.iadd(wBase, off), kGroup * size, prefetch);
+    if (kb.cpuVectors() != CpuVectors::Avx2) { // AVX-512: 16 lanes, folded to 8
+      auto wide16 = VectorType::get({2 * kLanes}, b.getF32Type());
+      Type element = cast<MemRefType>(w.values.getType()).getElementType();
+      SmallVector<Value> halves;
+      for (int64_t c = 0; c < kGroup; c += 2 * kLanes) {
+        Value at = kb.iadd(off, c);
+        Value xv = vector::LoadOp::create(b, loc, wide16, x, ValueRange{kb.iadd(xBase, at)});
+        Value wv = vector::LoadOp::create(b, loc, VectorType::get({2 * kLanes}, element),
+                                          w.values, ValueRange{kb.iadd(wBase, at)});
+        if (w.int8())
+          wv = arith::SIToFPOp::create(b, loc, wide16, wv);
+        else if (!element.isF32())
+          wv = arith::ExtFOp::create(b, loc, wide16, wv);
+        halves.push_back(arith::MulFOp::create(b, loc, xv, wv, fma));
+      }
+      Value sum = arith::AddFOp::create(b, loc, halves[0], halves[1], fma);
+      auto half = [&](int64_t at) {
+        return vector::ExtractStridedSliceOp::create(b, loc, sum, ArrayRef<int64_t>{at},
+                                                     ArrayRef<int64_t>{kLanes},
+                                                     ArrayRef<int64_t>{1})
+            .getResult();
+      };
+      return arith::AddFOp::create(b, loc, half(0), half(kLanes), fma).getResult();
+    }
     SmallVector<Value> terms;
     for (int64_t c = 0; c < kGroup; c += kLanes) {
       Value at = kb.iadd(off, c);
@@ -349,7 +377,7 @@ Value pairDot(KernelBuilder &kb, const NarrowWeight &w, Value xq, Value wBase, V
   Value signedX = arith::SelectOp::create(b, loc, negative,
                                           arith::SubIOp::create(b, loc, zero, xv), xv);
   Value sum;
-  if (kb.cpuDot() == CpuDot::Avx512Vnni) {
+  if (kb.cpuVectors() == CpuVectors::Avx512Vnni) {
     Value none = arith::ConstantOp::create(
         b, loc, DenseElementsAttr::get(ints, Attribute(b.getI32IntegerAttr(0))));
     sum = x86(kb, "llvm.x86.avx512.vpdpbusd.512", ints, {none, magnitude, signedX});
@@ -370,7 +398,7 @@ Value pairDot(KernelBuilder &kb, const NarrowWeight &w, Value xq, Value wBase, V
 /// then adjacent i16 pairs in i32 (pmaddwd by ones); the 8 lanes converted
 /// to f32 and scaled by both groups' scales into a vector accumulator. The
 /// last, shorter group lane by lane in integers (its sum is exact: 31
-/// products of at most 128 * 127). Where the CPU has AVX-512BW (CpuDot) and
+/// products of at most 128 * 127). Where the CPU has AVX-512 (CpuVectors) and
 /// a row has 8 whole groups or more, two groups at a time in 64 bytes: x's
 /// sign flipped where w is negative by a masked subtraction (AVX-512 has no
 /// psignb), then pmaddubsw and pmaddwd, or VNNI's vpdpbusd for both; the
@@ -413,7 +441,7 @@ Value rowDotInt8(KernelBuilder &kb, const NarrowWeight &w, Value xq, Value dx, V
       return arith::MulFOp::create(b, loc, chunkScales(kb, w, n, g0, prefetch), xLanes(g0))
           .getResult();
     };
-    if (kb.cpuDot() != CpuDot::Avx2 && whole >= kLanes) {
+    if (kb.cpuVectors() != CpuVectors::Avx2 && whole >= kLanes) {
       int64_t paired = whole / 2 * 2;
       Value acc = sumScaledGroups(
           kb, vector::BroadcastOp::create(b, loc, VectorType::get({2 * kLanes}, b.getF32Type()),

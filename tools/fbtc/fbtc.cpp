@@ -380,7 +380,7 @@ int runPasses(mlir::MLIRContext &ctx, mlir::ModuleOp module, const fbt::ModelSpe
                                                   : mlir::fbt::Storage::F32,
         tuneSpace, tunedConfigs, ::fbt::kindName(spec.inference.weights),
         ::fbt::kindName(spec.inference.activations), fuseProducts,
-        target == Target::Cpu ? mlir::fbt::cpuDotOf(bundleBuild().cpu) : mlir::fbt::CpuDot::Avx2);
+        target == Target::Cpu ? mlir::fbt::cpuVectorsOf(bundleBuild().cpu) : mlir::fbt::CpuVectors::Avx2);
   if (failed(pm.run(module)))
     return fail(kInternalError, "the compiler passes failed");
   return 0;
