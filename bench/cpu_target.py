@@ -2,9 +2,10 @@
 portable default (x86-64-v3: AVX2 and FMA): batch-1 CPU decode ms/token of
 the same spec and form compiled both ways, in alternating rounds of
 `fbt bench --decode standard` (so that the host's drift hits both alike).
-Where the CPU has AVX-512BW, int8 activations' products take two groups of
-32 per 64-byte dot (VNNI's vpdpbusd where it has that too); every other
-kernel is what LLVM makes of the same IR for the named CPU.
+Where the CPU has AVX-512, the products use its 512-bit vectors (int8
+activations two groups of 32 per 64-byte dot, with VNNI's vpdpbusd where it
+has that too; f32 activations 16 lanes at a time); every other kernel is
+what LLVM makes of the same IR for the named CPU.
 
 usage: /usr/bin/python3 bench/cpu_target.py [--spec specs/small.json]
            [--forms int8a,int8,bf16,f32] [--cpu native] [--prompt 256]

@@ -94,8 +94,8 @@ cl::opt<Target> target("target", cl::desc("Compile for"),
 cl::opt<std::string> cpuName("cpu",
                              cl::desc("LLVM CPU name for --target=cpu "
                                       "(default x86-64-v3; 'native' for "
-                                      "this machine's: with AVX-512BW, int8 "
-                                      "activations' products read 64 bytes per dot)"),
+                                      "this machine's: with AVX-512, the "
+                                      "products use its 512-bit vectors)"),
                              cl::cat(category));
 cl::opt<bool> cpuParallel(
     "cpu-parallel",
