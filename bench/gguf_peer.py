@@ -4,7 +4,7 @@ and prompt processing, beside the floor of each width.
 usage: /usr/bin/python3 bench/gguf_peer.py [--spec specs/small.json] [--set KEY=VALUE]...
            [--threads T]
            [--prompt P] [--tokens N] [--repeats R] [--train-steps S]
-           [--fbt-weights f32,bf16,int8,int8a] [--fbt-kv f32[,f16]]
+           [--fbt-weights f32,bf16,int8,int8a] [--fbt-kv f32[,f16]] [--fbt-cpu CPU]
            [--peer-types f32,f16,bf16,q8_0]
            [--peer-kv f16|f32] [--peer-threads T1[,T2]] [--npm-cache DIR]
            [--json OUT.json]
@@ -18,7 +18,8 @@ int8 with an f16 scale per group of 32, Q8_0's layout; int8a: int8 weights
 and --inference-activations int8, the decode steps' products in integers as
 llama.cpp's Q8_0 dot products; once more per --fbt-kv after the first, with
 fbtc --inference-kv-cache: "fbt int8a kv f16" is int8a with an f16 KV
-cache, llama.cpp's own default), trains it S steps (1
+cache, llama.cpp's own default; with --fbt-cpu, fbtc --cpu: native compiles
+for this CPU, as llama.cpp picks its kernels for it), trains it S steps (1
 by default: speed does not depend on what the weights hold), exports the
 checkpoint with `fbt export --gguf --type` once per --peer-types and installs
 the pinned node-llama-cpp (test/npm.sh llama; its prebuilt CPU build of
@@ -213,6 +214,9 @@ def main():
     ap.add_argument("--fbt-weights", default="f32,bf16,int8,int8a",
                     help="fbt's inference weights, a bundle each (default f32,bf16,int8,int8a: "
                          "int8a has int8 activations too)")
+    ap.add_argument("--fbt-cpu", default="",
+                    help="fbtc --cpu for fbt's bundles (default: the portable x86-64-v3; "
+                         "native: this CPU's, as llama.cpp picks its kernels for it)")
     ap.add_argument("--fbt-kv", default="f32",
                     help="fbt's KV cache widths, each form compiled once per width "
                          "(default f32; f32,f16 compares them)")
@@ -259,6 +263,7 @@ def measure(ap, args, work):
     for col, (form, kv) in columns.items():
         bundles[col] = os.path.join(work, "model-%s.fbtb" % col.replace(" ", "-"))
         run([fbtc, spec_path, "--target=cpu", "-o", bundles[col], "--inference-kv-cache=" + kv] +
+            (["--cpu=" + args.fbt_cpu] if args.fbt_cpu else []) +
             FORM_OPTIONS[form])
     described = json.loads(run([fbtc, spec_path, "--describe", "--json"]))
     params = described["params"]["total"]
@@ -298,6 +303,8 @@ def measure(ap, args, work):
            "spec_set": args.set,
            "threads": args.threads, "prompt": prompt, "tokens": args.tokens,
            "peer_kv": args.peer_kv, "fbt_kv": args.fbt_kv.split(","), "weights": params,
+           "fbt_cpu": json.loads(run([fbt, "inspect", bundles[forms[0]], "--json"]))["target"].get(
+               "cpu", ""),
            "load_before": os.getloadavg()[0],
            "l3_bytes": l3_bytes(), "repeats": args.repeats,
            "columns": {}, "floor_rounds": {str(w): [] for w in widths}}
@@ -354,14 +361,15 @@ def summary(raw):
     l3 = raw["l3_bytes"]
     lines = [
         "`%s`: %s, batch 1, %d thread%s, prompt %d, %d decoded tokens; medians of %d alternating "
-        "rounds (range in parentheses); fbt's KV cache %s, llama.cpp's %s; load average before "
-        "%.2f; %.1f M weights; L3 %s" % (
+        "rounds (range in parentheses); fbt's KV cache %s, llama.cpp's %s; fbt compiled for %s; "
+        "load average before %.2f; %.1f M weights; L3 %s" % (
             " ".join(raw["command"]),
             raw["spec"] + "".join(" with " + c for c in raw.get("spec_set", [])), raw["threads"],
             "" if raw["threads"] == 1 else "s", raw["prompt"], raw["tokens"], raw["repeats"],
             "f32" if raw.get("fbt_kv", ["f32"]) == ["f32"] else
             " or ".join(raw["fbt_kv"]) + " (f16 where the column says kv f16)",
-            raw["peer_kv"], raw["load_before"], raw["weights"] / 1e6,
+            raw["peer_kv"], raw.get("fbt_cpu", "x86-64-v3"), raw["load_before"],
+            raw["weights"] / 1e6,
             "%.0f MiB (as the system reports it)" % (l3 / 2**20) if l3 else "unknown"),
         "",
         "| | " + " | ".join(cols) + " |",
