@@ -24,8 +24,10 @@ std::string cpuinfoName(const std::string &llvm) {
 
 std::vector<std::string> missingCpuFeatures(const std::string &features,
                                             const std::string &flags) {
-  std::string padded = " " + flags + " ";
   std::vector<std::string> missing;
+  if (flags.find_first_not_of(" \t") == std::string::npos)
+    return missing; // flags unknown (no /proc/cpuinfo): nothing is known to be missing
+  std::string padded = " " + flags + " ";
   std::stringstream list(features);
   std::string item;
   while (std::getline(list, item, ',')) {

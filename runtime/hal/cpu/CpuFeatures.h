@@ -20,7 +20,8 @@ struct BundleTarget;
 
 /// The features of `features` (LLVM's, "+avx2,+avx512vnni") that `flags`
 /// (/proc/cpuinfo's flags, space separated) lacks, in cpuinfo's names
-/// ("avx512_vnni").
+/// ("avx512_vnni"). None where `flags` is empty: a system that does not
+/// list its CPU's flags is not refused for it.
 std::vector<std::string> missingCpuFeatures(const std::string &features,
                                             const std::string &flags);
 

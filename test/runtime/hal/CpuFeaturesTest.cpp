@@ -16,6 +16,9 @@ const char *kZen3Flags = "fpu sse sse2 ssse3 sse4_1 sse4_2 avx f16c fma bmi1 avx
 TEST(CpuFeaturesTest, NothingMissingWhereTheCpuHasEveryFeature) {
   EXPECT_TRUE(missingCpuFeatures("+avx,+avx2,+fma,+f16c,+bmi2", kZen3Flags).empty());
   EXPECT_TRUE(missingCpuFeatures("", kZen3Flags).empty());
+  // No flags listed (no /proc/cpuinfo): nothing is known to be missing.
+  EXPECT_TRUE(missingCpuFeatures("+avx512bw", "").empty());
+  EXPECT_TRUE(missingCpuFeatures("+avx512bw", " ").empty());
 }
 
 TEST(CpuFeaturesTest, NamesWhatIsMissingAsCpuinfoSpellsIt) {
