@@ -405,36 +405,36 @@ std::string fbt::cpuTargetArch() {
   return llvm::Triple(cpuTargetTriple()).getArchName().str();
 }
 
-/// Whether the CPU the options name is x86 with every feature of
-/// `features` ("+avx2", "+avx512bw,+avx512vnni").
-static bool cpuHas(const fbt::CpuTargetOptions &options, StringRef features) {
+/// The machine of the CPU the options name, where it is x86 (else null),
+/// and whether it has every feature of `features` ("+avx512bw,+avx512vnni").
+static std::unique_ptr<llvm::TargetMachine> x86Machine(const fbt::CpuTargetOptions &options) {
   if (!llvm::Triple(fbt::cpuTargetTriple()).isX86())
-    return false;
+    return nullptr;
   std::string error;
-  std::unique_ptr<llvm::TargetMachine> tm = hostMachine(resolvedCpu(options), error);
+  return hostMachine(resolvedCpu(options), error);
+}
+static bool has(const std::unique_ptr<llvm::TargetMachine> &tm, StringRef features) {
   return tm && tm->getMCSubtargetInfo()->checkFeatures(features);
 }
 
-bool fbt::cpuHasAvx2(const CpuTargetOptions &options) { return cpuHas(options, "+avx2"); }
+bool fbt::cpuHasAvx2(const CpuTargetOptions &options) {
+  return has(x86Machine(options), "+avx2");
+}
 
 std::string fbt::cpuTargetFeatures(const CpuTargetOptions &options) {
-  if (!llvm::Triple(cpuTargetTriple()).isX86())
-    return "";
-  std::string error;
-  std::unique_ptr<llvm::TargetMachine> tm = hostMachine(resolvedCpu(options), error);
-  if (!tm)
-    return "";
+  std::unique_ptr<llvm::TargetMachine> tm = x86Machine(options);
   // The runtime's list (runtime/hal/cpu/CpuFeatures.cpp) knows each.
   std::string out;
   for (const char *f : {"avx", "avx2", "fma", "f16c", "bmi2", "avx512f", "avx512bw", "avx512dq",
                         "avx512vl", "avx512vnni", "avxvnni", "avx512bf16", "avx512fp16"})
-    if (tm->getMCSubtargetInfo()->checkFeatures(std::string("+") + f))
+    if (has(tm, std::string("+") + f))
       out += (out.empty() ? "+" : ",+") + std::string(f);
   return out;
 }
 
 fbt::CpuVectors fbt::cpuVectorsOf(const CpuTargetOptions &options) {
-  if (!cpuHas(options, "+avx512f,+avx512bw"))
+  std::unique_ptr<llvm::TargetMachine> tm = x86Machine(options);
+  if (!has(tm, "+avx512f,+avx512bw"))
     return fbt::CpuVectors::Avx2;
-  return cpuHas(options, "+avx512vnni") ? fbt::CpuVectors::Avx512Vnni : fbt::CpuVectors::Avx512;
+  return has(tm, "+avx512vnni") ? fbt::CpuVectors::Avx512Vnni : fbt::CpuVectors::Avx512;
 }
