@@ -1,6 +1,7 @@
 //===- CpuTarget.cpp - kernels to a shared object -------------------------===//
 
 #include "codegen/cpu/CpuTarget.h"
+#include "codegen/cpu/KernelThreads.h"
 
 #include "codegen/kernels/KernelConfig.h"
 
@@ -372,6 +373,9 @@ fbt::compileModuleForCpu(ModuleOp kernels, const CpuTargetOptions &options) {
   if (!llvmModule)
     return module.emitError() << "CPU target: translation to LLVM IR failed",
            failure();
+  std::string threadsError;
+  if (!routeKernelThreads(*llvmModule, threadsError))
+    return module.emitError() << "CPU target: " << threadsError, failure();
 
   std::string error;
   std::unique_ptr<llvm::TargetMachine> tm = hostMachine(resolvedCpu(options), error);

@@ -25,6 +25,7 @@
 #include "runtime/base/Bf16.h"
 #include "runtime/format/Safetensors.h"
 #include "runtime/format/WeightNames.h"
+#include "runtime/hal/cpu/CpuTeam.h"
 #include "runtime/hal/simt/Emulator.h"
 
 #include "codegen/cpu/CpuTarget.h"
@@ -97,6 +98,8 @@ void *loadLibrary(const std::string &bytes) {
   void *lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!lib)
     llvm::errs() << "dlopen: " << dlerror() << "\n";
+  else
+    ::fbt::attachKernelThreads(lib); // the CPU kernels' parallel loops
   llvm::sys::fs::remove(path);
   return lib;
 }

@@ -2,23 +2,19 @@
 
 #include "runtime/hal/cpu/CpuGemm.h"
 
+#include "runtime/hal/cpu/CpuTeam.h"
+
 #include <cblas.h>
 
 #include <algorithm>
 #include <mutex>
 
-#ifdef FBT_HAVE_OPENMP
-#include <omp.h>
-#endif
-
 namespace fbt {
 namespace {
 /// BLAS stays on the calling thread once: our threads split the GEMMs.
 void singleThreadedBlas() {
-#ifdef FBT_HAVE_OPENMP
   static std::once_flag once;
   std::call_once(once, [] { openblas_set_num_threads(1); });
-#endif
 }
 
 void sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a,
@@ -44,12 +40,7 @@ constexpr int64_t kSplitGemvWork = 1 << 15;
 } // namespace
 
 bool gemmIsSplit(int64_t m, int64_t n, int64_t k) {
-#ifdef FBT_HAVE_OPENMP
   return cpuThreads() > 1 && m * n * k >= (m == 1 ? kSplitGemvWork : kSplitWork);
-#else
-  (void)m, (void)n, (void)k;
-  return false;
-#endif
 }
 
 namespace {
@@ -96,16 +87,12 @@ std::vector<Panel> &panelBuffer() {
   return panels;
 }
 
+/// Panel p on thread p % n, as schedule(static, 1) would.
 void runPanels(const std::vector<Panel> &panels) {
-#ifdef FBT_HAVE_OPENMP
-  int64_t count = panels.size();
-#pragma omp parallel for num_threads(cpuThreads()) schedule(static, 1)
-  for (int64_t p = 0; p < count; ++p)
-    runPanel(panels[p]);
-#else
-  for (const Panel &p : panels)
-    runPanel(p);
-#endif
+  onTeam([&](int t, int n) {
+    for (size_t p = t; p < panels.size(); p += n)
+      runPanel(panels[p]);
+  });
 }
 } // namespace
 

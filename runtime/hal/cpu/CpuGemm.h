@@ -1,11 +1,11 @@
 //===- CpuGemm.h - f32 GEMMs on the runtime's threads ---------*- C++ -*-===//
 //
-// One pool runs a CPU step: the OpenMP threads that also run the generated
-// kernels' parallel loops (fbtc lowers scf.parallel to OpenMP). BLAS is kept
-// single-threaded and each GEMM is split into column or row panels, one per
-// thread. Two pools (OpenBLAS's own threads beside OpenMP's) would spin
-// against each other between every GEMM and kernel on a machine with few
-// cores; one pool hands work from GEMM to kernel without that.
+// One team runs a CPU step (CpuTeam.h): the threads that also run the
+// generated kernels' parallel loops. BLAS is kept single-threaded and each
+// GEMM is split into column or row panels, one per thread. Two pools
+// (OpenBLAS's own threads beside the team) would spin against each other
+// between every GEMM and kernel on a machine with few cores; one team hands
+// work from GEMM to kernel without that.
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,7 +25,7 @@ namespace fbt {
 enum class GemmSplit {
   Auto,        ///< panels of the output's longer side, one per thread
   Other,       ///< panels of its shorter side, one per thread
-  AutoFine,    ///< the longer side, two panels per thread (OpenMP balances them)
+  AutoFine,    ///< the longer side, two panels per thread (round robin)
   OtherFine,   ///< the shorter side, two panels per thread
   Serial,      ///< one BLAS call on the calling thread
 };

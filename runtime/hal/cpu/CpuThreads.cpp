@@ -2,27 +2,15 @@
 
 #include "runtime/hal/cpu/CpuThreads.h"
 
-#ifdef FBT_HAVE_OPENMP
-#include <omp.h>
-#endif
+#include "runtime/hal/cpu/CpuTeam.h"
 
 namespace fbt {
 
 void setCpuThreads(int n) {
-#ifdef FBT_HAVE_OPENMP
   if (n > 0)
-    omp_set_num_threads(n);
-#else
-  (void)n;
-#endif
+    CpuTeam::get().resize(n);
 }
 
-int cpuThreads() {
-#ifdef FBT_HAVE_OPENMP
-  return omp_get_max_threads();
-#else
-  return 1;
-#endif
-}
+int cpuThreads() { return CpuTeam::get().size(); }
 
 } // namespace fbt

@@ -8,7 +8,7 @@ namespace fbt {
 /// Threads for CPU steps: `n` > 0 sets the count (fbt --threads), 0 keeps
 /// the default (OMP_NUM_THREADS, else every core). Call before a step runs.
 void setCpuThreads(int n);
-/// The threads a CPU step runs on (1 in a build without OpenMP).
+/// The threads a CPU step runs on (its team's, CpuTeam.h).
 int cpuThreads();
 
 } // namespace fbt

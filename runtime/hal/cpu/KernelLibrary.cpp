@@ -3,6 +3,7 @@
 #include "runtime/hal/cpu/KernelLibrary.h"
 
 #include "runtime/base/Error.h"
+#include "runtime/hal/cpu/CpuTeam.h"
 
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -30,8 +31,14 @@ KernelLibrary::KernelLibrary(const std::string &image,
   std::string fdPath = "/proc/self/fd/" + std::to_string(fd);
   handle_ = dlopen(fdPath.c_str(), RTLD_NOW | RTLD_LOCAL);
   ::close(fd);
-  if (!handle_)
-    throw RuntimeError(source + ": cannot load the kernel library: " + dlerror());
+  if (!handle_) {
+    std::string why = dlerror();
+    if (why.find("__kmpc_") != std::string::npos)
+      throw RuntimeError(source + ": its kernels call the OpenMP runtime, as an older fbtc "
+                                  "compiled them; recompile the bundle with this fbtc");
+    throw RuntimeError(source + ": cannot load the kernel library: " + why);
+  }
+  attachKernelThreads(handle_); // the parallel loops run on the team
   for (const std::string &name : names) {
     void *sym = dlsym(handle_, name.c_str());
     if (!sym)

@@ -1,0 +1,78 @@
+//===- KernelThreads.cpp - kernels' OpenMP calls through the runtime's table ===//
+
+#include "codegen/cpu/KernelThreads.h"
+
+#include "runtime/format/KernelThreads.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/IR/Constants.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/Instructions.h"
+#include "llvm/IR/Module.h"
+
+namespace mlir::fbt {
+namespace {
+using namespace ::fbt::kernel_threads;
+
+/// Whether the constant argument `i` of `call` is one of `allowed`; names
+/// what it is in `error` where not.
+bool constantIn(llvm::CallInst *call, unsigned i, std::initializer_list<int64_t> allowed,
+                const char *what, std::string &error) {
+  auto *c = llvm::dyn_cast<llvm::ConstantInt>(call->getArgOperand(i));
+  if (c && llvm::is_contained(allowed, c->getSExtValue()))
+    return true;
+  error = std::string("the kernels' ") + what + " is " +
+          (c ? std::to_string(c->getSExtValue()) : std::string("not a constant")) +
+          ", which fbt's CPU thread team does not take";
+  return false;
+}
+
+/// Checks what the runtime's entry `e` assumes of `call`.
+bool checkCall(Entry e, llvm::CallInst *call, std::string &error) {
+  if (e == ForkCall)
+    return constantIn(call, 1, {0, 1, 2, 3, kMaxForkArgs}, "fork's argument count", error);
+  if (e == ForStaticInit8u)
+    return constantIn(call, 2, {kStatic, kStaticChunked}, "loop schedule", error) &&
+           constantIn(call, 7, {1}, "loop increment", error);
+  return true;
+}
+} // namespace
+
+bool routeKernelThreads(llvm::Module &m, std::string &error) {
+  using namespace ::fbt::kernel_threads;
+  for (llvm::Function &f : m)
+    if (f.getName().starts_with("__kmpc_") && !f.use_empty() &&
+        !llvm::is_contained(kOpenMpNames, f.getName())) {
+      error = "the kernels call the OpenMP entry '" + f.getName().str() +
+              "', which fbt's CPU thread team does not provide";
+      return false;
+    }
+  llvm::GlobalVariable *table = nullptr;
+  llvm::PointerType *ptr = llvm::PointerType::getUnqual(m.getContext());
+  llvm::ArrayType *tableType = llvm::ArrayType::get(ptr, kEntries);
+  for (unsigned e = 0; e < kEntries; ++e) {
+    llvm::Function *f = m.getFunction(kOpenMpNames[e]);
+    if (!f)
+      continue;
+    for (llvm::User *user : llvm::make_early_inc_range(f->users())) {
+      auto *call = llvm::dyn_cast<llvm::CallInst>(user);
+      if (!call || call->getCalledOperand() != f) {
+        error = "the kernels use '" + f->getName().str() + "' other than by calling it";
+        return false;
+      }
+      if (!checkCall(Entry(e), call, error))
+        return false;
+      if (!table)
+        table = new llvm::GlobalVariable(m, tableType, /*isConstant=*/false,
+                                         llvm::GlobalValue::ExternalLinkage,
+                                         llvm::Constant::getNullValue(tableType), kTable);
+      llvm::IRBuilder<> b(call);
+      llvm::Value *slot = b.CreateConstInBoundsGEP2_32(tableType, table, 0, e);
+      call->setCalledOperand(b.CreateLoad(ptr, slot, kOpenMpNames[e]));
+    }
+    f->eraseFromParent();
+  }
+  return true;
+}
+
+} // namespace mlir::fbt

@@ -1,0 +1,231 @@
+//===- CpuTeam.cpp - the threads every CPU step runs on ------------------===//
+
+#include "runtime/hal/cpu/CpuTeam.h"
+
+#include "runtime/format/KernelThreads.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdarg>
+#include <cstdlib>
+#include <dlfcn.h>
+#include <sched.h>
+#include <thread>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define FBT_PAUSE() _mm_pause()
+#else
+#define FBT_PAUSE() std::this_thread::yield()
+#endif
+
+namespace fbt {
+namespace {
+/// How long a worker spins without work before it sleeps: longer than the
+/// host's work between two steps (sampling a token), short against a
+/// server's idle time.
+constexpr auto kIdleSpin = std::chrono::milliseconds(5);
+/// Pauses a worker spins before it starts yielding its core at each turn:
+/// some tens of microseconds, longer than a step's gaps between two runs.
+constexpr int kHotSpins = 1 << 12;
+
+/// The calling thread's place in the run it is in.
+thread_local int tThread = 0;
+thread_local int tThreads = 1;
+thread_local bool tInRun = false;
+
+/// Sets the thread's place for one body, and puts the old one back.
+struct Place {
+  int thread, threads;
+  bool inRun;
+  Place(int t, int n) : thread(tThread), threads(tThreads), inRun(tInRun) {
+    tThread = t, tThreads = n, tInRun = true;
+  }
+  ~Place() { tThread = thread, tThreads = threads, tInRun = inRun; }
+};
+
+
+/// OMP_NUM_THREADS where it is a count (as OpenMP programs read it), else
+/// the CPUs this process may run on.
+int defaultThreads() {
+  if (const char *env = std::getenv("OMP_NUM_THREADS")) {
+    char *end = nullptr;
+    long n = std::strtol(env, &end, 10);
+    if (end != env && n >= 1 && n <= 1024)
+      return int(n);
+  }
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)
+    return CPU_COUNT(&set);
+  return int(std::max(1u, std::thread::hardware_concurrency()));
+}
+} // namespace
+
+CpuTeam &CpuTeam::get() {
+  static CpuTeam *team = [] {
+    auto *made = new CpuTeam();
+    made->resize(defaultThreads());
+    return made;
+  }();
+  return *team;
+}
+
+CpuTeam::CpuTeam() = default;
+
+int CpuTeam::thread() { return tThread; }
+int CpuTeam::threads() { return tThreads; }
+
+void CpuTeam::resize(int n) {
+  if (n < 1)
+    n = 1;
+  addWorkers(n - 1);
+  size_.store(n, std::memory_order_relaxed);
+}
+
+void CpuTeam::addWorkers(int n) {
+  std::lock_guard<std::mutex> lock(grow_);
+  // A worker waits for the runs after its making: a run that starts before
+  // its thread does is still its to join.
+  uint64_t made = generation_.load(std::memory_order_acquire);
+  for (; workers_ < n; ++workers_)
+    std::thread([this, t = workers_ + 1, made] { work(t, made); }).detach();
+}
+
+void CpuTeam::run(Body body, void *context) {
+  int n = size();
+  bool expected = false;
+  if (n == 1 || tInRun || !busy_.compare_exchange_strong(expected, true)) {
+    Place alone(0, 1);
+    body(context, 0, 1);
+    return;
+  }
+  body_ = body, context_ = context, threads_ = n;
+  finished_.store(0, std::memory_order_relaxed);
+  generation_.fetch_add(1, std::memory_order_seq_cst);
+  if (sleepers_.load(std::memory_order_seq_cst) > 0) {
+    std::lock_guard<std::mutex> lock(sleep_);
+    wake_.notify_all();
+  }
+  {
+    Place first(0, n);
+    body(context, 0, n);
+  }
+  // Workers that slept take a while to wake: yield to them now and then.
+  for (int spins = 0; finished_.load(std::memory_order_acquire) != n - 1; ++spins) {
+    FBT_PAUSE();
+    if ((spins & 4095) == 4095)
+      std::this_thread::yield();
+  }
+  busy_.store(false, std::memory_order_release);
+}
+
+void CpuTeam::work(int t, uint64_t seen) {
+  for (;;) {
+    auto idleSince = std::chrono::steady_clock::now();
+    for (int spins = 1; generation_.load(std::memory_order_acquire) == seen; ++spins) {
+      FBT_PAUSE();
+      // Past the gaps between a step's calls, a spinning worker yields to
+      // whatever else wants the core (other processes, a loaded machine).
+      if (spins > kHotSpins)
+        std::this_thread::yield();
+      if ((spins & 1023) == 0 && std::chrono::steady_clock::now() - idleSince > kIdleSpin) {
+        std::unique_lock<std::mutex> lock(sleep_);
+        sleepers_.fetch_add(1, std::memory_order_seq_cst);
+        wake_.wait(lock, [&] { return generation_.load(std::memory_order_seq_cst) != seen; });
+        sleepers_.fetch_sub(1, std::memory_order_relaxed);
+      }
+    }
+    seen = generation_.load(std::memory_order_acquire);
+    // A worker beyond this run's threads (the team was made larger once)
+    // sits it out; the others finish it.
+    int n = threads_;
+    if (t >= n)
+      continue;
+    {
+      Place place(t, n);
+      body_(context_, t, n);
+    }
+    finished_.fetch_add(1, std::memory_order_acq_rel);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// The kernels' entries (runtime/format/KernelThreads.h)
+//===----------------------------------------------------------------------===//
+
+namespace {
+using namespace kernel_threads;
+
+struct Fork {
+  Microtask task;
+  int32_t argc;
+  void *args[kMaxForkArgs];
+};
+
+void forkCall(void *, int32_t argc, Microtask task, ...) {
+  Fork fork{task, argc, {}};
+  va_list ap;
+  va_start(ap, task);
+  for (int32_t i = 0; i < argc && i < kMaxForkArgs; ++i)
+    fork.args[i] = va_arg(ap, void *);
+  va_end(ap);
+  CpuTeam::get().run(
+      [](void *f, int t, int) {
+        const Fork &k = *static_cast<const Fork *>(f);
+        int32_t tid = t, bound = t;
+        void *const *a = k.args;
+        switch (k.argc) { // fbtc checked the count (routeKernelThreads)
+        case 0: k.task(&tid, &bound); break;
+        case 1: k.task(&tid, &bound, a[0]); break;
+        case 2: k.task(&tid, &bound, a[0], a[1]); break;
+        case 3: k.task(&tid, &bound, a[0], a[1], a[2]); break;
+        default: k.task(&tid, &bound, a[0], a[1], a[2], a[3]); break;
+        }
+      },
+      &fork);
+}
+
+/// libomp's static schedules over [*lower, *upper] (inclusive, step 1): an
+/// even block per thread, the first trip % n one longer; or chunks round
+/// robin, the caller stepping by *stride and clipping to its bound.
+void forStaticInit8u(void *, int32_t, int32_t schedule, int32_t *last, uint64_t *lower,
+                     uint64_t *upper, int64_t *stride, int64_t, int64_t chunk) {
+  uint64_t t = CpuTeam::thread(), n = CpuTeam::threads();
+  uint64_t lo = *lower, hi = *upper, trip = hi - lo + 1;
+  if (schedule == kStaticChunked && chunk > 0) {
+    uint64_t c = chunk;
+    *lower = lo + t * c;
+    *upper = *lower + c - 1;
+    *stride = int64_t(n * c);
+    if (last)
+      *last = ((trip - 1) / c) % n == t;
+    return;
+  }
+  uint64_t small = trip / n, extra = trip % n;
+  uint64_t first = lo + t * small + std::min(t, extra);
+  uint64_t count = small + (t < extra);
+  *lower = first;
+  *upper = first + count - 1; // below *lower where this thread has none
+  *stride = int64_t(trip);
+  if (last)
+    *last = count > 0 && first + count - 1 == hi;
+}
+
+void forStaticFini(void *, int32_t) {}
+
+int32_t globalThreadNum(void *) { return CpuTeam::thread(); }
+} // namespace
+
+void fillKernelThreads(void **table) {
+  table[ForkCall] = reinterpret_cast<void *>(&forkCall);
+  table[ForStaticInit8u] = reinterpret_cast<void *>(&forStaticInit8u);
+  table[ForStaticFini] = reinterpret_cast<void *>(&forStaticFini);
+  table[GlobalThreadNum] = reinterpret_cast<void *>(&globalThreadNum);
+}
+
+void attachKernelThreads(void *handle) {
+  if (void *table = dlsym(handle, kernel_threads::kTable))
+    fillKernelThreads(static_cast<void **>(table));
+}
+
+} // namespace fbt
