@@ -9,7 +9,6 @@ packages=(
   libclang-rt-22-dev      # libFuzzer and sanitizers
   libgtest-dev            # unit tests
   libopenblas-dev         # CPU GEMMs
-  libomp-22-dev           # CPU kernels' threads (OpenMP)
   libopenmpi-dev openmpi-bin  # data-parallel training: ranks joined by MPI
   python3-torch           # the independent numerics reference
   python3-matplotlib      # the experiment report's plots

@@ -99,8 +99,8 @@ cl::opt<std::string> cpuName("cpu",
                              cl::cat(category));
 cl::opt<bool> cpuParallel(
     "cpu-parallel",
-    cl::desc("With --target=cpu: run the kernels' parallel loops on OpenMP "
-             "threads, the pool that also runs the GEMMs (fbt --threads or "
+    cl::desc("With --target=cpu: run the kernels' parallel loops on the "
+             "runtime's team of threads, which also runs the GEMMs (fbt --threads or "
              "OMP_NUM_THREADS sets how many); =false for serial kernels"),
     cl::init(true), cl::cat(category));
 cl::opt<std::string> dumpLLVMIR(

@@ -99,7 +99,9 @@ void CpuTeam::run(Body body, void *context) {
     body(context, 0, 1);
     return;
   }
-  body_ = body, context_ = context, threads_ = n;
+  body_.store(body, std::memory_order_relaxed);
+  context_.store(context, std::memory_order_relaxed);
+  threads_.store(n, std::memory_order_relaxed);
   finished_.store(0, std::memory_order_relaxed);
   generation_.fetch_add(1, std::memory_order_seq_cst);
   if (sleepers_.load(std::memory_order_seq_cst) > 0) {
@@ -135,15 +137,22 @@ void CpuTeam::work(int t, uint64_t seen) {
         sleepers_.fetch_sub(1, std::memory_order_relaxed);
       }
     }
-    seen = generation_.load(std::memory_order_acquire);
-    // A worker beyond this run's threads (the team was made larger once)
-    // sits it out; the others finish it.
-    int n = threads_;
+    // The run's fields, checked against a newer run's (seqlock-style): a
+    // worker beyond a run's threads (the team was larger once) sits it out,
+    // and the run after it may begin meanwhile.
+    uint64_t run = generation_.load(std::memory_order_acquire);
+    int n = threads_.load(std::memory_order_relaxed);
+    Body body = body_.load(std::memory_order_relaxed);
+    void *context = context_.load(std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (generation_.load(std::memory_order_relaxed) != run)
+      continue; // fields of a newer run: read them again
+    seen = run;
     if (t >= n)
       continue;
     {
       Place place(t, n);
-      body_(context_, t, n);
+      body(context, t, n);
     }
     finished_.fetch_add(1, std::memory_order_acq_rel);
   }

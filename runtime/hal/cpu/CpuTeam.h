@@ -53,9 +53,9 @@ private:
   std::atomic<bool> busy_{false};
 
   // The current run, published by a bump of generation_.
-  Body body_ = nullptr;
-  void *context_ = nullptr;
-  int threads_ = 1;
+  std::atomic<Body> body_{nullptr};
+  std::atomic<void *> context_{nullptr};
+  std::atomic<int> threads_{1};
   alignas(64) std::atomic<uint64_t> generation_{0};
   alignas(64) std::atomic<int> finished_{0};
 

@@ -16,7 +16,7 @@
 // The NCCL engine (hal/nccl) opens one too, through MpiChannel.h: GPU
 // ranks are started by mpirun as well, and NCCL bootstraps over MPI.
 //
-// MPI is initialized MPI_THREAD_FUNNELED: the CPU steps run OpenMP
+// MPI is initialized MPI_THREAD_FUNNELED: the CPU steps run on a team of
 // threads, but only the thread that opened the channel calls MPI. Many
 // MPIs progress a non-blocking collective only inside MPI calls, so a
 // bucket's reduction advances mostly in wait().
