@@ -24,12 +24,13 @@ struct CpuTargetOptions {
   /// machine's.
   std::string cpu;
   int optLevel = 3;
-  /// Run kernels' parallel loops (scf.parallel) on OpenMP threads where a
-  /// kernel touches at least `parallelMinElements` elements; smaller kernels
-  /// stay serial (a fork costs more than they do). The results are the
-  /// serial ones bit for bit. The runtime runs GEMMs on the same OpenMP
-  /// threads (runtime/hal/cpu/CpuGemm.h). Never for the SIMT emulator, whose
-  /// launches are threads of their own.
+  /// Run kernels' parallel loops (scf.parallel, lowered through OpenMP's
+  /// dialect) on the runtime's team of threads (runtime/format/
+  /// KernelThreads.h) where a kernel touches at least `parallelMinElements`
+  /// elements; smaller kernels stay serial (a fork costs more than they do).
+  /// The results are the serial ones bit for bit. The runtime runs GEMMs on
+  /// the same team (runtime/hal/cpu/CpuGemm.h). Never for the SIMT emulator,
+  /// whose launches are threads of their own.
   bool parallel = true;
   int64_t parallelMinElements = kCpuParallelMinElements;
   /// Where to keep the LLVM IR (empty: don't).
