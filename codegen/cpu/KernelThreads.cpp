@@ -11,15 +11,16 @@
 #include "llvm/IR/Module.h"
 
 namespace mlir::fbt {
-namespace {
 using namespace ::fbt::kernel_threads;
 
-/// Whether the constant argument `i` of `call` is one of `allowed`; names
-/// what it is in `error` where not.
-bool constantIn(llvm::CallInst *call, unsigned i, std::initializer_list<int64_t> allowed,
-                const char *what, std::string &error) {
+namespace {
+
+/// Whether the constant argument `i` of `call` is in [lo, hi]; names what
+/// it is in `error` where not.
+bool constantIn(llvm::CallInst *call, unsigned i, int64_t lo, int64_t hi, const char *what,
+                std::string &error) {
   auto *c = llvm::dyn_cast<llvm::ConstantInt>(call->getArgOperand(i));
-  if (c && llvm::is_contained(allowed, c->getSExtValue()))
+  if (c && c->getSExtValue() >= lo && c->getSExtValue() <= hi)
     return true;
   error = std::string("the kernels' ") + what + " is " +
           (c ? std::to_string(c->getSExtValue()) : std::string("not a constant")) +
@@ -29,17 +30,17 @@ bool constantIn(llvm::CallInst *call, unsigned i, std::initializer_list<int64_t>
 
 /// Checks what the runtime's entry `e` assumes of `call`.
 bool checkCall(Entry e, llvm::CallInst *call, std::string &error) {
+  static_assert(kStaticChunked + 1 == kStatic, "the static schedules are one range");
   if (e == ForkCall)
-    return constantIn(call, 1, {0, 1, 2, 3, kMaxForkArgs}, "fork's argument count", error);
+    return constantIn(call, 1, 0, kMaxForkArgs, "fork's argument count", error);
   if (e == ForStaticInit8u)
-    return constantIn(call, 2, {kStatic, kStaticChunked}, "loop schedule", error) &&
-           constantIn(call, 7, {1}, "loop increment", error);
+    return constantIn(call, 2, kStaticChunked, kStatic, "loop schedule", error) &&
+           constantIn(call, 7, 1, 1, "loop increment", error);
   return true;
 }
 } // namespace
 
 bool routeKernelThreads(llvm::Module &m, std::string &error) {
-  using namespace ::fbt::kernel_threads;
   for (llvm::Function &f : m)
     if (f.getName().starts_with("__kmpc_") && !f.use_empty() &&
         !llvm::is_contained(kOpenMpNames, f.getName())) {

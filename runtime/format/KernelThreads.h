@@ -6,8 +6,8 @@
 // through a table the library exports, which the runtime fills when it loads
 // the library with its own team's entries (runtime/hal/cpu/CpuTeam.h). One
 // team then runs every parallel loop and every GEMM panel of a step, its
-// workers spinning between them, where libomp's fork and join cost three
-// times a cache line's round trip between two cores. (Bundles of an older
+// workers spinning between them, cheaper to hand a loop than libomp's fork
+// and join (bench/results/ab-small-team.md). (Bundles of an older
 // fbtc, whose kernels call libomp, are refused with a line that says so.)
 //
 // Header-only and dependency-free, so the compiler can include it.

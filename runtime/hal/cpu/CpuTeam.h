@@ -4,9 +4,9 @@
 // Every parallel loop of the generated kernels (through the table of
 // runtime/format/KernelThreads.h) and every GEMM panel (CpuGemm.h) is one
 // run() of it. Between runs the workers spin on one counter, so handing
-// them work costs a cache line's trip between cores, about 0.3 us here,
-// where libomp's fork and join cost 1.8 us (a decode step makes some 40 of
-// them per token); after kIdleSpin without work they sleep.
+// them work costs a cache line's trip between cores and back, less than
+// libomp's fork and join (a decode step makes some 40 runs per token;
+// bench/results/ab-small-team.md); after kIdleSpin without work they sleep.
 //
 //===----------------------------------------------------------------------===//
 
