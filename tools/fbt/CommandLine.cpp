@@ -88,8 +88,9 @@ CommandLine::CommandLine(const std::string &name, const std::string &synopsis)
           [](const std::string &v) -> std::string {
             char *end = nullptr;
             long n = std::strtol(v.c_str(), &end, 10);
-            if (v.empty() || *end || n < 1 || n > 1024)
-              return "expected a count from 1 to 1024, got '" + v + "'";
+            if (v.empty() || *end || n < 1 || n > kMaxCpuThreads)
+              return "expected a count from 1 to " + std::to_string(kMaxCpuThreads) +
+                     ", got '" + v + "'";
             return "";
           });
 }

@@ -51,7 +51,7 @@ int defaultThreads() {
   if (const char *env = std::getenv("OMP_NUM_THREADS")) {
     char *end = nullptr;
     long n = std::strtol(env, &end, 10);
-    if (end != env && n >= 1 && n <= 1024)
+    if (end != env && n >= 1 && n <= kMaxCpuThreads)
       return int(n);
   }
   cpu_set_t set;
@@ -76,8 +76,7 @@ int CpuTeam::thread() { return tThread; }
 int CpuTeam::threads() { return tThreads; }
 
 void CpuTeam::resize(int n) {
-  if (n < 1)
-    n = 1;
+  n = std::clamp(n, 1, kMaxCpuThreads);
   addWorkers(n - 1);
   size_.store(n, std::memory_order_relaxed);
 }
@@ -86,45 +85,47 @@ void CpuTeam::addWorkers(int n) {
   std::lock_guard<std::mutex> lock(grow_);
   // A worker waits for the runs after its making: a run that starts before
   // its thread does is still its to join.
-  uint64_t made = generation_.load(std::memory_order_acquire);
+  uint64_t made = published_.generation.load(std::memory_order_acquire);
   for (; workers_ < n; ++workers_)
     std::thread([this, t = workers_ + 1, made] { work(t, made); }).detach();
 }
 
-void CpuTeam::run(Body body, void *context) {
+void CpuTeam::run(Body body, const Words &words) {
   int n = size();
   bool expected = false;
   if (n == 1 || tInRun || !busy_.compare_exchange_strong(expected, true)) {
     Place alone(0, 1);
-    body(context, 0, 1);
+    body(words, 0, 1);
     return;
   }
-  body_.store(body, std::memory_order_relaxed);
-  context_.store(context, std::memory_order_relaxed);
-  threads_.store(n, std::memory_order_relaxed);
-  finished_.store(0, std::memory_order_relaxed);
-  generation_.fetch_add(1, std::memory_order_seq_cst);
+  published_.body.store(body, std::memory_order_relaxed);
+  published_.threads.store(n, std::memory_order_relaxed);
+  for (int i = 0; i < kWords; ++i)
+    published_.words[i].store(words.at[i], std::memory_order_relaxed);
+  uint64_t run = published_.generation.fetch_add(1, std::memory_order_seq_cst) + 1;
   if (sleepers_.load(std::memory_order_seq_cst) > 0) {
     std::lock_guard<std::mutex> lock(sleep_);
     wake_.notify_all();
   }
   {
     Place first(0, n);
-    body(context, 0, n);
+    body(words, 0, n);
   }
   // Workers that slept take a while to wake: yield to them now and then.
-  for (int spins = 0; finished_.load(std::memory_order_acquire) != n - 1; ++spins) {
-    FBT_PAUSE();
-    if ((spins & 4095) == 4095)
-      std::this_thread::yield();
-  }
+  for (int t = 1; t < n; ++t)
+    for (int spins = 0; done_[t].run.load(std::memory_order_acquire) != run; ++spins) {
+      FBT_PAUSE();
+      if ((spins & 4095) == 4095)
+        std::this_thread::yield();
+    }
   busy_.store(false, std::memory_order_release);
 }
 
 void CpuTeam::work(int t, uint64_t seen) {
+  std::atomic<uint64_t> &generation = published_.generation;
   for (;;) {
     auto idleSince = std::chrono::steady_clock::now();
-    for (int spins = 1; generation_.load(std::memory_order_acquire) == seen; ++spins) {
+    for (int spins = 1; generation.load(std::memory_order_acquire) == seen; ++spins) {
       FBT_PAUSE();
       // Past the gaps between a step's calls, a spinning worker yields to
       // whatever else wants the core (other processes, a loaded machine).
@@ -133,28 +134,30 @@ void CpuTeam::work(int t, uint64_t seen) {
       if ((spins & 1023) == 0 && std::chrono::steady_clock::now() - idleSince > kIdleSpin) {
         std::unique_lock<std::mutex> lock(sleep_);
         sleepers_.fetch_add(1, std::memory_order_seq_cst);
-        wake_.wait(lock, [&] { return generation_.load(std::memory_order_seq_cst) != seen; });
+        wake_.wait(lock, [&] { return generation.load(std::memory_order_seq_cst) != seen; });
         sleepers_.fetch_sub(1, std::memory_order_relaxed);
       }
     }
     // The run's fields, checked against a newer run's (seqlock-style): a
     // worker beyond a run's threads (the team was larger once) sits it out,
     // and the run after it may begin meanwhile.
-    uint64_t run = generation_.load(std::memory_order_acquire);
-    int n = threads_.load(std::memory_order_relaxed);
-    Body body = body_.load(std::memory_order_relaxed);
-    void *context = context_.load(std::memory_order_relaxed);
+    uint64_t run = generation.load(std::memory_order_acquire);
+    int n = published_.threads.load(std::memory_order_relaxed);
+    Body body = published_.body.load(std::memory_order_relaxed);
+    Words words;
+    for (int i = 0; i < kWords; ++i)
+      words.at[i] = published_.words[i].load(std::memory_order_relaxed);
     std::atomic_thread_fence(std::memory_order_acquire);
-    if (generation_.load(std::memory_order_relaxed) != run)
+    if (generation.load(std::memory_order_relaxed) != run)
       continue; // fields of a newer run: read them again
     seen = run;
     if (t >= n)
       continue;
     {
       Place place(t, n);
-      body(context, t, n);
+      body(words, t, n);
     }
-    finished_.fetch_add(1, std::memory_order_acq_rel);
+    done_[t].run.store(run, std::memory_order_release);
   }
 }
 
@@ -165,33 +168,38 @@ void CpuTeam::work(int t, uint64_t seen) {
 namespace {
 using namespace kernel_threads;
 
-struct Fork {
-  Microtask task;
-  int32_t argc;
-  void *args[kMaxForkArgs];
-};
+static_assert(CpuTeam::kWords >= kMaxForkArgs + 1, "a fork's task and arguments fit a run's words");
+
+/// A fork's microtask (word 0) on its arguments (words 1 to argc), argc in
+/// the table's signature as fbtc checked it (routeKernelThreads): the count
+/// travels as the body, one per count.
+template <int Argc> void invokeFork(const CpuTeam::Words &w, int t, int) {
+  auto task = reinterpret_cast<Microtask>(w.at[0]);
+  int32_t tid = t, bound = t;
+  if constexpr (Argc == 0)
+    task(&tid, &bound);
+  else if constexpr (Argc == 1)
+    task(&tid, &bound, w.at[1]);
+  else if constexpr (Argc == 2)
+    task(&tid, &bound, w.at[1], w.at[2]);
+  else if constexpr (Argc == 3)
+    task(&tid, &bound, w.at[1], w.at[2], w.at[3]);
+  else
+    task(&tid, &bound, w.at[1], w.at[2], w.at[3], w.at[4]);
+}
 
 void forkCall(void *, int32_t argc, Microtask task, ...) {
-  Fork fork{task, argc, {}};
+  static constexpr CpuTeam::Body kInvoke[kMaxForkArgs + 1] = {
+      invokeFork<0>, invokeFork<1>, invokeFork<2>, invokeFork<3>, invokeFork<4>};
+  CpuTeam::Words words;
+  words.at[0] = reinterpret_cast<void *>(task);
+  int32_t count = std::clamp<int32_t>(argc, 0, kMaxForkArgs);
   va_list ap;
   va_start(ap, task);
-  for (int32_t i = 0; i < argc && i < kMaxForkArgs; ++i)
-    fork.args[i] = va_arg(ap, void *);
+  for (int32_t i = 0; i < count; ++i)
+    words.at[1 + i] = va_arg(ap, void *);
   va_end(ap);
-  CpuTeam::get().run(
-      [](void *f, int t, int) {
-        const Fork &k = *static_cast<const Fork *>(f);
-        int32_t tid = t, bound = t;
-        void *const *a = k.args;
-        switch (k.argc) { // fbtc checked the count (routeKernelThreads)
-        case 0: k.task(&tid, &bound); break;
-        case 1: k.task(&tid, &bound, a[0]); break;
-        case 2: k.task(&tid, &bound, a[0], a[1]); break;
-        case 3: k.task(&tid, &bound, a[0], a[1], a[2]); break;
-        default: k.task(&tid, &bound, a[0], a[1], a[2], a[3]); break;
-        }
-      },
-      &fork);
+  CpuTeam::get().run(kInvoke[count], words);
 }
 
 /// libomp's static schedules over [*lower, *upper] (inclusive, step 1): an

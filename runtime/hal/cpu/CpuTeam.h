@@ -13,6 +13,8 @@
 #ifndef FBT_RUNTIME_HAL_CPU_CPUTEAM_H
 #define FBT_RUNTIME_HAL_CPU_CPUTEAM_H
 
+#include "runtime/hal/cpu/CpuThreads.h"
+
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -29,14 +31,21 @@ public:
 
   /// Threads a run uses, the caller included.
   int size() const { return size_.load(std::memory_order_relaxed); }
-  /// Sets them (n >= 1); workers are made as first needed.
+  /// Sets them (n clamped to [1, kMaxCpuThreads]); workers are made as
+  /// first needed.
   void resize(int n);
 
-  using Body = void (*)(void *context, int thread, int threads);
-  /// body(context, t, n) on each thread t of n, t = 0 on the caller;
+  /// What a run hands its threads: a few words, copied into the cache line
+  /// that publishes the run, so that a worker reads the run in one trip.
+  static constexpr int kWords = 5;
+  struct Words {
+    void *at[kWords] = {};
+  };
+  using Body = void (*)(const Words &words, int thread, int threads);
+  /// body(words, t, n) on each thread t of n, t = 0 on the caller;
   /// returns when every one has. From inside a run, or while another
-  /// thread's run holds the team, it runs body(context, 0, 1) alone.
-  void run(Body body, void *context);
+  /// thread's run holds the team, it runs body(words, 0, 1) alone.
+  void run(Body body, const Words &words);
 
   /// The calling thread's place: (t, n) inside a run, (0, 1) outside.
   static int thread();
@@ -50,14 +59,26 @@ private:
   std::atomic<int> size_{1};
   int workers_ = 0; // made so far, under grow_
   std::mutex grow_;
-  std::atomic<bool> busy_{false};
+  alignas(64) std::atomic<bool> busy_{false};
 
-  // The current run, published by a bump of generation_.
-  std::atomic<Body> body_{nullptr};
-  std::atomic<void *> context_{nullptr};
-  std::atomic<int> threads_{1};
-  alignas(64) std::atomic<uint64_t> generation_{0};
-  alignas(64) std::atomic<int> finished_{0};
+  // The current run: its fields, then the bump of generation that publishes
+  // them, all in one line the caller writes and the workers read (a fork
+  // and join costs the trips of lines between cores: this one, a
+  // worker's done_, and whatever the body reads).
+  struct alignas(64) Published {
+    std::atomic<uint64_t> generation{0};
+    std::atomic<Body> body{nullptr};
+    std::atomic<int> threads{1};
+    std::atomic<void *> words[kWords] = {};
+  };
+  static_assert(sizeof(Published) == 64, "a run is published in one cache line");
+  Published published_;
+  // Each worker's last run done, in a line of its own that only it writes:
+  // the caller waits for the run's generation in each of the run's.
+  struct alignas(64) Done {
+    std::atomic<uint64_t> run{0};
+  };
+  Done done_[kMaxCpuThreads];
 
   // Sleeping workers wait on wake_ (sleepers_ counts them).
   alignas(64) std::atomic<int> sleepers_{0};
@@ -68,8 +89,10 @@ private:
 /// body(t, n) on every thread of the team (see CpuTeam::run).
 template <typename F> void onTeam(F &&body) {
   using Fn = std::remove_reference_t<F>;
-  CpuTeam::get().run([](void *f, int t, int n) { (*static_cast<Fn *>(f))(t, n); },
-                     const_cast<void *>(static_cast<const void *>(&body)));
+  CpuTeam::Words words;
+  words.at[0] = const_cast<void *>(static_cast<const void *>(&body));
+  CpuTeam::get().run([](const CpuTeam::Words &w, int t, int n) { (*static_cast<Fn *>(w.at[0]))(t, n); },
+                     words);
 }
 
 /// Fills a kernel library's table (runtime/format/KernelThreads.h) with the

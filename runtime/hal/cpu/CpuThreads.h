@@ -5,6 +5,9 @@
 
 namespace fbt {
 
+/// The most threads a CPU step runs on (fbt --threads, OMP_NUM_THREADS).
+constexpr int kMaxCpuThreads = 1024;
+
 /// Threads for CPU steps: `n` > 0 sets the count (fbt --threads), 0 keeps
 /// the default (OMP_NUM_THREADS, else every core). Call before a step runs.
 void setCpuThreads(int n);
