@@ -7,14 +7,15 @@ of its own (scripts/build.sh there, or a git worktree), then pass it as
 
 usage: /usr/bin/python3 bench/ab_builds.py --baseline BUILD_DIR [--labels BASE,NEW]
            [--spec specs/small.json] [--forms f32,bf16,int8,int8a] [--threads 1,2]
-           [--rounds 5] [--prompt 256] [--tokens 64] [--json OUT.json]
+           [--rounds 5] [--prompt 256] [--tokens 64] [--cpu NAME] [--json OUT.json]
        /usr/bin/python3 bench/ab_builds.py --from OUT.json   (the table again)
 
 Prints, per form and thread count, the median ms/token of each build (with
 their ranges) and the median of each round's baseline/new ratio (above 1: the
 new build is faster). The new build is FBT_BUILD_DIR (default build/); both
 hold tools/fbtc/fbtc and tools/fbt/fbt. Forms as in gguf_peer.py (int8a:
-int8 weights and int8 activations).
+int8 weights and int8 activations); --cpu is fbtc's for both (default: its
+portable x86-64-v3; native: this CPU's).
 """
 
 import argparse
@@ -32,10 +33,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def summary(raw):
     base, new = raw["labels"]
-    lines = ["`%s`: %s, batch 1, %d prompt and %d decoded tokens, %s against %s; medians of "
+    cpu = ", compiled for --cpu=%s" % raw["cpu"] if raw.get("cpu") else ""
+    lines = ["`%s`: %s, batch 1, %d prompt and %d decoded tokens, %s against %s%s; medians of "
              "%d alternating rounds (range in parentheses)" % (
                  " ".join(raw["command"]), raw["spec"], raw["prompt"], raw["tokens"], new,
-                 base, raw["rounds"]),
+                 base, cpu, raw["rounds"]),
              ""]
     lines += table(raw["rows"], ("baseline", base), ("new", new), ("baseline", "new"))
     return "\n".join(lines)
@@ -58,6 +60,7 @@ def main():
     ap.add_argument("--spec", default=os.path.join(ROOT, "specs", "small.json"))
     ap.add_argument("--forms", default="f32,bf16,int8,int8a")
     ap.add_argument("--prompt", type=int, default=256)
+    ap.add_argument("--cpu", help="fbtc --cpu for both builds' bundles (native: this CPU's)")
     args = parse(ap, summary)
     if not args:
         return
@@ -71,12 +74,15 @@ def main():
     raw = {"command": ["bench/ab_builds.py"] + sys.argv[1:], "labels": labels,
            "spec": os.path.basename(args.spec), "prompt": args.prompt, "tokens": args.tokens,
            "rounds": args.rounds, "rows": []}
+    if args.cpu:
+        raw["cpu"] = args.cpu
     with tempfile.TemporaryDirectory(prefix="ab-builds-") as work:
         bundles = {}
         for form in forms:
             for which, (fbtc, _) in builds.items():
                 path = os.path.join(work, "%s-%s.fbtb" % (form, which))
-                run([fbtc, args.spec, "--target=cpu", "-o", path] + FORM_OPTIONS[form])
+                run([fbtc, args.spec, "--target=cpu", "-o", path] + FORM_OPTIONS[form] +
+                    (["--cpu=" + args.cpu] if args.cpu else []))
                 bundles[form, which] = path
 
         def decode(form, which, threads):

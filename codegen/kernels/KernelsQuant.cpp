@@ -129,22 +129,23 @@ Value chunkScales(KernelBuilder &kb, const NarrowWeight &w, Value n, Value g0, i
   return scaleLanes(kb, w, n, g0);
 }
 
-/// acc + sum over the `whole` whole groups g of term(g) (a vector) times
-/// g's scale broadcast, in the order of g (CPU). A scale loaded, widened
-/// and broadcast one group at a time costs as many instructions as the
-/// group's int8 dot product: here lanes(g0) gives the scales of 8 groups
-/// [g0, g0 + 8) as one vector, each group's lane broadcast by a shuffle;
-/// the groups after the last 8 take their lanes from the 8 that end at
-/// `whole`. Rows of fewer than 8 groups take single(g), one scale. With
-/// `per` = 2, term(g) covers groups g and g + 1 in 16 lanes, 8 each (a
-/// 64-byte int8 dot), their scales broadcast into the same halves; `whole`
-/// is then even and at least 8.
+/// acc + sum over the `whole` whole groups g of term(g) (a vector as wide
+/// as acc) times g's scale broadcast, in the order of g (CPU). A scale
+/// loaded, widened and broadcast one group at a time costs as many
+/// instructions as the group's int8 dot product: here lanes(g0) gives the
+/// scales of 8 groups [g0, g0 + 8) as one vector, each group's lane
+/// broadcast by a shuffle; the groups after the last 8 take their lanes
+/// from the 8 that end at `whole`. Rows of fewer than 8 groups take
+/// single(g), one scale. With `per` = 2, term(g) covers groups g and g + 1,
+/// half its lanes each (a 64-byte int8 dot), their scales broadcast into
+/// the same halves; `whole` is then even and at least 8.
 Value sumScaledGroups(KernelBuilder &kb, Value acc, int64_t whole,
                       function_ref<Value(Value)> term, function_ref<Value(Value)> lanes,
                       function_ref<Value(Value)> single, int64_t per = 1) {
   OpBuilder &b = kb.builder();
   Location loc = kb.location();
-  auto wide = VectorType::get({kLanes}, b.getF32Type());
+  auto wide = cast<VectorType>(acc.getType());
+  int64_t width = wide.getNumElements();
   auto fma = arith::FastMathFlags::contract;
   auto add = [&](Value a, Value g, Value s) {
     return arith::AddFOp::create(b, loc, a, arith::MulFOp::create(b, loc, term(g), s, fma), fma)
@@ -153,7 +154,7 @@ Value sumScaledGroups(KernelBuilder &kb, Value acc, int64_t whole,
   auto lane = [&](Value scales, int64_t i) {
     SmallVector<int64_t> mask;
     for (int64_t j = 0; j < per; ++j)
-      mask.append(kLanes, i + j);
+      mask.append(width / per, i + j);
     return vector::ShuffleOp::create(b, loc, scales, scales, mask).getResult();
   };
   assert(whole % per == 0 && (per == 1 || whole >= kLanes) && "whole pairs of 8 groups or more");
@@ -215,60 +216,46 @@ Value partialDot(KernelBuilder &kb, const NarrowWeight &w, Value x, Value xBase,
 }
 
 /// sum_k x[xBase + k] * W[n, k] on the CPU: per whole group, the 32
-/// products as 4 vectors summed as a tree (with AVX-512, 2 of 16 lanes,
-/// their halves then added: half the instructions to widen and multiply),
-/// then scaled into a vector accumulator (one multiply-add per group;
-/// int8's scales 8 groups at a time, sumScaledGroups); the last, shorter
-/// group after.
+/// products summed in vector lanes (AVX2: 4 vectors of 8 lanes as a tree;
+/// AVX-512: 2 of 16, a multiply and a multiply-add), then added, or for
+/// int8 scaled (one multiply-add per group; the scales 8 groups at a time,
+/// sumScaledGroups), into a vector accumulator of the same lanes, summed
+/// once per row; the last, shorter group after.
 Value rowDotCpu(KernelBuilder &kb, const NarrowWeight &w, Value x, Value xBase, Value n,
                 int64_t prefetch) {
   OpBuilder &b = kb.builder();
   Location loc = kb.location();
-  auto wide = VectorType::get({kLanes}, b.getF32Type());
+  int64_t lanes = kb.cpuVectors() == CpuVectors::Avx2 ? kLanes : 2 * kLanes;
+  auto wide = VectorType::get({lanes}, b.getF32Type());
   auto fma = arith::FastMathFlags::contract;
   Value wBase = kb.imul(n, w.k);
   int64_t whole = w.k / kGroup, rest = w.k % kGroup;
   Value total = kb.f32(0);
   int64_t size = cast<MemRefType>(w.values.getType()).getElementTypeBitWidth() / 8;
-  auto groupDot = [&](Value g) { // the group's 32 products, unscaled, in 8 lanes
+  Type element = cast<MemRefType>(w.values.getType()).getElementType();
+  auto groupDot = [&](Value g) { // the group's 32 products, unscaled, in `lanes` lanes
     Value off = kb.imul(g, kGroup);
     if (!w.int8()) // int8 rows prefetch 8 groups at a time (chunkScales)
       prefetchAhead(kb, w, kb.iadd(wBase, off), kGroup * size, prefetch);
-    if (kb.cpuVectors() != CpuVectors::Avx2) { // AVX-512: 16 lanes, folded to 8
-      auto wide16 = VectorType::get({2 * kLanes}, b.getF32Type());
-      Type element = cast<MemRefType>(w.values.getType()).getElementType();
-      SmallVector<Value> halves;
-      for (int64_t c = 0; c < kGroup; c += 2 * kLanes) {
-        Value at = kb.iadd(off, c);
-        Value xv = vector::LoadOp::create(b, loc, wide16, x, ValueRange{kb.iadd(xBase, at)});
-        Value wv = vector::LoadOp::create(b, loc, VectorType::get({2 * kLanes}, element),
-                                          w.values, ValueRange{kb.iadd(wBase, at)});
-        if (w.int8())
-          wv = arith::SIToFPOp::create(b, loc, wide16, wv);
-        else if (!element.isF32())
-          wv = arith::ExtFOp::create(b, loc, wide16, wv);
-        halves.push_back(arith::MulFOp::create(b, loc, xv, wv, fma));
-      }
-      Value sum = arith::AddFOp::create(b, loc, halves[0], halves[1], fma);
-      auto half = [&](int64_t at) {
-        return vector::ExtractStridedSliceOp::create(b, loc, sum, ArrayRef<int64_t>{at},
-                                                     ArrayRef<int64_t>{kLanes},
-                                                     ArrayRef<int64_t>{1})
-            .getResult();
-      };
-      return arith::AddFOp::create(b, loc, half(0), half(kLanes), fma).getResult();
-    }
     SmallVector<Value> terms;
-    for (int64_t c = 0; c < kGroup; c += kLanes) {
+    for (int64_t c = 0; c < kGroup; c += lanes) {
       Value at = kb.iadd(off, c);
       Value xv = vector::LoadOp::create(b, loc, wide, x, ValueRange{kb.iadd(xBase, at)});
-      terms.push_back(
-          arith::MulFOp::create(b, loc, xv, loadLanes(kb, w, kb.iadd(wBase, at)), fma));
+      Value wv = vector::LoadOp::create(b, loc, VectorType::get({lanes}, element), w.values,
+                                        ValueRange{kb.iadd(wBase, at)});
+      if (w.int8())
+        wv = arith::SIToFPOp::create(b, loc, wide, wv);
+      else if (!element.isF32())
+        wv = arith::ExtFOp::create(b, loc, wide, wv);
+      terms.push_back(arith::MulFOp::create(b, loc, xv, wv, fma));
     }
-    return arith::AddFOp::create(b, loc,
-                                 arith::AddFOp::create(b, loc, terms[0], terms[1], fma),
-                                 arith::AddFOp::create(b, loc, terms[2], terms[3], fma), fma)
-        .getResult();
+    while (terms.size() > 1) { // a tree: the adds of one level are independent
+      SmallVector<Value> next;
+      for (size_t i = 0; i + 1 < terms.size(); i += 2)
+        next.push_back(arith::AddFOp::create(b, loc, terms[i], terms[i + 1], fma));
+      terms = std::move(next);
+    }
+    return terms.front();
   };
   if (whole > 0) {
     Value zero = vector::BroadcastOp::create(b, loc, wide, kb.f32(0));
