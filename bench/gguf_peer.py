@@ -15,7 +15,7 @@ test/lib/set_spec.py does: num_attention_heads=5 gives small heads of 64
 channels, where its own are 40) for the CPU once per --fbt-weights (fbtc
 --inference-weights: the inference steps read the matrices as f32, bf16, or
 int8 with an f16 scale per group of 32, Q8_0's layout; int8a: int8 weights
-and --inference-activations int8, the decode steps' products in integers as
+and --inference-activations int8, every product by a weight in integers as
 llama.cpp's Q8_0 dot products; once more per --fbt-kv after the first, with
 fbtc --inference-kv-cache: "fbt int8a kv f16" is int8a with an f16 KV
 cache, llama.cpp's own default; with --fbt-cpu, fbtc --cpu: native compiles

@@ -791,7 +791,8 @@ def Fbt_QuantizedMatmulOp : Fbt_Op<"quantized_matmul", [Pure]> {
     `int8_activations` (int8 weights, CPU): the input rows are quantized too,
     per group of 32 by the same rule (d = max|x| / 127 in f32, q =
     x / d rounded to nearest even), and each group's product is an integer
-    dot product scaled by both groups' scales.
+    dot product scaled by both groups' scales. With it a product of any
+    number of rows (a prompt's) is one of these.
   }];
   let arguments = (ins Fbt_FloatTensor:$input, Fbt_WeightTensor:$weight,
                        Optional<Fbt_ScaleTensor>:$scales,

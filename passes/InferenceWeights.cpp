@@ -8,7 +8,8 @@
 // (decoding: the batch) becomes fbt.quantized_matmul, a generated kernel
 // that dequantizes each weight as it streams it; a wider one (a prefill's
 // prompt) dequantizes the weight into the arena and keeps its library GEMM,
-// which is faster there than any one-row kernel.
+// which is faster there than any one-row kernel. With int8 activations
+// every product is a quantized_matmul, multiplying in integers at any width.
 //
 //===----------------------------------------------------------------------===//
 
@@ -85,7 +86,10 @@ struct InferenceWeights : mlir::fbt::impl::FbtInferenceWeightsBase<InferenceWeig
       std::optional<unsigned> p = parameter(fn, gemm.getRhs());
       if (!p)
         continue;
-      bool few = gemm.getM() <= gemvRows;
+      // int8 activations: every product multiplies in integers, as
+      // llama.cpp's Q8_0 does, so that a prompt's rows and a decode step's
+      // round alike (the kernel quantizes a block of rows at a time).
+      bool few = gemm.getM() <= gemvRows || int8Activations;
       // f32: the parameter itself is the weight, and only the few-row
       // products change, to the generated kernel (a GEMV at decode), which
       // streams W once where BLAS's GEMM of one row does not keep up.

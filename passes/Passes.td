@@ -158,8 +158,9 @@ def FbtInferenceWeights : Pass<"fbt-inference-weights", "::mlir::ModuleOp"> {
     `bf16.<param>`. A GEMM of at most `gemv-rows` rows becomes
     `fbt.quantized_matmul` (a generated kernel that dequantizes as it reads);
     a wider one multiplies an `fbt.dequantize`d copy in its library GEMM.
-    With `activations=int8` (int8 weights only) each such quantized_matmul
-    is marked `int8_activations`. Training steps keep their f32 weights.
+    With `activations=int8` (int8 weights only) every product by a
+    parameter, however wide, becomes a quantized_matmul marked
+    `int8_activations`: prompts and decode steps multiply in integers alike. Training steps keep their f32 weights.
     `weights=f32` changes nothing, unless `f32-products`: then the few-row
     products read the f32 parameter in a quantized_matmul kernel.
   }];
@@ -173,9 +174,9 @@ def FbtInferenceWeights : Pass<"fbt-inference-weights", "::mlir::ModuleOp"> {
            "parameter run as quantized_matmul kernels reading the parameter "
            "(the CPU's: BLAS's one-row GEMM does not stream W as fast)">,
     Option<"activations", "activations", "std::string", /*default=*/"\"f32\"",
-           "int8: quantized_matmuls by int8 weights quantize their input rows "
-           "per group of 32 and multiply in integers (int8_activations); f32: "
-           "they multiply in f32">
+           "int8: every product by an int8 weight is a quantized_matmul that "
+           "quantizes its input rows per group of 32 and multiplies in "
+           "integers (int8_activations); f32: they multiply in f32">
   ];
   let dependentDialects = ["::mlir::fbt::FbtDialect"];
 }

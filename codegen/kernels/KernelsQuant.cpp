@@ -16,11 +16,12 @@
 //                     before its scale multiplies them. GPU: a block
 //                     per row of W, its threads striding along K (adjacent
 //                     threads read adjacent bytes), a block reduction.
-//                     With int8_activations (CPU): x's rows quantized per
-//                     group of 32 once, before the grid over W's rows, then
-//                     integer dot products (AVX2's pmaddubsw and pmaddwd, as
-//                     ggml's Q8_0; with AVX-512, two groups per 64 bytes)
-//                     scaled by both groups' scales.
+//                     With int8_activations (CPU, any number of rows): x's
+//                     rows quantized per group of 32, 32 rows at a time,
+//                     before a grid over W's rows, then integer dot
+//                     products (AVX2's pmaddubsw and pmaddwd, as ggml's
+//                     Q8_0; with AVX-512, two groups per 64 bytes, VNNI's
+//                     vpdpbusd on w + 128) scaled by both groups' scales.
 //   quantized_matmuls several products of one input (CPU): one grid over
 //                     all the weights' rows, the input quantized once.
 //   dequantize        W as f32, for the library GEMMs of wide prefills.
@@ -47,6 +48,9 @@ constexpr int64_t kGroup = ::fbt::weights::kGroup;
 constexpr int64_t kLanes = KernelBuilder::kVector;
 /// Knob::Prefetch's default for narrow weights, in bytes.
 constexpr int64_t kDefaultPrefetch = 8192;
+/// Rows of x quantized at a time by a product with int8 activations (a
+/// prompt's), each block then multiplied by every weight row.
+constexpr int64_t kRowBlock = 32;
 
 /// The weight a kernel reads: its buffers (scales null for bf16) and shape.
 struct NarrowWeight {
@@ -291,14 +295,14 @@ Value rowDotCpu(KernelBuilder &kb, const NarrowWeight &w, Value x, Value xBase, 
   return total;
 }
 
-/// x's `rows` rows of `k` values quantized per group of 32 into `xq` (int8)
-/// and `dx` (f32, a scale per group): d = max|x| / 127, q = x / d rounded to
+/// x's `count` rows of `k` values from row `first` quantized per group of 32
+/// into `xq` (int8) and `dx` (f32, a scale per group), from their row 0: d = max|x| / 127, q = x / d rounded to
 /// nearest even (x86's rounding, as ggml's AVX2 quantizes activations), 0
 /// where the group is all zero. Whole groups in vectors, the last lane by
 /// lane. With `offsets` (VNNI's unsigned weights, rowDotInt8), each whole
 /// group's -128 * d * sum(q) too: what w + 128 adds to the group's dot.
-void quantizeRows(KernelBuilder &kb, Value x, int64_t rows, int64_t k, Value xq, Value dx,
-                  Value offsets) {
+void quantizeRows(KernelBuilder &kb, Value x, Value first, Value count, int64_t k, Value xq,
+                  Value dx, Value offsets) {
   OpBuilder &b = kb.builder();
   Location loc = kb.location();
   auto wide = VectorType::get({kLanes}, b.getF32Type());
@@ -314,13 +318,15 @@ void quantizeRows(KernelBuilder &kb, Value x, int64_t rows, int64_t k, Value xq,
                                                                        : b.getI8Type(),
                                    math::RoundEvenOp::create(b, loc, v));
   };
-  kb.loop(rows, [&](Value m) {
+  kb.loop(kb.index(0), count, [&](Value m) {
+    Value from = kb.imul(kb.iadd(first, m), k); // x's row
     kb.loop(whole, [&](Value g) {
       Value base = kb.iadd(kb.imul(m, k), kb.imul(g, kGroup));
+      Value xBase = kb.iadd(from, kb.imul(g, kGroup));
       SmallVector<Value> xs;
       Value amax;
       for (int64_t c = 0; c < kGroup; c += kLanes) {
-        xs.push_back(vector::LoadOp::create(b, loc, wide, x, ValueRange{kb.iadd(base, c)}));
+        xs.push_back(vector::LoadOp::create(b, loc, wide, x, ValueRange{kb.iadd(xBase, c)}));
         Value a = math::AbsFOp::create(b, loc, xs.back());
         amax = amax ? arith::MaximumFOp::create(b, loc, amax, a).getResult() : a;
       }
@@ -341,16 +347,17 @@ void quantizeRows(KernelBuilder &kb, Value x, int64_t rows, int64_t k, Value xq,
     if (rest == 0)
       return;
     Value base = kb.iadd(kb.imul(m, k), whole * kGroup);
+    Value xBase = kb.iadd(from, whole * kGroup);
     Value amax = kb.fold(kb.index(0), kb.index(rest), ValueRange{kb.f32(0)},
                          [&](Value c, ValueRange carried) -> SmallVector<Value> {
-      Value a = math::AbsFOp::create(b, loc, kb.load(x, kb.iadd(base, c)));
+      Value a = math::AbsFOp::create(b, loc, kb.load(x, kb.iadd(xBase, c)));
       return {kb.max(carried[0], a)};
     })[0];
     auto [d, inv] = scaleOfMax(amax);
     kb.store(d, dx, kb.iadd(kb.imul(m, groups), whole));
     kb.loop(rest, [&](Value c) {
-      Value at = kb.iadd(base, c);
-      memref::StoreOp::create(b, loc, toInt8(kb.mul(kb.load(x, at), inv)), xq, ValueRange{at});
+      memref::StoreOp::create(b, loc, toInt8(kb.mul(kb.load(x, kb.iadd(xBase, c)), inv)), xq,
+                              ValueRange{kb.iadd(base, c)});
     });
   });
 }
@@ -522,9 +529,11 @@ int64_t rowThreads(KernelBuilder &kb, int64_t k) {
 
 /// The CPU's products of x (`rows` rows of K) by each weight of `ws` into
 /// its result in `ys`: one grid over all the weights' rows, one weight after
-/// another. With int8 activations x is quantized once, by the calling thread
+/// another. With int8 activations x is quantized by the calling thread
 /// before the grid, into its frame (scratch outside a grid), which the
-/// grid's threads share.
+/// grid's threads share: kRowBlock rows at a time, a grid per block, so
+/// that a prompt's product keeps a bounded frame and its block of rows in
+/// cache while the weights stream past.
 func::FuncOp buildCpuProducts(KernelBuilder &kb, Value x, int64_t rows,
                               ArrayRef<NarrowWeight> ws, ArrayRef<Value> ys,
                               bool int8Activations) {
@@ -540,32 +549,45 @@ func::FuncOp buildCpuProducts(KernelBuilder &kb, Value x, int64_t rows,
   int64_t k = ws.front().k, total = 0;
   for (const NarrowWeight &w : ws)
     total += w.n;
+  int64_t block = int8Activations ? std::min(rows, kRowBlock) : rows;
   Value xq, dx, offsets;
   if (int8Activations) {
-    xq = kb.scratch(rows * k, kb.builder().getI8Type());
-    dx = kb.scratch(rows * ws.front().groups());
+    xq = kb.scratch(block * k, kb.builder().getI8Type());
+    dx = kb.scratch(block * ws.front().groups());
     if (kb.cpuVectors() == CpuVectors::Avx512Vnni) // rowDotInt8's offsets
-      offsets = kb.scratch(rows * ws.front().groups());
-    quantizeRows(kb, x, rows, k, xq, dx, offsets);
+      offsets = kb.scratch(block * ws.front().groups());
   }
-  auto product = [&](const NarrowWeight &w, Value y, Value n) { // row n of w
-    kb.loop(rows, [&](Value m) {
-      Value dot = xq ? rowDotInt8(kb, w, xq, dx, offsets, m, n, prefetch)
-                     : rowDotCpu(kb, w, x, kb.imul(m, k), n, prefetch);
-      kb.store(dot, y, kb.iadd(kb.imul(m, w.n), n));
+  // Rows [first, first + count) of x, count <= block.
+  auto products = [&](Value first, Value count) {
+    if (xq)
+      quantizeRows(kb, x, first, count, k, xq, dx, offsets);
+    auto product = [&](const NarrowWeight &w, Value y, Value n) { // row n of w
+      kb.loop(kb.index(0), count, [&](Value m) {
+        Value dot = xq ? rowDotInt8(kb, w, xq, dx, offsets, m, n, prefetch)
+                       : rowDotCpu(kb, w, x, kb.imul(m, k), n, prefetch);
+        kb.store(dot, y, kb.iadd(kb.imul(kb.iadd(first, m), w.n), n));
+      });
+    };
+    kb.parallel(total, [&](Value r) {
+      if (ws.size() == 1)
+        return product(ws.front(), ys.front(), r);
+      int64_t first = 0;
+      for (auto [w, y] : llvm::zip(ws, ys)) {
+        Value n = kb.isub(r, kb.index(first)); // wraps below 0: then not below w.n
+        kb.ifThen(kb.icmp(arith::CmpIPredicate::ult, n, kb.index(w.n)),
+                  [&] { product(w, y, n); });
+        first += w.n;
+      }
     });
   };
-  kb.parallel(total, [&](Value r) {
-    if (ws.size() == 1)
-      return product(ws.front(), ys.front(), r);
-    int64_t first = 0;
-    for (auto [w, y] : llvm::zip(ws, ys)) {
-      Value n = kb.isub(r, kb.index(first)); // wraps below 0: then not below w.n
-      kb.ifThen(kb.icmp(arith::CmpIPredicate::ult, n, kb.index(w.n)),
-                [&] { product(w, y, n); });
-      first += w.n;
-    }
-  });
+  if (block == rows) {
+    products(kb.index(0), kb.index(rows));
+  } else {
+    kb.loop(kb.index(0), kb.index(rows), kb.index(block), [&](Value first) {
+      products(first, arith::MinUIOp::create(kb.builder(), kb.location(), kb.index(block),
+                                             kb.isub(kb.index(rows), first)));
+    });
+  }
   return kb.finish();
 }
 

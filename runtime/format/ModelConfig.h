@@ -63,8 +63,9 @@ struct ModelConfig {
     /// weights: what the inference steps read the weight matrices as
     /// (absent in bundles from before it: f32).
     WeightForm weights = WeightForm::F32;
-    /// activations: int8 where the decode steps' products by int8 weights
-    /// quantize their input rows too (the kernels do it; for reports).
+    /// activations: int8 where the inference steps' products by int8
+    /// weights quantize their input rows too (the kernels do it; for
+    /// reports).
     WeightForm activations = WeightForm::F32;
     /// kv_cache: how the decode steps' KV cache is stored (absent in
     /// bundles from before it: f32).

@@ -83,23 +83,15 @@ def quantized_rows(x):
     return torch.from_numpy(out.astype(np.float64))
 
 
-def with_int8_activations(prompt_len):
-    """Products quantize the rows the steps multiply few at a time: the
-    decode steps' (positions from prompt_len on, of the standard forward's
-    [B, T, K] inputs), and the head's from the prompt's last position on
-    (the prefill's head takes each sequence's last row). The prompt's other
-    products are the prefill's wide ones, a library GEMM in f32."""
+def with_int8_activations():
+    """Every product by a weight quantizes its input rows, the prefill's
+    and the decode steps' alike (the head's too)."""
     product = R.linear
 
-    def quantized_from(start):
-        def linear(x, w):
-            x = x.clone()
-            x[:, start:] = quantized_rows(x[:, start:])
-            return product(x, w)
-        return linear
-    R.linear = quantized_from(prompt_len)
-    head = quantized_from(prompt_len - 1)
-    R.head = lambda p, cfg, h: head(R.rms_norm(h, p["model.norm.weight"], cfg.eps), HEAD[0])
+    def linear(x, w):
+        return product(quantized_rows(x), w)
+    R.linear = linear
+    R.head = lambda p, cfg, h: linear(R.rms_norm(h, p["model.norm.weight"], cfg.eps), HEAD[0])
 
 
 HEAD = [None]  # the head's weight as the steps read it (with_inference_weights)
@@ -174,7 +166,7 @@ def main():
     if args.activations == "int8":
         if args.mode != "standard":
             ap.error("--activations int8 is for --mode standard")
-        with_int8_activations(1)
+        with_int8_activations()
     R.KV_CACHE_F16 = args.kv_cache == "f16"
     worst, failed = 0.0, False
     for b, (row, plen) in enumerate(zip(rows, prompt_lengths)):

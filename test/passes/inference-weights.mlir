@@ -42,11 +42,13 @@
 // F32-PRODUCTS: fbt.gemm %arg1, %arg0 {k = 80 : i64, m = 17 : i64
 // F32-PRODUCTS: fbt.quantized_matmul %arg2, %arg0 : (tensor<16x80xf32>, tensor<32x80xf32>) -> tensor<16x32xf32>
 // BAD: fbt-inference-weights: weights must be one of "f32", "bf16", "int8", not 'int4'
-// With int8 activations the few-row products say so; the wide ones do not.
+// With int8 activations every product multiplies in integers, the wide
+// ones too: nothing is dequantized.
 // A8-LABEL: func.func @decode
 // A8: fbt.quantized_matmul %arg1, %arg5, %arg6 {int8_activations} :
 // A8-LABEL: func.func @prefill
-// A8: fbt.dequantize %arg2, %arg3 :
+// A8-NOT: fbt.dequantize
+// A8: fbt.quantized_matmul %arg0, %arg2, %arg3 {int8_activations} : (tensor<17x80xf32>
 // A8: fbt.quantized_matmul %arg1, %arg2, %arg3 {int8_activations} :
 // A8-BAD: fbt-inference-weights: activations must be "f32", or "int8" with int8 weights, not 'int8'
 func.func @decode(%W: tensor<32x80xf32> {fbt.param, fbt.name = "W"},

@@ -31,7 +31,7 @@ int runInspect(int argc, char **argv) {
               m.name.c_str(), (long long)m.vocabSize, (long long)m.hiddenSize,
               (long long)m.numHiddenLayers, (long long)m.numAttentionHeads,
               (long long)m.intermediateSize, kindName(m.feedback.fusion));
-  std::printf("inference weights %s, activations %s (the decode steps' products), "
+  std::printf("inference weights %s, activations %s (the products by weights), "
               "KV cache %s\n",
               kindName(m.inference.weights), kindName(m.inference.activations),
               kindName(m.inference.kvCache));

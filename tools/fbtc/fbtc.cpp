@@ -124,8 +124,9 @@ cl::opt<std::string> inferenceWeights(
 cl::opt<std::string> inferenceActivations(
     "inference-activations",
     cl::desc("With int8 inference weights on the CPU: 'int8' quantizes the "
-             "input rows of the decode steps' products per group of 32 too and "
-             "multiplies in integers (int8 dot products, as llama.cpp's Q8_0), "
+             "input rows of every product by a weight (prompts and decode steps) "
+             "per group of 32 too and multiplies in integers (int8 dot products, "
+             "as llama.cpp's Q8_0), "
              "'f32' (default) multiplies the f32 rows; overrides the spec's "
              "inference.activations"),
     cl::value_desc("form"), cl::cat(category));
