@@ -7,12 +7,14 @@ of its own (scripts/build.sh there, or a git worktree), then pass it as
 
 usage: /usr/bin/python3 bench/ab_builds.py --baseline BUILD_DIR [--labels BASE,NEW]
            [--spec specs/small.json] [--forms f32,bf16,int8,int8a] [--threads 1,2]
-           [--rounds 5] [--prompt 256] [--tokens 64] [--cpu NAME] [--json OUT.json]
+           [--rounds 5] [--prompt 256] [--tokens 64] [--cpu NAME] [--measure decode|prefill]
+           [--json OUT.json]
        /usr/bin/python3 bench/ab_builds.py --from OUT.json   (the table again)
 
 Prints, per form and thread count, the median ms/token of each build (with
 their ranges) and the median of each round's baseline/new ratio (above 1: the
-new build is faster). The new build is FBT_BUILD_DIR (default build/); both
+new build is faster); with --measure prefill, the prompt's prefill tokens/s
+instead, and new/baseline (above 1 again: the new build is faster). The new build is FBT_BUILD_DIR (default build/); both
 hold tools/fbtc/fbtc and tools/fbt/fbt. Forms as in gguf_peer.py (int8a:
 int8 weights and int8 activations); --cpu is fbtc's for both (default: its
 portable x86-64-v3; native: this CPU's).
@@ -25,7 +27,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from alternating import (alternating_rows, checked_forms, decode_ms, finish, parse,  # noqa: E402
-                         table)
+                         prefill_rate, table)
 from gguf_peer import BUILD, FORM_OPTIONS, run  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -34,6 +36,15 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def summary(raw):
     base, new = raw["labels"]
     cpu = ", compiled for --cpu=%s" % raw["cpu"] if raw.get("cpu") else ""
+    if raw.get("measure") == "prefill":
+        lines = ["`%s`: %s, batch 1, prefill of a %d-token prompt, %s against %s%s; medians of "
+                 "%d alternating rounds (range in parentheses)" % (
+                     " ".join(raw["command"]), raw["spec"], raw["prompt"], new, base, cpu,
+                     raw["rounds"]),
+                 ""]
+        lines += table(raw["rows"], ("baseline", base), ("new", new), ("new", "baseline"),
+                       unit="tokens/s")
+        return "\n".join(lines)
     lines = ["`%s`: %s, batch 1, %d prompt and %d decoded tokens, %s against %s%s; medians of "
              "%d alternating rounds (range in parentheses)" % (
                  " ".join(raw["command"]), raw["spec"], raw["prompt"], raw["tokens"], new,
@@ -61,6 +72,8 @@ def main():
     ap.add_argument("--forms", default="f32,bf16,int8,int8a")
     ap.add_argument("--prompt", type=int, default=256)
     ap.add_argument("--cpu", help="fbtc --cpu for both builds' bundles (native: this CPU's)")
+    ap.add_argument("--measure", choices=("decode", "prefill"), default="decode",
+                    help="what to time: decode ms/token, or the prompt's prefill tokens/s")
     args = parse(ap, summary)
     if not args:
         return
@@ -76,6 +89,8 @@ def main():
            "rounds": args.rounds, "rows": []}
     if args.cpu:
         raw["cpu"] = args.cpu
+    if args.measure == "prefill":
+        raw["measure"] = "prefill"
     with tempfile.TemporaryDirectory(prefix="ab-builds-") as work:
         bundles = {}
         for form in forms:
@@ -86,6 +101,8 @@ def main():
                 bundles[form, which] = path
 
         def decode(form, which, threads):
+            if args.measure == "prefill":
+                return prefill_rate(builds[which][1], bundles[form, which], threads, args.prompt)
             return decode_ms(builds[which][1], bundles[form, which], threads, args.prompt,
                              args.tokens)
 

@@ -61,6 +61,15 @@ def decode_ms(fbt, bundle, threads, prompt, tokens):
     return json.loads(out)["ms_per_token"]
 
 
+def prefill_rate(fbt, bundle, threads, prompt):
+    """Batch-1 prefill tokens/s of `bundle` over a `prompt`-token prompt:
+    `fbt bench --decode standard`'s prefill, default kernels."""
+    out = subprocess.run([fbt, "bench", bundle, "--decode", "standard", "--threads",
+                          str(threads), "--steps", "1", "--tokens", str(prompt), "--no-tune"],
+                         check=True, capture_output=True, text=True).stdout
+    return json.loads(out)["prefill_tokens_per_s"]
+
+
 def time_sides(args, raw, forms, sides, prompt, tokens, summary, note=None):
     """What fuse_products.py and cpu_target.py do: each form of `forms`
     compiled once per side (`sides`: {side: [fbtc option, ...]}, two) from
@@ -107,18 +116,19 @@ def alternating_rows(forms, threads, rounds, sides, decode):
     return rows
 
 
-def table(rows, first, second, ratio):
-    """Markdown: per row, the median ms/token (and range) of the sides
+def table(rows, first, second, ratio, unit="ms/token"):
+    """Markdown: per row, the median `unit` (and range) of the sides
     `first` and `second` ((key, label) each), then the median of each
     round's ratio (numerator key, denominator key)."""
-    lines = ["| form | threads | %s ms/token | %s ms/token | %s / %s |" % (
-                 first[1], second[1], dict([first, second])[ratio[0]],
+    lines = ["| form | threads | %s %s | %s %s | %s / %s |" % (
+                 first[1], unit, second[1], unit, dict([first, second])[ratio[0]],
                  dict([first, second])[ratio[1]]),
              "|---|---|---|---|---|"]
     for row in rows:
         a, b = row[first[0]], row[second[0]]
         r = statistics.median(x / y for x, y in zip(row[ratio[0]], row[ratio[1]]))
-        lines.append("| %s | %d | %.3f (%.3f-%.3f) | %.3f (%.3f-%.3f) | %.2f |" % (
+        figure = "%.3f (%.3f-%.3f)" if unit == "ms/token" else "%.0f (%.0f-%.0f)"
+        lines.append(("| %s | %d | " + figure + " | " + figure + " | %.2f |") % (
             row["form"], row["threads"], statistics.median(a), min(a), max(a),
             statistics.median(b), min(b), max(b), r))
     return lines

@@ -2,7 +2,7 @@
 """What lower-precision inference weights cost in held-out loss, per regime.
 
     /usr/bin/python3 scripts/quant_quality.py --bundle M.fbtb --run DIR [--run DIR ...]
-        [--windows 1024] [--split test] [--json OUT.json]
+        [--windows 1024] [--split test] [--prompt-fraction F] [--json OUT.json]
     /usr/bin/python3 scripts/quant_quality.py --compiled f32=A.fbtb --compiled int8=B.fbtb
         [--compiled bf16=C.fbtb] --run DIR [--run DIR ...] [--prompt TEXT] [--json OUT.json]
     /usr/bin/python3 scripts/quant_quality.py --from OUT.json   (the table again)
@@ -94,9 +94,12 @@ def rounded(name, w, form):
     raise ValueError(form)
 
 
-def evaluate(fbt, bundle, ckpt, run, windows, split):
-    """fbt eval's loss per regime, on the run's own data and parts."""
+def evaluate(fbt, bundle, ckpt, run, windows, split, prompt_fraction=None):
+    """fbt eval's loss per regime, on the run's own data and parts (each
+    window's first `prompt_fraction` prefilled, fbt eval's 0.25 if None)."""
     data = []
+    if prompt_fraction is not None:
+        data = ["--prompt-fraction", repr(prompt_fraction)]
     if run.get("data"):
         data = ["--data", run["data"], "--val-fraction", repr(run.get("val_fraction", 0.1)),
                 "--test-fraction", repr(run.get("test_fraction", 0.1))]
@@ -137,7 +140,8 @@ def compiled(args):
         ckpt = os.path.join(run, "latest.safetensors")
         with open(os.path.join(run, "run.json")) as f:
             recorded = json.load(f)
-        results[run] = {form: evaluate(args.fbt, bundle, ckpt, recorded, args.windows, args.split)
+        results[run] = {form: evaluate(args.fbt, bundle, ckpt, recorded, args.windows, args.split,
+                                       args.prompt_fraction)
                         for form, bundle in bundles.items()}
         if args.spec:
             results[run]["training"] = training(args.fbt, args.spec, run)
@@ -159,6 +163,9 @@ def main():
     ap.add_argument("--from", dest="saved", help="print the table of a --json file and stop")
     ap.add_argument("--windows", type=int, default=1024)
     ap.add_argument("--split", default="test")
+    ap.add_argument("--prompt-fraction", type=float,
+                    help="each window's first F is the prompt the regimes prefill (fbt eval "
+                         "--prompt-fraction; its default 0.25)")
     ap.add_argument("--json", help="also write the raw results here")
     ap.add_argument("--compiled", action="append", metavar="FORM=BUNDLE",
                     help="score with this bundle of inference weights FORM (repeatable)")
@@ -170,6 +177,7 @@ def main():
         with open(args.saved) as f:
             saved = json.load(f)
         args.windows, args.split = saved["windows"], saved["split"]
+        args.prompt_fraction = saved.get("prompt_fraction")
         print(table(saved["runs"], args, saved["forms"],
                     experiment_training(args.saved, saved.get("training_from"))))
         return
@@ -195,7 +203,8 @@ def main():
                 st.save_file({n: rounded(n, w, form) for n, w in tensors.items()}, path,
                              metadata)
                 results[run][form] = evaluate(args.fbt, args.bundle, path, recorded,
-                                              args.windows, args.split)
+                                              args.windows, args.split,
+                                              args.prompt_fraction)
                 print("%s %s: %s" % (run, form, " ".join(
                     "%s %.4f" % (r, results[run][form][r]) for r in REGIMES)), flush=True)
     report(results, args, FORMS)
@@ -240,10 +249,12 @@ def table(results, args, forms, given_training=None):
     t-interval over the runs; the runs' training tokens and FLOPs; with
     greedy text, how often it is the f32 bundle's."""
     runs = list(results)
-    lines = ["%d runs (%s), %d windows of the %s part; loss (nats per token), mean over the "
+    prompt = ("" if getattr(args, "prompt_fraction", None) is None else
+              ", each window's first %g prefilled" % args.prompt_fraction)
+    lines = ["%d runs (%s), %d windows of the %s part%s; loss (nats per token), mean over the "
              "runs, and its change from f32 in percent: mean [95%% t-interval], largest"
              % (len(runs), ", ".join(seed_of(r) for r in runs), args.windows,
-                args.split)]
+                args.split, prompt)]
     line = trained(results, given_training)
     if line:
         lines.append(line)
@@ -272,8 +283,11 @@ def table(results, args, forms, given_training=None):
 def save(results, args, forms):
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"command": sys.argv, "windows": args.windows, "split": args.split,
-                       "regimes": REGIMES, "forms": forms, "runs": results}, f, indent=1)
+            saved = {"command": sys.argv, "windows": args.windows, "split": args.split,
+                     "regimes": REGIMES, "forms": forms, "runs": results}
+            if args.prompt_fraction is not None:
+                saved["prompt_fraction"] = args.prompt_fraction
+            json.dump(saved, f, indent=1)
 
 
 if __name__ == "__main__":
