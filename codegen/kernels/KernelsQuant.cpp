@@ -51,6 +51,13 @@ constexpr int64_t kDefaultPrefetch = 8192;
 /// Rows of x quantized at a time by a product with int8 activations (a
 /// prompt's), each block then multiplied by every weight row.
 constexpr int64_t kRowBlock = 32;
+/// Rows of a block that multiply one weight row at once, its bytes read
+/// and prepared once for all of them, where the CPU has AVX-512's 32
+/// vector registers: AVX2's 16 spill with two rows' accumulators and
+/// scales (bench/results/ab-small-a8-rows.md).
+int64_t rowsAtOnce(KernelBuilder &kb) { return kb.cpuVectors() == CpuVectors::Avx2 ? 1 : 2; }
+
+using Values = SmallVector<Value>;
 
 /// The weight a kernel reads: its buffers (scales null for bf16) and shape.
 struct NarrowWeight {
@@ -133,8 +140,10 @@ Value chunkScales(KernelBuilder &kb, const NarrowWeight &w, Value n, Value g0, i
   return scaleLanes(kb, w, n, g0);
 }
 
-/// acc + sum over the `whole` whole groups g of term(g) (a vector as wide
-/// as acc) times g's scale broadcast, in the order of g (CPU). A scale
+/// Per accumulator of `accs` (one per row of x the caller multiplies at
+/// once, each callback giving a value per accumulator): acc + sum over
+/// the `whole` whole groups g of term(g) (a vector as wide as acc) times
+/// g's scale broadcast, in the order of g (CPU). A scale
 /// loaded, widened and broadcast one group at a time costs as many
 /// instructions as the group's int8 dot product: here lanes(g0) gives the
 /// scales of 8 groups [g0, g0 + 8) as one vector, each group's lane
@@ -146,51 +155,61 @@ Value chunkScales(KernelBuilder &kb, const NarrowWeight &w, Value n, Value g0, i
 /// where given, is added once per 8 groups, right after lanes(g0): `seen` is
 /// how many of those 8 an earlier chunk already covered (the last chunk's
 /// overlap), whose lanes it must leave out.
-Value sumScaledGroups(KernelBuilder &kb, Value acc, int64_t whole,
-                      function_ref<Value(Value)> term, function_ref<Value(Value)> lanes,
-                      function_ref<Value(Value)> single, int64_t per = 1,
-                      function_ref<Value(Value, int64_t)> chunkTerm = nullptr) {
+Values sumScaledGroups(KernelBuilder &kb, Values accs, int64_t whole,
+                       function_ref<Values(Value)> term, function_ref<Values(Value)> lanes,
+                       function_ref<Values(Value)> single, int64_t per = 1,
+                       function_ref<Values(Value, int64_t)> chunkTerm = nullptr) {
   OpBuilder &b = kb.builder();
   Location loc = kb.location();
-  auto wide = cast<VectorType>(acc.getType());
+  auto wide = cast<VectorType>(accs.front().getType());
   int64_t width = wide.getNumElements();
   auto fma = arith::FastMathFlags::contract;
-  auto add = [&](Value a, Value g, Value s) {
-    return arith::AddFOp::create(b, loc, a, arith::MulFOp::create(b, loc, term(g), s, fma), fma)
-        .getResult();
+  auto addAll = [&](Values &to, const Values &terms, const Values &scales) {
+    for (auto [a, t, sc] : llvm::zip(to, terms, scales))
+      a = arith::AddFOp::create(b, loc, a, arith::MulFOp::create(b, loc, t, sc, fma), fma);
   };
-  auto lane = [&](Value scales, int64_t i) {
+  auto addTerms = [&](Values &to, const Values &terms) {
+    for (auto [a, t] : llvm::zip(to, terms))
+      a = arith::AddFOp::create(b, loc, a, t, fma);
+  };
+  auto lane = [&](const Values &scales, int64_t i) {
     SmallVector<int64_t> mask;
     for (int64_t j = 0; j < per; ++j)
       mask.append(width / per, i + j);
-    return vector::ShuffleOp::create(b, loc, scales, scales, mask).getResult();
+    Values out;
+    for (Value sc : scales)
+      out.push_back(vector::ShuffleOp::create(b, loc, sc, sc, mask));
+    return out;
   };
   assert(whole % per == 0 && (per == 1 || whole >= kLanes) && "whole pairs of 8 groups or more");
   if (whole < kLanes) {
-    for (int64_t g = 0; g < whole; ++g)
-      acc = add(acc, kb.index(g), vector::BroadcastOp::create(b, loc, wide, single(kb.index(g))));
-    return acc;
+    for (int64_t g = 0; g < whole; ++g) {
+      Values broadcast;
+      for (Value sc : single(kb.index(g)))
+        broadcast.push_back(vector::BroadcastOp::create(b, loc, wide, sc));
+      addAll(accs, term(kb.index(g)), broadcast);
+    }
+    return accs;
   }
   int64_t chunks = whole / kLanes;
-  acc = kb.fold(kb.index(0), kb.index(chunks), ValueRange{acc},
-                [&](Value c, ValueRange carried) -> SmallVector<Value> {
-    Value g0 = kb.imul(c, kLanes), scales = lanes(g0), a = carried[0];
+  accs = kb.fold(kb.index(0), kb.index(chunks), accs,
+                 [&](Value c, ValueRange carried) -> Values {
+    Value g0 = kb.imul(c, kLanes);
+    Values scales = lanes(g0), a(carried.begin(), carried.end());
     if (chunkTerm)
-      a = arith::AddFOp::create(b, loc, a, chunkTerm(g0, 0), fma);
+      addTerms(a, chunkTerm(g0, 0));
     for (int64_t i = 0; i < kLanes; i += per)
-      a = add(a, kb.iadd(g0, i), lane(scales, i));
-    return {a};
-  })[0];
+      addAll(a, term(kb.iadd(g0, i)), lane(scales, i));
+    return a;
+  });
   if (int64_t first = chunks * kLanes; first < whole) {
-    Value scales = lanes(kb.index(whole - kLanes));
+    Values scales = lanes(kb.index(whole - kLanes));
     if (chunkTerm)
-      acc = arith::AddFOp::create(b, loc, acc,
-                                  chunkTerm(kb.index(whole - kLanes), first - (whole - kLanes)),
-                                  fma);
+      addTerms(accs, chunkTerm(kb.index(whole - kLanes), first - (whole - kLanes)));
     for (int64_t g = first; g < whole; g += per)
-      acc = add(acc, kb.index(g), lane(scales, g - (whole - kLanes)));
+      addAll(accs, term(kb.index(g)), lane(scales, g - (whole - kLanes)));
   }
-  return acc;
+  return accs;
 }
 
 /// W[n, k] as f32, scaled.
@@ -276,9 +295,9 @@ Value rowDotCpu(KernelBuilder &kb, const NarrowWeight &w, Value x, Value xBase, 
     Value acc =
         w.int8()
             ? sumScaledGroups(
-                  kb, zero, whole, groupDot,
-                  [&](Value g0) { return chunkScales(kb, w, n, g0, prefetch); },
-                  [&](Value g) { return scaleOf(kb, w, n, g); })
+                  kb, {zero}, whole, [&](Value g) -> Values { return {groupDot(g)}; },
+                  [&](Value g0) -> Values { return {chunkScales(kb, w, n, g0, prefetch)}; },
+                  [&](Value g) -> Values { return {scaleOf(kb, w, n, g)}; })[0]
             : kb.fold(kb.index(0), kb.index(whole), ValueRange{zero},
                       [&](Value g, ValueRange carried) -> SmallVector<Value> {
                         return {arith::AddFOp::create(b, loc, carried[0], groupDot(g), fma)};
@@ -299,7 +318,7 @@ Value rowDotCpu(KernelBuilder &kb, const NarrowWeight &w, Value x, Value xBase, 
 /// into `xq` (int8) and `dx` (f32, a scale per group), from their row 0: d = max|x| / 127, q = x / d rounded to
 /// nearest even (x86's rounding, as ggml's AVX2 quantizes activations), 0
 /// where the group is all zero. Whole groups in vectors, the last lane by
-/// lane. With `offsets` (VNNI's unsigned weights, rowDotInt8), each whole
+/// lane. With `offsets` (VNNI's unsigned weights, rowsDotInt8), each whole
 /// group's -128 * d * sum(q) too: what w + 128 adds to the group's dot.
 void quantizeRows(KernelBuilder &kb, Value x, Value first, Value count, int64_t k, Value xq,
                   Value dx, Value offsets) {
@@ -370,45 +389,59 @@ Value x86(KernelBuilder &kb, StringRef intrinsic, Type result, ValueRange args) 
       .getResult(0);
 }
 
-/// The 64 products of groups g and g + 1 of W's row and x's (flat offsets
-/// `wBase`, `xBase`), unscaled: 16 lanes of f32, each group's in 8 (AVX-512BW,
-/// and VNNI where the CPU has it).
-Value pairDot(KernelBuilder &kb, const NarrowWeight &w, Value xq, Value wBase, Value xBase,
-              Value g) {
+/// The 64 products of groups g and g + 1 of W's row (flat offset `wBase`)
+/// and of each row of x (flat offsets `xBases`), unscaled: per row, 16
+/// lanes of f32, each group's in 8 (AVX-512BW, and VNNI where the CPU has
+/// it). W's bytes are read and prepared once for every row.
+Values pairDot(KernelBuilder &kb, const NarrowWeight &w, Value xq, Value wBase,
+               ArrayRef<Value> xBases, Value g) {
   OpBuilder &b = kb.builder();
   Location loc = kb.location();
   auto bytes = VectorType::get({2 * kGroup}, b.getI8Type());
   auto ints = VectorType::get({2 * kLanes}, b.getI32Type());
+  auto floats = VectorType::get({2 * kLanes}, b.getF32Type());
   Value off = kb.imul(g, kGroup);
   Value wv = vector::LoadOp::create(b, loc, bytes, w.values, ValueRange{kb.iadd(wBase, off)});
-  Value xv = vector::LoadOp::create(b, loc, bytes, xq, ValueRange{kb.iadd(xBase, off)});
+  auto xAt = [&](Value xBase) {
+    return vector::LoadOp::create(b, loc, bytes, xq, ValueRange{kb.iadd(xBase, off)});
+  };
+  Values out;
   if (kb.cpuVectors() == CpuVectors::Avx512Vnni) {
     // w + 128 as unsigned bytes (w xor 0x80) times x as it is: no sign to
     // move, and x's own -128 * sum added back per group (quantizeRows'
-    // offsets, rowDotInt8).
+    // offsets, rowsDotInt8).
     Value bias = arith::ConstantOp::create(
         b, loc, DenseElementsAttr::get(bytes, Attribute(b.getI8IntegerAttr(-128))));
     Value none = arith::ConstantOp::create(
         b, loc, DenseElementsAttr::get(ints, Attribute(b.getI32IntegerAttr(0))));
-    Value sum = x86(kb, "llvm.x86.avx512.vpdpbusd.512", ints,
-                    {none, arith::XOrIOp::create(b, loc, wv, bias), xv});
-    return arith::SIToFPOp::create(b, loc, VectorType::get({2 * kLanes}, b.getF32Type()), sum);
+    Value unsignedW = arith::XOrIOp::create(b, loc, wv, bias);
+    for (Value xBase : xBases)
+      out.push_back(arith::SIToFPOp::create(
+          b, loc, floats,
+          x86(kb, "llvm.x86.avx512.vpdpbusd.512", ints, {none, unsignedW, xAt(xBase)})));
+    return out;
   }
   Value zero = arith::ConstantOp::create(b, loc, DenseElementsAttr::get(
                                                      bytes, Attribute(b.getI8IntegerAttr(0))));
   Value magnitude = math::AbsIOp::create(b, loc, wv);
   Value negative = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, wv, zero);
-  Value signedX = arith::SelectOp::create(b, loc, negative,
-                                          arith::SubIOp::create(b, loc, zero, xv), xv);
   auto shorts = VectorType::get({kGroup}, b.getI16Type());
   Value ones = arith::ConstantOp::create(
       b, loc, DenseElementsAttr::get(shorts, Attribute(b.getI16IntegerAttr(1))));
-  Value pairs = x86(kb, "llvm.x86.avx512.pmaddubs.w.512", shorts, {magnitude, signedX});
-  Value sum = x86(kb, "llvm.x86.avx512.pmaddw.d.512", ints, {pairs, ones});
-  return arith::SIToFPOp::create(b, loc, VectorType::get({2 * kLanes}, b.getF32Type()), sum);
+  for (Value xBase : xBases) {
+    Value xv = xAt(xBase);
+    Value signedX = arith::SelectOp::create(b, loc, negative,
+                                            arith::SubIOp::create(b, loc, zero, xv), xv);
+    Value pairs = x86(kb, "llvm.x86.avx512.pmaddubs.w.512", shorts, {magnitude, signedX});
+    Value sum = x86(kb, "llvm.x86.avx512.pmaddw.d.512", ints, {pairs, ones});
+    out.push_back(arith::SIToFPOp::create(b, loc, floats, sum));
+  }
+  return out;
 }
 
-/// sum_k xq[m, k] * W[n, k] times their scales (int8 activations, CPU), as
+/// For each row m of `ms`: sum_k xq[m, k] * W[n, k] times their scales
+/// (int8 activations, CPU), W's row read and its bytes prepared once for
+/// all of them (a prompt's rows share them: rowsAtOnce), as
 /// ggml's AVX2 Q8_0 dot: per whole group, the 32 bytes of each side in one
 /// vector; |w| (unsigned) times x with w's sign moved onto it, adjacent
 /// pairs summed in i16 (pmaddubsw: exact, as |w| <= 128 and |x| <= 127),
@@ -425,8 +458,8 @@ Value pairDot(KernelBuilder &kb, const NarrowWeight &w, Value xq, Value wBase, V
 /// scales, 8 groups per multiply-add: 55 instructions per row of 320
 /// weights instead of 83 (the f32 result differs from the exact
 /// integers' by the rounding of that subtraction).
-Value rowDotInt8(KernelBuilder &kb, const NarrowWeight &w, Value xq, Value dx, Value offsets,
-                 Value m, Value n, int64_t prefetch) {
+Values rowsDotInt8(KernelBuilder &kb, const NarrowWeight &w, Value xq, Value dx, Value offsets,
+                   ArrayRef<Value> ms, Value n, int64_t prefetch) {
   OpBuilder &b = kb.builder();
   Location loc = kb.location();
   auto wide = VectorType::get({kLanes}, b.getF32Type());
@@ -435,33 +468,47 @@ Value rowDotInt8(KernelBuilder &kb, const NarrowWeight &w, Value xq, Value dx, V
   auto ints = VectorType::get({kGroup / 4}, b.getI32Type());
   static_assert(kGroup / 4 == kLanes, "a group's i32 pair sums fill one f32 vector");
   int64_t groups = w.groups(), whole = w.k / kGroup, rest = w.k % kGroup;
-  Value wBase = kb.imul(n, w.k), xBase = kb.imul(m, w.k);
-  auto scale = [&](Value g) {
-    return kb.mul(scaleOf(kb, w, n, g), kb.load(dx, kb.iadd(kb.imul(m, groups), g)));
+  Value wBase = kb.imul(n, w.k);
+  Values xBases, scaleBases; // each row's bytes and scales in xq and dx
+  for (Value m : ms) {
+    xBases.push_back(kb.imul(m, w.k));
+    scaleBases.push_back(kb.imul(m, groups));
+  }
+  auto scale = [&](Value g) { // w's scale times each row's
+    Value sw = scaleOf(kb, w, n, g);
+    Values out;
+    for (Value at : scaleBases)
+      out.push_back(kb.mul(sw, kb.load(dx, kb.iadd(at, g))));
+    return out;
   };
-  Value total = kb.f32(0);
+  Values totals(ms.size(), kb.f32(0));
   if (whole > 0) {
     Value zero = vector::BroadcastOp::create(b, loc, wide, kb.f32(0));
     Value ones = arith::ConstantOp::create(
         b, loc, DenseElementsAttr::get(shorts, Attribute(b.getI16IntegerAttr(1))));
-    auto groupDot = [&](Value g) { // the group's 32 products in 8 lanes, unscaled
+    auto groupDot = [&](Value g) { // the group's 32 products in 8 lanes per row, unscaled
       Value off = kb.imul(g, kGroup);
       Value wv = vector::LoadOp::create(b, loc, bytes, w.values, ValueRange{kb.iadd(wBase, off)});
-      Value xv = vector::LoadOp::create(b, loc, bytes, xq, ValueRange{kb.iadd(xBase, off)});
       Value magnitude = x86(kb, "llvm.x86.avx2.psign.b", bytes, {wv, wv});
-      Value signedX = x86(kb, "llvm.x86.avx2.psign.b", bytes, {xv, wv});
-      Value pairs = x86(kb, "llvm.x86.avx2.pmadd.ub.sw", shorts, {magnitude, signedX});
-      Value sum = x86(kb, "llvm.x86.avx2.pmadd.wd", ints, {pairs, ones});
-      return arith::SIToFPOp::create(b, loc, wide, sum).getResult();
-    };
-    auto xLanes = [&](Value g0) { // x's scales of groups [g0, g0 + 8)
-      return vector::LoadOp::create(b, loc, wide, dx, ValueRange{kb.iadd(kb.imul(m, groups), g0)})
-          .getResult();
+      Values out;
+      for (Value xBase : xBases) {
+        Value xv = vector::LoadOp::create(b, loc, bytes, xq, ValueRange{kb.iadd(xBase, off)});
+        Value signedX = x86(kb, "llvm.x86.avx2.psign.b", bytes, {xv, wv});
+        Value pairs = x86(kb, "llvm.x86.avx2.pmadd.ub.sw", shorts, {magnitude, signedX});
+        Value sum = x86(kb, "llvm.x86.avx2.pmadd.wd", ints, {pairs, ones});
+        out.push_back(arith::SIToFPOp::create(b, loc, wide, sum));
+      }
+      return out;
     };
     Value wScales; // the last chunk's, for its offsets
-    auto lanes = [&](Value g0) {
+    auto lanes = [&](Value g0) { // w's scales of groups [g0, g0 + 8) times each row's
       wScales = chunkScales(kb, w, n, g0, prefetch);
-      return arith::MulFOp::create(b, loc, wScales, xLanes(g0)).getResult();
+      Values out;
+      for (Value at : scaleBases)
+        out.push_back(arith::MulFOp::create(
+            b, loc, wScales,
+            vector::LoadOp::create(b, loc, wide, dx, ValueRange{kb.iadd(at, g0)})));
+      return out;
     };
     auto wide16 = VectorType::get({2 * kLanes}, b.getF32Type());
     // VNNI's pairs read w + 128 (pairDot): each group's dot then carries
@@ -469,55 +516,71 @@ Value rowDotInt8(KernelBuilder &kb, const NarrowWeight &w, Value xq, Value dx, V
     // quantizeRows' offsets take back out, 8 groups in one multiply-add
     // (the groups an earlier chunk covered left out).
     auto offsetTerm = [&](Value g0, int64_t seen) {
-      Value o = vector::LoadOp::create(b, loc, wide, offsets,
-                                       ValueRange{kb.iadd(kb.imul(m, groups), g0)});
-      Value t = arith::MulFOp::create(b, loc, wScales, o);
+      Value mask;
       if (seen > 0) {
         SmallVector<bool> fresh;
         for (int64_t i = 0; i < kLanes; ++i)
           fresh.push_back(i >= seen);
-        Value mask = arith::ConstantOp::create(
+        mask = arith::ConstantOp::create(
             b, loc, DenseElementsAttr::get(VectorType::get({kLanes}, b.getI1Type()),
                                            ArrayRef<bool>(fresh)));
-        t = arith::SelectOp::create(b, loc, mask, t, zero);
       }
       SmallVector<int64_t> widen; // its 8 lanes, then 8 zeros
       for (int64_t i = 0; i < 2 * kLanes; ++i)
         widen.push_back(i);
-      return vector::ShuffleOp::create(b, loc, t, zero, widen).getResult();
+      Values out;
+      for (Value at : scaleBases) {
+        Value o = vector::LoadOp::create(b, loc, wide, offsets, ValueRange{kb.iadd(at, g0)});
+        Value t = arith::MulFOp::create(b, loc, wScales, o);
+        if (mask)
+          t = arith::SelectOp::create(b, loc, mask, t, zero);
+        out.push_back(vector::ShuffleOp::create(b, loc, t, zero, widen));
+      }
+      return out;
+    };
+    auto sums = [&](const Values &accs) {
+      Values out;
+      for (Value a : accs)
+        out.push_back(laneSum(kb, a));
+      return out;
     };
     if (kb.cpuVectors() != CpuVectors::Avx2 && whole >= kLanes) {
       int64_t paired = whole / 2 * 2;
       bool vnni = kb.cpuVectors() == CpuVectors::Avx512Vnni;
-      Value acc = sumScaledGroups(
-          kb, vector::BroadcastOp::create(b, loc, wide16, kb.f32(0)), paired,
-          [&](Value g) { return pairDot(kb, w, xq, wBase, xBase, g); }, lanes, scale,
-          /*per=*/2, vnni ? function_ref<Value(Value, int64_t)>(offsetTerm) : nullptr);
-      total = laneSum(kb, acc);
-      if (paired < whole) // the last whole group of an odd count
-        total = kb.add(total, kb.mul(laneSum(kb, groupDot(kb.index(paired))),
-                                     scale(kb.index(paired))));
+      totals = sums(sumScaledGroups(
+          kb, Values(ms.size(), vector::BroadcastOp::create(b, loc, wide16, kb.f32(0))), paired,
+          [&](Value g) { return pairDot(kb, w, xq, wBase, xBases, g); }, lanes, scale,
+          /*per=*/2, vnni ? function_ref<Values(Value, int64_t)>(offsetTerm) : nullptr));
+      if (paired < whole) { // the last whole group of an odd count
+        Values dots = sums(groupDot(kb.index(paired))), scales = scale(kb.index(paired));
+        for (auto [t, d, sc] : llvm::zip(totals, dots, scales))
+          t = kb.add(t, kb.mul(d, sc));
+      }
     } else {
-      total = laneSum(kb, sumScaledGroups(kb, zero, whole, groupDot, lanes, scale));
+      totals = sums(sumScaledGroups(kb, Values(ms.size(), zero), whole, groupDot, lanes, scale));
     }
   }
   if (rest > 0) {
     Value off = kb.index(whole * kGroup);
-    Value isum = kb.fold(kb.index(0), kb.index(rest),
-                         ValueRange{arith::ConstantIntOp::create(b, loc, 0, 32)},
-                         [&](Value c, ValueRange carried) -> SmallVector<Value> {
+    Values zeros(ms.size(), arith::ConstantIntOp::create(b, loc, 0, 32));
+    Values isums = kb.fold(kb.index(0), kb.index(rest), zeros,
+                           [&](Value c, ValueRange carried) -> Values {
       auto widened = [&](Value mem, Value base) {
         Value v = memref::LoadOp::create(b, loc, mem, ValueRange{kb.iadd(kb.iadd(base, off), c)});
         return arith::ExtSIOp::create(b, loc, b.getI32Type(), v).getResult();
       };
-      return {arith::AddIOp::create(
-          b, loc, carried[0],
-          arith::MulIOp::create(b, loc, widened(w.values, wBase), widened(xq, xBase)))};
-    })[0];
-    Value f = arith::SIToFPOp::create(b, loc, b.getF32Type(), isum);
-    total = kb.add(total, kb.mul(f, scale(kb.index(whole))));
+      Value wi = widened(w.values, wBase);
+      Values next;
+      for (auto [acc, xBase] : llvm::zip(carried, xBases))
+        next.push_back(arith::AddIOp::create(b, loc, acc,
+                                             arith::MulIOp::create(b, loc, wi, widened(xq, xBase))));
+      return next;
+    });
+    Values scales = scale(kb.index(whole));
+    for (auto [t, isum, sc] : llvm::zip(totals, isums, scales))
+      t = kb.add(t, kb.mul(arith::SIToFPOp::create(b, loc, b.getF32Type(), isum), sc));
   }
-  return total;
+  return totals;
 }
 
 /// Threads per row block on the GPU: a warp per 32 groups of 8 elements
@@ -554,7 +617,7 @@ func::FuncOp buildCpuProducts(KernelBuilder &kb, Value x, int64_t rows,
   if (int8Activations) {
     xq = kb.scratch(block * k, kb.builder().getI8Type());
     dx = kb.scratch(block * ws.front().groups());
-    if (kb.cpuVectors() == CpuVectors::Avx512Vnni) // rowDotInt8's offsets
+    if (kb.cpuVectors() == CpuVectors::Avx512Vnni) // rowsDotInt8's offsets
       offsets = kb.scratch(block * ws.front().groups());
   }
   // Rows [first, first + count) of x, count <= block.
@@ -562,10 +625,28 @@ func::FuncOp buildCpuProducts(KernelBuilder &kb, Value x, int64_t rows,
     if (xq)
       quantizeRows(kb, x, first, count, k, xq, dx, offsets);
     auto product = [&](const NarrowWeight &w, Value y, Value n) { // row n of w
-      kb.loop(kb.index(0), count, [&](Value m) {
-        Value dot = xq ? rowDotInt8(kb, w, xq, dx, offsets, m, n, prefetch)
-                       : rowDotCpu(kb, w, x, kb.imul(m, k), n, prefetch);
+      auto store = [&](Value m, Value dot) {
         kb.store(dot, y, kb.iadd(kb.imul(kb.iadd(first, m), w.n), n));
+      };
+      if (!xq)
+        return kb.loop(kb.index(0), count, [&](Value m) {
+          store(m, rowDotCpu(kb, w, x, kb.imul(m, k), n, prefetch));
+        });
+      // rowsAtOnce rows at a time share W's row, then the rest one by one
+      // (a decode step's one row: the first loop folds away).
+      int64_t atOnce = rowsAtOnce(kb);
+      Value together = kb.isub(count, arith::RemUIOp::create(kb.builder(), kb.location(), count,
+                                                             kb.index(atOnce)));
+      kb.loop(kb.index(0), together, kb.index(atOnce), [&](Value m) {
+        Values ms;
+        for (int64_t i = 0; i < atOnce; ++i)
+          ms.push_back(kb.iadd(m, kb.index(i)));
+        Values dots = rowsDotInt8(kb, w, xq, dx, offsets, ms, n, prefetch);
+        for (auto [row, dot] : llvm::zip(ms, dots))
+          store(row, dot);
+      });
+      kb.loop(together, count, [&](Value m) {
+        store(m, rowsDotInt8(kb, w, xq, dx, offsets, {m}, n, prefetch)[0]);
       });
     };
     kb.parallel(total, [&](Value r) {
