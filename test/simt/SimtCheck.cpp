@@ -204,44 +204,49 @@ Buffer reference(llvm::StringRef stem, RankedTensorType weight, const std::vecto
   int64_t n = weight.getDimSize(0), k = weight.getDimSize(1);
   int64_t groups = ::fbt::weights::groupsOf(k);
   bool matmul = stem.starts_with("quantized_matmul");
-  // quantized_matmul_a8: x's rows quantized per group of 32 first (FbtOps.td:
-  // d = max|x| / 127 in f32, x / d rounded to nearest even), in f32 as the
-  // op defines it.
-  auto input = [&](int64_t m, int64_t c) -> double {
-    double v = value(in[0], m * k + c);
-    if (stem != "quantized_matmul_a8")
-      return v;
-    int64_t from = c / ::fbt::weights::kGroup * ::fbt::weights::kGroup;
-    int64_t to = std::min(k, from + ::fbt::weights::kGroup);
-    float amax = 0;
-    for (int64_t i = from; i < to; ++i)
-      amax = std::max(amax, std::fabs((float)value(in[0], m * k + i)));
-    float d = amax / 127.0f, inv = amax > 0 ? 1.0f / d : 0.0f;
-    return (double)std::nearbyint((float)v * inv) * d;
-  };
+  // W as doubles, read once: the bf16 value, or the int8 value times its
+  // group's scale.
   const Buffer &w = in[matmul ? 1 : 0];
-  bool int8 = w.type.isInteger(8);
-  const Buffer *scales = int8 ? &in[matmul ? 2 : 1] : nullptr;
-  auto at = [&](int64_t row, int64_t col) {
-    double v = value(w, row * k + col);
-    return scales ? v * value(*scales, row * groups + col / ::fbt::weights::kGroup) : v;
-  };
-  Buffer out{Float32Type::get(weight.getContext()), 0, {}};
+  const Buffer *scales = w.type.isInteger(8) ? &in[matmul ? 2 : 1] : nullptr;
+  std::vector<double> wd(n * k);
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t c = 0; c < k; ++c) {
+      double v = value(w, r * k + c);
+      wd[r * k + c] =
+          scales ? v * value(*scales, r * groups + c / ::fbt::weights::kGroup) : v;
+    }
   std::vector<float> y;
   if (!matmul) {
-    for (int64_t r = 0; r < n; ++r)
-      for (int64_t c = 0; c < k; ++c)
-        y.push_back((float)at(r, c));
+    for (double v : wd)
+      y.push_back((float)v);
   } else {
+    // x as doubles; for quantized_matmul_a8 its rows quantized per group of
+    // 32 first (FbtOps.td: d = max|x| / 127 in f32, x / d rounded to
+    // nearest even), in f32 as the op defines it.
     int64_t rows = in[0].count / k;
+    std::vector<double> xd(rows * k);
+    for (int64_t i = 0; i < rows * k; ++i)
+      xd[i] = value(in[0], i);
+    if (stem == "quantized_matmul_a8")
+      for (int64_t m = 0; m < rows; ++m)
+        for (int64_t from = 0; from < k; from += ::fbt::weights::kGroup) {
+          int64_t to = std::min(k, from + ::fbt::weights::kGroup);
+          float amax = 0;
+          for (int64_t i = from; i < to; ++i)
+            amax = std::max(amax, std::fabs((float)xd[m * k + i]));
+          float d = amax / 127.0f, inv = amax > 0 ? 1.0f / d : 0.0f;
+          for (int64_t i = from; i < to; ++i)
+            xd[m * k + i] = (double)std::nearbyint((float)xd[m * k + i] * inv) * d;
+        }
     for (int64_t m = 0; m < rows; ++m)
       for (int64_t r = 0; r < n; ++r) {
         double sum = 0;
         for (int64_t c = 0; c < k; ++c)
-          sum += input(m, c) * at(r, c);
+          sum += xd[m * k + c] * wd[r * k + c];
         y.push_back((float)sum);
       }
   }
+  Buffer out{Float32Type::get(weight.getContext()), 0, {}};
   out.count = (int64_t)y.size();
   out.bytes.resize(y.size() * 4);
   std::memcpy(out.bytes.data(), y.data(), out.bytes.size());
