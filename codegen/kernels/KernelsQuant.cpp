@@ -455,9 +455,9 @@ Values pairDot(KernelBuilder &kb, const NarrowWeight &w, Value xq, Value wBase,
 /// VNNI, vpdpbusd multiplies w + 128 (unsigned, w xor 0x80) by x as it is,
 /// 4 bytes into each i32 without saturating; the 128 * sum(x) that adds to
 /// a group comes back out in f32, x's offsets (quantizeRows) times w's
-/// scales, 8 groups per multiply-add: 55 instructions per row of 320
-/// weights instead of 83 (the f32 result differs from the exact
-/// integers' by the rounding of that subtraction).
+/// scales, 8 groups per multiply-add: an xor per 64 bytes instead of an
+/// abs, a compare and a masked subtraction (the f32 result differs from
+/// the exact integers' by the rounding of that subtraction).
 Values rowsDotInt8(KernelBuilder &kb, const NarrowWeight &w, Value xq, Value dx, Value offsets,
                    ArrayRef<Value> ms, Value n, int64_t prefetch) {
   OpBuilder &b = kb.builder();
