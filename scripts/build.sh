@@ -1,6 +1,14 @@
 #!/usr/bin/env bash
 # Configures (once) and builds fbt with Ninja into build/.
+#
+#   scripts/build.sh [CMAKE_OPTION...]   (options apply when it configures)
 set -euo pipefail
+if [[ ${1:-} == -h || ${1:-} == --help ]]; then
+  echo "usage: scripts/build.sh [CMAKE_OPTION...]"
+  echo "Configures build/ (FBT_BUILD_DIR) with Ninja once, passing CMAKE_OPTIONs, then builds"
+  echo "it on FBT_JOBS jobs (default: every core)."
+  exit 0
+fi
 cd "$(dirname "$0")/.."
 
 BUILD_DIR=${FBT_BUILD_DIR:-build}

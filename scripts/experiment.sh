@@ -10,6 +10,12 @@
 #                         [--depth-task] [--multipliers 1,1.5,2,3]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Help before installing or building anything.
+for arg in "$@"; do
+  if [[ $arg == -h || $arg == --help ]]; then
+    exec /usr/bin/python3 scripts/experiment.py --help
+  fi
+done
 
 scripts/install-deps.sh
 scripts/build.sh

@@ -2,6 +2,12 @@
 # Installs every Debian package fbt's build and tests need. Idempotent: a
 # second run on a ready machine only checks.
 set -euo pipefail
+if [[ ${1:-} == -h || ${1:-} == --help ]]; then
+  echo "usage: scripts/install-deps.sh"
+  echo "Installs the Debian packages fbt's build and tests need (root or sudo); a second run"
+  echo "on a ready machine only checks."
+  exit 0
+fi
 
 packages=(
   cmake ninja-build ccache
