@@ -652,12 +652,12 @@ func::FuncOp buildCpuProducts(KernelBuilder &kb, Value x, int64_t rows,
     kb.parallel(total, [&](Value r) {
       if (ws.size() == 1)
         return product(ws.front(), ys.front(), r);
-      int64_t first = 0;
+      int64_t before = 0; // the rows of the weights before w
       for (auto [w, y] : llvm::zip(ws, ys)) {
-        Value n = kb.isub(r, kb.index(first)); // wraps below 0: then not below w.n
+        Value n = kb.isub(r, kb.index(before)); // wraps below 0: then not below w.n
         kb.ifThen(kb.icmp(arith::CmpIPredicate::ult, n, kb.index(w.n)),
                   [&] { product(w, y, n); });
-        first += w.n;
+        before += w.n;
       }
     });
   };
