@@ -36,21 +36,18 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def summary(raw):
     base, new = raw["labels"]
     cpu = ", compiled for --cpu=%s" % raw["cpu"] if raw.get("cpu") else ""
-    if raw.get("measure") == "prefill":
-        lines = ["`%s`: %s, batch 1, prefill of a %d-token prompt, %s against %s%s; medians of "
-                 "%d alternating rounds (range in parentheses)" % (
-                     " ".join(raw["command"]), raw["spec"], raw["prompt"], new, base, cpu,
-                     raw["rounds"]),
-                 ""]
+    prefill = raw.get("measure") == "prefill"
+    what = ("prefill of a %d-token prompt" % raw["prompt"] if prefill else
+            "%d prompt and %d decoded tokens" % (raw["prompt"], raw["tokens"]))
+    lines = ["`%s`: %s, batch 1, %s, %s against %s%s; medians of %d alternating rounds "
+             "(range in parentheses)" % (" ".join(raw["command"]), raw["spec"], what, new, base,
+                                         cpu, raw["rounds"]),
+             ""]
+    if prefill:  # tokens/s: above 1 is new/baseline
         lines += table(raw["rows"], ("baseline", base), ("new", new), ("new", "baseline"),
                        unit="tokens/s")
-        return "\n".join(lines)
-    lines = ["`%s`: %s, batch 1, %d prompt and %d decoded tokens, %s against %s%s; medians of "
-             "%d alternating rounds (range in parentheses)" % (
-                 " ".join(raw["command"]), raw["spec"], raw["prompt"], raw["tokens"], new,
-                 base, cpu, raw["rounds"]),
-             ""]
-    lines += table(raw["rows"], ("baseline", base), ("new", new), ("baseline", "new"))
+    else:
+        lines += table(raw["rows"], ("baseline", base), ("new", new), ("baseline", "new"))
     return "\n".join(lines)
 
 

@@ -52,22 +52,24 @@ def compile_sides(run, fbtc, spec, forms, form_options, sides, work):
     return bundles
 
 
-def decode_ms(fbt, bundle, threads, prompt, tokens):
-    """Batch-1 decode ms/token of `bundle`: `fbt bench --decode standard`,
-    a `prompt`-token prompt then `tokens` decode steps, default kernels."""
+def bench_decode(fbt, bundle, threads, prompt, tokens):
+    """`fbt bench --decode standard`'s JSON for `bundle`: a `prompt`-token
+    prompt then `tokens` decode steps, default kernels."""
     out = subprocess.run([fbt, "bench", bundle, "--decode", "standard", "--threads",
                           str(threads), "--steps", str(tokens), "--tokens", str(prompt),
                           "--no-tune"], check=True, capture_output=True, text=True).stdout
-    return json.loads(out)["ms_per_token"]
+    return json.loads(out)
+
+
+def decode_ms(fbt, bundle, threads, prompt, tokens):
+    """Batch-1 decode ms/token of `bundle` (bench_decode)."""
+    return bench_decode(fbt, bundle, threads, prompt, tokens)["ms_per_token"]
 
 
 def prefill_rate(fbt, bundle, threads, prompt):
-    """Batch-1 prefill tokens/s of `bundle` over a `prompt`-token prompt:
-    `fbt bench --decode standard`'s prefill, default kernels."""
-    out = subprocess.run([fbt, "bench", bundle, "--decode", "standard", "--threads",
-                          str(threads), "--steps", "1", "--tokens", str(prompt), "--no-tune"],
-                         check=True, capture_output=True, text=True).stdout
-    return json.loads(out)["prefill_tokens_per_s"]
+    """Batch-1 prefill tokens/s of `bundle` over a `prompt`-token prompt
+    (bench_decode, one decode step after it)."""
+    return bench_decode(fbt, bundle, threads, prompt, 1)["prefill_tokens_per_s"]
 
 
 def time_sides(args, raw, forms, sides, prompt, tokens, summary, note=None):

@@ -457,112 +457,140 @@ Values pairDot(KernelBuilder &kb, const NarrowWeight &w, Value xq, Value wBase,
 /// a group comes back out in f32, x's offsets (quantizeRows) times w's
 /// scales, 8 groups per multiply-add: an xor per 64 bytes instead of an
 /// abs, a compare and a masked subtraction (the f32 result differs from
-/// the exact integers' by the rounding of that subtraction).
-Values rowsDotInt8(KernelBuilder &kb, const NarrowWeight &w, Value xq, Value dx, Value offsets,
-                   ArrayRef<Value> ms, Value n, int64_t prefetch) {
+/// the exact integers' by the rounding of that subtraction). Its phases:
+/// wholeGroups(), then restGroup(); rowsDotInt8 runs them.
+struct RowsDotInt8 {
+  KernelBuilder &kb;
+  const NarrowWeight &w;
+  Value xq, dx, offsets, n;
+  int64_t prefetch;
   OpBuilder &b = kb.builder();
   Location loc = kb.location();
-  auto wide = VectorType::get({kLanes}, b.getF32Type());
-  auto bytes = VectorType::get({kGroup}, b.getI8Type());
-  auto shorts = VectorType::get({kGroup / 2}, b.getI16Type());
-  auto ints = VectorType::get({kGroup / 4}, b.getI32Type());
-  static_assert(kGroup / 4 == kLanes, "a group's i32 pair sums fill one f32 vector");
-  int64_t groups = w.groups(), whole = w.k / kGroup, rest = w.k % kGroup;
-  Value wBase = kb.imul(n, w.k);
+  VectorType wide = VectorType::get({kLanes}, b.getF32Type());
+  Value wBase;
   Values xBases, scaleBases; // each row's bytes and scales in xq and dx
-  for (Value m : ms) {
-    xBases.push_back(kb.imul(m, w.k));
-    scaleBases.push_back(kb.imul(m, groups));
+  Value wScales;             // the last chunk's (lanes), for its offsets
+
+  RowsDotInt8(KernelBuilder &kb, const NarrowWeight &w, Value xq, Value dx, Value offsets,
+              ArrayRef<Value> ms, Value n, int64_t prefetch)
+      : kb(kb), w(w), xq(xq), dx(dx), offsets(offsets), n(n), prefetch(prefetch) {
+    wBase = kb.imul(n, w.k);
+    for (Value m : ms) {
+      xBases.push_back(kb.imul(m, w.k));
+      scaleBases.push_back(kb.imul(m, w.groups()));
+    }
   }
-  auto scale = [&](Value g) { // w's scale times each row's
+
+  Value zero() { return vector::BroadcastOp::create(b, loc, wide, kb.f32(0)); }
+
+  /// Group g's scale of w times each row's.
+  Values scale(Value g) {
     Value sw = scaleOf(kb, w, n, g);
     Values out;
     for (Value at : scaleBases)
       out.push_back(kb.mul(sw, kb.load(dx, kb.iadd(at, g))));
     return out;
-  };
-  Values totals(ms.size(), kb.f32(0));
-  if (whole > 0) {
-    Value zero = vector::BroadcastOp::create(b, loc, wide, kb.f32(0));
+  }
+
+  /// Group g's 32 products in 8 lanes per row, unscaled (AVX2's dot).
+  Values groupDot(Value g) {
+    auto bytes = VectorType::get({kGroup}, b.getI8Type());
+    auto shorts = VectorType::get({kGroup / 2}, b.getI16Type());
+    auto ints = VectorType::get({kGroup / 4}, b.getI32Type());
+    static_assert(kGroup / 4 == kLanes, "a group's i32 pair sums fill one f32 vector");
     Value ones = arith::ConstantOp::create(
         b, loc, DenseElementsAttr::get(shorts, Attribute(b.getI16IntegerAttr(1))));
-    auto groupDot = [&](Value g) { // the group's 32 products in 8 lanes per row, unscaled
-      Value off = kb.imul(g, kGroup);
-      Value wv = vector::LoadOp::create(b, loc, bytes, w.values, ValueRange{kb.iadd(wBase, off)});
-      Value magnitude = x86(kb, "llvm.x86.avx2.psign.b", bytes, {wv, wv});
-      Values out;
-      for (Value xBase : xBases) {
-        Value xv = vector::LoadOp::create(b, loc, bytes, xq, ValueRange{kb.iadd(xBase, off)});
-        Value signedX = x86(kb, "llvm.x86.avx2.psign.b", bytes, {xv, wv});
-        Value pairs = x86(kb, "llvm.x86.avx2.pmadd.ub.sw", shorts, {magnitude, signedX});
-        Value sum = x86(kb, "llvm.x86.avx2.pmadd.wd", ints, {pairs, ones});
-        out.push_back(arith::SIToFPOp::create(b, loc, wide, sum));
-      }
-      return out;
-    };
-    Value wScales; // the last chunk's, for its offsets
-    auto lanes = [&](Value g0) { // w's scales of groups [g0, g0 + 8) times each row's
-      wScales = chunkScales(kb, w, n, g0, prefetch);
-      Values out;
-      for (Value at : scaleBases)
-        out.push_back(arith::MulFOp::create(
-            b, loc, wScales,
-            vector::LoadOp::create(b, loc, wide, dx, ValueRange{kb.iadd(at, g0)})));
-      return out;
-    };
-    auto wide16 = VectorType::get({2 * kLanes}, b.getF32Type());
-    // VNNI's pairs read w + 128 (pairDot): each group's dot then carries
-    // x's offset, 128 * sum(q), which the chunk's w scales times
-    // quantizeRows' offsets take back out, 8 groups in one multiply-add
-    // (the groups an earlier chunk covered left out).
-    auto offsetTerm = [&](Value g0, int64_t seen) {
-      Value mask;
-      if (seen > 0) {
-        SmallVector<bool> fresh;
-        for (int64_t i = 0; i < kLanes; ++i)
-          fresh.push_back(i >= seen);
-        mask = arith::ConstantOp::create(
-            b, loc, DenseElementsAttr::get(VectorType::get({kLanes}, b.getI1Type()),
-                                           ArrayRef<bool>(fresh)));
-      }
-      SmallVector<int64_t> widen; // its 8 lanes, then 8 zeros
-      for (int64_t i = 0; i < 2 * kLanes; ++i)
-        widen.push_back(i);
-      Values out;
-      for (Value at : scaleBases) {
-        Value o = vector::LoadOp::create(b, loc, wide, offsets, ValueRange{kb.iadd(at, g0)});
-        Value t = arith::MulFOp::create(b, loc, wScales, o);
-        if (mask)
-          t = arith::SelectOp::create(b, loc, mask, t, zero);
-        out.push_back(vector::ShuffleOp::create(b, loc, t, zero, widen));
-      }
-      return out;
-    };
-    auto sums = [&](const Values &accs) {
-      Values out;
-      for (Value a : accs)
-        out.push_back(laneSum(kb, a));
-      return out;
-    };
-    if (kb.cpuVectors() != CpuVectors::Avx2 && whole >= kLanes) {
-      int64_t paired = whole / 2 * 2;
-      bool vnni = kb.cpuVectors() == CpuVectors::Avx512Vnni;
-      totals = sums(sumScaledGroups(
-          kb, Values(ms.size(), vector::BroadcastOp::create(b, loc, wide16, kb.f32(0))), paired,
-          [&](Value g) { return pairDot(kb, w, xq, wBase, xBases, g); }, lanes, scale,
-          /*per=*/2, vnni ? function_ref<Values(Value, int64_t)>(offsetTerm) : nullptr));
-      if (paired < whole) { // the last whole group of an odd count
-        Values dots = sums(groupDot(kb.index(paired))), scales = scale(kb.index(paired));
-        for (auto [t, d, sc] : llvm::zip(totals, dots, scales))
-          t = kb.add(t, kb.mul(d, sc));
-      }
-    } else {
-      totals = sums(sumScaledGroups(kb, Values(ms.size(), zero), whole, groupDot, lanes, scale));
+    Value off = kb.imul(g, kGroup);
+    Value wv = vector::LoadOp::create(b, loc, bytes, w.values, ValueRange{kb.iadd(wBase, off)});
+    Value magnitude = x86(kb, "llvm.x86.avx2.psign.b", bytes, {wv, wv});
+    Values out;
+    for (Value xBase : xBases) {
+      Value xv = vector::LoadOp::create(b, loc, bytes, xq, ValueRange{kb.iadd(xBase, off)});
+      Value signedX = x86(kb, "llvm.x86.avx2.psign.b", bytes, {xv, wv});
+      Value pairs = x86(kb, "llvm.x86.avx2.pmadd.ub.sw", shorts, {magnitude, signedX});
+      Value sum = x86(kb, "llvm.x86.avx2.pmadd.wd", ints, {pairs, ones});
+      out.push_back(arith::SIToFPOp::create(b, loc, wide, sum));
     }
+    return out;
   }
-  if (rest > 0) {
+
+  /// w's scales of groups [g0, g0 + 8) times each row's.
+  Values lanes(Value g0) {
+    wScales = chunkScales(kb, w, n, g0, prefetch);
+    Values out;
+    for (Value at : scaleBases)
+      out.push_back(arith::MulFOp::create(
+          b, loc, wScales, vector::LoadOp::create(b, loc, wide, dx, ValueRange{kb.iadd(at, g0)})));
+    return out;
+  }
+
+  /// VNNI's pairs read w + 128 (pairDot): each group's dot then carries x's
+  /// offset, 128 * sum(q), which the chunk's w scales times quantizeRows'
+  /// offsets take back out, 8 groups in one multiply-add (the `seen`
+  /// groups an earlier chunk covered left out), in 16 lanes per row.
+  Values offsetTerm(Value g0, int64_t seen) {
+    Value mask, none = zero();
+    if (seen > 0) {
+      SmallVector<bool> fresh;
+      for (int64_t i = 0; i < kLanes; ++i)
+        fresh.push_back(i >= seen);
+      mask = arith::ConstantOp::create(
+          b, loc, DenseElementsAttr::get(VectorType::get({kLanes}, b.getI1Type()),
+                                         ArrayRef<bool>(fresh)));
+    }
+    SmallVector<int64_t> widen; // its 8 lanes, then 8 zeros
+    for (int64_t i = 0; i < 2 * kLanes; ++i)
+      widen.push_back(i);
+    Values out;
+    for (Value at : scaleBases) {
+      Value o = vector::LoadOp::create(b, loc, wide, offsets, ValueRange{kb.iadd(at, g0)});
+      Value t = arith::MulFOp::create(b, loc, wScales, o);
+      if (mask)
+        t = arith::SelectOp::create(b, loc, mask, t, none);
+      out.push_back(vector::ShuffleOp::create(b, loc, t, none, widen));
+    }
+    return out;
+  }
+
+  Values sums(const Values &accs) {
+    Values out;
+    for (Value a : accs)
+      out.push_back(laneSum(kb, a));
+    return out;
+  }
+
+  /// The whole groups' scaled sums per row: AVX-512's pairs of groups
+  /// (and the last of an odd count as AVX2's), or AVX2's groups.
+  Values wholeGroups() {
+    int64_t whole = w.k / kGroup, rows = xBases.size();
+    auto groups = [&](Value g) { return groupDot(g); };
+    auto eight = [&](Value g0) { return lanes(g0); };
+    auto one = [&](Value g) { return scale(g); };
+    if (kb.cpuVectors() == CpuVectors::Avx2 || whole < kLanes)
+      return sums(sumScaledGroups(kb, Values(rows, zero()), whole, groups, eight, one));
+    int64_t paired = whole / 2 * 2;
+    auto pairs = [&](Value g) { return pairDot(kb, w, xq, wBase, xBases, g); };
+    auto offset = [&](Value g0, int64_t seen) { return offsetTerm(g0, seen); };
+    Value zero16 =
+        vector::BroadcastOp::create(b, loc, VectorType::get({2 * kLanes}, b.getF32Type()),
+                                    kb.f32(0));
+    Values totals = sums(sumScaledGroups(
+        kb, Values(rows, zero16), paired, pairs, eight, one, /*per=*/2,
+        kb.cpuVectors() == CpuVectors::Avx512Vnni ? function_ref<Values(Value, int64_t)>(offset)
+                                                  : nullptr));
+    if (paired < whole) { // the last whole group of an odd count
+      Values dots = sums(groupDot(kb.index(paired))), scales = scale(kb.index(paired));
+      for (auto [t, d, sc] : llvm::zip(totals, dots, scales))
+        t = kb.add(t, kb.mul(d, sc));
+    }
+    return totals;
+  }
+
+  /// The last, shorter group's scaled sum per row, lane by lane in integers.
+  Values restGroup() {
+    int64_t whole = w.k / kGroup, rest = w.k % kGroup;
     Value off = kb.index(whole * kGroup);
-    Values zeros(ms.size(), arith::ConstantIntOp::create(b, loc, 0, 32));
+    Values zeros(xBases.size(), arith::ConstantIntOp::create(b, loc, 0, 32));
     Values isums = kb.fold(kb.index(0), kb.index(rest), zeros,
                            [&](Value c, ValueRange carried) -> Values {
       auto widened = [&](Value mem, Value base) {
@@ -572,14 +600,26 @@ Values rowsDotInt8(KernelBuilder &kb, const NarrowWeight &w, Value xq, Value dx,
       Value wi = widened(w.values, wBase);
       Values next;
       for (auto [acc, xBase] : llvm::zip(carried, xBases))
-        next.push_back(arith::AddIOp::create(b, loc, acc,
-                                             arith::MulIOp::create(b, loc, wi, widened(xq, xBase))));
+        next.push_back(
+            arith::AddIOp::create(b, loc, acc, arith::MulIOp::create(b, loc, wi, widened(xq, xBase))));
       return next;
     });
-    Values scales = scale(kb.index(whole));
-    for (auto [t, isum, sc] : llvm::zip(totals, isums, scales))
-      t = kb.add(t, kb.mul(arith::SIToFPOp::create(b, loc, b.getF32Type(), isum), sc));
+    Values out;
+    for (auto [isum, sc] : llvm::zip(isums, scale(kb.index(whole))))
+      out.push_back(kb.mul(arith::SIToFPOp::create(b, loc, b.getF32Type(), isum), sc));
+    return out;
   }
+};
+
+Values rowsDotInt8(KernelBuilder &kb, const NarrowWeight &w, Value xq, Value dx, Value offsets,
+                   ArrayRef<Value> ms, Value n, int64_t prefetch) {
+  RowsDotInt8 dot(kb, w, xq, dx, offsets, ms, n, prefetch);
+  Values totals(ms.size(), kb.f32(0));
+  if (w.k >= kGroup)
+    totals = dot.wholeGroups();
+  if (w.k % kGroup)
+    for (auto [t, r] : llvm::zip(totals, dot.restGroup()))
+      t = kb.add(t, r);
   return totals;
 }
 
