@@ -357,7 +357,8 @@ void quantizeRows(KernelBuilder &kb, Value x, Value first, Value count, int64_t 
       for (int64_t c = 0; c < kGroup; c += kLanes) {
         Value q = math::RoundEvenOp::create(b, loc, kb.mul(xs[c / kLanes], invs));
         vector::StoreOp::create(b, loc, toInt8(q), xq, ValueRange{kb.iadd(base, c)});
-        qsum = qsum ? arith::AddFOp::create(b, loc, qsum, q).getResult() : q;
+        if (offsets) // the group's sum only where VNNI reads it
+          qsum = qsum ? arith::AddFOp::create(b, loc, qsum, q).getResult() : q;
       }
       if (offsets) // the sum of q is exact in f32 (at most 32 * 127)
         kb.store(kb.mul(laneSum(kb, qsum), kb.mul(d, kb.f32(-128))), offsets,
