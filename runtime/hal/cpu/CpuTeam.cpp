@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdarg>
 #include <cstdlib>
 #include <dlfcn.h>
@@ -14,6 +15,7 @@
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
+#include <x86intrin.h>
 #define FBT_PAUSE() _mm_pause()
 #else
 #define FBT_PAUSE() std::this_thread::yield()
@@ -32,17 +34,30 @@ constexpr int kHotSpins = 1 << 12;
 /// The calling thread's place in the run it is in.
 thread_local int tThread = 0;
 thread_local int tThreads = 1;
+thread_local float tLead = 0;
 thread_local bool tInRun = false;
 
 /// Sets the thread's place for one body, and puts the old one back.
 struct Place {
   int thread, threads;
+  float lead;
   bool inRun;
-  Place(int t, int n) : thread(tThread), threads(tThreads), inRun(tInRun) {
-    tThread = t, tThreads = n, tInRun = true;
+  Place(int t, int n, float l = 0)
+      : thread(tThread), threads(tThreads), lead(tLead), inRun(tInRun) {
+    tThread = t, tThreads = n, tLead = l, tInRun = true;
   }
-  ~Place() { tThread = thread, tThreads = threads, tInRun = inRun; }
+  ~Place() { tThread = thread, tThreads = threads, tLead = lead, tInRun = inRun; }
 };
+
+/// A clock that every core reads alike and cheaply (the TSC, where the
+/// CPU has one: some cycles, where a steady_clock read costs tens of ns).
+uint64_t tick() {
+#if defined(__x86_64__) || defined(__i386__)
+  return __rdtsc();
+#else
+  return uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
+#endif
+}
 
 
 /// OMP_NUM_THREADS where it is a count (as OpenMP programs read it), else
@@ -74,6 +89,33 @@ CpuTeam::CpuTeam() = default;
 
 int CpuTeam::thread() { return tThread; }
 int CpuTeam::threads() { return tThreads; }
+float CpuTeam::lead() { return tLead; }
+
+std::pair<uint64_t, uint64_t> CpuTeam::share(uint64_t trip, int t, int n, float lead) {
+  uint64_t small = trip / n, extra = trip % n;
+  if (n == 1)
+    return {0, trip};
+  uint64_t even = small + (extra > 0); // the caller's at lead 0
+  uint64_t caller = std::clamp<uint64_t>(
+      uint64_t(std::llround(double(trip) * (1.0 / n + std::clamp(lead, 0.0f, kMaxLead)))), even,
+      trip);
+  if (t == 0)
+    return {0, caller};
+  uint64_t rest = trip - caller, each = rest / (n - 1), longer = rest % (n - 1);
+  uint64_t w = uint64_t(t - 1);
+  return {caller + w * each + std::min(w, longer), each + (w < longer)};
+}
+
+float CpuTeam::nextLead(float lead, int n, double callerTicks, double lateTicks) {
+  if (n < 2 || callerTicks <= 0)
+    return lead;
+  // The caller's share p of the whole work takes callerTicks; moving dp of
+  // it shifts the caller's end by dp * whole and each worker's by
+  // -dp * whole / (n - 1): ends meet at dp = late * (n - 1) / (whole * n).
+  double p = 1.0 / n + lead, whole = callerTicks / p;
+  double dp = lateTicks * (n - 1) / (whole * n);
+  return std::clamp(float(lead + 0.5 * dp), 0.0f, kMaxLead);
+}
 
 void CpuTeam::resize(int n) {
   n = std::clamp(n, 1, kMaxCpuThreads);
@@ -90,7 +132,14 @@ void CpuTeam::addWorkers(int n) {
     std::thread([this, t = workers_ + 1, made] { work(t, made); }).detach();
 }
 
-void CpuTeam::run(Body body, const Words &words) {
+CpuTeam::Balance &CpuTeam::balanceOf(const void *site) {
+  Balance &slot = sites_[(reinterpret_cast<uintptr_t>(site) >> 4) % kSites];
+  if (slot.site != site)
+    slot = {site, 0};
+  return slot;
+}
+
+void CpuTeam::run(Body body, const Words &words, const void *site) {
   int n = size();
   bool expected = false;
   if (n == 1 || tInRun || !busy_.compare_exchange_strong(expected, true)) {
@@ -98,8 +147,12 @@ void CpuTeam::run(Body body, const Words &words) {
     body(words, 0, 1);
     return;
   }
+  Balance *balance = site ? &balanceOf(site) : nullptr;
+  float lead = balance ? balance->lead : 0.0f;
+  uint64_t start = tick();
   published_.body.store(body, std::memory_order_relaxed);
   published_.threads.store(n, std::memory_order_relaxed);
+  published_.lead.store(lead, std::memory_order_relaxed);
   for (int i = 0; i < kWords; ++i)
     published_.words[i].store(words.at[i], std::memory_order_relaxed);
   uint64_t run = published_.generation.fetch_add(1, std::memory_order_seq_cst) + 1;
@@ -108,16 +161,23 @@ void CpuTeam::run(Body body, const Words &words) {
     wake_.notify_all();
   }
   {
-    Place first(0, n);
+    Place first(0, n, lead);
     body(words, 0, n);
   }
+  uint64_t callerEnd = tick(), lastEnd = 0;
   // Workers that slept take a while to wake: yield to them now and then.
-  for (int t = 1; t < n; ++t)
+  for (int t = 1; t < n; ++t) {
     for (int spins = 0; done_[t].run.load(std::memory_order_acquire) != run; ++spins) {
       FBT_PAUSE();
       if ((spins & 4095) == 4095)
         std::this_thread::yield();
     }
+    lastEnd = t == 1 ? done_[t].endTick.load(std::memory_order_relaxed)
+                     : std::max(lastEnd, done_[t].endTick.load(std::memory_order_relaxed));
+  }
+  if (balance) // the clock's ticks are alike on every core (an invariant TSC)
+    balance->lead = nextLead(lead, n, double(callerEnd - start),
+                             double(int64_t(lastEnd - callerEnd)));
   busy_.store(false, std::memory_order_release);
 }
 
@@ -143,6 +203,7 @@ void CpuTeam::work(int t, uint64_t seen) {
     // and the run after it may begin meanwhile.
     uint64_t run = generation.load(std::memory_order_acquire);
     int n = published_.threads.load(std::memory_order_relaxed);
+    float lead = published_.lead.load(std::memory_order_relaxed);
     Body body = published_.body.load(std::memory_order_relaxed);
     Words words;
     for (int i = 0; i < kWords; ++i)
@@ -154,9 +215,10 @@ void CpuTeam::work(int t, uint64_t seen) {
     if (t >= n)
       continue;
     {
-      Place place(t, n);
+      Place place(t, n, lead);
       body(words, t, n);
     }
+    done_[t].endTick.store(tick(), std::memory_order_relaxed);
     done_[t].run.store(run, std::memory_order_release);
   }
 }
@@ -199,12 +261,13 @@ void forkCall(void *, int32_t argc, Microtask task, ...) {
   for (int32_t i = 0; i < count; ++i)
     words.at[1 + i] = va_arg(ap, void *);
   va_end(ap);
-  CpuTeam::get().run(kInvoke[count], words);
+  CpuTeam::get().run(kInvoke[count], words, reinterpret_cast<const void *>(task));
 }
 
-/// libomp's static schedules over [*lower, *upper] (inclusive, step 1): an
-/// even block per thread, the first trip % n one longer; or chunks round
-/// robin, the caller stepping by *stride and clipping to its bound.
+/// libomp's static schedules over [*lower, *upper] (inclusive, step 1): a
+/// block per thread, even but for the caller's lead (CpuTeam::share); or
+/// chunks round robin, the caller stepping by *stride and clipping to its
+/// bound.
 void forStaticInit8u(void *, int32_t, int32_t schedule, int32_t *last, uint64_t *lower,
                      uint64_t *upper, int64_t *stride, int64_t, int64_t chunk) {
   uint64_t t = CpuTeam::thread(), n = CpuTeam::threads();
@@ -218,9 +281,8 @@ void forStaticInit8u(void *, int32_t, int32_t schedule, int32_t *last, uint64_t 
       *last = ((trip - 1) / c) % n == t;
     return;
   }
-  uint64_t small = trip / n, extra = trip % n;
-  uint64_t first = lo + t * small + std::min(t, extra);
-  uint64_t count = small + (t < extra);
+  auto [from, count] = CpuTeam::share(trip, int(t), int(n), CpuTeam::lead());
+  uint64_t first = lo + from;
   *lower = first;
   *upper = first + count - 1; // below *lower where this thread has none
   *stride = int64_t(trip);

@@ -7,6 +7,8 @@
 // them work costs a cache line's trip between cores and back, less than
 // libomp's fork and join (a decode step makes some 40 runs per token;
 // bench/results/ab-small-team.md); after kIdleSpin without work they sleep.
+// A kernel's parallel loop gives its caller a little more than an even
+// share, learnt per loop (run's `site`): the workers start that trip late.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,6 +22,7 @@
 #include <cstdint>
 #include <mutex>
 #include <type_traits>
+#include <utility>
 
 namespace fbt {
 
@@ -45,16 +48,49 @@ public:
   /// body(words, t, n) on each thread t of n, t = 0 on the caller;
   /// returns when every one has. From inside a run, or while another
   /// thread's run holds the team, it runs body(words, 0, 1) alone.
-  void run(Body body, const Words &words);
+  ///
+  /// With a `site` (a kernel's parallel loop: its microtask), the run's
+  /// iterations split by the site's lead (lead(), share()): the share the
+  /// caller takes beyond an even 1/n. The workers start a cache line's
+  /// trip after the caller, so with even shares the caller would wait for
+  /// them; each run that forks moves the site's lead toward the share
+  /// that ends every thread together, from the clock ticks each ended at.
+  void run(Body body, const Words &words, const void *site = nullptr);
 
   /// The calling thread's place: (t, n) inside a run, (0, 1) outside.
   static int thread();
   static int threads();
+  /// The caller's extra share in the run the calling thread is in (0
+  /// outside a run, or in one without a Balance).
+  static float lead();
+
+  /// The split a Balance's lead gives: thread t's first iteration of
+  /// [0, trip) and how many it runs, the caller (t = 0) round(trip * (1/n +
+  /// lead)) and at least an even share, the workers even shares of the rest
+  /// (the first ones one longer). At lead 0, libomp's even static split.
+  static std::pair<uint64_t, uint64_t> share(uint64_t trip, int t, int n, float lead);
+  /// The lead after a run that split as `lead` did, where the caller's body
+  /// took `callerTicks` and the last worker ended `lateTicks` after it
+  /// (negative: before): the share that would have ended them together,
+  /// half the way there, within [0, kMaxLead].
+  static float nextLead(float lead, int n, double callerTicks, double lateTicks);
+  static constexpr float kMaxLead = 0.4f;
 
 private:
   CpuTeam();
   void addWorkers(int n);
   void work(int t, uint64_t seen);
+
+  /// A site's lead, in a table of kSites slots by the site's address (a
+  /// site that finds its slot taken by another starts it again at 0);
+  /// read and written only by the run that holds the team.
+  struct Balance {
+    const void *site = nullptr;
+    float lead = 0;
+  };
+  static constexpr int kSites = 256;
+  Balance &balanceOf(const void *site);
+  Balance sites_[kSites];
 
   std::atomic<int> size_{1};
   int workers_ = 0; // made so far, under grow_
@@ -69,14 +105,17 @@ private:
     std::atomic<uint64_t> generation{0};
     std::atomic<Body> body{nullptr};
     std::atomic<int> threads{1};
+    std::atomic<float> lead{0};
     std::atomic<void *> words[kWords] = {};
   };
   static_assert(sizeof(Published) == 64, "a run is published in one cache line");
   Published published_;
-  // Each worker's last run done, in a line of its own that only it writes:
-  // the caller waits for the run's generation in each of the run's.
+  // Each worker's last run done, and the clock tick its body ended at, in
+  // a line of its own that only it writes: the caller waits for the run's
+  // generation in each of the run's.
   struct alignas(64) Done {
     std::atomic<uint64_t> run{0};
+    std::atomic<uint64_t> endTick{0};
   };
   Done done_[kMaxCpuThreads];
 

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <thread>
 #include <vector>
 
@@ -154,4 +155,87 @@ TEST(CpuTeamTest, ForkCallPassesItsArgumentsToEveryThread) {
   EXPECT_EQ(seen.tids.load(), 1 + 2);
   auto threadNum = reinterpret_cast<int32_t (*)(void *)>(entry(kt::GlobalThreadNum));
   EXPECT_EQ(threadNum(nullptr), 0);
+}
+
+TEST(CpuTeamTest, ALeadSplitsEveryIterationOnceTheCallerFirst) {
+  for (int n : {1, 2, 3, 5})
+    for (uint64_t trip : {0, 1, 2, 7, 100, 961})
+      for (float lead : {0.0f, 0.05f, 0.2f, CpuTeam::kMaxLead, 0.9f}) {
+        std::vector<int> runs(trip);
+        uint64_t next = 0, even = trip / n + (trip % n > 0);
+        for (int t = 0; t < n; ++t) {
+          auto [from, count] = CpuTeam::share(trip, t, n, lead);
+          EXPECT_EQ(from, next) << "thread " << t << " starts where the one before ended";
+          for (uint64_t i = from; i < from + count && i < trip; ++i)
+            ++runs[i];
+          next = from + count;
+          if (t == 0)
+            EXPECT_GE(count, std::min(trip, even)) << "the caller takes at least an even share";
+        }
+        EXPECT_EQ(next, trip) << trip << " iterations on " << n << " threads, lead " << lead;
+        EXPECT_EQ(std::count(runs.begin(), runs.end(), 1), int64_t(trip));
+      }
+}
+
+TEST(CpuTeamTest, NoLeadIsLibompsEvenSplit) {
+  for (int n : {2, 3, 4})
+    for (uint64_t trip = 0; trip <= 13; ++trip)
+      for (int t = 0; t < n; ++t) {
+        uint64_t small = trip / n, extra = trip % n;
+        auto [from, count] = CpuTeam::share(trip, t, n, 0);
+        EXPECT_EQ(from, t * small + std::min<uint64_t>(t, extra));
+        EXPECT_EQ(count, small + (uint64_t(t) < extra));
+      }
+}
+
+TEST(CpuTeamTest, TheLeadMovesTowardEndingTogether) {
+  // 2 threads, 1000 ticks of work, the worker starting 100 ticks late: at
+  // lead 0 the caller ends at 500 and the worker at 600. Ends meet when the
+  // caller takes 550 (lead 0.05); each step goes half the way.
+  float lead = 0;
+  for (int run = 0; run < 20; ++run) {
+    double caller = 1000 * (0.5 + lead), worker = 100 + 1000 * (0.5 - lead);
+    lead = CpuTeam::nextLead(lead, 2, caller, worker - caller);
+  }
+  EXPECT_NEAR(lead, 0.05f, 1e-3f);
+  EXPECT_FLOAT_EQ(CpuTeam::nextLead(0.1f, 2, 600, -1e6), 0.0f) << "never below an even share";
+  EXPECT_FLOAT_EQ(CpuTeam::nextLead(0.1f, 2, 600, 1e6), CpuTeam::kMaxLead);
+  EXPECT_FLOAT_EQ(CpuTeam::nextLead(0.1f, 1, 600, 100), 0.1f) << "alone, nothing to balance";
+}
+
+TEST(CpuTeamTest, ALoopOfAForkSiteSplitsByItsLead) {
+  // A fork whose loop gives the caller much more work than the workers:
+  // its site's lead stays at 0. One whose workers are slow: it rises.
+  TeamOf team(2);
+  auto fork = reinterpret_cast<ForkCall>(entry(kt::ForkCall));
+  auto init = reinterpret_cast<StaticInit>(entry(kt::ForStaticInit8u));
+  struct Loop {
+    StaticInit init;
+    std::atomic<uint64_t> callerCount{0};
+  };
+  auto task = +[](int32_t *tid, int32_t *, Loop *loop) {
+    int32_t last = 0;
+    uint64_t lo = 0, hi = 999;
+    int64_t stride = 0;
+    loop->init(nullptr, *tid, kt::kStatic, &last, &lo, &hi, &stride, 1, 0);
+    if (*tid == 0)
+      loop->callerCount = hi + 1 - lo;
+    else // a worker whose iterations take longer than the caller's
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+  };
+  Loop loop{init};
+  for (int run = 0; run < 30; ++run)
+    fork(nullptr, 1, reinterpret_cast<kt::Microtask>(task), &loop);
+  EXPECT_GT(loop.callerCount.load(), 500u) << "the caller took more than half";
+  uint64_t count = 0;
+  onTeam([&](int t, int n) { // a run with no site splits evenly
+    int32_t last = 0;
+    uint64_t lo = 0, hi = 999;
+    int64_t stride = 0;
+    init(nullptr, t, kt::kStatic, &last, &lo, &hi, &stride, 1, 0);
+    if (t == 0)
+      count = hi + 1 - lo;
+    (void)n;
+  });
+  EXPECT_EQ(count, 500u);
 }
