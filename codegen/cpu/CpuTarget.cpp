@@ -282,7 +282,20 @@ LogicalResult lowerToLLVMDialect(ModuleOp kernels,
   return pm.run(kernels);
 }
 
-std::unique_ptr<llvm::TargetMachine> hostMachine(const std::string &cpu,
+/// With --cpu=native, the features this machine reports as well as its CPU's
+/// name: a virtual machine may hide some its CPU has (AVX-512 on some
+/// clouds), and kernels compiled for the name alone would use them.
+std::string nativeFeatures(const fbt::CpuTargetOptions &options) {
+  if (options.cpu != "native")
+    return "";
+  std::string out;
+  for (const auto &feature : llvm::sys::getHostCPUFeatures())
+    out += (out.empty() ? "" : ",") + std::string(feature.second ? "+" : "-") +
+           feature.first().str();
+  return out;
+}
+
+std::unique_ptr<llvm::TargetMachine> hostMachine(const fbt::CpuTargetOptions &options,
                                                  std::string &error) {
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
@@ -293,7 +306,7 @@ std::unique_ptr<llvm::TargetMachine> hostMachine(const std::string &cpu,
     return nullptr;
   llvm::TargetOptions opts;
   return std::unique_ptr<llvm::TargetMachine>(target->createTargetMachine(
-      triple, cpu, /*features=*/"", opts, llvm::Reloc::PIC_,
+      triple, resolvedCpu(options), nativeFeatures(options), opts, llvm::Reloc::PIC_,
       std::nullopt, llvm::CodeGenOptLevel::Aggressive));
 }
 
@@ -378,7 +391,7 @@ fbt::compileModuleForCpu(ModuleOp kernels, const CpuTargetOptions &options) {
     return module.emitError() << "CPU target: " << threadsError, failure();
 
   std::string error;
-  std::unique_ptr<llvm::TargetMachine> tm = hostMachine(resolvedCpu(options), error);
+  std::unique_ptr<llvm::TargetMachine> tm = hostMachine(options, error);
   if (!tm)
     return module.emitError() << "CPU target: " << error, failure();
   llvmModule->setDataLayout(tm->createDataLayout());
@@ -415,7 +428,7 @@ static std::unique_ptr<llvm::TargetMachine> x86Machine(const fbt::CpuTargetOptio
   if (!llvm::Triple(fbt::cpuTargetTriple()).isX86())
     return nullptr;
   std::string error;
-  return hostMachine(resolvedCpu(options), error);
+  return hostMachine(options, error);
 }
 static bool has(const std::unique_ptr<llvm::TargetMachine> &tm, StringRef features) {
   return tm && tm->getMCSubtargetInfo()->checkFeatures(features);

@@ -94,8 +94,9 @@ cl::opt<Target> target("target", cl::desc("Compile for"),
 cl::opt<std::string> cpuName("cpu",
                              cl::desc("LLVM CPU name for --target=cpu "
                                       "(default x86-64-v3; 'native' for "
-                                      "this machine's: with AVX-512, the "
-                                      "products use its 512-bit vectors)"),
+                                      "this machine's CPU and the features it "
+                                      "reports: with AVX-512, the products use "
+                                      "its 512-bit vectors)"),
                              cl::cat(category));
 cl::opt<bool> cpuParallel(
     "cpu-parallel",
