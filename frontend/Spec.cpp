@@ -247,13 +247,16 @@ public:
   }
 
   void integer(const json::Object &obj, StringRef section, StringRef key,
-               int64_t &out, int64_t min, bool required = false) {
+               int64_t &out, int64_t min, bool required = false,
+               std::optional<int64_t> max = std::nullopt) {
     const json::Value *v = get(obj, section, key, required);
     if (!v)
       return;
     std::optional<int64_t> i = asInt64(*v);
-    if (!i || *i < min)
-      return expected(join(section, key), "an integer >= " + Twine(min),
+    if (!i || *i < min || (max && *i > *max))
+      return expected(join(section, key),
+                      max ? "an integer in [" + Twine(min) + ", " + Twine(*max) + "]"
+                          : "an integer >= " + Twine(min),
                       describeValue(*v));
     out = *i;
   }
@@ -402,7 +405,7 @@ void readModel(Reader &r, const json::Object &o, ModelSpec &spec) {
   }
   r.integer(o, "", "vocab_size", spec.vocabSize, 1, true);
   r.integer(o, "", "hidden_size", spec.hiddenSize, 1, true);
-  r.integer(o, "", "num_hidden_layers", spec.numHiddenLayers, 1, true);
+  r.integer(o, "", "num_hidden_layers", spec.numHiddenLayers, 1, true, kMaxLayers);
   r.integer(o, "", "num_attention_heads", spec.numAttentionHeads, 1, true);
   r.integer(o, "", "intermediate_size", spec.intermediateSize, 1, true);
   r.integer(o, "", "max_position_embeddings", spec.maxPositionEmbeddings, 1,

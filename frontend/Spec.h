@@ -129,6 +129,11 @@ struct InferenceSpec {
   CacheForm kvCache = CacheForm::F32;
 };
 
+/// The most layers a spec may have: a model's layers are built and listed
+/// one by one (its parameters, its ops), so a count far past any real
+/// model's would take memory before any check of the figures.
+constexpr int64_t kMaxLayers = 1024;
+
 struct ModelSpec {
   std::string name = "fbt";
   int64_t vocabSize = 0;

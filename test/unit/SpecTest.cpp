@@ -294,7 +294,7 @@ TEST(SpecErrorTest, WrongTypes) {
   EXPECT_EQ(errorOf(with("hidden_size", "64")),
             "tiny.json: hidden_size: expected an integer >= 1, got \"64\"");
   EXPECT_EQ(errorOf(with("num_hidden_layers", 2.5)),
-            "tiny.json: num_hidden_layers: expected an integer >= 1, got 2.5");
+            "tiny.json: num_hidden_layers: expected an integer in [1, 1024], got 2.5");
   EXPECT_EQ(errorOf(with("vocab_size", nullptr)),
             "tiny.json: vocab_size: expected an integer >= 1, got null");
   EXPECT_EQ(errorOf(with("feedback.detach_state", "yes")),

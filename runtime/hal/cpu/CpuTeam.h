@@ -61,10 +61,10 @@ public:
   static int thread();
   static int threads();
   /// The caller's extra share in the run the calling thread is in (0
-  /// outside a run, or in one without a Balance).
+  /// outside a run, or in one without a site).
   static float lead();
 
-  /// The split a Balance's lead gives: thread t's first iteration of
+  /// The split a lead gives: thread t's first iteration of
   /// [0, trip) and how many it runs, the caller (t = 0) round(trip * (1/n +
   /// lead)) and at least an even share, the workers even shares of the rest
   /// (the first ones one longer). At lead 0, libomp's even static split.
