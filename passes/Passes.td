@@ -160,7 +160,8 @@ def FbtInferenceWeights : Pass<"fbt-inference-weights", "::mlir::ModuleOp"> {
     a wider one multiplies an `fbt.dequantize`d copy in its library GEMM.
     With `activations=int8` (int8 weights only) every product by a
     parameter, however wide, becomes a quantized_matmul marked
-    `int8_activations`: prompts and decode steps multiply in integers alike. Training steps keep their f32 weights.
+    `int8_activations`: prompts and decode steps multiply in integers
+    alike. Training steps keep their f32 weights.
     `weights=f32` changes nothing, unless `f32-products`: then the few-row
     products read the f32 parameter in a quantized_matmul kernel.
   }];

@@ -315,10 +315,10 @@ Value rowDotCpu(KernelBuilder &kb, const NarrowWeight &w, Value x, Value xBase, 
 }
 
 /// x's `count` rows of `k` values from row `first` quantized per group of 32
-/// into `xq` (int8) and `dx` (f32, a scale per group), from their row 0: d = max|x| / 127, q = x / d rounded to
-/// nearest even (x86's rounding, as ggml's AVX2 quantizes activations), 0
-/// where the group is all zero. Whole groups in vectors, the last lane by
-/// lane. With `offsets` (VNNI's unsigned weights, rowsDotInt8), each whole
+/// into `xq` (int8) and `dx` (f32, a scale per group), from their row 0:
+/// d = max|x| / 127, q = x / d rounded to nearest even (x86's rounding, as
+/// ggml's AVX2 quantizes activations), 0 where the group is all zero. Whole
+/// groups in vectors, the last lane by lane. With `offsets` (VNNI's unsigned weights, rowsDotInt8), each whole
 /// group's -128 * d * sum(q) too: what w + 128 adds to the group's dot.
 void quantizeRows(KernelBuilder &kb, Value x, Value first, Value count, int64_t k, Value xq,
                   Value dx, Value offsets) {

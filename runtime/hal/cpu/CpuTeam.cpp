@@ -172,8 +172,7 @@ void CpuTeam::run(Body body, const Words &words, const void *site) {
       if ((spins & 4095) == 4095)
         std::this_thread::yield();
     }
-    lastEnd = t == 1 ? done_[t].endTick.load(std::memory_order_relaxed)
-                     : std::max(lastEnd, done_[t].endTick.load(std::memory_order_relaxed));
+    lastEnd = std::max(lastEnd, done_[t].endTick.load(std::memory_order_relaxed));
   }
   if (balance) // the clock's ticks are alike on every core (an invariant TSC)
     balance->lead = nextLead(lead, n, double(callerEnd - start),
