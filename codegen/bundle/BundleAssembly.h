@@ -33,6 +33,7 @@ struct BundleBuild {
   NvptxTargetOptions nvptx; ///< Nvptx
   CpuTargetOptions cpu;     ///< Cpu
   std::string storage;      ///< Nvptx, Simt: training activations, "bf16" or "f32"
+  bool int8Activations = false; ///< Cpu: the products by int8 weights quantize x too
   std::optional<::fbt::TunedBuild> tuned;
   std::vector<::fbt::ParamSpec> params;
   ::fbt::Json model; ///< the resolved spec

@@ -131,6 +131,10 @@ bool mlir::fbt::parseConfigOption(StringRef entry, std::string &kernel,
   return true;
 }
 
+bool mlir::fbt::interleavesInt8(CpuVectors vectors, bool int8Activations) {
+  return vectors == CpuVectors::Avx512Vnni && int8Activations;
+}
+
 bool mlir::fbt::runsSerially(const KernelConfig &config) {
   auto parallel = config.find(Knob::Parallel);
   return parallel != config.end() && parallel->second == 0;

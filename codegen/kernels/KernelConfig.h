@@ -76,6 +76,14 @@ enum class TuneSpace { None, Default, Wide };
 /// VNNI the int8 dot's 64 bytes summed into i32 in one (vpdpbusd).
 enum class CpuVectors { Avx2, Avx512, Avx512Vnni };
 
+/// Whether a CPU target's int8 inference weights lie interleaved 16 rows
+/// at a time (runtime/format/WeightNames.h's interleaved16 layout) rather
+/// than row by row: where int8 activations meet VNNI, whose vpdpbusd then
+/// takes 4 columns of 16 rows against 4 bytes of x broadcast, a group's sum
+/// in each row's lane (a row-layout dot spends a convert, a shuffle and a
+/// multiply-add per 64 bytes summing lanes across).
+bool interleavesInt8(CpuVectors vectors, bool int8Activations);
+
 /// The configurations worth trying for a kernel whose default build asked
 /// for `used` (the values it chose), the default first and every other
 /// different from it. `None` gives only the default.

@@ -20,8 +20,14 @@
 //                     rows quantized per group of 32, 32 rows at a time,
 //                     before a grid over W's rows, then integer dot
 //                     products (AVX2's pmaddubsw and pmaddwd, as ggml's
-//                     Q8_0; with AVX-512, two groups per 64 bytes, VNNI's
-//                     vpdpbusd on w + 128) scaled by both groups' scales.
+//                     Q8_0; with AVX-512, two groups per 64 bytes) scaled
+//                     by both groups' scales. With VNNI, W is bound
+//                     interleaved 16 rows at a time (WeightNames.h), and
+//                     each vpdpbusd takes 4 columns of 16 rows as w + 128
+//                     against 4 bytes of x broadcast: blockDotInt8, a
+//                     grid over blocks (the rows after them, and weights
+//                     whose K is not whole 4-byte chunks, go by row: two
+//                     groups per 64 bytes, vpdpbusd on w xor 0x80).
 //   quantized_matmuls several products of one input (CPU): one grid over
 //                     all the weights' rows, the input quantized once.
 //   dequantize        W as f32, for the library GEMMs of wide prefills.
@@ -320,8 +326,10 @@ Value rowDotCpu(KernelBuilder &kb, const NarrowWeight &w, Value x, Value xBase, 
 /// ggml's AVX2 quantizes activations), 0 where the group is all zero. Whole
 /// groups in vectors, the last lane by lane. With `offsets` (VNNI's unsigned weights, rowsDotInt8), each whole
 /// group's -128 * d * sum(q) too: what w + 128 adds to the group's dot.
+/// With `sums` (i32, the interleaved layout's blockDotInt8), every group's
+/// -128 * sum(q), the last one's included: the same, before its scales.
 void quantizeRows(KernelBuilder &kb, Value x, Value first, Value count, int64_t k, Value xq,
-                  Value dx, Value offsets) {
+                  Value dx, Value offsets, Value sums) {
   OpBuilder &b = kb.builder();
   Location loc = kb.location();
   auto wide = VectorType::get({kLanes}, b.getF32Type());
@@ -339,6 +347,11 @@ void quantizeRows(KernelBuilder &kb, Value x, Value first, Value count, int64_t 
     return arith::FPToSIOp::create(b, loc, isa<VectorType>(v.getType()) ? Type(narrow)
                                                                        : b.getI8Type(),
                                    math::RoundEvenOp::create(b, loc, v));
+  };
+  auto storeSum = [&](Value qsum, Value at) { // -128 * sum(q), exactly, as i32
+    Value whole = arith::FPToSIOp::create(b, loc, b.getI32Type(), qsum);
+    kb.store(arith::MulIOp::create(b, loc, whole, arith::ConstantIntOp::create(b, loc, -128, 32)),
+             sums, at);
   };
   kb.loop(kb.index(0), count, [&](Value m) {
     Value from = kb.imul(kb.iadd(first, m), k); // x's row
@@ -367,12 +380,15 @@ void quantizeRows(KernelBuilder &kb, Value x, Value first, Value count, int64_t 
       for (int64_t c = 0; c < kGroup; c += kLanes) {
         Value q = math::RoundEvenOp::create(b, loc, kb.mul(xs[c / kLanes], invs));
         vector::StoreOp::create(b, loc, toInt8(q), xq, ValueRange{kb.iadd(base, c)});
-        if (offsets) // the group's sum only where VNNI reads it
+        if (offsets || sums) // the group's sum only where VNNI reads it
           qsum = qsum ? arith::AddFOp::create(b, loc, qsum, q).getResult() : q;
       }
-      if (offsets) // the sum of q is exact in f32 (at most 32 * 127)
+      // The sum of q is exact in f32 (at most 32 * 127).
+      if (offsets)
         kb.store(kb.mul(laneSum(kb, qsum), kb.mul(d, kb.f32(-128))), offsets,
                  kb.iadd(kb.imul(m, groups), g));
+      if (sums)
+        storeSum(laneSum(kb, qsum), kb.iadd(kb.imul(m, groups), g));
     });
     if (rest == 0)
       return;
@@ -385,10 +401,14 @@ void quantizeRows(KernelBuilder &kb, Value x, Value first, Value count, int64_t 
     })[0];
     auto [d, inv] = scaleOfMax(amax);
     kb.store(d, dx, kb.iadd(kb.imul(m, groups), whole));
-    kb.loop(rest, [&](Value c) {
-      memref::StoreOp::create(b, loc, toInt8(kb.mul(kb.load(x, kb.iadd(xBase, c)), inv)), xq,
-                              ValueRange{kb.iadd(base, c)});
-    });
+    Value restSum = kb.fold(kb.index(0), kb.index(rest), ValueRange{kb.f32(0)},
+                            [&](Value c, ValueRange carried) -> SmallVector<Value> {
+      Value q = math::RoundEvenOp::create(b, loc, kb.mul(kb.load(x, kb.iadd(xBase, c)), inv));
+      memref::StoreOp::create(b, loc, toInt8(q), xq, ValueRange{kb.iadd(base, c)});
+      return {kb.add(carried[0], q)};
+    })[0];
+    if (sums)
+      storeSum(restSum, kb.iadd(kb.imul(m, groups), whole));
   });
 }
 
@@ -634,6 +654,71 @@ Values rowsDotInt8(KernelBuilder &kb, const NarrowWeight &w, Value xq, Value dx,
   return totals;
 }
 
+/// Row m of xq times block `block` of W's interleaved rows (WeightNames.h:
+/// 16 rows, each 4-byte chunk of their columns in 64 bytes as q + 128),
+/// scaled: the 16 rows' results as f32 lanes. Per group, its chunks'
+/// vpdpbusd each take 4 columns of the 16 rows against 4 bytes of x
+/// broadcast, into i32 lanes that start at x's offset (-128 * sum(q):
+/// `sums`, quantizeRows), so each lane ends as its row's exact integer
+/// dot; then one convert, and both scales (the block's 16 row scales of
+/// the group, x's broadcast) in a multiply and a multiply-add. Where the
+/// row layout spends a convert, a shuffle and a multiply-add per 64
+/// bytes, this spends one vpdpbusd, and the 3 per group of 16 rows.
+Value blockDotInt8(KernelBuilder &kb, const NarrowWeight &w, Value xq, Value dx, Value sums,
+                   Value m, Value block, int64_t prefetch) {
+  OpBuilder &b = kb.builder();
+  Location loc = kb.location();
+  constexpr int64_t rows = ::fbt::weights::kInterleave;
+  auto bytes = VectorType::get({4 * rows}, b.getI8Type());
+  auto ints = VectorType::get({rows}, b.getI32Type());
+  auto floats = VectorType::get({rows}, b.getF32Type());
+  auto quad = VectorType::get({4}, b.getI8Type());
+  int64_t groups = w.groups(), chunks = w.k / 4;
+  Value wBase = kb.imul(block, rows * w.k), sBase = kb.imul(block, rows * groups);
+  Value xBase = kb.imul(m, w.k), xGroups = kb.imul(m, groups);
+  auto fma = arith::FastMathFlags::contract;
+  // The group's chunks [g * 8, g * 8 + count) into one accumulator.
+  auto group = [&](Value g, int64_t count, Value acc) {
+    Value start = vector::BroadcastOp::create(b, loc, ints, kb.load(sums, kb.iadd(xGroups, g)));
+    Value first = kb.imul(g, kGroup / 4);
+    for (int64_t c = 0; c < count; ++c) {
+      Value chunk = kb.iadd(first, c);
+      Value at = kb.iadd(wBase, kb.imul(chunk, 4 * rows));
+      if (prefetch > 0)
+        kb.prefetch(w.values, kb.iadd(at, prefetch));
+      Value wv = vector::LoadOp::create(b, loc, bytes, w.values, ValueRange{at});
+      Value x4 = vector::LoadOp::create(b, loc, quad, xq,
+                                        ValueRange{kb.iadd(xBase, kb.imul(chunk, 4))});
+      Value x1 = vector::ExtractOp::create(
+          b, loc, vector::BitCastOp::create(b, loc, VectorType::get({1}, b.getI32Type()), x4),
+          ArrayRef<int64_t>{0});
+      Value xv = vector::BitCastOp::create(b, loc, bytes,
+                                           vector::BroadcastOp::create(b, loc, ints, x1));
+      start = x86(kb, "llvm.x86.avx512.vpdpbusd.512", ints, {start, wv, xv});
+    }
+    Type half = cast<MemRefType>(w.scales.getType()).getElementType();
+    Value sw = vector::LoadOp::create(b, loc, VectorType::get({rows}, half), w.scales,
+                                      ValueRange{kb.iadd(sBase, kb.imul(g, rows))});
+    Value scaled = arith::MulFOp::create(
+        b, loc, arith::SIToFPOp::create(b, loc, floats, start),
+        vector::BroadcastOp::create(b, loc, floats, kb.load(dx, kb.iadd(xGroups, g))), fma);
+    return arith::AddFOp::create(
+        b, loc, acc,
+        arith::MulFOp::create(b, loc, scaled, arith::ExtFOp::create(b, loc, floats, sw), fma),
+        fma).getResult();
+  };
+  Value acc = vector::BroadcastOp::create(b, loc, floats, kb.f32(0));
+  int64_t whole = w.k / kGroup;
+  if (whole > 0)
+    acc = kb.fold(kb.index(0), kb.index(whole), ValueRange{acc},
+                  [&](Value g, ValueRange carried) -> SmallVector<Value> {
+      return {group(g, kGroup / 4, carried[0])};
+    })[0];
+  if (int64_t rest = chunks - whole * (kGroup / 4); rest > 0)
+    acc = group(kb.index(whole), rest, acc);
+  return acc;
+}
+
 /// Threads per row block on the GPU: a warp per 32 groups of 8 elements
 /// of K, at most 256.
 int64_t rowThreads(KernelBuilder &kb, int64_t k) {
@@ -660,21 +745,33 @@ func::FuncOp buildCpuProducts(KernelBuilder &kb, Value x, int64_t rows,
   // nothing over the hardware's prefetchers, so theirs is no knob.
   Type element = cast<MemRefType>(ws.front().values.getType()).getElementType();
   int64_t prefetch = element.isF32() ? 0 : kb.knob(Knob::Prefetch, kDefaultPrefetch);
-  int64_t k = ws.front().k, total = 0;
-  for (const NarrowWeight &w : ws)
-    total += w.n;
+  int64_t k = ws.front().k;
   int64_t block = int8Activations ? std::min(rows, kRowBlock) : rows;
-  Value xq, dx, offsets;
+  // int8 weights interleaved 16 rows at a time (WeightNames.h): each
+  // weight's whole blocks, then its other rows one by one.
+  bool interleaved = ws.front().int8() && interleavesInt8(kb.cpuVectors(), int8Activations);
+  auto packedRows = [&](const NarrowWeight &w) {
+    return interleaved ? ::fbt::weights::interleavedRows(w.n, w.k) : 0;
+  };
+  auto units = [&](const NarrowWeight &w) { // the grid's iterations for w
+    return packedRows(w) / ::fbt::weights::kInterleave + w.n - packedRows(w);
+  };
+  int64_t grid = 0;
+  for (const NarrowWeight &w : ws)
+    grid += units(w);
+  Value xq, dx, offsets, sums;
   if (int8Activations) {
     xq = kb.scratch(block * k, kb.builder().getI8Type());
     dx = kb.scratch(block * ws.front().groups());
     if (kb.cpuVectors() == CpuVectors::Avx512Vnni) // rowsDotInt8's offsets
       offsets = kb.scratch(block * ws.front().groups());
+    if (interleaved) // blockDotInt8's
+      sums = kb.scratch(block * ws.front().groups(), kb.builder().getI32Type());
   }
   // Rows [first, first + count) of x, count <= block.
   auto products = [&](Value first, Value count) {
     if (xq)
-      quantizeRows(kb, x, first, count, k, xq, dx, offsets);
+      quantizeRows(kb, x, first, count, k, xq, dx, offsets, sums);
     auto product = [&](const NarrowWeight &w, Value y, Value n) { // row n of w
       auto store = [&](Value m, Value dot) {
         kb.store(dot, y, kb.iadd(kb.imul(kb.iadd(first, m), w.n), n));
@@ -700,15 +797,36 @@ func::FuncOp buildCpuProducts(KernelBuilder &kb, Value x, int64_t rows,
         store(m, rowsDotInt8(kb, w, xq, dx, offsets, {m}, n, prefetch)[0]);
       });
     };
-    kb.parallel(total, [&](Value r) {
+    auto blockProduct = [&](const NarrowWeight &w, Value y, Value blk) { // 16 rows of w
+      kb.loop(kb.index(0), count, [&](Value m) {
+        Value dots = blockDotInt8(kb, w, xq, dx, sums, m, blk, prefetch);
+        Value at = kb.iadd(kb.imul(kb.iadd(first, m), w.n),
+                           kb.imul(blk, ::fbt::weights::kInterleave));
+        vector::StoreOp::create(kb.builder(), kb.location(), dots, y, ValueRange{at});
+      });
+    };
+    // Iteration u of w's: a block of interleaved rows, or one row after them.
+    auto unit = [&](const NarrowWeight &w, Value y, Value u) {
+      int64_t packed = packedRows(w), blocks = packed / ::fbt::weights::kInterleave;
+      if (blocks == 0)
+        return product(w, y, u);
+      Value isBlock = kb.icmp(arith::CmpIPredicate::ult, u, kb.index(blocks));
+      kb.ifThen(isBlock, [&] { blockProduct(w, y, u); });
+      if (units(w) > blocks)
+        kb.ifThen(arith::XOrIOp::create(kb.builder(), kb.location(), isBlock,
+                                        arith::ConstantIntOp::create(kb.builder(),
+                                                                     kb.location(), 1, 1)),
+                  [&] { product(w, y, kb.iadd(kb.isub(u, kb.index(blocks)), packed)); });
+    };
+    kb.parallel(grid, [&](Value r) {
       if (ws.size() == 1)
-        return product(ws.front(), ys.front(), r);
-      int64_t before = 0; // the rows of the weights before w
+        return unit(ws.front(), ys.front(), r);
+      int64_t before = 0; // the iterations of the weights before w
       for (auto [w, y] : llvm::zip(ws, ys)) {
-        Value n = kb.isub(r, kb.index(before)); // wraps below 0: then not below w.n
-        kb.ifThen(kb.icmp(arith::CmpIPredicate::ult, n, kb.index(w.n)),
-                  [&] { product(w, y, n); });
-        before += w.n;
+        Value u = kb.isub(r, kb.index(before)); // wraps below 0: then not below units(w)
+        kb.ifThen(kb.icmp(arith::CmpIPredicate::ult, u, kb.index(units(w))),
+                  [&] { unit(w, y, u); });
+        before += units(w);
       }
     });
   };

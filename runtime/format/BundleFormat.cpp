@@ -603,6 +603,8 @@ Json toJson(const BundleTarget &t) {
       j["cpu"] = t.chip;
       if (!t.features.empty())
         j["features"] = t.features;
+      if (t.int8Layout != Int8Layout::Rows)
+        j["int8_layout"] = kindName(t.int8Layout);
     }
   }
   if (!t.storage.empty())
@@ -632,6 +634,8 @@ BundleTarget bundleTargetFromJson(const Json &j) {
   case TargetKind::Cpu:
     optional("cpu", t.chip);
     optional("features", t.features);
+    if (const Json *v = jsonFind(j, "int8_layout"))
+      t.int8Layout = requireKind<Int8Layout>(asString(*v), "target.int8_layout");
     break;
   case TargetKind::Nvptx:
     t.chip = asString(jsonAt(j, "chip"));

@@ -186,6 +186,9 @@ struct BundleTarget {
   std::string triple;   ///< cpu, simt: the triple compiled for
   std::string arch;     ///< cpu, simt: its architecture ("x86_64")
   std::string storage;  ///< nvptx, simt: training activations, "bf16" or "f32"
+  /// cpu: how its int8 inference weights' bytes lie (WeightNames.h): the
+  /// kernels read them so, and the runtime binds them so.
+  Int8Layout int8Layout = Int8Layout::Rows;
   bool gpu() const { return kind == TargetKind::Nvptx; }
   /// The GPU's kernels and launches, compiled for this CPU (tests).
   bool emulated() const { return kind == TargetKind::Simt; }

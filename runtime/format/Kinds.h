@@ -38,6 +38,10 @@ enum class WeightForm { F32, BF16, Int8 };
 /// attention reads; the keys and values rounded to nearest even as they are
 /// written, llama.cpp's default cache type).
 enum class CacheForm { F32, F16 };
+/// How the bytes of an int8 inference weight lie in its step inputs (a CPU
+/// bundle's "target.int8_layout", WeightNames.h): row by row, or rows
+/// interleaved 16 at a time for AVX-512 VNNI's products by int8 activations.
+enum class Int8Layout { Rows, Interleaved16 };
 /// What a compiled step does (a plan's "kind", the IR's fbt.step).
 enum class StepKind { Train, Grads, Eval, Prefill, Decode };
 /// A collective across the ranks of a data-parallel run (PlanOp).
@@ -60,6 +64,10 @@ template <> struct KindTable<WeightForm> {
 template <> struct KindTable<CacheForm> {
   static constexpr std::array<const char *, 2> names = {"f32", "f16"};
   static_assert(names.size() == size_t(CacheForm::F16) + 1);
+};
+template <> struct KindTable<Int8Layout> {
+  static constexpr std::array<const char *, 2> names = {"rows", "interleaved16"};
+  static_assert(names.size() == size_t(Int8Layout::Interleaved16) + 1);
 };
 template <> struct KindTable<StepKind> {
   static constexpr std::array<const char *, 5> names = {"train", "grads", "eval", "prefill",

@@ -51,6 +51,25 @@ QuantizedMatrix quantizeMatrix(WeightForm form, const float *w, int64_t rows,
   return q;
 }
 
+QuantizedMatrix interleaveRows(const QuantizedMatrix &q) {
+  if (q.form != WeightForm::Int8)
+    throw RuntimeError(std::string("only int8 weights interleave their rows, not ") +
+                       kindName(q.form));
+  QuantizedMatrix out = q;
+  int64_t packed = weights::interleavedRows(q.rows, q.cols), groups = weights::groupsOf(q.cols);
+  const int64_t n = weights::kInterleave, chunks = q.cols / 4;
+  for (int64_t r = 0; r < packed; ++r) {
+    int64_t block = r / n, lane = r % n;
+    for (int64_t c = 0; c < chunks; ++c)
+      for (int64_t i = 0; i < 4; ++i)
+        out.values[size_t(((block * chunks + c) * n + lane) * 4 + i)] =
+            int8_t(uint8_t(q.values[size_t(r * q.cols + 4 * c + i)]) ^ 0x80);
+    for (int64_t g = 0; g < groups; ++g)
+      out.halves[size_t((block * groups + g) * n + lane)] = q.halves[size_t(r * groups + g)];
+  }
+  return out;
+}
+
 std::vector<float> dequantizeMatrix(const QuantizedMatrix &q) {
   std::vector<float> out(size_t(q.rows * q.cols));
   if (q.form == WeightForm::BF16) {

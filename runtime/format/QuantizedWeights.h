@@ -37,6 +37,10 @@ struct QuantizedMatrix {
 /// `w` (rows x cols, row-major) in `form` (bf16 or int8).
 QuantizedMatrix quantizeMatrix(WeightForm form, const float *w, int64_t rows, int64_t cols);
 
+/// `q` (int8, row layout) in the interleaved16 layout (WeightNames.h): what
+/// a CPU bundle whose target says so binds.
+QuantizedMatrix interleaveRows(const QuantizedMatrix &q);
+
 /// The f32 values `q` stands for: what the kernels multiply by.
 std::vector<float> dequantizeMatrix(const QuantizedMatrix &q);
 

@@ -13,6 +13,16 @@
 //
 // The compiler names the inputs (fbt-inference-weights); the runtime makes
 // their contents from the parameters (QuantizedWeights.h) and binds them.
+//
+// Where a CPU bundle's int8 layout is interleaved16 (Kinds.h: AVX-512 VNNI
+// with int8 activations), the first interleavedRows(N, K) rows of an int8
+// weight lie in blocks of kInterleave rows: block b's 4-byte column chunk c
+// (columns [4c, 4c + 4)) of its 16 rows, row after row, is the 64 bytes at
+// (b * K / 4 + c) * 64, each value stored as q + 128 (unsigned); its
+// scales are the block's 16 rows' scale of group g at (b * groups + g) * 16.
+// One vpdpbusd then multiplies 4 columns of 16 rows by 4 values of x, and a
+// group's sums land in the 16 rows' lanes with no lane to add across. The
+// rows after them (N % 16) stay as in the row layout, at the same offsets.
 // Header-only, on Kinds.h alone, so the compiler can include it.
 //
 //===----------------------------------------------------------------------===//
@@ -33,6 +43,15 @@ namespace fbt::weights {
 constexpr int64_t kGroup = 32;
 /// Groups of a row of `k` values.
 inline int64_t groupsOf(int64_t k) { return (k + kGroup - 1) / kGroup; }
+
+/// Rows per block of the interleaved16 layout.
+constexpr int64_t kInterleave = 16;
+/// The rows of an [rows, cols] int8 weight that the interleaved16 layout
+/// interleaves: its whole blocks, where a row is whole 4-byte chunks (else
+/// none: the weight keeps the row layout).
+inline int64_t interleavedRows(int64_t rows, int64_t cols) {
+  return cols % 4 == 0 ? rows / kInterleave * kInterleave : 0;
+}
 
 constexpr char kInt8Prefix[] = "int8.";
 constexpr char kScalesPrefix[] = "int8_scales.";

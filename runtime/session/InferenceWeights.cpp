@@ -43,8 +43,16 @@ void Session::makeInferenceWeight(size_t param) {
       param, quantizeMatrix(model_.inference.weights, values.data(), spec.shape[0], spec.shape[1]));
 }
 
-void Session::installInferenceWeight(size_t param, const QuantizedMatrix &q) {
+void Session::installInferenceWeight(size_t param, const QuantizedMatrix &given) {
   const ParamSpec &spec = bundle_.params()[param];
+  // The layout the bundle's kernels read (WeightNames.h); stored and
+  // checkpointed copies keep the row layout.
+  bool interleave = given.form == WeightForm::Int8 &&
+                    bundle_.target().int8Layout == Int8Layout::Interleaved16;
+  QuantizedMatrix interleaved;
+  if (interleave)
+    interleaved = interleaveRows(given);
+  const QuantizedMatrix &q = interleave ? interleaved : given;
   InferenceCopy &copy = inferenceCopies_[param];
   auto put = [&](DeviceBuffer &buffer, bool scales, const char *what) {
     if (!buffer.size())

@@ -23,6 +23,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/base/Bf16.h"
+#include "runtime/format/QuantizedWeights.h"
 #include "runtime/format/Safetensors.h"
 #include "runtime/format/WeightNames.h"
 #include "runtime/hal/cpu/CpuTeam.h"
@@ -333,6 +334,35 @@ std::vector<Buffer> randomArguments(func::FuncOp fn, const std::string &seed) {
   return bufs;
 }
 
+/// `bufs` as the kernel (a call `call` of op `stem`) reads them: where the
+/// CPU target interleaves int8 weights (int8 activations with VNNI:
+/// runtime/format/WeightNames.h), each weight and its scales in that layout,
+/// as the runtime binds them; reference() reads the rows.
+std::vector<Buffer> asBound(mlir::fbt::CallKernelOp call, llvm::StringRef stem,
+                            const std::vector<Buffer> &bufs) {
+  std::vector<Buffer> out = bufs;
+  if (!stem.ends_with("_a8") ||
+      !mlir::fbt::interleavesInt8(mlir::fbt::cpuVectorsOf(cpuOptions()), true))
+    return out;
+  size_t count = stem.starts_with("quantized_matmuls") ? call->getNumResults() : 1;
+  for (size_t i = 0; i < count; ++i) {
+    auto t = cast<RankedTensorType>(call->getOperand(1 + i).getType());
+    Buffer &w = out[1 + i], &s = out[1 + count + i];
+    ::fbt::QuantizedMatrix q;
+    q.form = ::fbt::WeightForm::Int8;
+    q.rows = t.getDimSize(0);
+    q.cols = t.getDimSize(1);
+    q.values.resize(w.count);
+    q.halves.resize(s.count);
+    std::memcpy(q.values.data(), w.bytes.data(), w.count);
+    std::memcpy(q.halves.data(), s.bytes.data(), 2 * s.count);
+    ::fbt::QuantizedMatrix p = ::fbt::interleaveRows(q);
+    std::memcpy(w.bytes.data(), p.values.data(), w.count);
+    std::memcpy(s.bytes.data(), p.halves.data(), 2 * s.count);
+  }
+  return out;
+}
+
 /// Whether a kernel of op `stem` is an inference-weight kernel reference()
 /// knows.
 bool hasReference(llvm::StringRef stem) {
@@ -385,11 +415,12 @@ int checkAgainstReference(ModuleOp cpu) {
         v = i % 3 == 0 ? -v : v;
         std::memcpy(&bufs[0].bytes[4 * i], &v, 4);
       }
-    std::vector<void *> args = pointers(bufs);
+    std::vector<Buffer> bound = asBound(call, stem, bufs);
+    std::vector<void *> args = pointers(bound);
     ::fbt::callKernel(symbol(so, name), args.data(), args.size());
     if (!stem.starts_with("quantized_matmuls")) {
       tally.compareOne(name + " (reference)", reference(stem, weightAt(call, stem), bufs),
-                       bufs.back());
+                       bound.back());
       continue;
     }
     // Fused: each result is the product by its own weight (and scales).
@@ -402,7 +433,7 @@ int checkAgainstReference(ModuleOp cpu) {
       tally.compareOne(name + " #" + std::to_string(i) + " (reference)",
                        reference(single, cast<RankedTensorType>(call->getOperand(1 + i).getType()),
                                  one),
-                       bufs[bufs.size() - count + i]);
+                       bound[bound.size() - count + i]);
     }
   }
   return tally.finish();

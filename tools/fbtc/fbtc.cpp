@@ -316,6 +316,8 @@ int writeBundle(const fbt::ModelSpec &spec, mlir::ModuleOp module,
   for (const fbt::ParameterInfo &p : fbt::parameterList(spec))
     build.params.push_back({p.name, p.shape, p.decay, p.feedback});
   build.model = resolvedModel(spec);
+  build.int8Activations = spec.inference.weights == ::fbt::WeightForm::Int8 &&
+                          spec.inference.activations == ::fbt::WeightForm::Int8;
   FailureOr<mlir::fbt::AssembledBundle> bundle =
       mlir::fbt::assembleBundle(module, std::move(steps), largestArena, build);
   if (failed(bundle))

@@ -191,6 +191,20 @@ TEST(BundleFormatTest, LaunchesTargetsAndParamsReadBack) {
   EXPECT_EQ(t.triple, cpu.triple);
   EXPECT_EQ(t.arch, "x86_64");
   EXPECT_EQ(t.kind, TargetKind::Cpu);
+  EXPECT_EQ(t.int8Layout, Int8Layout::Rows); // absent: as bundles before it
+  EXPECT_FALSE(toJson(cpu).contains("int8_layout"));
+  cpu.int8Layout = Int8Layout::Interleaved16;
+  EXPECT_EQ(bundleTargetFromJson(toJson(cpu)).int8Layout, Int8Layout::Interleaved16);
+  Json odd = toJson(cpu);
+  odd["int8_layout"] = "columns";
+  try {
+    bundleTargetFromJson(odd);
+    ADD_FAILURE() << "an unknown int8 layout was accepted";
+  } catch (const RuntimeError &e) {
+    EXPECT_NE(std::string(e.what()).find("unknown target.int8_layout 'columns'"),
+              std::string::npos)
+        << e.what();
+  }
   BundleTarget gpu{TargetKind::Nvptx, "sm_90", "+ptx80", "", "", "bf16"};
   t = bundleTargetFromJson(toJson(gpu));
   EXPECT_TRUE(t.gpu());

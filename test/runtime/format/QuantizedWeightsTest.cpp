@@ -57,6 +57,39 @@ TEST(QuantizedWeightsTest, Int8GroupsEndInAShorterOne) {
     EXPECT_EQ(back[size_t(cols + c)], 0.0f);
 }
 
+TEST(QuantizedWeightsTest, InterleavedRowsLieAsTheLayoutSays) {
+  // 37 rows: two blocks of 16, then 5 in the row layout; 72 columns: 18
+  // chunks of 4, two whole groups and one of 8.
+  const int64_t rows = 37, cols = 72, groups = 3, chunks = 18;
+  std::vector<float> w = sample(rows, cols);
+  QuantizedMatrix q = quantizeMatrix(WeightForm::Int8, w.data(), rows, cols);
+  QuantizedMatrix p = interleaveRows(q);
+  ASSERT_EQ(weights::interleavedRows(rows, cols), 32);
+  ASSERT_EQ(p.values.size(), q.values.size());
+  ASSERT_EQ(p.halves.size(), q.halves.size());
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) {
+      int8_t value = q.values[size_t(r * cols + c)];
+      if (r >= 32) { // after the blocks: as it was
+        EXPECT_EQ(p.values[size_t(r * cols + c)], value);
+        continue;
+      }
+      size_t at = size_t(((r / 16 * chunks + c / 4) * 16 + r % 16) * 4 + c % 4);
+      EXPECT_EQ(uint8_t(p.values[at]), uint8_t(int(value) + 128)) << r << ", " << c;
+    }
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t g = 0; g < groups; ++g)
+      EXPECT_EQ(p.halves[size_t(r < 32 ? (r / 16 * groups + g) * 16 + r % 16 : r * groups + g)],
+                q.halves[size_t(r * groups + g)]);
+  // Rows that are not whole 4-byte chunks keep the row layout.
+  ASSERT_EQ(weights::interleavedRows(rows, 70), 0);
+  QuantizedMatrix odd = quantizeMatrix(WeightForm::Int8, w.data(), rows, 70);
+  EXPECT_EQ(interleaveRows(odd).values, odd.values);
+  EXPECT_NE(errorOf([&] { interleaveRows(quantizeMatrix(WeightForm::BF16, w.data(), 2, 4)); })
+                .find("only int8 weights interleave"),
+            std::string::npos);
+}
+
 TEST(QuantizedWeightsTest, Bf16RoundsToNearestEven) {
   std::vector<float> w = sample(2, 5);
   QuantizedMatrix q = quantizeMatrix(WeightForm::BF16, w.data(), 2, 5);
