@@ -74,7 +74,7 @@ LogicalResult compileKernels(ModuleOp module, const BundleBuild &build,
     target.arch = cpuTargetArch();
     target.chip = resolvedCpu(build.cpu);
     target.features = cpuTargetFeatures(build.cpu);
-    target.int8Layout = interleavesInt8(cpuVectorsOf(build.cpu), build.int8Activations)
+    target.int8Layout = interleavesInt8(build.int8Activations)
                             ? ::fbt::Int8Layout::Interleaved16
                             : ::fbt::Int8Layout::Rows;
     blobs.push_back({"kernels.so", *library});

@@ -131,9 +131,7 @@ bool mlir::fbt::parseConfigOption(StringRef entry, std::string &kernel,
   return true;
 }
 
-bool mlir::fbt::interleavesInt8(CpuVectors vectors, bool int8Activations) {
-  return vectors == CpuVectors::Avx512Vnni && int8Activations;
-}
+bool mlir::fbt::interleavesInt8(bool int8Activations) { return int8Activations; }
 
 bool mlir::fbt::runsSerially(const KernelConfig &config) {
   auto parallel = config.find(Knob::Parallel);

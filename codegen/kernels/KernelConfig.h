@@ -76,13 +76,15 @@ enum class TuneSpace { None, Default, Wide };
 /// VNNI the int8 dot's 64 bytes summed into i32 in one (vpdpbusd).
 enum class CpuVectors { Avx2, Avx512, Avx512Vnni };
 
-/// Whether a CPU target's int8 inference weights lie interleaved 16 rows
+/// Whether a CPU bundle's int8 inference weights lie interleaved 16 rows
 /// at a time (runtime/format/WeightNames.h's interleaved16 layout) rather
-/// than row by row: where int8 activations meet VNNI, whose vpdpbusd then
-/// takes 4 columns of 16 rows against 4 bytes of x broadcast, a group's sum
-/// in each row's lane (a row-layout dot spends a convert, a shuffle and a
-/// multiply-add per 64 bytes summing lanes across).
-bool interleavesInt8(CpuVectors vectors, bool int8Activations);
+/// than row by row: where its products multiply int8 activations (on x86,
+/// AVX2 at least), whose 4 bytes of x broadcast then meet 4 columns of 16
+/// rows at once, each row's sum in its own lane (a row's dot spends a
+/// convert, a shuffle and a multiply-add per 32 or 64 bytes summing lanes
+/// across). The kernels read, the bundle's target records, and the runtime
+/// binds by this one rule.
+bool interleavesInt8(bool int8Activations);
 
 /// The configurations worth trying for a kernel whose default build asked
 /// for `used` (the values it chose), the default first and every other

@@ -18,16 +18,16 @@
 //                     threads read adjacent bytes), a block reduction.
 //                     With int8_activations (CPU, any number of rows): x's
 //                     rows quantized per group of 32, 32 rows at a time,
-//                     before a grid over W's rows, then integer dot
-//                     products (AVX2's pmaddubsw and pmaddwd, as ggml's
-//                     Q8_0; with AVX-512, two groups per 64 bytes) scaled
-//                     by both groups' scales. With VNNI, W is bound
-//                     interleaved 16 rows at a time (WeightNames.h), and
-//                     each vpdpbusd takes 4 columns of 16 rows as w + 128
-//                     against 4 bytes of x broadcast: blockDotInt8, a
-//                     grid over blocks (the rows after them, and weights
-//                     whose K is not whole 4-byte chunks, go by row: two
-//                     groups per 64 bytes, vpdpbusd on w xor 0x80).
+//                     then integer dot products scaled by both groups'
+//                     scales. W is then bound interleaved 16 rows at a
+//                     time (WeightNames.h): a grid over its blocks, where
+//                     4 bytes of x broadcast meet 4 columns of 16 rows
+//                     (VNNI's vpdpbusd on w + 128, or AVX2's pmaddubsw and
+//                     pmaddwd as ggml's Q8_0) and each row's sum lands in
+//                     its own lane: blockDotInt8. The rows after the
+//                     blocks, and weights whose K is not whole 4-byte
+//                     chunks, go by row (with AVX-512, two groups per 64
+//                     bytes; VNNI's vpdpbusd on w xor 0x80).
 //   quantized_matmuls several products of one input (CPU): one grid over
 //                     all the weights' rows, the input quantized once.
 //   dequantize        W as f32, for the library GEMMs of wide prefills.
@@ -656,67 +656,112 @@ Values rowsDotInt8(KernelBuilder &kb, const NarrowWeight &w, Value xq, Value dx,
 
 /// Row m of xq times block `block` of W's interleaved rows (WeightNames.h:
 /// 16 rows, each 4-byte chunk of their columns in 64 bytes as q + 128),
-/// scaled: the 16 rows' results as f32 lanes. Per group, its chunks'
-/// vpdpbusd each take 4 columns of the 16 rows against 4 bytes of x
-/// broadcast, into i32 lanes that start at x's offset (-128 * sum(q):
-/// `sums`, quantizeRows), so each lane ends as its row's exact integer
-/// dot; then one convert, and both scales (the block's 16 row scales of
-/// the group, x's broadcast) in a multiply and a multiply-add. Where the
-/// row layout spends a convert, a shuffle and a multiply-add per 64
-/// bytes, this spends one vpdpbusd, and the 3 per group of 16 rows.
+/// scaled: the 16 rows' results as f32 lanes. Per group, each chunk takes 4
+/// columns of the 16 rows against 4 bytes of x broadcast, the products of a
+/// row summed into its own i32 lane, so each lane ends as its row's exact
+/// integer dot; then one convert, and both scales (the block's 16 row
+/// scales of the group, x's broadcast) in a multiply and a multiply-add.
+/// With VNNI, a chunk is one vpdpbusd of q + 128 as it is stored, from x's
+/// offset (-128 * sum(q): `sums`, quantizeRows); without, AVX2's dot in
+/// two halves of 8 rows (q from q + 128 by an xor, |q| times x with q's
+/// sign moved onto it, pairs in i16 and then in i32), from 0. Where the row
+/// layout spends a convert, a shuffle and a multiply-add per 32 or 64 bytes
+/// summing lanes across, this spends them once per group of 16 rows.
 Value blockDotInt8(KernelBuilder &kb, const NarrowWeight &w, Value xq, Value dx, Value sums,
                    Value m, Value block, int64_t prefetch) {
   OpBuilder &b = kb.builder();
   Location loc = kb.location();
   constexpr int64_t rows = ::fbt::weights::kInterleave;
-  auto bytes = VectorType::get({4 * rows}, b.getI8Type());
-  auto ints = VectorType::get({rows}, b.getI32Type());
-  auto floats = VectorType::get({rows}, b.getF32Type());
+  bool vnni = kb.cpuVectors() == CpuVectors::Avx512Vnni;
+  // The lanes of one accumulator: 16 rows with VNNI, else 8 (of two).
+  int64_t lanes = vnni ? rows : rows / 2, parts = rows / lanes;
+  auto bytes = VectorType::get({4 * lanes}, b.getI8Type());
+  auto ints = VectorType::get({lanes}, b.getI32Type());
+  auto floats = VectorType::get({lanes}, b.getF32Type());
+  auto shorts = VectorType::get({2 * lanes}, b.getI16Type());
   auto quad = VectorType::get({4}, b.getI8Type());
+  auto constant = [&](VectorType t, Attribute a) -> Value {
+    return arith::ConstantOp::create(b, loc, DenseElementsAttr::get(t, a));
+  };
+  Value bias, ones; // AVX2's dot's
+  if (!vnni) {
+    bias = constant(bytes, b.getI8IntegerAttr(-128));
+    ones = constant(shorts, b.getI16IntegerAttr(1));
+  }
   int64_t groups = w.groups(), chunks = w.k / 4;
   Value wBase = kb.imul(block, rows * w.k), sBase = kb.imul(block, rows * groups);
   Value xBase = kb.imul(m, w.k), xGroups = kb.imul(m, groups);
   auto fma = arith::FastMathFlags::contract;
-  // The group's chunks [g * 8, g * 8 + count) into one accumulator.
-  auto group = [&](Value g, int64_t count, Value acc) {
-    Value start = vector::BroadcastOp::create(b, loc, ints, kb.load(sums, kb.iadd(xGroups, g)));
+  // The 4 bytes of x at chunk c, broadcast to every lane.
+  auto xAt = [&](Value chunk) {
+    Value x4 = vector::LoadOp::create(b, loc, quad, xq,
+                                      ValueRange{kb.iadd(xBase, kb.imul(chunk, 4))});
+    Value x1 = vector::ExtractOp::create(
+        b, loc, vector::BitCastOp::create(b, loc, VectorType::get({1}, b.getI32Type()), x4),
+        ArrayRef<int64_t>{0});
+    return vector::BitCastOp::create(b, loc, bytes, vector::BroadcastOp::create(b, loc, ints, x1))
+        .getResult();
+  };
+  // One part's chunk (lanes rows of it at `at`) times x into `acc`.
+  auto step = [&](Value acc, Value at, Value xv) -> Value {
+    Value wv = vector::LoadOp::create(b, loc, bytes, w.values, ValueRange{at});
+    if (vnni)
+      return x86(kb, "llvm.x86.avx512.vpdpbusd.512", ints, {acc, wv, xv});
+    Value q = arith::XOrIOp::create(b, loc, wv, bias);
+    Value magnitude = x86(kb, "llvm.x86.avx2.psign.b", bytes, {q, q});
+    Value signedX = x86(kb, "llvm.x86.avx2.psign.b", bytes, {xv, q});
+    Value pairs = x86(kb, "llvm.x86.avx2.pmadd.ub.sw", shorts, {magnitude, signedX});
+    return arith::AddIOp::create(b, loc, acc,
+                                 x86(kb, "llvm.x86.avx2.pmadd.wd", ints, {pairs, ones}));
+  };
+  // The group's chunks [g * 8, g * 8 + count) into the accumulators.
+  auto group = [&](Value g, int64_t count, ValueRange accs) {
+    Value start = vnni ? vector::BroadcastOp::create(b, loc, ints,
+                                                     kb.load(sums, kb.iadd(xGroups, g)))
+                             .getResult()
+                       : constant(ints, b.getI32IntegerAttr(0));
+    SmallVector<Value> dots(parts, start);
     Value first = kb.imul(g, kGroup / 4);
     for (int64_t c = 0; c < count; ++c) {
       Value chunk = kb.iadd(first, c);
       Value at = kb.iadd(wBase, kb.imul(chunk, 4 * rows));
       if (prefetch > 0)
         kb.prefetch(w.values, kb.iadd(at, prefetch));
-      Value wv = vector::LoadOp::create(b, loc, bytes, w.values, ValueRange{at});
-      Value x4 = vector::LoadOp::create(b, loc, quad, xq,
-                                        ValueRange{kb.iadd(xBase, kb.imul(chunk, 4))});
-      Value x1 = vector::ExtractOp::create(
-          b, loc, vector::BitCastOp::create(b, loc, VectorType::get({1}, b.getI32Type()), x4),
-          ArrayRef<int64_t>{0});
-      Value xv = vector::BitCastOp::create(b, loc, bytes,
-                                           vector::BroadcastOp::create(b, loc, ints, x1));
-      start = x86(kb, "llvm.x86.avx512.vpdpbusd.512", ints, {start, wv, xv});
+      Value xv = xAt(chunk);
+      for (int64_t p = 0; p < parts; ++p)
+        dots[p] = step(dots[p], kb.iadd(at, 4 * lanes * p), xv);
     }
     Type half = cast<MemRefType>(w.scales.getType()).getElementType();
-    Value sw = vector::LoadOp::create(b, loc, VectorType::get({rows}, half), w.scales,
-                                      ValueRange{kb.iadd(sBase, kb.imul(g, rows))});
-    Value scaled = arith::MulFOp::create(
-        b, loc, arith::SIToFPOp::create(b, loc, floats, start),
-        vector::BroadcastOp::create(b, loc, floats, kb.load(dx, kb.iadd(xGroups, g))), fma);
-    return arith::AddFOp::create(
-        b, loc, acc,
-        arith::MulFOp::create(b, loc, scaled, arith::ExtFOp::create(b, loc, floats, sw), fma),
-        fma).getResult();
+    Value dxv = vector::BroadcastOp::create(b, loc, floats, kb.load(dx, kb.iadd(xGroups, g)));
+    SmallVector<Value> next;
+    for (int64_t p = 0; p < parts; ++p) {
+      Value sw = vector::LoadOp::create(
+          b, loc, VectorType::get({lanes}, half), w.scales,
+          ValueRange{kb.iadd(sBase, kb.iadd(kb.imul(g, rows), kb.index(lanes * p)))});
+      Value scaled = arith::MulFOp::create(
+          b, loc, arith::SIToFPOp::create(b, loc, floats, dots[p]), dxv, fma);
+      next.push_back(arith::AddFOp::create(
+          b, loc, accs[p],
+          arith::MulFOp::create(b, loc, scaled, arith::ExtFOp::create(b, loc, floats, sw), fma),
+          fma));
+    }
+    return next;
   };
-  Value acc = vector::BroadcastOp::create(b, loc, floats, kb.f32(0));
+  SmallVector<Value> accs(parts, vector::BroadcastOp::create(b, loc, floats, kb.f32(0)));
   int64_t whole = w.k / kGroup;
   if (whole > 0)
-    acc = kb.fold(kb.index(0), kb.index(whole), ValueRange{acc},
-                  [&](Value g, ValueRange carried) -> SmallVector<Value> {
-      return {group(g, kGroup / 4, carried[0])};
-    })[0];
+    accs = kb.fold(kb.index(0), kb.index(whole), accs,
+                   [&](Value g, ValueRange carried) -> SmallVector<Value> {
+      return group(g, kGroup / 4, carried);
+    });
   if (int64_t rest = chunks - whole * (kGroup / 4); rest > 0)
-    acc = group(kb.index(whole), rest, acc);
-  return acc;
+    accs = group(kb.index(whole), rest, accs);
+  if (parts == 1)
+    return accs.front();
+  SmallVector<int64_t> both; // the two halves' lanes, in order
+  for (int64_t i = 0; i < rows; ++i)
+    both.push_back(i);
+  return vector::ShuffleOp::create(b, loc, accs[0], accs[1], both);
 }
 
 /// Threads per row block on the GPU: a warp per 32 groups of 8 elements
@@ -749,7 +794,7 @@ func::FuncOp buildCpuProducts(KernelBuilder &kb, Value x, int64_t rows,
   int64_t block = int8Activations ? std::min(rows, kRowBlock) : rows;
   // int8 weights interleaved 16 rows at a time (WeightNames.h): each
   // weight's whole blocks, then its other rows one by one.
-  bool interleaved = ws.front().int8() && interleavesInt8(kb.cpuVectors(), int8Activations);
+  bool interleaved = ws.front().int8() && interleavesInt8(int8Activations);
   auto packedRows = [&](const NarrowWeight &w) {
     return interleaved ? ::fbt::weights::interleavedRows(w.n, w.k) : 0;
   };
@@ -765,7 +810,7 @@ func::FuncOp buildCpuProducts(KernelBuilder &kb, Value x, int64_t rows,
     dx = kb.scratch(block * ws.front().groups());
     if (kb.cpuVectors() == CpuVectors::Avx512Vnni) // rowsDotInt8's offsets
       offsets = kb.scratch(block * ws.front().groups());
-    if (interleaved) // blockDotInt8's
+    if (interleaved && kb.cpuVectors() == CpuVectors::Avx512Vnni) // blockDotInt8's
       sums = kb.scratch(block * ws.front().groups(), kb.builder().getI32Type());
   }
   // Rows [first, first + count) of x, count <= block.

@@ -40,7 +40,7 @@ enum class WeightForm { F32, BF16, Int8 };
 enum class CacheForm { F32, F16 };
 /// How the bytes of an int8 inference weight lie in its step inputs (a CPU
 /// bundle's "target.int8_layout", WeightNames.h): row by row, or rows
-/// interleaved 16 at a time for AVX-512 VNNI's products by int8 activations.
+/// interleaved 16 at a time for products by int8 activations.
 enum class Int8Layout { Rows, Interleaved16 };
 /// What a compiled step does (a plan's "kind", the IR's fbt.step).
 enum class StepKind { Train, Grads, Eval, Prefill, Decode };

@@ -14,14 +14,15 @@
 // The compiler names the inputs (fbt-inference-weights); the runtime makes
 // their contents from the parameters (QuantizedWeights.h) and binds them.
 //
-// Where a CPU bundle's int8 layout is interleaved16 (Kinds.h: AVX-512 VNNI
-// with int8 activations), the first interleavedRows(N, K) rows of an int8
+// Where a CPU bundle's int8 layout is interleaved16 (Kinds.h: int8
+// activations, codegen/kernels/KernelConfig.h's interleavesInt8), the first interleavedRows(N, K) rows of an int8
 // weight lie in blocks of kInterleave rows: block b's 4-byte column chunk c
 // (columns [4c, 4c + 4)) of its 16 rows, row after row, is the 64 bytes at
 // (b * K / 4 + c) * 64, each value stored as q + 128 (unsigned); its
 // scales are the block's 16 rows' scale of group g at (b * groups + g) * 16.
-// One vpdpbusd then multiplies 4 columns of 16 rows by 4 values of x, and a
-// group's sums land in the 16 rows' lanes with no lane to add across. The
+// 4 values of x broadcast then multiply 4 columns of 16 rows at once (one
+// VNNI vpdpbusd), and a group's sums land in the 16 rows' lanes with no
+// lane to add across. The
 // rows after them (N % 16) stay as in the row layout, at the same offsets.
 // Header-only, on Kinds.h alone, so the compiler can include it.
 //

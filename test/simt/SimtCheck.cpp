@@ -335,14 +335,13 @@ std::vector<Buffer> randomArguments(func::FuncOp fn, const std::string &seed) {
 }
 
 /// `bufs` as the kernel (a call `call` of op `stem`) reads them: where the
-/// CPU target interleaves int8 weights (int8 activations with VNNI:
+/// CPU target interleaves int8 weights (int8 activations:
 /// runtime/format/WeightNames.h), each weight and its scales in that layout,
 /// as the runtime binds them; reference() reads the rows.
 std::vector<Buffer> asBound(mlir::fbt::CallKernelOp call, llvm::StringRef stem,
                             const std::vector<Buffer> &bufs) {
   std::vector<Buffer> out = bufs;
-  if (!stem.ends_with("_a8") ||
-      !mlir::fbt::interleavesInt8(mlir::fbt::cpuVectorsOf(cpuOptions()), true))
+  if (!stem.ends_with("_a8") || !mlir::fbt::interleavesInt8(true))
     return out;
   size_t count = stem.starts_with("quantized_matmuls") ? call->getNumResults() : 1;
   for (size_t i = 0; i < count; ++i) {
