@@ -39,6 +39,8 @@ int runInspect(int argc, char **argv) {
   std::string detail = t.chip;
   if (!t.features.empty())
     detail += ", " + t.features;
+  if (t.int8Layout != Int8Layout::Rows)
+    detail += std::string(", int8 weights ") + kindName(t.int8Layout);
   std::printf("target   %s (%s)\n", kindName(t.kind), detail.c_str());
   std::printf("backend  %s\n", backendSummary(t).c_str());
   std::printf("params   %zu tensors, %lld values\n", b.params().size(),
