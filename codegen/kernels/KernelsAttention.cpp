@@ -100,10 +100,7 @@ void attendHeads(KernelBuilder &kb, Value q, Value qBase, Value k, Value v,
           Value sc = kb.mul(dot(kb, q, kb.iadd(qBase, i * dh), k, keyRow(j, i), dh),
                             kb.f32(scale));
           kb.store(sc, row, at(i, j));
-          // maxnumf, not maximumf: a NaN score still reaches the output
-          // (its exp, then the sum, is NaN), and the max takes one
-          // instruction per key where maximumf's NaN case takes several.
-          next.push_back(arith::MaxNumFOp::create(kb.builder(), kb.location(), c[i], sc));
+          next.push_back(kb.max(c[i], sc));
         }
         return next;
       });
