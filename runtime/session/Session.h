@@ -161,8 +161,9 @@ private:
   void *inferenceWeight(const std::string &name);
   /// Fills `copy`'s parameter's inference-form buffers from its values.
   void makeInferenceWeight(size_t param);
-  /// Binds `q` as parameter `param`'s inference form, current.
-  void installInferenceWeight(size_t param, const QuantizedMatrix &q);
+  /// Binds `given` (row layout) as parameter `param`'s inference form,
+  /// current: int8 interleaved where the bundle's target says so.
+  void installInferenceWeight(size_t param, const QuantizedMatrix &given);
   /// loadCheckpoint of a file of inference weights in `form`.
   void loadInferenceWeights(const SafetensorsFile &file, WeightForm form);
   /// The step count, seed and tokenizer a checkpoint's metadata records.
