@@ -24,7 +24,7 @@
 //                     4 bytes of x broadcast meet 4 columns of 16 rows
 //                     (VNNI's vpdpbusd on w + 128, or AVX2's pmaddubsw and
 //                     pmaddwd as ggml's Q8_0) and each row's sum lands in
-//                     its own lane: blockDotInt8. The rows after the
+//                     its own lane: BlockDotInt8. The rows after the
 //                     blocks, and weights whose K is not whole 4-byte
 //                     chunks, go by row (with AVX-512, two groups per 64
 //                     bytes; VNNI's vpdpbusd on w xor 0x80).
@@ -326,7 +326,7 @@ Value rowDotCpu(KernelBuilder &kb, const NarrowWeight &w, Value x, Value xBase, 
 /// ggml's AVX2 quantizes activations), 0 where the group is all zero. Whole
 /// groups in vectors, the last lane by lane. With `offsets` (VNNI's unsigned weights, rowsDotInt8), each whole
 /// group's -128 * d * sum(q) too: what w + 128 adds to the group's dot.
-/// With `sums` (i32, the interleaved layout's blockDotInt8), every group's
+/// With `sums` (i32, the interleaved layout's BlockDotInt8), every group's
 /// -128 * sum(q), the last one's included: the same, before its scales.
 void quantizeRows(KernelBuilder &kb, Value x, Value first, Value count, int64_t k, Value xq,
                   Value dx, Value offsets, Value sums) {
@@ -401,14 +401,16 @@ void quantizeRows(KernelBuilder &kb, Value x, Value first, Value count, int64_t 
     })[0];
     auto [d, inv] = scaleOfMax(amax);
     kb.store(d, dx, kb.iadd(kb.imul(m, groups), whole));
-    Value restSum = kb.fold(kb.index(0), kb.index(rest), ValueRange{kb.f32(0)},
-                            [&](Value c, ValueRange carried) -> SmallVector<Value> {
+    // The group's q, and their sum where `sums` takes it.
+    SmallVector<Value> total = kb.fold(
+        kb.index(0), kb.index(rest), sums ? ValueRange{kb.f32(0)} : ValueRange{},
+        [&](Value c, ValueRange carried) -> SmallVector<Value> {
       Value q = math::RoundEvenOp::create(b, loc, kb.mul(kb.load(x, kb.iadd(xBase, c)), inv));
       memref::StoreOp::create(b, loc, toInt8(q), xq, ValueRange{kb.iadd(base, c)});
-      return {kb.add(carried[0], q)};
-    })[0];
+      return sums ? SmallVector<Value>{kb.add(carried[0], q)} : SmallVector<Value>{};
+    });
     if (sums)
-      storeSum(restSum, kb.iadd(kb.imul(m, groups), whole));
+      storeSum(total[0], kb.iadd(kb.imul(m, groups), whole));
   });
 }
 
@@ -667,43 +669,55 @@ Values rowsDotInt8(KernelBuilder &kb, const NarrowWeight &w, Value xq, Value dx,
 /// sign moved onto it, pairs in i16 and then in i32), from 0. Where the row
 /// layout spends a convert, a shuffle and a multiply-add per 32 or 64 bytes
 /// summing lanes across, this spends them once per group of 16 rows.
-Value blockDotInt8(KernelBuilder &kb, const NarrowWeight &w, Value xq, Value dx, Value sums,
-                   Value m, Value block, int64_t prefetch) {
+/// Its phases: xAt() and chunk() per 4 columns, group() per group of 32,
+/// sum() over the row.
+struct BlockDotInt8 {
+  static constexpr int64_t rows = ::fbt::weights::kInterleave;
+  KernelBuilder &kb;
+  const NarrowWeight &w;
+  Value xq, dx, sums;
+  int64_t prefetch;
   OpBuilder &b = kb.builder();
   Location loc = kb.location();
-  constexpr int64_t rows = ::fbt::weights::kInterleave;
   bool vnni = kb.cpuVectors() == CpuVectors::Avx512Vnni;
   // The lanes of one accumulator: 16 rows with VNNI, else 8 (of two).
   int64_t lanes = vnni ? rows : rows / 2, parts = rows / lanes;
-  auto bytes = VectorType::get({4 * lanes}, b.getI8Type());
-  auto ints = VectorType::get({lanes}, b.getI32Type());
-  auto floats = VectorType::get({lanes}, b.getF32Type());
-  auto shorts = VectorType::get({2 * lanes}, b.getI16Type());
-  auto quad = VectorType::get({4}, b.getI8Type());
-  auto constant = [&](VectorType t, Attribute a) -> Value {
-    return arith::ConstantOp::create(b, loc, DenseElementsAttr::get(t, a));
-  };
-  Value bias, ones; // AVX2's dot's
-  if (!vnni) {
-    bias = constant(bytes, b.getI8IntegerAttr(-128));
-    ones = constant(shorts, b.getI16IntegerAttr(1));
+  VectorType bytes = VectorType::get({4 * lanes}, b.getI8Type());
+  VectorType ints = VectorType::get({lanes}, b.getI32Type());
+  VectorType floats = VectorType::get({lanes}, b.getF32Type());
+  VectorType shorts = VectorType::get({2 * lanes}, b.getI16Type());
+  Value bias, ones;                   // AVX2's dot's
+  Value wBase, sBase, xBase, xGroups; // the block's bytes and scales, x's row
+
+  BlockDotInt8(KernelBuilder &kb, const NarrowWeight &w, Value xq, Value dx, Value sums,
+               Value m, Value block, int64_t prefetch)
+      : kb(kb), w(w), xq(xq), dx(dx), sums(sums), prefetch(prefetch) {
+    if (!vnni) {
+      bias = constant(bytes, b.getI8IntegerAttr(-128));
+      ones = constant(shorts, b.getI16IntegerAttr(1));
+    }
+    wBase = kb.imul(block, rows * w.k);
+    sBase = kb.imul(block, rows * w.groups());
+    xBase = kb.imul(m, w.k);
+    xGroups = kb.imul(m, w.groups());
   }
-  int64_t groups = w.groups(), chunks = w.k / 4;
-  Value wBase = kb.imul(block, rows * w.k), sBase = kb.imul(block, rows * groups);
-  Value xBase = kb.imul(m, w.k), xGroups = kb.imul(m, groups);
-  auto fma = arith::FastMathFlags::contract;
-  // The 4 bytes of x at chunk c, broadcast to every lane.
-  auto xAt = [&](Value chunk) {
-    Value x4 = vector::LoadOp::create(b, loc, quad, xq,
+
+  Value constant(VectorType t, Attribute a) {
+    return arith::ConstantOp::create(b, loc, DenseElementsAttr::get(t, a));
+  }
+
+  /// The 4 bytes of x at chunk c, broadcast to every lane.
+  Value xAt(Value chunk) {
+    Value x4 = vector::LoadOp::create(b, loc, VectorType::get({4}, b.getI8Type()), xq,
                                       ValueRange{kb.iadd(xBase, kb.imul(chunk, 4))});
     Value x1 = vector::ExtractOp::create(
         b, loc, vector::BitCastOp::create(b, loc, VectorType::get({1}, b.getI32Type()), x4),
         ArrayRef<int64_t>{0});
-    return vector::BitCastOp::create(b, loc, bytes, vector::BroadcastOp::create(b, loc, ints, x1))
-        .getResult();
-  };
-  // One part's chunk (lanes rows of it at `at`) times x into `acc`.
-  auto step = [&](Value acc, Value at, Value xv) -> Value {
+    return vector::BitCastOp::create(b, loc, bytes, vector::BroadcastOp::create(b, loc, ints, x1));
+  }
+
+  /// One part's chunk (`lanes` rows of it at `at`) times x into `acc`.
+  Value chunk(Value acc, Value at, Value xv) {
     Value wv = vector::LoadOp::create(b, loc, bytes, w.values, ValueRange{at});
     if (vnni)
       return x86(kb, "llvm.x86.avx512.vpdpbusd.512", ints, {acc, wv, xv});
@@ -713,9 +727,11 @@ Value blockDotInt8(KernelBuilder &kb, const NarrowWeight &w, Value xq, Value dx,
     Value pairs = x86(kb, "llvm.x86.avx2.pmadd.ub.sw", shorts, {magnitude, signedX});
     return arith::AddIOp::create(b, loc, acc,
                                  x86(kb, "llvm.x86.avx2.pmadd.wd", ints, {pairs, ones}));
-  };
-  // The group's chunks [g * 8, g * 8 + count) into the accumulators.
-  auto group = [&](Value g, int64_t count, ValueRange accs) {
+  }
+
+  /// Group g's chunks [g * 8, g * 8 + count) as exact integers per row,
+  /// then scaled into the accumulators.
+  SmallVector<Value> group(Value g, int64_t count, ValueRange accs) {
     Value start = vnni ? vector::BroadcastOp::create(b, loc, ints,
                                                      kb.load(sums, kb.iadd(xGroups, g)))
                              .getResult()
@@ -723,14 +739,14 @@ Value blockDotInt8(KernelBuilder &kb, const NarrowWeight &w, Value xq, Value dx,
     SmallVector<Value> dots(parts, start);
     Value first = kb.imul(g, kGroup / 4);
     for (int64_t c = 0; c < count; ++c) {
-      Value chunk = kb.iadd(first, c);
-      Value at = kb.iadd(wBase, kb.imul(chunk, 4 * rows));
+      Value at = kb.iadd(wBase, kb.imul(kb.iadd(first, c), 4 * rows));
       if (prefetch > 0)
         kb.prefetch(w.values, kb.iadd(at, prefetch));
-      Value xv = xAt(chunk);
+      Value xv = xAt(kb.iadd(first, c));
       for (int64_t p = 0; p < parts; ++p)
-        dots[p] = step(dots[p], kb.iadd(at, 4 * lanes * p), xv);
+        dots[p] = chunk(dots[p], kb.iadd(at, 4 * lanes * p), xv);
     }
+    auto fma = arith::FastMathFlags::contract;
     Type half = cast<MemRefType>(w.scales.getType()).getElementType();
     Value dxv = vector::BroadcastOp::create(b, loc, floats, kb.load(dx, kb.iadd(xGroups, g)));
     SmallVector<Value> next;
@@ -746,23 +762,27 @@ Value blockDotInt8(KernelBuilder &kb, const NarrowWeight &w, Value xq, Value dx,
           fma));
     }
     return next;
-  };
-  SmallVector<Value> accs(parts, vector::BroadcastOp::create(b, loc, floats, kb.f32(0)));
-  int64_t whole = w.k / kGroup;
-  if (whole > 0)
-    accs = kb.fold(kb.index(0), kb.index(whole), accs,
-                   [&](Value g, ValueRange carried) -> SmallVector<Value> {
-      return group(g, kGroup / 4, carried);
-    });
-  if (int64_t rest = chunks - whole * (kGroup / 4); rest > 0)
-    accs = group(kb.index(whole), rest, accs);
-  if (parts == 1)
-    return accs.front();
-  SmallVector<int64_t> both; // the two halves' lanes, in order
-  for (int64_t i = 0; i < rows; ++i)
-    both.push_back(i);
-  return vector::ShuffleOp::create(b, loc, accs[0], accs[1], both);
-}
+  }
+
+  /// The whole groups, then the shorter last one; the parts' lanes as one.
+  Value sum() {
+    SmallVector<Value> accs(parts, vector::BroadcastOp::create(b, loc, floats, kb.f32(0)));
+    int64_t whole = w.k / kGroup;
+    if (whole > 0)
+      accs = kb.fold(kb.index(0), kb.index(whole), accs,
+                     [&](Value g, ValueRange carried) -> SmallVector<Value> {
+        return group(g, kGroup / 4, carried);
+      });
+    if (int64_t rest = w.k / 4 - whole * (kGroup / 4); rest > 0)
+      accs = group(kb.index(whole), rest, accs);
+    if (parts == 1)
+      return accs.front();
+    SmallVector<int64_t> both; // the two halves' lanes, in order
+    for (int64_t i = 0; i < rows; ++i)
+      both.push_back(i);
+    return vector::ShuffleOp::create(b, loc, accs[0], accs[1], both);
+  }
+};
 
 /// Threads per row block on the GPU: a warp per 32 groups of 8 elements
 /// of K, at most 256.
@@ -771,13 +791,112 @@ int64_t rowThreads(KernelBuilder &kb, int64_t k) {
                  std::clamp<int64_t>((k / 8 + 31) / 32 * 32, 32, 256));
 }
 
+/// The CPU's products of x by each weight of `ws` into its result in `ys`,
+/// for rows [first, first + count) of x: one grid over all the weights'
+/// rows, one weight after another, each weight's interleaved blocks
+/// (WeightNames.h) then its other rows one by one. Its phases: rows() and
+/// block() per grid iteration, unit() to tell them apart, grid().
+struct CpuProducts {
+  KernelBuilder &kb;
+  Value x;
+  ArrayRef<NarrowWeight> ws;
+  ArrayRef<Value> ys;
+  int64_t prefetch;
+  bool interleaved;       ///< int8 weights interleaved 16 rows at a time
+  /// x quantized (int8 activations, set by buildCpuProducts), else null.
+  Value xq = {}, dx = {}, offsets = {}, sums = {};
+  Value first = {}, count = {}; ///< the rows of x grid() multiplies
+
+  int64_t k() const { return ws.front().k; }
+  int64_t packedRows(const NarrowWeight &w) const {
+    return interleaved ? ::fbt::weights::interleavedRows(w.n, w.k) : 0;
+  }
+  int64_t blocks(const NarrowWeight &w) const {
+    return packedRows(w) / ::fbt::weights::kInterleave;
+  }
+  /// The grid's iterations for w: its blocks, then its rows after them.
+  int64_t units(const NarrowWeight &w) const { return blocks(w) + w.n - packedRows(w); }
+
+  void store(const NarrowWeight &w, Value y, Value m, Value n, Value dot) {
+    kb.store(dot, y, kb.iadd(kb.imul(kb.iadd(first, m), w.n), n));
+  }
+
+  /// Row n of w, by every row of x.
+  void rows(const NarrowWeight &w, Value y, Value n) {
+    if (!xq)
+      return kb.loop(kb.index(0), count, [&](Value m) {
+        store(w, y, m, n, rowDotCpu(kb, w, x, kb.imul(m, k()), n, prefetch));
+      });
+    // rowsAtOnce rows at a time share W's row, then the rest one by one
+    // (a decode step's one row: the first loop folds away).
+    int64_t atOnce = rowsAtOnce(kb);
+    Value together = kb.isub(count, arith::RemUIOp::create(kb.builder(), kb.location(), count,
+                                                           kb.index(atOnce)));
+    kb.loop(kb.index(0), together, kb.index(atOnce), [&](Value m) {
+      Values ms;
+      for (int64_t i = 0; i < atOnce; ++i)
+        ms.push_back(kb.iadd(m, kb.index(i)));
+      Values dots = rowsDotInt8(kb, w, xq, dx, offsets, ms, n, prefetch);
+      for (auto [row, dot] : llvm::zip(ms, dots))
+        store(w, y, row, n, dot);
+    });
+    kb.loop(together, count, [&](Value m) {
+      store(w, y, m, n, rowsDotInt8(kb, w, xq, dx, offsets, {m}, n, prefetch)[0]);
+    });
+  }
+
+  /// Interleaved block `blk` of w (16 rows), by every row of x.
+  void block(const NarrowWeight &w, Value y, Value blk) {
+    kb.loop(kb.index(0), count, [&](Value m) {
+      Value dots = BlockDotInt8(kb, w, xq, dx, sums, m, blk, prefetch).sum();
+      Value at = kb.iadd(kb.imul(kb.iadd(first, m), w.n),
+                         kb.imul(blk, ::fbt::weights::kInterleave));
+      vector::StoreOp::create(kb.builder(), kb.location(), dots, y, ValueRange{at});
+    });
+  }
+
+  /// Iteration u of w's: a block of interleaved rows, or one row after them.
+  void unit(const NarrowWeight &w, Value y, Value u) {
+    int64_t n = blocks(w);
+    if (n == 0)
+      return rows(w, y, u);
+    Value isBlock = kb.icmp(arith::CmpIPredicate::ult, u, kb.index(n));
+    kb.ifThen(isBlock, [&] { block(w, y, u); });
+    if (units(w) > n)
+      kb.ifThen(kb.icmp(arith::CmpIPredicate::uge, u, kb.index(n)),
+                [&] { rows(w, y, kb.iadd(kb.isub(u, kb.index(n)), packedRows(w))); });
+  }
+
+  /// Rows [first, first + count) of x (count <= the scratch's rows):
+  /// quantized (int8 activations), then the grid over every weight's units.
+  void grid(Value from, Value rowCount) {
+    first = from;
+    count = rowCount;
+    if (xq)
+      quantizeRows(kb, x, first, count, k(), xq, dx, offsets, sums);
+    int64_t total = 0;
+    for (const NarrowWeight &w : ws)
+      total += units(w);
+    kb.parallel(total, [&](Value r) {
+      if (ws.size() == 1)
+        return unit(ws.front(), ys.front(), r);
+      int64_t before = 0; // the iterations of the weights before w
+      for (auto [w, y] : llvm::zip(ws, ys)) {
+        Value u = kb.isub(r, kb.index(before)); // wraps below 0: then not below units(w)
+        kb.ifThen(kb.icmp(arith::CmpIPredicate::ult, u, kb.index(units(w))),
+                  [&] { unit(w, y, u); });
+        before += units(w);
+      }
+    });
+  }
+};
+
 /// The CPU's products of x (`rows` rows of K) by each weight of `ws` into
-/// its result in `ys`: one grid over all the weights' rows, one weight after
-/// another. With int8 activations x is quantized by the calling thread
-/// before the grid, into its frame (scratch outside a grid), which the
-/// grid's threads share: kRowBlock rows at a time, a grid per block, so
-/// that a prompt's product keeps a bounded frame and its block of rows in
-/// cache while the weights stream past.
+/// its result in `ys` (CpuProducts). With int8 activations x is quantized
+/// by the calling thread before the grid, into its frame (scratch outside a
+/// grid), which the grid's threads share: kRowBlock rows at a time, a grid
+/// per block, so that a prompt's product keeps a bounded frame and its
+/// block of rows in cache while the weights stream past.
 func::FuncOp buildCpuProducts(KernelBuilder &kb, Value x, int64_t rows,
                               ArrayRef<NarrowWeight> ws, ArrayRef<Value> ys,
                               bool int8Activations) {
@@ -789,98 +908,25 @@ func::FuncOp buildCpuProducts(KernelBuilder &kb, Value x, int64_t rows,
   // arithmetic (bench/results/ab-small-prefetch); f32's rows gained
   // nothing over the hardware's prefetchers, so theirs is no knob.
   Type element = cast<MemRefType>(ws.front().values.getType()).getElementType();
-  int64_t prefetch = element.isF32() ? 0 : kb.knob(Knob::Prefetch, kDefaultPrefetch);
-  int64_t k = ws.front().k;
+  CpuProducts p{kb, x, ws, ys, element.isF32() ? 0 : kb.knob(Knob::Prefetch, kDefaultPrefetch),
+                ws.front().int8() && interleavesInt8(int8Activations)};
   int64_t block = int8Activations ? std::min(rows, kRowBlock) : rows;
-  // int8 weights interleaved 16 rows at a time (WeightNames.h): each
-  // weight's whole blocks, then its other rows one by one.
-  bool interleaved = ws.front().int8() && interleavesInt8(int8Activations);
-  auto packedRows = [&](const NarrowWeight &w) {
-    return interleaved ? ::fbt::weights::interleavedRows(w.n, w.k) : 0;
-  };
-  auto units = [&](const NarrowWeight &w) { // the grid's iterations for w
-    return packedRows(w) / ::fbt::weights::kInterleave + w.n - packedRows(w);
-  };
-  int64_t grid = 0;
-  for (const NarrowWeight &w : ws)
-    grid += units(w);
-  Value xq, dx, offsets, sums;
   if (int8Activations) {
-    xq = kb.scratch(block * k, kb.builder().getI8Type());
-    dx = kb.scratch(block * ws.front().groups());
-    if (kb.cpuVectors() == CpuVectors::Avx512Vnni) // rowsDotInt8's offsets
-      offsets = kb.scratch(block * ws.front().groups());
-    if (interleaved && kb.cpuVectors() == CpuVectors::Avx512Vnni) // blockDotInt8's
-      sums = kb.scratch(block * ws.front().groups(), kb.builder().getI32Type());
+    int64_t groups = block * ws.front().groups();
+    bool vnni = kb.cpuVectors() == CpuVectors::Avx512Vnni;
+    p.xq = kb.scratch(block * p.k(), kb.builder().getI8Type());
+    p.dx = kb.scratch(groups);
+    if (vnni) // rowsDotInt8's offsets
+      p.offsets = kb.scratch(groups);
+    if (vnni && p.interleaved) // BlockDotInt8's
+      p.sums = kb.scratch(groups, kb.builder().getI32Type());
   }
-  // Rows [first, first + count) of x, count <= block.
-  auto products = [&](Value first, Value count) {
-    if (xq)
-      quantizeRows(kb, x, first, count, k, xq, dx, offsets, sums);
-    auto product = [&](const NarrowWeight &w, Value y, Value n) { // row n of w
-      auto store = [&](Value m, Value dot) {
-        kb.store(dot, y, kb.iadd(kb.imul(kb.iadd(first, m), w.n), n));
-      };
-      if (!xq)
-        return kb.loop(kb.index(0), count, [&](Value m) {
-          store(m, rowDotCpu(kb, w, x, kb.imul(m, k), n, prefetch));
-        });
-      // rowsAtOnce rows at a time share W's row, then the rest one by one
-      // (a decode step's one row: the first loop folds away).
-      int64_t atOnce = rowsAtOnce(kb);
-      Value together = kb.isub(count, arith::RemUIOp::create(kb.builder(), kb.location(), count,
-                                                             kb.index(atOnce)));
-      kb.loop(kb.index(0), together, kb.index(atOnce), [&](Value m) {
-        Values ms;
-        for (int64_t i = 0; i < atOnce; ++i)
-          ms.push_back(kb.iadd(m, kb.index(i)));
-        Values dots = rowsDotInt8(kb, w, xq, dx, offsets, ms, n, prefetch);
-        for (auto [row, dot] : llvm::zip(ms, dots))
-          store(row, dot);
-      });
-      kb.loop(together, count, [&](Value m) {
-        store(m, rowsDotInt8(kb, w, xq, dx, offsets, {m}, n, prefetch)[0]);
-      });
-    };
-    auto blockProduct = [&](const NarrowWeight &w, Value y, Value blk) { // 16 rows of w
-      kb.loop(kb.index(0), count, [&](Value m) {
-        Value dots = blockDotInt8(kb, w, xq, dx, sums, m, blk, prefetch);
-        Value at = kb.iadd(kb.imul(kb.iadd(first, m), w.n),
-                           kb.imul(blk, ::fbt::weights::kInterleave));
-        vector::StoreOp::create(kb.builder(), kb.location(), dots, y, ValueRange{at});
-      });
-    };
-    // Iteration u of w's: a block of interleaved rows, or one row after them.
-    auto unit = [&](const NarrowWeight &w, Value y, Value u) {
-      int64_t packed = packedRows(w), blocks = packed / ::fbt::weights::kInterleave;
-      if (blocks == 0)
-        return product(w, y, u);
-      Value isBlock = kb.icmp(arith::CmpIPredicate::ult, u, kb.index(blocks));
-      kb.ifThen(isBlock, [&] { blockProduct(w, y, u); });
-      if (units(w) > blocks)
-        kb.ifThen(arith::XOrIOp::create(kb.builder(), kb.location(), isBlock,
-                                        arith::ConstantIntOp::create(kb.builder(),
-                                                                     kb.location(), 1, 1)),
-                  [&] { product(w, y, kb.iadd(kb.isub(u, kb.index(blocks)), packed)); });
-    };
-    kb.parallel(grid, [&](Value r) {
-      if (ws.size() == 1)
-        return unit(ws.front(), ys.front(), r);
-      int64_t before = 0; // the iterations of the weights before w
-      for (auto [w, y] : llvm::zip(ws, ys)) {
-        Value u = kb.isub(r, kb.index(before)); // wraps below 0: then not below units(w)
-        kb.ifThen(kb.icmp(arith::CmpIPredicate::ult, u, kb.index(units(w))),
-                  [&] { unit(w, y, u); });
-        before += units(w);
-      }
-    });
-  };
   if (block == rows) {
-    products(kb.index(0), kb.index(rows));
+    p.grid(kb.index(0), kb.index(rows));
   } else {
     kb.loop(kb.index(0), kb.index(rows), kb.index(block), [&](Value first) {
-      products(first, arith::MinUIOp::create(kb.builder(), kb.location(), kb.index(block),
-                                             kb.isub(kb.index(rows), first)));
+      p.grid(first, arith::MinUIOp::create(kb.builder(), kb.location(), kb.index(block),
+                                           kb.isub(kb.index(rows), first)));
     });
   }
   return kb.finish();
