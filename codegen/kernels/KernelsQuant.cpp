@@ -328,70 +328,91 @@ Value rowDotCpu(KernelBuilder &kb, const NarrowWeight &w, Value x, Value xBase, 
 /// group's -128 * d * sum(q) too: what w + 128 adds to the group's dot.
 /// With `sums` (i32, the interleaved layout's BlockDotInt8), every group's
 /// -128 * sum(q), the last one's included: the same, before its scales.
-void quantizeRows(KernelBuilder &kb, Value x, Value first, Value count, int64_t k, Value xq,
-                  Value dx, Value offsets, Value sums) {
-  OpBuilder &b = kb.builder();
-  Location loc = kb.location();
-  auto wide = VectorType::get({kLanes}, b.getF32Type());
-  auto narrow = VectorType::get({kLanes}, b.getI8Type());
-  auto ints = VectorType::get({kLanes}, b.getI32Type());
-  Value magnitudeMask = arith::ConstantOp::create(
-      b, loc, DenseElementsAttr::get(ints, Attribute(b.getI32IntegerAttr(0x7fffffff))));
-  int64_t groups = ::fbt::weights::groupsOf(k), whole = k / kGroup, rest = k % kGroup;
-  auto scaleOfMax = [&](Value amax) { // d, and 1 / d (0 for an all-zero group)
+namespace {
+/// quantizeRows' phases: a row's whole groups in vectors (wholeGroup), its
+/// last, shorter group lane by lane (lastGroup), each storing its scale,
+/// its q and, where asked, its sums.
+struct RowQuantizer {
+  KernelBuilder &kb;
+  Value x, xq, dx, offsets, sums;
+  int64_t k, groups;
+  VectorType wide, narrow, ints;
+  Value magnitudeMask;
+
+  RowQuantizer(KernelBuilder &kb, Value x, int64_t k, Value xq, Value dx, Value offsets,
+               Value sums)
+      : kb(kb), x(x), xq(xq), dx(dx), offsets(offsets), sums(sums), k(k),
+        groups(::fbt::weights::groupsOf(k)) {
+    OpBuilder &b = kb.builder();
+    wide = VectorType::get({kLanes}, b.getF32Type());
+    narrow = VectorType::get({kLanes}, b.getI8Type());
+    ints = VectorType::get({kLanes}, b.getI32Type());
+    magnitudeMask = arith::ConstantOp::create(
+        b, kb.location(),
+        DenseElementsAttr::get(ints, Attribute(b.getI32IntegerAttr(0x7fffffff))));
+  }
+  /// d, and 1 / d (0 for an all-zero group).
+  std::pair<Value, Value> scaleOfMax(Value amax) {
     Value d = kb.div(amax, kb.f32(127));
     Value positive = kb.fcmp(arith::CmpFPredicate::OGT, amax, kb.f32(0));
-    return std::pair{d, kb.select(positive, kb.div(kb.f32(1), d), kb.f32(0))};
-  };
-  auto toInt8 = [&](Value v) {
-    return arith::FPToSIOp::create(b, loc, isa<VectorType>(v.getType()) ? Type(narrow)
-                                                                       : b.getI8Type(),
-                                   math::RoundEvenOp::create(b, loc, v));
-  };
-  auto storeSum = [&](Value qsum, Value at) { // -128 * sum(q), exactly, as i32
+    return {d, kb.select(positive, kb.div(kb.f32(1), d), kb.f32(0))};
+  }
+  Value toInt8(Value v) {
+    OpBuilder &b = kb.builder();
+    return arith::FPToSIOp::create(b, kb.location(),
+                                   isa<VectorType>(v.getType()) ? Type(narrow) : b.getI8Type(),
+                                   math::RoundEvenOp::create(b, kb.location(), v));
+  }
+  /// -128 * sum(q), exactly, as i32.
+  void storeSum(Value qsum, Value at) {
+    OpBuilder &b = kb.builder();
+    Location loc = kb.location();
     Value whole = arith::FPToSIOp::create(b, loc, b.getI32Type(), qsum);
     kb.store(arith::MulIOp::create(b, loc, whole, arith::ConstantIntOp::create(b, loc, -128, 32)),
              sums, at);
-  };
-  kb.loop(kb.index(0), count, [&](Value m) {
-    Value from = kb.imul(kb.iadd(first, m), k); // x's row
-    kb.loop(whole, [&](Value g) {
-      Value base = kb.iadd(kb.imul(m, k), kb.imul(g, kGroup));
-      Value xBase = kb.iadd(from, kb.imul(g, kGroup));
-      // max|x| in the integers: with the sign bit cleared, a float's bits
-      // order as its magnitude does, and a NaN's above infinity's, so the
-      // max is maximumf's (a NaN still propagates) in a few integer
-      // instructions, where maximumf's own reduction takes about a hundred.
-      SmallVector<Value> xs;
-      Value bits;
-      for (int64_t c = 0; c < kGroup; c += kLanes) {
-        xs.push_back(vector::LoadOp::create(b, loc, wide, x, ValueRange{kb.iadd(xBase, c)}));
-        Value a = arith::AndIOp::create(b, loc, arith::BitcastOp::create(b, loc, ints, xs.back()),
-                                        magnitudeMask);
-        bits = bits ? arith::MaxUIOp::create(b, loc, bits, a).getResult() : a;
-      }
-      Value amax = arith::BitcastOp::create(
-          b, loc, b.getF32Type(),
-          vector::ReductionOp::create(b, loc, vector::CombiningKind::MAXUI, bits));
-      auto [d, inv] = scaleOfMax(amax);
-      kb.store(d, dx, kb.iadd(kb.imul(m, groups), g));
-      Value invs = vector::BroadcastOp::create(b, loc, wide, inv);
-      Value qsum;
-      for (int64_t c = 0; c < kGroup; c += kLanes) {
-        Value q = math::RoundEvenOp::create(b, loc, kb.mul(xs[c / kLanes], invs));
-        vector::StoreOp::create(b, loc, toInt8(q), xq, ValueRange{kb.iadd(base, c)});
-        if (offsets || sums) // the group's sum only where VNNI reads it
-          qsum = qsum ? arith::AddFOp::create(b, loc, qsum, q).getResult() : q;
-      }
-      // The sum of q is exact in f32 (at most 32 * 127).
-      if (offsets)
-        kb.store(kb.mul(laneSum(kb, qsum), kb.mul(d, kb.f32(-128))), offsets,
-                 kb.iadd(kb.imul(m, groups), g));
-      if (sums)
-        storeSum(laneSum(kb, qsum), kb.iadd(kb.imul(m, groups), g));
-    });
-    if (rest == 0)
-      return;
+  }
+  /// Group g of row m (x's row at `from`), whole.
+  void wholeGroup(Value m, Value from, Value g) {
+    OpBuilder &b = kb.builder();
+    Location loc = kb.location();
+    Value base = kb.iadd(kb.imul(m, k), kb.imul(g, kGroup));
+    Value xBase = kb.iadd(from, kb.imul(g, kGroup));
+    // max|x| in the integers: with the sign bit cleared, a float's bits
+    // order as its magnitude does, and a NaN's above infinity's, so the
+    // max is maximumf's (a NaN still propagates) in a few integer
+    // instructions, where maximumf's own reduction takes about a hundred.
+    SmallVector<Value> xs;
+    Value bits;
+    for (int64_t c = 0; c < kGroup; c += kLanes) {
+      xs.push_back(vector::LoadOp::create(b, loc, wide, x, ValueRange{kb.iadd(xBase, c)}));
+      Value a = arith::AndIOp::create(b, loc, arith::BitcastOp::create(b, loc, ints, xs.back()),
+                                      magnitudeMask);
+      bits = bits ? arith::MaxUIOp::create(b, loc, bits, a).getResult() : a;
+    }
+    Value amax = arith::BitcastOp::create(
+        b, loc, b.getF32Type(),
+        vector::ReductionOp::create(b, loc, vector::CombiningKind::MAXUI, bits));
+    auto [d, inv] = scaleOfMax(amax);
+    kb.store(d, dx, kb.iadd(kb.imul(m, groups), g));
+    Value invs = vector::BroadcastOp::create(b, loc, wide, inv);
+    Value qsum;
+    for (int64_t c = 0; c < kGroup; c += kLanes) {
+      Value q = math::RoundEvenOp::create(b, loc, kb.mul(xs[c / kLanes], invs));
+      vector::StoreOp::create(b, loc, toInt8(q), xq, ValueRange{kb.iadd(base, c)});
+      if (offsets || sums) // the group's sum only where VNNI reads it
+        qsum = qsum ? arith::AddFOp::create(b, loc, qsum, q).getResult() : q;
+    }
+    // The sum of q is exact in f32 (at most 32 * 127).
+    if (offsets)
+      kb.store(kb.mul(laneSum(kb, qsum), kb.mul(d, kb.f32(-128))), offsets,
+               kb.iadd(kb.imul(m, groups), g));
+    if (sums)
+      storeSum(laneSum(kb, qsum), kb.iadd(kb.imul(m, groups), g));
+  }
+  /// Row m's last group, of `rest` values after `whole` whole ones.
+  void lastGroup(Value m, Value from, int64_t whole, int64_t rest) {
+    OpBuilder &b = kb.builder();
+    Location loc = kb.location();
     Value base = kb.iadd(kb.imul(m, k), whole * kGroup);
     Value xBase = kb.iadd(from, whole * kGroup);
     Value amax = kb.fold(kb.index(0), kb.index(rest), ValueRange{kb.f32(0)},
@@ -411,6 +432,19 @@ void quantizeRows(KernelBuilder &kb, Value x, Value first, Value count, int64_t 
     });
     if (sums)
       storeSum(total[0], kb.iadd(kb.imul(m, groups), whole));
+  }
+};
+} // namespace
+
+void quantizeRows(KernelBuilder &kb, Value x, Value first, Value count, int64_t k, Value xq,
+                  Value dx, Value offsets, Value sums) {
+  RowQuantizer rows(kb, x, k, xq, dx, offsets, sums);
+  int64_t whole = k / kGroup, rest = k % kGroup;
+  kb.loop(kb.index(0), count, [&](Value m) {
+    Value from = kb.imul(kb.iadd(first, m), k); // x's row
+    kb.loop(whole, [&](Value g) { rows.wholeGroup(m, from, g); });
+    if (rest > 0)
+      rows.lastGroup(m, from, whole, rest);
   });
 }
 
