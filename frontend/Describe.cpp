@@ -237,6 +237,13 @@ llvm::Expected<Description> fbt::tryDescribe(const ModelSpec &spec) {
   d.optimizerBytes = check(adam, "the optimizer bytes");
   for (int64_t k : spec.scheduledPasses())
     d.passes.push_back(describePass(spec, z, k, matmul, fb, weights + grads + adam, check));
+  PassFigures one = describePass(spec, z, 1, matmul, fb, weights + grads + adam, check);
+  for (auto [k, share] : spec.passShares())
+    for (const PassFigures &p : d.passes)
+      if (p.passes == k)
+        d.scheduleFlopsPerToken += share * double(p.trainFlopsPerToken);
+  if (one.trainFlopsPerToken)
+    d.scheduleFlopsRatio = d.scheduleFlopsPerToken / double(one.trainFlopsPerToken);
   describeInference(z, matmul, fb, check, d);
 
   if (llvm::Error e = check.takeError())
@@ -393,6 +400,13 @@ void fbt::printDescription(const ModelSpec &spec, const Description &d,
     t.bytes(k + "activations", p.activationBytes);
     t.bytes(k + "step memory", p.stepBytes);
   }
+  {
+    char exact[32], human[32];
+    std::snprintf(exact, sizeof(exact), "%.0f", d.scheduleFlopsPerToken);
+    std::snprintf(human, sizeof(human), "%.3fx K=1", d.scheduleFlopsRatio);
+    t.text("schedule FLOPs per token (" + std::to_string(spec.training.steps) + " steps)",
+           exact, human);
+  }
 
   for (const RankFigures &r : d.dataParallel) {
     t.heading("data parallel, " + std::to_string(r.ranks) + " ranks");
@@ -460,6 +474,8 @@ void fbt::printDescriptionJson(const ModelSpec &spec, const Description &d,
       j.attribute("weight_bytes", d.weightBytes);
       j.attribute("gradient_bytes", d.gradientBytes);
       j.attribute("optimizer_bytes", d.optimizerBytes);
+      j.attribute("schedule_flops_per_token", d.scheduleFlopsPerToken);
+      j.attribute("schedule_flops_ratio", d.scheduleFlopsRatio);
       j.attributeArray("passes", [&] {
         for (const PassFigures &p : d.passes)
           j.object([&] {

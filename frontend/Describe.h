@@ -75,6 +75,12 @@ struct Description {
   uint64_t optimizerBytes = 0; ///< 8 * total (first and second moments)
   /// One entry per K of ModelSpec::scheduledPasses(), ascending.
   std::vector<PassFigures> passes;
+  /// The training FLOPs per token of the whole schedule (training.steps
+  /// steps): each K's figure weighted by ModelSpec::passShares().
+  double scheduleFlopsPerToken = 0;
+  /// scheduleFlopsPerToken over one pass's (the plain model's cost per
+  /// token, feedback weights aside).
+  double scheduleFlopsRatio = 0;
   /// Per world size (8 and 64 unless describeRanks says otherwise).
   std::vector<RankFigures> dataParallel;
 

@@ -43,6 +43,30 @@ llvm::StringRef fbt::stateSourceName(StateSource s) {
   return s == StateSource::PreNorm ? "pre_norm" : "post_norm";
 }
 
+llvm::StringRef fbt::recipeName(Recipe r) {
+  return r == Recipe::Paper ? "paper" : "fbt";
+}
+
+std::optional<Recipe> fbt::parseRecipe(StringRef name) {
+  if (name == "fbt")
+    return Recipe::Fbt;
+  if (name == "paper")
+    return Recipe::Paper;
+  return std::nullopt;
+}
+
+void fbt::applyRecipe(Recipe r, FeedbackSpec &fb, TrainingSpec &t) {
+  if (r == Recipe::Fbt)
+    return; // the struct's defaults are fbt's
+  fb.fusion = Fusion::Glu;
+  fb.state = StateSource::PreNorm;
+  fb.inputNorm = fb.gateNorm = fb.stateNorm = fb.outputNorm = false;
+  fb.tokenResidual = false;
+  fb.prefixMixin = true;
+  t.singlePassFraction = 0.75;
+  t.gradPasses = 0;
+}
+
 llvm::StringRef fbt::feedbackInitName(FeedbackInit i) {
   return i == FeedbackInit::Normal ? "normal" : "uniform";
 }
@@ -72,10 +96,37 @@ std::vector<int64_t> ModelSpec::scheduledPasses() const {
   return ks;
 }
 
+std::vector<std::pair<int64_t, double>> ModelSpec::passShares() const {
+  if (feedback.fusion == Fusion::None)
+    return {{1, 1.0}};
+  double steps = double(training.steps);
+  double single =
+      std::min(steps, std::ceil(training.singlePassFraction * steps)) / steps;
+  std::vector<std::pair<int64_t, double>> multi = training.passDistribution;
+  if (multi.empty())
+    multi = {{training.passes, 1 - training.deepPassFraction},
+             {training.deepPasses, training.deepPassFraction}};
+  std::vector<std::pair<int64_t, double>> shares;
+  auto add = [&](int64_t k, double w) {
+    if (w <= 0)
+      return;
+    for (auto &kw : shares)
+      if (kw.first == k)
+        return void(kw.second += w);
+    shares.push_back({k, w});
+  };
+  add(1, single);
+  for (auto [k, w] : multi)
+    add(k, (1 - single) * w);
+  llvm::sort(shares);
+  return shares;
+}
+
 namespace {
 
 // The keys each object may hold, in the order their fields are checked.
 constexpr StringRef kTopKeys[] = {"name",
+                                  "recipe",
                                   "vocab_size",
                                   "hidden_size",
                                   "num_hidden_layers",
@@ -672,15 +723,21 @@ void resolveDefaults(ModelSpec &spec, const json::Object &training,
   if (!training.get("deep_passes"))
     spec.training.deepPasses =
         spec.training.passes == INT64_MAX ? INT64_MAX : spec.training.passes + 1;
-  // No K given at all: the measured default, K uniform over 2..8.
+  // No K given at all: the recipe's. fbt's measured default is K uniform
+  // over 2..8; the paper's K = 2 and 3 at 22 : 3.
   if (spec.training.passDistribution.empty() &&
-      llvm::none_of(kFixedPassKeys, [&](StringRef key) { return training.get(key); }))
-    for (int64_t k = 2; k <= kDefaultMaxPasses; ++k)
-      spec.training.passDistribution.push_back({k, 1.0 / double(kDefaultMaxPasses - 1)});
+      llvm::none_of(kFixedPassKeys, [&](StringRef key) { return training.get(key); })) {
+    if (spec.recipe == Recipe::Paper)
+      spec.training.passDistribution = {{2, 22.0 / 25.0}, {3, 3.0 / 25.0}};
+    else
+      for (int64_t k = 2; k <= kDefaultMaxPasses; ++k)
+        spec.training.passDistribution.push_back({k, 1.0 / double(kDefaultMaxPasses - 1)});
+  }
 }
 } // namespace
 
-llvm::Expected<ModelSpec> fbt::parseSpec(StringRef text, StringRef source) {
+llvm::Expected<ModelSpec> fbt::parseSpec(StringRef text, StringRef source,
+                                         std::optional<Recipe> recipe) {
   Reader r(source);
   TextScan scan;
   if (!checkBytes(r, text, scan))
@@ -705,6 +762,18 @@ llvm::Expected<ModelSpec> fbt::parseSpec(StringRef text, StringRef source) {
   const json::Object &feedback = sections[0] ? *sections[0] : empty;
   const json::Object &training = sections[1] ? *sections[1] : empty;
   const json::Object &inference = sections[2] ? *sections[2] : empty;
+  // The recipe first: its defaults are what the sections' keys override.
+  if (const json::Value *v = top.get("recipe")) {
+    std::optional<StringRef> name = v->getAsString();
+    std::optional<Recipe> given = name ? parseRecipe(*name) : std::nullopt;
+    if (!given)
+      r.expected("recipe", "fbt or paper", describeValue(*v));
+    else
+      spec.recipe = *given;
+  }
+  if (recipe)
+    spec.recipe = *recipe;
+  applyRecipe(spec.recipe, spec.feedback, spec.training);
   readModel(r, top, spec);
   readFeedback(r, feedback, spec.feedback);
   readTraining(r, training, spec.training);
@@ -736,7 +805,7 @@ llvm::Expected<ModelSpec> fbt::parseSpec(StringRef text, StringRef source) {
   return spec;
 }
 
-llvm::Expected<ModelSpec> fbt::loadSpec(StringRef path) {
+llvm::Expected<ModelSpec> fbt::loadSpec(StringRef path, std::optional<Recipe> recipe) {
   llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
       llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                   /*RequiresNullTerminator=*/false);
@@ -744,5 +813,5 @@ llvm::Expected<ModelSpec> fbt::loadSpec(StringRef path) {
     return llvm::createStringError(buffer.getError(), "cannot open '%s': %s",
                                    path.str().c_str(),
                                    buffer.getError().message().c_str());
-  return parseSpec((*buffer)->getBuffer(), path);
+  return parseSpec((*buffer)->getBuffer(), path, recipe);
 }

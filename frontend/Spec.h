@@ -16,6 +16,7 @@
 #include "llvm/Support/Error.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,26 @@ llvm::StringRef stateSourceName(StateSource s);
 enum class FeedbackInit { Normal, Uniform };
 
 llvm::StringRef feedbackInitName(FeedbackInit i);
+
+/// The defaults the feedback and training sections start from (a spec's
+/// top-level "recipe", or fbtc --recipe); every key a spec gives overrides
+/// them, so each difference between the two is one key away:
+///   fbt    the measured default: u = e + (W_U s) * sigmoid(W_G norm(e)),
+///          s after the final norm, 25% single-pass steps, then K uniform
+///          over 2..8 with gradients through the last 2 passes;
+///   paper  the method as its paper states it (DESIGN.md section 7):
+///          u = (W_U h) * sigmoid(W_G e), h before the final norm, prefix
+///          mix-in, gradients through every pass, 75% of the steps single-
+///          pass, then K = 2 or 3 at 22 : 3 (75/22/3 of all batches).
+enum class Recipe { Fbt, Paper };
+
+llvm::StringRef recipeName(Recipe r);
+
+struct FeedbackSpec;
+struct TrainingSpec;
+/// Sets the fields `r` gives defaults for (the pass distribution is the
+/// one resolveDefaults applies when a spec names no K).
+void applyRecipe(Recipe r, FeedbackSpec &fb, TrainingSpec &t);
 
 struct FeedbackSpec {
   Fusion fusion = Fusion::Glu;
@@ -136,6 +157,7 @@ constexpr int64_t kMaxLayers = 1024;
 
 struct ModelSpec {
   std::string name = "fbt";
+  Recipe recipe = Recipe::Fbt;
   int64_t vocabSize = 0;
   int64_t hiddenSize = 0;
   int64_t numHiddenLayers = 0;
@@ -155,17 +177,28 @@ struct ModelSpec {
   int64_t headDim() const { return hiddenSize / numAttentionHeads; }
   /// The distinct K values the schedule uses, ascending (e.g. {1, 2, 3}).
   std::vector<int64_t> scheduledPasses() const;
+  /// {K, the expected share of the training.steps steps run at K}, ascending
+  /// in K, as the runtime's PassSchedule draws them: K = 1 for the first
+  /// ceil(single_pass_fraction * steps) steps, then the multi-pass phase's
+  /// K by their weights.
+  std::vector<std::pair<int64_t, double>> passShares() const;
   /// The passes `fbt eval` and validation report in inference mode.
   static constexpr int64_t kEvalPasses = 8;
 };
 
 /// Parses and validates a spec. Errors name the JSON path and what was
 /// expected, e.g. "spec.json: training.passes: expected an integer >= 1, got 0".
+/// `recipe`, when given, replaces the spec's own "recipe" (fbtc --recipe).
 llvm::Expected<ModelSpec> parseSpec(llvm::StringRef json,
-                                    llvm::StringRef sourceName);
+                                    llvm::StringRef sourceName,
+                                    std::optional<Recipe> recipe = std::nullopt);
 
 /// Reads a file and parses it; a missing, empty or binary file is an error.
-llvm::Expected<ModelSpec> loadSpec(llvm::StringRef path);
+llvm::Expected<ModelSpec> loadSpec(llvm::StringRef path,
+                                   std::optional<Recipe> recipe = std::nullopt);
+
+/// "fbt" or "paper"; nullopt for any other name.
+std::optional<Recipe> parseRecipe(llvm::StringRef name);
 
 } // namespace fbt
 

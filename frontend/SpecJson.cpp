@@ -33,6 +33,7 @@ llvm::json::Value fbt::specToJson(const ModelSpec &s) {
     training["pass_distribution"] = std::move(distribution);
   Object spec{
       {"name", s.name},
+      {"recipe", recipeName(s.recipe)},
       {"vocab_size", s.vocabSize},
       {"hidden_size", s.hiddenSize},
       {"num_hidden_layers", s.numHiddenLayers},

@@ -7,7 +7,8 @@ inference mode, and writes report.md with PNG plots.
                   [--depth-task [--depth-k 1..8] [--depth-mix 0.5] [--depth-ops +-]
                                 [--depth-weights W,...] [--depth-heldout-rate R]]
                   [--multipliers 1,1.5,2,3] [--set SECTION.KEY=VALUE ...]
-                  [--fbt-set SECTION.KEY=VALUE ...] [--baselines DIR]
+                  [--fbt-set SECTION.KEY=VALUE ...] [--fbt-recipe fbt|paper]
+                  [--baselines DIR]
                   [--seeds N] [--seed S] [--splits validation,test]
                   [--report-split validation|test] [--windows N|all]
                   [--deeper-plain] [--problems N] [--build BUILD_DIR] [--quick]
@@ -336,6 +337,10 @@ def main():
                     help="change a spec field for every model (a JSON value)")
     ap.add_argument("--fbt-set", action="append", default=[], metavar="SECTION.KEY=VALUE",
                     help="change a spec field for the FBT only (a recipe variant)")
+    ap.add_argument("--fbt-recipe", choices=["fbt", "paper"],
+                    help="the FBT's recipe preset (the spec's \"recipe\"): its feedback "
+                    "and training keys that the preset sets are dropped from the FBT's "
+                    "spec, so the preset's values hold (--fbt-set still overrides them)")
     ap.add_argument("--baselines", metavar="DIR",
                     help="take the plain runs from an earlier run's folder instead of "
                     "training them again (its plain spec must be this run's: only the "
@@ -410,8 +415,10 @@ def main():
     # The models: the spec, and the spec without its feedback path.
     plain = json.loads(json.dumps(spec))
     plain["name"] = name + "-plain"
+    if args.fbt_recipe:
+        use_recipe(spec, args.fbt_recipe)
     apply_changes(spec, args.fbt_set, "--fbt-set")
-    if args.set or args.fbt_set or data["spec"]:  # the FBT's own spec, as changed
+    if args.set or args.fbt_set or args.fbt_recipe or data["spec"]:  # the FBT's own spec
         fbt_spec = os.path.join(out, "fbt.json")
         with open(fbt_spec, "w") as f:
             json.dump(spec, f, indent=2)
@@ -569,6 +576,25 @@ def probe(fbt, bundle, ckpt, feedback, feed, depth, split, args):
 
 def base_seed_of(args, spec):
     return args.seed if args.seed is not None else spec.get("training", {}).get("seed", 1234)
+
+
+# The keys a recipe preset gives defaults for (frontend/Spec.cpp, applyRecipe,
+# and the pass schedule's K): a spec that spells them out keeps its values.
+RECIPE_KEYS = {
+    "feedback": ["fusion", "state", "input_norm", "gate_norm", "state_norm", "output_norm",
+                 "token_residual", "prefix_mixin"],
+    "training": ["single_pass_fraction", "grad_passes", "pass_distribution", "passes",
+                 "deep_passes", "deep_pass_fraction"],
+}
+
+
+def use_recipe(spec, recipe):
+    """`spec` under a recipe preset: its "recipe" set and the keys the preset
+    gives defaults for dropped, so the preset's values apply."""
+    spec["recipe"] = recipe
+    for section, keys in RECIPE_KEYS.items():
+        for key in keys:
+            spec.get(section, {}).pop(key, None)
 
 
 def apply_changes(spec, changes, flag):

@@ -115,10 +115,25 @@ def resolve_depth_scaling(value, num_layers):
     return float(value)
 
 
+# The paper's recipe (a spec's "recipe": "paper"): the defaults its feedback
+# and training keys start from, as the paper states the method; keys the spec
+# gives override them. Written out here apart from the frontend's, so that
+# check_defaults.py compares two readings of the preset.
+PAPER_RECIPE = {
+    "feedback": {"fusion": "glu", "state": "pre_norm", "input_norm": False,
+                 "gate_norm": False, "state_norm": False, "output_norm": False,
+                 "token_residual": False, "prefix_mixin": True},
+    "training": {"single_pass_fraction": 0.75, "grad_passes": 0},
+}
+
+
 def config_from_dict(spec):
     """A Config from a parsed JSON spec (the keys of specs/*.json)."""
-    fb = spec.get("feedback", {})
-    tr = spec.get("training", {})
+    recipe = spec.get("recipe", "fbt")
+    if recipe not in ("fbt", "paper"):
+        raise ValueError("recipe: expected fbt or paper, got %r" % recipe)
+    fb = dict(PAPER_RECIPE["feedback"] if recipe == "paper" else {}, **spec.get("feedback", {}))
+    tr = dict(PAPER_RECIPE["training"] if recipe == "paper" else {}, **spec.get("training", {}))
     L = int(spec["num_hidden_layers"])
     fields = dict(
         V=int(spec["vocab_size"]),

@@ -161,6 +161,12 @@ cl::opt<bool> withStates(
              "prefills that return every layer's residual stream, for `fbt "
              "probe`"),
     cl::cat(category));
+cl::opt<std::string> recipeName(
+    "recipe",
+    cl::desc("The defaults the spec's feedback and training sections start from, "
+             "in place of its own \"recipe\": fbt (the measured default) or paper "
+             "(the method as its paper states it); the spec's keys still override"),
+    cl::value_desc("fbt|paper"), cl::cat(category));
 cl::opt<bool> describe("describe",
                        cl::desc("Print parameter counts, FLOPs, memory and "
                                 "KV-cache figures instead of compiling"),
@@ -468,7 +474,13 @@ int main(int argc, char **argv) {
   cl::ParseCommandLineOptions(argc, argv,
                               "fbtc: compiles a Full-Bandwidth Transformer model spec (JSON)\n");
 
-  Expected<fbt::ModelSpec> spec = fbt::loadSpec(specPath);
+  std::optional<fbt::Recipe> recipe;
+  if (recipeName.getNumOccurrences()) {
+    recipe = fbt::parseRecipe(recipeName);
+    if (!recipe)
+      return fail(kBadInput, "--recipe: expected fbt or paper, got '" + recipeName + "'");
+  }
+  Expected<fbt::ModelSpec> spec = fbt::loadSpec(specPath, recipe);
   if (!spec)
     return fail(kBadInput, toString(spec.takeError()));
   if (int status = applyInferenceOptions(*spec))
