@@ -483,6 +483,15 @@ def main():
     seeds = [base_seed + i for i in range(args.seeds)]
     reuse = earlier_plain_runs(args.baselines, plain) if args.baselines else {}
     runs = {}
+    # What a run's measurements depend on beyond its training: a run whose
+    # result.json was measured so is taken as it is (an interrupted
+    # experiment resumes at the first run without one).
+    measure = {"splits": splits, "windows": windows, "problems": problems,
+               "depth": bool(data["depth"]), "depth_passes": args.depth_passes,
+               "probe": args.probe, "probe_windows": args.probe_windows,
+               "sft": args.sft, "sft_steps": args.sft_steps, "sft_lr": args.sft_lr}
+    todo = unique_runs(models, seeds, reuse)
+    clock = Progress({key: steps_ * flops[kind_] for key, (kind_, steps_) in todo.items()})
     for seed in seeds:
         results, trained = {}, {}
         for label, kind, n in models:
@@ -497,6 +506,12 @@ def main():
             rundir = os.path.join(out, "seed-%d" % seed, label)
             t0 = time.time()
             finished = finished_run(rundir, n, seed, specs[kind])
+            kept = finished and measured_result(rundir, measure)
+            if kept:
+                print("experiment: %s was trained and measured: taken as it is" % rundir)
+                results[label] = kept
+                clock.done((seed, kind, n), 0)
+                continue
             if finished:
                 print("experiment: %s is a finished run of %d steps, seed %d: measured as it is"
                       % (rundir, n, seed))
@@ -538,6 +553,8 @@ def main():
                                      SFT_REGIMES if kind == "fbt" else ["standard"], args)
             r["metrics"] = metrics_summary(os.path.join(rundir, "metrics.jsonl"))
             results[label] = r
+            keep_result(rundir, measure, r)
+            clock.done((seed, kind, n), time.time() - t0)
         runs[str(seed)] = results
     raw = {"command": recorded_command(sys.argv[1:]), "commit": git_commit(),
            "spec": spec, "plain_spec": plain, "steps": steps, "seeds": seeds, "splits": splits,
@@ -555,6 +572,60 @@ def main():
         json.dump(raw, f, indent=1)
     experiment_report.write(out)
     print("report: " + os.path.join(out, "report.md"))
+
+
+RESULT = "result.json"  # in a run folder: its raw result and how it was measured
+
+
+def measured_result(rundir, measure):
+    """The raw result kept in `rundir` if it was measured as `measure` says."""
+    try:
+        with open(os.path.join(rundir, RESULT)) as f:
+            kept = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return kept.get("result") if kept.get("measure") == measure else None
+
+
+def keep_result(rundir, measure, result):
+    """Writes the run's raw result as it lands (atomically: a run interrupted
+    while measured keeps none)."""
+    path = os.path.join(rundir, RESULT)
+    with open(path + ".tmp", "w") as f:
+        json.dump({"measure": measure, "result": result}, f, indent=1)
+    os.replace(path + ".tmp", path)
+
+
+def unique_runs(models, seeds, reuse):
+    """{(seed, kind, steps): (kind, steps)}: the runs the experiment trains."""
+    todo = {}
+    for seed in seeds:
+        for _label, kind, n in models:
+            if not (kind == "plain" and (seed, n) in reuse):
+                todo[(seed, kind, n)] = (kind, n)
+    return todo
+
+
+class Progress:
+    """Runs done of all, and the time left estimated from the seconds per
+    training FLOP of the runs done so far (training and measuring)."""
+
+    def __init__(self, work):
+        self.work, self.left = work, dict(work)
+        self.seconds = self.flops = 0.0
+
+    def done(self, key, seconds):
+        if key not in self.left:
+            return
+        flops = self.left.pop(key)
+        if seconds > 0:
+            self.seconds += seconds
+            self.flops += flops
+        rest = sum(self.left.values())
+        eta = ("about %.0f min left" % (rest * self.seconds / self.flops / 60)
+               if self.flops else "time left unknown")
+        print("experiment: %d of %d runs done; %s" % (
+            len(self.work) - len(self.left), len(self.work), eta), flush=True)
 
 
 def probe(fbt, bundle, ckpt, feedback, feed, depth, split, args):
