@@ -13,9 +13,9 @@ steps and seed, measured in inference mode on the validation part (never the
 test part: this chooses, it does not report) with `fbt eval --json`.
 
 Resumable: a variant whose eval JSON is in DIR is not trained or measured
-again, and results.json (the raw results: each variant's spec changes, its
+again, and ablation.json (the raw results: each variant's spec changes, its
 eval JSON, metrics summary and training FLOPs per token; the command and the
-commit) is rewritten as each lands. ablation.md is built from results.json
+commit) is rewritten as each lands. ablation.md is built from ablation.json
 alone; --check fails when the committed table is not what it builds.
 """
 
@@ -48,6 +48,7 @@ VARIANTS = [
     ("fbt", "fbt's recipe (every key above)", None),
     ("plain", "no feedback path", "plain"),
 ]
+RAW = "ablation.json"  # not results.json: that name is experiment_report.py's format
 REGIMES = ["standard", "soft", "fused:2", "fused:3"]
 
 
@@ -66,7 +67,7 @@ def variant_spec(base, recipe, changes):
 
 
 def table(raw):
-    """ablation.md from results.json alone."""
+    """ablation.md from ablation.json alone."""
     lines = ["# The paper's recipe, one key at a time", "",
              "tiny on the code recipe's training part, %d steps of %d x %d tokens, seed %d; "
              "validation part, %s windows, a quarter of each a plain prompt. Loss in nats "
@@ -96,7 +97,7 @@ def table(raw):
 
 
 def write(out, raw):
-    path = os.path.join(out, "results.json")
+    path = os.path.join(out, RAW)
     with open(path + ".tmp", "w") as f:
         json.dump(raw, f, indent=1)
     os.replace(path + ".tmp", path)
@@ -105,12 +106,12 @@ def write(out, raw):
 
 
 def check(out):
-    with open(os.path.join(out, "results.json")) as f:
+    with open(os.path.join(out, RAW)) as f:
         raw = json.load(f)
     with open(os.path.join(out, "ablation.md")) as f:
         if f.read() != table(raw):
-            sys.exit("recipe_ablation: ablation.md differs from what results.json builds")
-    print("ablation.md is what results.json builds")
+            sys.exit("recipe_ablation: ablation.md differs from what ablation.json builds")
+    print("ablation.md is what ablation.json builds")
 
 
 def run_variants(args, base, data, fbt, fbtc, raw):
@@ -169,8 +170,9 @@ def main():
     base.setdefault("inference", {})["max_prompt_length"] = args.sequence_length
     os.makedirs(args.out, exist_ok=True)
     data = code_corpus.build(os.path.join(args.out, "data"), "bytes", fbt=fbt)
-    path = os.path.join(args.out, "results.json")
-    raw = {"command": experiment.recorded_command(sys.argv[1:]), "commit": experiment.git_commit(),
+    path = os.path.join(args.out, RAW)
+    command = ["scripts/recipe_ablation.py"] + experiment.recorded_command(sys.argv[1:])[1:]
+    raw = {"command": command, "commit": experiment.git_commit(),
            "spec": base, "steps": args.steps, "seed": args.seed,
            "batch": base["training"]["batch_size"], "sequence_length": args.sequence_length,
            "windows": args.windows, "variants": {}}
