@@ -82,7 +82,7 @@ StepBinding &Decoder::binding(const std::string &step,
     return cacheRow(values * layers_ + layer, row);
   };
   b = std::make_unique<StepBinding>(session_.device(), session_.bundle().step(step),
-                                    owned, inputs, "the decoder");
+                                    owned, inputs, "the decoder", vocab_);
   return *b;
 }
 

@@ -191,7 +191,7 @@ StepBinding &Session::trainBinding(const std::string &step, bool update) {
     b = std::make_unique<StepBinding>(
         *device_, bundle_.step(step),
         [&](const std::string &name) { return stateBuffer(name); }, batch,
-        "this runtime", elsewhere);
+        "this runtime", model_.vocabSize, elsewhere);
   }
   return *b;
 }

@@ -3,14 +3,18 @@
 #include "runtime/session/StepBinding.h"
 
 #include "runtime/base/Error.h"
+#include "runtime/base/IgnoredTarget.h"
+
+#include <algorithm>
 
 namespace fbt {
 
 StepBinding::StepBinding(Device &device, const StepPlan &plan,
                          const std::function<void *(const std::string &)> &owned,
                          const std::set<std::string> &hostInputs,
-                         const std::string &who, const std::set<std::string> &absent)
-    : device_(device), plan_(plan) {
+                         const std::string &who, int64_t vocab,
+                         const std::set<std::string> &absent)
+    : device_(device), plan_(plan), vocab_(vocab) {
   for (const TensorSpec &in : plan.inputs) {
     void *ptr = owned(in.name);
     if (!ptr && absent.count(in.name)) {
@@ -38,6 +42,29 @@ StepBinding::StepBinding(Device &device, const StepPlan &plan,
   }
 }
 
+namespace {
+/// Refuses an id outside [0, vocab) (targets may also be kIgnoredTarget),
+/// naming it, its place in the [rows, positions] input and the vocabulary.
+void checkIds(const StepPlan &plan, const TensorSpec &in, const void *host, int64_t vocab) {
+  bool targets = in.name == "targets";
+  if (in.dtype != DType::I32 || (in.name != "input_ids" && !targets))
+    return;
+  const int32_t *ids = static_cast<const int32_t *>(host);
+  int64_t n = in.bytes / (int64_t)sizeof(int32_t);
+  int64_t width = in.shape.empty() ? n : std::max<int64_t>(1, in.shape.back());
+  for (int64_t i = 0; i < n; ++i) {
+    int32_t id = ids[i];
+    if ((id >= 0 && id < vocab) || (targets && id == kIgnoredTarget))
+      continue;
+    throw RuntimeError("token id " + std::to_string(id) + " at position " +
+                       std::to_string(i % width) + " of row " + std::to_string(i / width) +
+                       " (" + in.name + " of step '" + plan.name +
+                       "') is outside the vocabulary of " + std::to_string(vocab) +
+                       " ids (0.." + std::to_string(vocab - 1) + ")");
+  }
+}
+} // namespace
+
 void StepBinding::set(const std::string &name, const void *host, size_t bytes) {
   int64_t i = plan_.inputIndex(name);
   if (i < 0)
@@ -46,6 +73,7 @@ void StepBinding::set(const std::string &name, const void *host, size_t bytes) {
     throw RuntimeError("step '" + plan_.name + "': input '" + name + "' takes " +
                        std::to_string(plan_.inputs[i].bytes) + " bytes, given " +
                        std::to_string(bytes));
+  checkIds(plan_, plan_.inputs[i], host, vocab_);
   device_.upload(inputs_[i], host, bytes);
 }
 

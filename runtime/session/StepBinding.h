@@ -29,10 +29,14 @@ public:
   /// `absent` stay unbound (null: ZeRO-1's moments another rank keeps, which
   /// only that rank's calls read); any other input is an error naming `who`
   /// ("this runtime", "the decoder") as unable to bind it.
+  /// `vocab` bounds the token ids of the inputs that carry them (input_ids,
+  /// and targets besides the ignored ones): every id that enters a step
+  /// crosses set(), so an id outside [0, vocab) is refused there, before
+  /// any kernel reads the embedding row it names.
   StepBinding(Device &device, const StepPlan &plan,
               const std::function<void *(const std::string &)> &owned,
               const std::set<std::string> &hostInputs, const std::string &who,
-              const std::set<std::string> &absent = {});
+              int64_t vocab, const std::set<std::string> &absent = {});
 
   /// Copies `bytes` (the input's full size) from the host into input
   /// `name`; does nothing when the step has no such input.
@@ -50,6 +54,7 @@ public:
 private:
   Device &device_;
   const StepPlan &plan_;
+  int64_t vocab_;
   std::vector<void *> inputs_, outputs_;
   std::vector<DeviceBuffer> buffers_;
 };
