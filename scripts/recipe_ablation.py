@@ -4,7 +4,8 @@ fbt's departures from them, the paper's form needs to train.
 
     recipe_ablation.py --spec SPEC.json --out DIR [--steps N] [--seed S]
                        [--sequence-length T] [--windows N|all] [--build DIR]
-    recipe_ablation.py --out DIR --check     (rebuild ablation.md, compare)
+    recipe_ablation.py --out DIR --check [--prose TEXT.md]
+                       (rebuild ablation.md, compare; find TEXT's figures in it)
 
 Each variant is the spec under the paper's preset ("recipe": "paper") with
 one key set to fbt's value, beside the preset itself, fbt's recipe and a
@@ -22,7 +23,7 @@ alone; --check fails when the committed table is not what it builds.
 import argparse
 import json
 import os
-import subprocess
+import re
 import sys
 import time
 
@@ -105,13 +106,26 @@ def write(out, raw):
         f.write(table(raw))
 
 
-def check(out):
+FIGURE = re.compile(r"[0-9]+\.[0-9]{3}x?")
+
+
+def check(out, prose=None):
+    """ablation.md must be what ablation.json builds, and every figure of
+    `prose` (three decimals, a FLOPs ratio's x included) must be in it."""
     with open(os.path.join(out, RAW)) as f:
-        raw = json.load(f)
+        built = table(json.load(f))
     with open(os.path.join(out, "ablation.md")) as f:
-        if f.read() != table(raw):
+        if f.read() != built:
             sys.exit("recipe_ablation: ablation.md differs from what ablation.json builds")
     print("ablation.md is what ablation.json builds")
+    if prose:
+        with open(prose) as f:
+            quoted = FIGURE.findall(f.read())
+        missing = [x for x in quoted if x not in built]
+        if missing:
+            sys.exit("recipe_ablation: %s quotes figures the table does not hold: %s"
+                     % (prose, ", ".join(missing)))
+        print("%s: %d figures, each in the table" % (os.path.basename(prose), len(quoted)))
 
 
 def run_variants(args, base, data, fbt, fbtc, raw):
@@ -159,9 +173,10 @@ def main():
     ap.add_argument("--windows", default="512")
     ap.add_argument("--build", default=os.environ.get("FBT_BUILD_DIR", "build"))
     ap.add_argument("--check", action="store_true", help="rebuild ablation.md and compare")
+    ap.add_argument("--prose", help="--check: a text whose every figure must be in the table")
     args = ap.parse_args()
     if args.check:
-        return check(args.out)
+        return check(args.out, args.prose)
     fbt = os.path.join(args.build, "tools", "fbt", "fbt")
     fbtc = os.path.join(args.build, "tools", "fbtc", "fbtc")
     with open(args.spec) as f:

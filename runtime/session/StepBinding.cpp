@@ -3,7 +3,7 @@
 #include "runtime/session/StepBinding.h"
 
 #include "runtime/base/Error.h"
-#include "runtime/base/IgnoredTarget.h"
+#include "runtime/base/TokenIds.h"
 
 #include <algorithm>
 
@@ -43,25 +43,16 @@ StepBinding::StepBinding(Device &device, const StepPlan &plan,
 }
 
 namespace {
-/// Refuses an id outside [0, vocab) (targets may also be kIgnoredTarget),
-/// naming it, its place in the [rows, positions] input and the vocabulary.
+/// The ids of input_ids and targets (I32 [rows, positions]) must name rows
+/// of the embedding: refused before they reach a kernel.
 void checkIds(const StepPlan &plan, const TensorSpec &in, const void *host, int64_t vocab) {
   bool targets = in.name == "targets";
   if (in.dtype != DType::I32 || (in.name != "input_ids" && !targets))
     return;
-  const int32_t *ids = static_cast<const int32_t *>(host);
   int64_t n = in.bytes / (int64_t)sizeof(int32_t);
   int64_t width = in.shape.empty() ? n : std::max<int64_t>(1, in.shape.back());
-  for (int64_t i = 0; i < n; ++i) {
-    int32_t id = ids[i];
-    if ((id >= 0 && id < vocab) || (targets && id == kIgnoredTarget))
-      continue;
-    throw RuntimeError("token id " + std::to_string(id) + " at position " +
-                       std::to_string(i % width) + " of row " + std::to_string(i / width) +
-                       " (" + in.name + " of step '" + plan.name +
-                       "') is outside the vocabulary of " + std::to_string(vocab) +
-                       " ids (0.." + std::to_string(vocab - 1) + ")");
-  }
+  requireTokenIds(static_cast<const int32_t *>(host), n, width, vocab, targets,
+                  "step '" + plan.name + "': " + in.name);
 }
 } // namespace
 

@@ -6,6 +6,7 @@
 
 #include "runtime/base/Error.h"
 #include "runtime/base/FileIO.h"
+#include "runtime/base/TokenIds.h"
 #include "runtime/decode/Decoder.h"
 #include "runtime/format/Safetensors.h"
 #include "runtime/text/TokenStream.h"
@@ -171,15 +172,11 @@ int runScore(int argc, char **argv) {
   int64_t n = (int64_t)tokens.rows.size(), t = tokens.width;
   // Every id of the file, the prompt's and the continuation's, before any
   // step (the steps refuse one too, but name only their own position).
-  for (int64_t r = 0; r < n; ++r)
-    for (int64_t i = 0; i < (int64_t)tokens.rows[r].size(); ++i)
-      if (tokens.rows[r][i] < 0 || tokens.rows[r][i] >= decoder.vocab())
-        throw RuntimeError(args.get("tokens") + ": input_ids: token id " +
-                           std::to_string(tokens.rows[r][i]) + " at row " +
-                           std::to_string(r) + ", position " + std::to_string(i) +
-                           " is outside the vocabulary of " +
-                           std::to_string(decoder.vocab()) + " ids (0.." +
-                           std::to_string(decoder.vocab() - 1) + ")");
+  std::vector<int32_t> ids;
+  for (const std::vector<int32_t> &row : tokens.rows)
+    ids.insert(ids.end(), row.begin(), row.end());
+  requireTokenIds(ids.data(), (int64_t)ids.size(), t, decoder.vocab(), false,
+                  args.get("tokens") + ": input_ids");
   std::vector<float> all;
   for (int64_t first = 0; first < n; first += decoder.batchSize()) {
     int64_t count = std::min(decoder.batchSize(), n - first);

@@ -7,6 +7,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/session/Session.h"
+#include "runtime/base/Error.h"
+#include "runtime/base/IgnoredTarget.h"
 
 #include "test/runtime/TempDir.h"
 #include "test/runtime/TinyBundle.h"
@@ -57,6 +59,34 @@ TEST(SessionTest, TrainStepsLowerTheLossOnTheirBatch) {
   EXPECT_LT(last.loss, first.loss);
   EXPECT_GT(first.gradNorm, 0);
   EXPECT_NE(s.parameter(0), before);
+}
+
+TEST(SessionTest, AStepRefusesAnIdOutsideTheVocabulary) {
+  FBT_TEST_BUNDLE_OR_SKIP(bundle);
+  Session s(bundle);
+  s.initialize(7);
+  int64_t vocab = s.model().vocabSize, width = s.model().training.sequenceLength;
+  Batch batch(s);
+  batch.targets[3] = kIgnoredTarget; // a masked target is not an id
+  std::vector<float> before = s.parameter(0);
+  auto expectRefused = [&](const std::string &what) {
+    try {
+      s.trainStep(1, batch.ids.data(), batch.targets.data(), 1, 1e-2f);
+      ADD_FAILURE() << "a train step took " << what;
+    } catch (const RuntimeError &e) {
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+    }
+  };
+  batch.ids[width + 5] = int32_t(vocab);
+  expectRefused("input_ids: token id " + std::to_string(vocab) + " at row 1, position 5 is "
+                "outside the vocabulary of " + std::to_string(vocab));
+  batch.ids[width + 5] = 1;
+  batch.targets[2] = -7;
+  expectRefused("targets: token id -7 at row 0, position 2");
+  EXPECT_EQ(s.parameter(0), before); // nothing ran
+  batch.targets[2] = 1;
+  EXPECT_TRUE(std::isfinite(s.trainStep(1, batch.ids.data(), batch.targets.data(), 1,
+                                        1e-2f).loss));
 }
 
 TEST(SessionTest, EvaluationReportsEveryPass) {
