@@ -29,33 +29,38 @@ TokenTrie::TokenTrie(const std::vector<std::string> &tokens) : tokens_(tokens), 
 }
 
 void TokenTrie::walk(const Grammar &g, int32_t node, const GrammarState &state,
-                     std::vector<int32_t> &out) const {
+                     std::vector<int32_t> &out, GrammarBudget *budget) const {
   ByteSet next = state.next(g);
   for (const auto &[c, child] : nodes_[node].children) {
     if (!next.test(c))
       continue;
-    GrammarState after = state.advance(g, c);
+    GrammarState after = state.advance(g, c, budget);
     if (after.dead())
       continue;
     out.insert(out.end(), nodes_[child].tokens.begin(), nodes_[child].tokens.end());
-    walk(g, child, after, out);
+    walk(g, child, after, out, budget);
   }
 }
 
-std::vector<int32_t> TokenTrie::allowed(const Grammar &g, const GrammarState &state) const {
+std::vector<int32_t> TokenTrie::allowed(const Grammar &g, const GrammarState &state,
+                                        GrammarBudget *budget) const {
   std::vector<int32_t> out;
-  walk(g, 0, state, out);
+  walk(g, 0, state, out, budget);
   std::sort(out.begin(), out.end());
   return out;
 }
 
 Constraint::Constraint(std::shared_ptr<const Grammar> grammar,
-                       std::shared_ptr<const TokenTrie> vocabulary)
+                       std::shared_ptr<const TokenTrie> vocabulary, int64_t workPerToken)
     : grammar_(std::move(grammar)), vocabulary_(std::move(vocabulary)),
-      state_(GrammarState::start(*grammar_)) {}
+      workPerToken_(workPerToken), state_([&] {
+        GrammarBudget budget{workPerToken};
+        return GrammarState::start(*grammar_, &budget);
+      }()) {}
 
 bool Constraint::mask(float *logits, int64_t vocab) const {
-  std::vector<int32_t> ok = vocabulary_->allowed(*grammar_, state_);
+  GrammarBudget budget{workPerToken_};
+  std::vector<int32_t> ok = vocabulary_->allowed(*grammar_, state_, &budget);
   std::vector<bool> keep(vocab, false);
   for (int32_t id : ok)
     if (id < vocab)
@@ -69,7 +74,8 @@ bool Constraint::mask(float *logits, int64_t vocab) const {
 bool Constraint::take(int32_t id) {
   if (id < 0 || id >= vocabulary_->size() || vocabulary_->bytes(id).empty())
     return false;
-  GrammarState next = state_.advance(*grammar_, vocabulary_->bytes(id));
+  GrammarBudget budget{workPerToken_};
+  GrammarState next = state_.advance(*grammar_, vocabulary_->bytes(id), &budget);
   if (next.dead())
     return false;
   state_ = std::move(next);

@@ -35,8 +35,10 @@ public:
   /// allowed.
   explicit TokenTrie(const std::vector<std::string> &tokens);
 
-  /// The tokens whose bytes the grammar can read from `state`.
-  std::vector<int32_t> allowed(const Grammar &g, const GrammarState &state) const;
+  /// The tokens whose bytes the grammar can read from `state`, spending
+  /// `budget` (GrammarBudget) where given.
+  std::vector<int32_t> allowed(const Grammar &g, const GrammarState &state,
+                               GrammarBudget *budget = nullptr) const;
   const std::string &bytes(int32_t token) const { return tokens_.at(token); }
   int64_t size() const { return (int64_t)tokens_.size(); }
 
@@ -46,16 +48,22 @@ private:
     std::vector<int32_t> tokens;                       ///< ending here
   };
   void walk(const Grammar &g, int32_t node, const GrammarState &state,
-            std::vector<int32_t> &out) const;
+            std::vector<int32_t> &out, GrammarBudget *budget) const;
 
   std::vector<std::string> tokens_;
   std::vector<Node> nodes_;
 };
 
-/// One generated text's place in a grammar.
+/// One generated text's place in a grammar. Each token's mask and take
+/// spend at most `workPerToken` (GrammarBudget; by default kWorkPerToken,
+/// a few tens of milliseconds): past it they throw, so that a grammar ends
+/// its own text, never holds the decode batch.
 class Constraint {
 public:
-  Constraint(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenTrie> vocabulary);
+  static constexpr int64_t kWorkPerToken = int64_t(1) << 20;
+
+  Constraint(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenTrie> vocabulary,
+             int64_t workPerToken = kWorkPerToken);
 
   /// Sets the logits of every token that cannot come next to -inf; false if
   /// none can (the vocabulary cannot spell what the grammar needs).
@@ -69,6 +77,7 @@ public:
 private:
   std::shared_ptr<const Grammar> grammar_;
   std::shared_ptr<const TokenTrie> vocabulary_;
+  int64_t workPerToken_;
   GrammarState state_;
 };
 

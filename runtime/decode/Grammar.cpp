@@ -5,6 +5,9 @@
 #include "runtime/base/Error.h"
 
 #include <algorithm>
+#include <functional>
+#include <map>
+#include <set>
 
 namespace fbt {
 
@@ -38,103 +41,214 @@ Grammar::Sequence Grammar::literal(const std::string &text) {
   return out;
 }
 
-namespace {
-/// How many rules may be entered without reading a byte: deeper is a left
-/// recursion, which the recognizer cannot run.
-constexpr int kMaxExpansion = 1024;
-} // namespace
+/// One step of the recognizer: the heads after a byte (or at the start),
+/// built from the returns of the state before. A position reached twice in
+/// a step is one node whose returns are the union; positions that take
+/// their returns from another of this step's nodes (a rule entered last in
+/// its alternative, or a rule done without reading a byte) are forwarded
+/// what it gains later in the step.
+class GrammarStep {
+public:
+  GrammarStep(const Grammar &g, GrammarBudget *budget) : g_(g), budget_(budget) {}
 
-void GrammarState::expand(const Grammar &g, Stack s, std::vector<Stack> &out, int depth) {
-  if (depth > kMaxExpansion)
-    throw RuntimeError("grammar: rules enter each other without reading a byte (left "
-                       "recursion)");
-  if (s.empty()) {
-    out.push_back(std::move(s));
-    return;
-  }
-  const Frame f = s.back();
-  const Grammar::Sequence &alt = g.rules()[f.rule].alternatives[f.alternative];
-  if (f.position == (int32_t)alt.size()) { // this rule is done: back to its caller
-    s.pop_back();
-    if (!s.empty())
-      ++s.back().position;
-    expand(g, std::move(s), out, depth + 1);
-    return;
-  }
-  const Grammar::Element e = alt[f.position];
-  if (!e.isRule) {
-    out.push_back(std::move(s));
-    return;
-  }
-  // A rule last in its alternative takes its caller's place (the caller
-  // would only return): right recursion runs in constant stack.
-  if (f.position + 1 == (int32_t)alt.size())
-    s.pop_back();
-  const auto &alternatives = g.rules()[e.index].alternatives;
-  for (size_t a = 0; a < alternatives.size(); ++a) {
-    Stack c = s;
-    c.push_back({e.index, (int32_t)a, 0});
-    expand(g, std::move(c), out, depth + 1);
-  }
-}
+  using NodePtr = std::shared_ptr<const GrammarState::Node>;
+  using Frame = GrammarState::Frame;
 
-void GrammarState::normalize() {
-  std::sort(stacks_.begin(), stacks_.end());
-  stacks_.erase(std::unique(stacks_.begin(), stacks_.end()), stacks_.end());
-}
+  void reach(Frame f, const std::vector<NodePtr> &parents, bool bottom) {
+    spend();
+    auto [it, fresh] = nodes_.try_emplace(f);
+    Built &n = it->second;
+    if (fresh) {
+      n.node = std::make_shared<GrammarState::Node>();
+      n.node->frame = f;
+    }
+    std::vector<NodePtr> added;
+    for (const NodePtr &p : parents)
+      if (n.seen.insert(p.get()).second) {
+        spend();
+        n.node->parents.push_back(p);
+        added.push_back(p);
+      }
+    bool newBottom = bottom && !n.node->bottom;
+    n.node->bottom |= bottom;
+    if (!fresh && added.empty() && !newBottom)
+      return;
+    const Grammar::Sequence &alt = g_.rules()[f.rule].alternatives[f.alternative];
+    if (f.position == (int32_t)alt.size()) { // the rule is done: back to each caller
+      complete_ |= newBottom;
+      for (const NodePtr &p : added) {
+        Frame after = p->frame;
+        ++after.position;
+        auto own = nodes_.find(p->frame);
+        if (own != nodes_.end() && own->second.node.get() == p.get())
+          own->second.forwards.push_back(after); // p may gain returns later in this step
+        reach(after, std::vector<NodePtr>(p->parents), p->bottom); // a copy: p may grow
+      }
+    } else if (alt[f.position].isRule) {
+      int32_t callee = alt[f.position].index;
+      const auto &alternatives = g_.rules()[callee].alternatives;
+      if (f.position + 1 == (int32_t)alt.size()) {
+        // Last in its alternative: the callee returns where this would.
+        if (fresh)
+          for (size_t a = 0; a < alternatives.size(); ++a)
+            nodes_[f].forwards.push_back({callee, (int32_t)a, 0});
+      } else if (fresh) {
+        NodePtr self = nodes_[f].node;
+        for (size_t a = 0; a < alternatives.size(); ++a)
+          reach({callee, (int32_t)a, 0}, {self}, false);
+      }
+    }
+    // What this node gained, to the nodes that return where it does (by
+    // index: reaching them may add more).
+    for (size_t i = 0; i < nodes_[f].forwards.size(); ++i)
+      reach(nodes_[f].forwards[i], added, newBottom);
+  }
 
-GrammarState GrammarState::start(const Grammar &g) {
-  GrammarState s;
+  GrammarState finish() {
+    GrammarState s;
+    s.complete_ = complete_;
+    for (auto &[f, n] : nodes_) {
+      const Grammar::Sequence &alt = g_.rules()[f.rule].alternatives[f.alternative];
+      if (f.position < (int32_t)alt.size() && !alt[f.position].isRule)
+        s.heads_.push_back(std::move(n.node));
+    }
+    return s;
+  }
+
+private:
+  void spend() {
+    if (budget_ && --budget_->left < 0)
+      throw RuntimeError("grammar: the parse needs more work than this request's budget "
+                         "allows (the grammar is too ambiguous)");
+  }
+
+  struct Built {
+    std::shared_ptr<GrammarState::Node> node;
+    std::set<const GrammarState::Node *> seen; ///< its parents, by identity
+    std::vector<Frame> forwards;
+  };
+  const Grammar &g_;
+  GrammarBudget *budget_;
+  std::map<Frame, Built> nodes_;
+  bool complete_ = false;
+};
+
+GrammarState GrammarState::start(const Grammar &g, GrammarBudget *budget) {
+  GrammarStep step(g, budget);
   const auto &alternatives = g.rules().at(g.root()).alternatives;
   for (size_t a = 0; a < alternatives.size(); ++a)
-    expand(g, Stack{{g.root(), (int32_t)a, 0}}, s.stacks_, 0);
-  s.normalize();
-  return s;
+    step.reach({g.root(), (int32_t)a, 0}, {}, true);
+  return step.finish();
 }
 
-GrammarState GrammarState::advance(const Grammar &g, uint8_t c) const {
-  GrammarState next;
-  for (const Stack &s : stacks_) {
-    if (s.empty())
-      continue;
-    const Frame &top = s.back();
-    const Grammar::Element e = g.rules()[top.rule].alternatives[top.alternative][top.position];
+GrammarState GrammarState::advance(const Grammar &g, uint8_t c, GrammarBudget *budget) const {
+  GrammarStep step(g, budget);
+  for (const auto &head : heads_) {
+    Frame f = head->frame;
+    const Grammar::Element e = g.rules()[f.rule].alternatives[f.alternative][f.position];
     if (!g.byteSets()[e.index].test(c))
       continue;
-    Stack moved = s;
-    ++moved.back().position;
-    expand(g, std::move(moved), next.stacks_, 0);
+    ++f.position;
+    step.reach(f, head->parents, head->bottom);
   }
-  next.normalize();
-  return next;
+  return step.finish();
 }
 
-GrammarState GrammarState::advance(const Grammar &g, const std::string &text) const {
+GrammarState GrammarState::advance(const Grammar &g, const std::string &text,
+                                   GrammarBudget *budget) const {
   GrammarState s = *this;
   for (char c : text) {
-    s = s.advance(g, (uint8_t)c);
+    s = s.advance(g, (uint8_t)c, budget);
     if (s.dead())
       break;
   }
   return s;
 }
 
-bool GrammarState::complete() const {
-  return std::any_of(stacks_.begin(), stacks_.end(), [](const Stack &s) { return s.empty(); });
-}
-
-bool GrammarState::canContinue() const {
-  return std::any_of(stacks_.begin(), stacks_.end(), [](const Stack &s) { return !s.empty(); });
-}
-
 ByteSet GrammarState::next(const Grammar &g) const {
   ByteSet out;
-  for (const Stack &s : stacks_)
-    if (!s.empty()) {
-      const Frame &top = s.back();
-      out |= g.byteSets()[g.rules()[top.rule].alternatives[top.alternative][top.position].index];
-    }
+  for (const auto &head : heads_) {
+    const Frame &f = head->frame;
+    out |= g.byteSets()[g.rules()[f.rule].alternatives[f.alternative][f.position].index];
+  }
   return out;
+}
+
+namespace {
+std::string ruleName(const Grammar &g, int32_t r) {
+  return "'" + g.rules()[r].name + "'";
+}
+} // namespace
+
+void checkGrammar(const Grammar &g) {
+  const auto &rules = g.rules();
+  if (g.root() < 0 || g.root() >= (int32_t)rules.size())
+    throw RuntimeError("grammar: the root names no rule");
+  // Productive: some alternative whose every element is (a non-empty byte
+  // set, or a productive rule); nullable: some alternative of nullable rules
+  // alone. Both as fixpoints.
+  std::vector<bool> productive(rules.size(), false), nullable(rules.size(), false);
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t r = 0; r < rules.size(); ++r)
+      for (const auto &alt : rules[r].alternatives) {
+        bool prod = true, null = true;
+        for (const Grammar::Element &e : alt) {
+          prod &= e.isRule ? (bool)productive[e.index] : g.byteSets()[e.index].any();
+          null &= e.isRule && nullable[e.index];
+        }
+        if (prod && !productive[r])
+          productive[r] = changed = true;
+        if (null && !nullable[r])
+          nullable[r] = changed = true;
+      }
+  }
+  // Every rule the root can reach must be productive, and none may enter
+  // itself through rules that read nothing first.
+  std::vector<int> mark(rules.size(), 0); // 0 new, 1 on the path, 2 done
+  std::vector<bool> reached(rules.size(), false);
+  std::vector<int32_t> todo = {g.root()};
+  reached[g.root()] = true;
+  while (!todo.empty()) {
+    int32_t r = todo.back();
+    todo.pop_back();
+    if (!productive[r])
+      throw RuntimeError("grammar: " + ruleName(g, r) + " derives no finite text (every "
+                         "alternative needs itself, or nothing can be read)");
+    for (const auto &alt : rules[r].alternatives)
+      for (const Grammar::Element &e : alt)
+        if (e.isRule && !reached[e.index])
+          reached[e.index] = true, todo.push_back(e.index);
+  }
+  // Left recursion: a cycle in "r may enter s before reading a byte".
+  std::function<void(int32_t, std::vector<int32_t> &)> visit = [&](int32_t r,
+                                                                   std::vector<int32_t> &path) {
+    mark[r] = 1;
+    path.push_back(r);
+    for (const auto &alt : rules[r].alternatives)
+      for (const Grammar::Element &e : alt) {
+        if (!e.isRule)
+          break;
+        if (mark[e.index] == 1) {
+          std::string cycle;
+          auto from = std::find(path.begin(), path.end(), e.index);
+          for (auto it = from; it != path.end(); ++it)
+            cycle += ruleName(g, *it) + " -> ";
+          throw RuntimeError("grammar: left recursion: " + cycle + ruleName(g, e.index) +
+                             " before reading a byte");
+        }
+        if (mark[e.index] == 0)
+          visit(e.index, path);
+        if (!nullable[e.index])
+          break;
+      }
+    path.pop_back();
+    mark[r] = 2;
+  };
+  std::vector<int32_t> path;
+  for (size_t r = 0; r < rules.size(); ++r)
+    if (reached[r] && mark[r] == 0)
+      visit((int32_t)r, path);
 }
 
 } // namespace fbt

@@ -6,13 +6,12 @@
 // text read so far is complete.
 //
 // A rule is a set of alternatives, each a sequence of elements (a byte set,
-// or another rule). The recognizer's state is the set of stacks of the
-// positions the parse may be at: a stack's top is the byte set it waits for,
-// the frames below it the rules it will go back to (as in a pushdown
-// automaton; ambiguity keeps several stacks). A rule referenced last in an
-// alternative replaces its caller's frame, so right recursion ("chars ::=
-// char chars | ''") runs in constant stack. Rules must not be left
-// recursive; the builders (JsonGrammar.h) write none.
+// or another rule). The recognizer's state (GrammarState) is a
+// graph-structured stack of the positions the parse may be at. A rule
+// referenced last in an alternative takes its caller's place, so right
+// recursion ("chars ::= char chars | ''") runs in constant depth. Rules must
+// not be left recursive and must each derive some finite text:
+// checkGrammar() refuses a grammar that breaks either, before any byte.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,6 +20,7 @@
 
 #include <bitset>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -61,51 +61,72 @@ private:
   int32_t root_ = 0;
 };
 
-/// Where a recognizer stands: every stack the parse may be at (each frame a
-/// rule, one of its alternatives and the element next in it). An empty
-/// stack: the text so far is a whole sentence.
+/// What one request's parse may spend: work units (a parse position
+/// reached, or a return it gains) left. A step that would spend past it
+/// throws, naming the budget, so one grammar cannot take the time of others.
+struct GrammarBudget {
+  int64_t left;
+};
+
+/// Where a recognizer stands: a graph-structured stack (as a GLR parser's).
+/// Each head is a parse position waiting for a byte set, with the set of
+/// positions it may return to when its rule is done, themselves shared by
+/// every parse that returns there. Parses that reach the same position at
+/// the same byte are one head, whatever their history, so a step's heads
+/// are at most the grammar's positions: an ambiguous grammar costs work
+/// bounded by its size and the text's nesting, never a doubling per byte.
+/// Copying a state copies its heads' pointers only.
 class GrammarState {
 public:
   /// Before the first byte.
-  static GrammarState start(const Grammar &g);
+  static GrammarState start(const Grammar &g, GrammarBudget *budget = nullptr);
 
   /// The state after one more byte; an empty state (dead()) if `c` cannot
   /// come next.
-  GrammarState advance(const Grammar &g, uint8_t c) const;
+  GrammarState advance(const Grammar &g, uint8_t c, GrammarBudget *budget = nullptr) const;
   /// The state after `text`; dead() as soon as a byte cannot come.
-  GrammarState advance(const Grammar &g, const std::string &text) const;
+  GrammarState advance(const Grammar &g, const std::string &text,
+                       GrammarBudget *budget = nullptr) const;
 
   /// No parse continues: the text so far is not a prefix of a sentence.
-  bool dead() const { return stacks_.empty(); }
+  bool dead() const { return heads_.empty() && !complete_; }
   /// The text so far is a whole sentence.
-  bool complete() const;
+  bool complete() const { return complete_; }
   /// Some parse may read another byte.
-  bool canContinue() const;
+  bool canContinue() const { return !heads_.empty(); }
   /// The bytes that may come next.
   ByteSet next(const Grammar &g) const;
+  /// Heads, and the returns they hold (for tests of the bound above).
+  size_t heads() const { return heads_.size(); }
 
-  bool operator==(const GrammarState &o) const { return stacks_ == o.stacks_; }
-
-private:
   struct Frame {
     int32_t rule, alternative, position;
-    bool operator==(const Frame &o) const {
-      return rule == o.rule && alternative == o.alternative && position == o.position;
-    }
     bool operator<(const Frame &o) const {
       return rule != o.rule                 ? rule < o.rule
              : alternative != o.alternative ? alternative < o.alternative
                                             : position < o.position;
     }
   };
-  using Stack = std::vector<Frame>;
-  /// Pushes into `out` every stack reachable from `s` without reading a
-  /// byte whose top waits for a byte set (or that is empty: complete).
-  static void expand(const Grammar &g, Stack s, std::vector<Stack> &out, int depth);
-  void normalize();
+  /// A parse position and where it may return: the positions in `parents`
+  /// (each resumes after the element that called this rule), and, where
+  /// `bottom`, the end of the sentence.
+  struct Node {
+    Frame frame;
+    std::vector<std::shared_ptr<const Node>> parents;
+    bool bottom = false;
+  };
 
-  std::vector<Stack> stacks_; ///< sorted, without duplicates
+private:
+  friend class GrammarStep;
+  std::vector<std::shared_ptr<const Node>> heads_; ///< each waits for a byte set
+  bool complete_ = false;
 };
+
+/// Refuses a grammar the recognizer cannot run or that can never end,
+/// naming the rule: one with no alternatives or an empty byte set that no
+/// text can get past, one that derives no finite text (unproductive), and a
+/// left recursion (a rule that can enter itself before reading a byte).
+void checkGrammar(const Grammar &g);
 
 } // namespace fbt
 

@@ -4,6 +4,7 @@
 
 #include "runtime/base/Error.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -188,6 +189,13 @@ const std::set<std::string> &knownKeywords() {
   return k;
 }
 
+/// Keywords that describe a schema and constrain nothing.
+bool describesOnly(const std::string &key) {
+  static const std::set<std::string> k = {"title", "description", "default", "examples",
+                                          "$schema", "$id", "$comment", "$defs", "definitions"};
+  return k.count(key) > 0;
+}
+
 class SchemaCompiler {
 public:
   explicit SchemaCompiler(const Json &root) : root_(root) {}
@@ -229,6 +237,58 @@ private:
                "#/definitions/NAME)");
   }
 
+  /// $ref and anyOf with a keyword beside them that constrains: JSON Schema
+  /// applies both, an intersection a grammar cannot follow, so it is refused
+  /// by name rather than ignored.
+  static void onlyDescribed(const Json &s, const char *keyword, const std::string &path,
+                            const char *instead) {
+    for (const auto &[key, v] : s.items())
+      if (key != keyword && !describesOnly(key))
+        fail(path, "'" + key + "' beside '" + keyword + "' is not supported (" + instead + ")");
+  }
+
+  /// const and enum: the values that also satisfy the keywords beside them
+  /// (as "type": "string" beside an enum), each tested against those
+  /// keywords' own grammar; refused where none does.
+  int32_t values(const Json &s, const std::string &path) {
+    const Json *c = jsonFind(s, "const"), *e = jsonFind(s, "enum");
+    if (e && (!e->is_array() || e->empty()))
+      fail(path, "'enum' must be a non-empty array");
+    std::vector<Json> candidates = c ? std::vector<Json>{*c} : std::vector<Json>(e->begin(), e->end());
+    if (c && e && std::find(e->begin(), e->end(), *c) == e->end())
+      fail(path, "'const' " + dumpJson(*c) + " is not among 'enum''s values");
+    Json rest = Json::object();
+    for (const auto &[key, v] : s.items())
+      if (key != "const" && key != "enum" && !describesOnly(key))
+        rest[key] = v;
+    if (!rest.empty()) {
+      SchemaCompiler sub(root_);
+      Grammar g = sub.valueGrammar(rest, path);
+      std::vector<Json> kept;
+      for (const Json &v : candidates) {
+        GrammarState st = GrammarState::start(g).advance(g, dumpJson(v));
+        if (!st.dead() && st.complete())
+          kept.push_back(v);
+      }
+      if (kept.empty())
+        fail(path, std::string("no value of '") + (c ? "const" : "enum") +
+                       "' satisfies the keywords beside it (" + dumpJson(rest) + ")");
+      candidates = std::move(kept);
+    }
+    int32_t r = b_.g.addRule(std::string(c ? "const" : "enum") + " at " + path);
+    for (const Json &v : candidates)
+      b_.g.addAlternative(r, b_.g.literal(dumpJson(v)));
+    return r;
+  }
+
+  /// The grammar of any value `s` accepts (not only an object), its $refs
+  /// resolved in the same root.
+  Grammar valueGrammar(const Json &s, const std::string &path) {
+    b_.g.setRoot(node(s, path));
+    checkGrammar(b_.g);
+    return std::move(b_.g);
+  }
+
   int64_t bound(const Json &s, const char *key, int64_t otherwise, const std::string &path) {
     const Json *v = jsonFind(s, key);
     if (!v)
@@ -259,30 +319,24 @@ private:
                    "additionalProperties, items, minItems, maxItems, minLength, maxLength, "
                    "enum, const, anyOf, $ref)");
     if (const Json *ref = jsonFind(s, "$ref")) {
+      onlyDescribed(s, "$ref", path, "put it in the definition");
       std::string to = ref->is_string() ? ref->get<std::string>() : "";
       auto it = refs_.find(to);
       if (it != refs_.end())
         return it->second;
       const Json &def = resolve(*ref, path);
-      int32_t r = b_.g.addRule("ref");
+      int32_t r = b_.g.addRule("$ref " + to);
       refs_[to] = r; // before compiling it: a recursive reference finds it
       b_.g.addAlternative(r, {b_.rule(node(def, to))});
       return r;
     }
-    if (const Json *c = jsonFind(s, "const"))
-      return b_.literalRule(dumpJson(*c));
-    if (const Json *e = jsonFind(s, "enum")) {
-      if (!e->is_array() || e->empty())
-        fail(path, "'enum' must be a non-empty array");
-      int32_t r = b_.g.addRule("enum");
-      for (const Json &v : *e)
-        b_.g.addAlternative(r, b_.g.literal(dumpJson(v)));
-      return r;
-    }
+    if (s.contains("const") || s.contains("enum"))
+      return values(s, path);
     if (const Json *any = jsonFind(s, "anyOf")) {
+      onlyDescribed(s, "anyOf", path, "put it in each of its schemas");
       if (!any->is_array() || any->empty())
         fail(path, "'anyOf' must be a non-empty array of schemas");
-      int32_t r = b_.g.addRule("anyOf");
+      int32_t r = b_.g.addRule("anyOf at " + path);
       for (size_t i = 0; i < any->size(); ++i)
         b_.g.addAlternative(r, {b_.rule(node((*any)[i], path + "/anyOf/" + std::to_string(i)))});
       return r;
@@ -374,7 +428,7 @@ private:
     std::vector<std::array<int32_t, 2>> rest(n + 1);
     for (int64_t i = n; i >= 0; --i)
       for (int first = 0; first < 2; ++first) {
-        int32_t r = b_.g.addRule("members");
+        int32_t r = b_.g.addRule("members at " + path);
         rest[i][first] = r;
         if (i == n) {
           b_.g.addAlternative(r, {});
@@ -389,7 +443,7 @@ private:
         if (!required.count(members[i].first))
           b_.g.addAlternative(r, {b_.rule(rest[i + 1][first])});
       }
-    int32_t r = b_.g.addRule("object");
+    int32_t r = b_.g.addRule("object at " + path);
     b_.g.addAlternative(r, {b_.g.byte('{'), b_.w(), b_.rule(rest[0][1]), b_.g.byte('}')});
     return r;
   }
@@ -404,12 +458,17 @@ private:
 Grammar jsonObjectGrammar() {
   Builder b;
   b.g.setRoot(b.anyObject);
+  checkGrammar(b.g);
   return std::move(b.g);
 }
 
 Grammar jsonSchemaGrammar(const Json &schema) {
   Grammar g = SchemaCompiler(schema).compile();
-  GrammarState::start(g); // what a first step would throw, thrown now
+  try {
+    checkGrammar(g);
+  } catch (const RuntimeError &e) { // in the schema's terms: its rules are named for it
+    throw RuntimeError(std::string("JSON schema: ") + e.what());
+  }
   return g;
 }
 

@@ -15,14 +15,19 @@
 //                  written; with no properties, true allows any members)
 //     array        items, minItems, maxItems
 //     string       minLength, maxLength (in characters)
-//     enum, const  any JSON values
+//     enum, const  any JSON values; keywords beside them (as "type") keep
+//                  only the values they accept (objects with their members
+//                  in the order of the properties)
 //     anyOf        any of the schemas
 //     $ref         "#/$defs/NAME" or "#/definitions/NAME", recursion included
 //     metadata     title, description, default, examples, $schema, $id,
 //                  $comment, and $defs / definitions themselves
 //   Anything else (pattern, format, minimum, oneOf, ...) is refused with a
 //   RuntimeError naming the keyword and where it is ("#/properties/age"),
-//   never ignored: a reply must validate. The root must be an object, as
+//   never ignored: a reply must validate. So is a keyword that constrains
+//   beside anyOf or $ref (JSON Schema would apply both), and a recursion
+//   that never ends ("required" through itself) or enters itself before
+//   reading a byte (checkGrammar, Grammar.h). The root must be an object, as
 //   OpenAI's structured outputs require.
 //
 // Between tokens the grammars allow up to two whitespace bytes, and no

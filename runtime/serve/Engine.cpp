@@ -288,8 +288,8 @@ Engine::Sequence Engine::makeSequence(const std::shared_ptr<Job> &job, int64_t c
   s.choice = choice;
   s.sampling = job->req.sampling;
   s.sampling.seed += (uint64_t)choice;
-  if (job->grammar)
-    s.constraint.emplace(job->grammar, vocabulary());
+  if (job->grammar) // a grammar whose start is over its budget fails at its first token
+    contained(s, [&] { s.constraint.emplace(job->grammar, vocabulary(), options_.grammarWork); });
   int64_t room = decoder_.maxSequence() - (int64_t)job->prompt.size();
   s.maxNew = std::min<int64_t>(job->req.maxTokens, std::max<int64_t>(room, 0));
   s.position = (int32_t)job->prompt.size();
@@ -330,7 +330,9 @@ void Engine::admitPending() {
       }
       if (!pieces)
         decoder_.admit((int64_t)r, s.job->prompt, regime);
-      if (take(s, choose(s, decoder_.logits(r), 0)))
+      bool running = false;
+      contained(s, [&] { running = take(s, choose(s, decoder_.logits(r), 0)); });
+      if (running)
         rows_[r] = std::move(s);
     }
 }
@@ -388,34 +390,40 @@ void Engine::mixedStep() {
   ++metrics_.steps;
   metrics_.rowSteps += (int64_t)running.size();
   for (int64_t r : running)
-    advance(*rows_[r], r);
-  for (const Piece &piece : pieces) {
-    int64_t r = piece.row;
-    Sequence &s = *rows_[r];
-    int64_t length = (int64_t)s.job->prompt.size();
-    int64_t passes = s.job->req.regime.prefillPasses();
-    if (s.pass < passes) { // the next pass reads these
-      s.now.resize(length * width);
-      std::copy_n(states.begin() + piece.first * width, piece.n * width,
-                  s.now.begin() + s.prefilled * width);
-    }
-    s.prefilled += piece.n;
-    if (s.prefilled < length)
-      continue;
-    if (s.pass < passes) { // again over the prompt, fed this pass's states
-      ++s.pass;
-      s.prefilled = 0;
-      std::swap(s.before, s.now);
-      continue;
-    }
-    // The prompt is in: its last token's logits choose the first new one.
-    s.joining = false;
-    s.before = {};
-    s.now = {};
-    decoder_.storeCached(r, s.job->prompt, s.job->req.regime);
-    if (!take(s, choose(s, decoder_.logits(r), 0)))
-      rows_[r].reset();
+    containedRow(r, [&] { advance(*rows_[r], r); });
+  for (const Piece &piece : pieces)
+    containedRow(piece.row, [&] { joined(piece.row, piece.first, piece.n, states); });
+}
+
+/// A joining row after a mixed step carried `n` of its prompt's tokens
+/// (from `first` among the step's): the next pass's states kept, and once
+/// the prompt is in, its first new token.
+void Engine::joined(int64_t r, int64_t first, int64_t n, const std::vector<float> &states) {
+  Sequence &s = *rows_[r];
+  int64_t length = (int64_t)s.job->prompt.size();
+  int64_t passes = s.job->req.regime.prefillPasses();
+  const int64_t width = decoder_.width();
+  if (s.pass < passes) { // the next pass reads these
+    s.now.resize(length * width);
+    std::copy_n(states.begin() + first * width, n * width,
+                s.now.begin() + s.prefilled * width);
   }
+  s.prefilled += n;
+  if (s.prefilled < length)
+    return;
+  if (s.pass < passes) { // again over the prompt, fed this pass's states
+    ++s.pass;
+    s.prefilled = 0;
+    std::swap(s.before, s.now);
+    return;
+  }
+  // The prompt is in: its last token's logits choose the first new one.
+  s.joining = false;
+  s.before = {};
+  s.now = {};
+  decoder_.storeCached(r, s.job->prompt, s.job->req.regime);
+  if (!take(s, choose(s, decoder_.logits(r), 0)))
+    rows_[r].reset();
 }
 
 /// A running row after a step: its next position and token.
@@ -545,7 +553,7 @@ void Engine::stepAll() {
   metrics_.rowSteps += active();
   for (int64_t r = 0; r < b; ++r)
     if (rows_[r])
-      advance(*rows_[r], r);
+      containedRow(r, [&] { advance(*rows_[r], r); });
 }
 
 /// Takes sequence `s`'s next token `id`; false once `s` has ended (then
@@ -569,14 +577,17 @@ bool Engine::take(Sequence &s, int32_t id) {
   }
   s.ids.push_back(id);
   std::string now = utf8Text(tok_.decode(s.ids), false);
-  size_t cut = stopAt(now, job.req);
+  // A reply under response_format ends where its grammar does: a stop
+  // string (or a chat turn's start) inside it, as whitespace or within a
+  // string value, would cut the JSON short, so it ends nothing there.
+  size_t cut = s.constraint ? std::string::npos : stopAt(now, job.req);
   if (cut != std::string::npos) { // the whole stop string goes, and what follows
     now.resize(cut);
     s.finish = "stop";
     extend(s, now);
     return finish(s), false;
   }
-  extend(s, now.substr(0, now.size() - stopHoldback(now, job.req)));
+  extend(s, now.substr(0, now.size() - (s.constraint ? 0 : stopHoldback(now, job.req))));
   if (s.constraint && s.constraint->finished()) { // the JSON is whole
     s.finish = "stop";
     extend(s, utf8Text(tok_.decode(s.ids), true));
@@ -629,6 +640,26 @@ void Engine::fail(Sequence &s, const std::string &why) {
       s.job->error = why;
   }
   finish(s);
+}
+
+/// Runs a sequence's own work: what it throws ends `s` and its request
+/// (500, naming the choice and the error; its sibling choices stop at their
+/// next token) and nothing else. True if it threw.
+bool Engine::contained(Sequence &s, const std::function<void()> &work) {
+  try {
+    work();
+    return false;
+  } catch (const std::exception &e) {
+    s.job->cancelled = true;
+    fail(s, "choice " + std::to_string(s.choice) + " failed: " + e.what());
+    return true;
+  }
+}
+
+/// contained() for the sequence in `row`, which is freed if it threw.
+void Engine::containedRow(int64_t row, const std::function<void()> &work) {
+  if (contained(*rows_[row], work))
+    rows_[row].reset();
 }
 
 void Engine::push(Job &job, int64_t index, std::string delta, std::string finish,

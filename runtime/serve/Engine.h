@@ -19,6 +19,11 @@
 // mixed steps (a decode batch of one) a prompt is prefilled into its row
 // alone (Decoder::admit).
 //
+// What a sequence's own work throws (its grammar, its sampling, its text)
+// ends that sequence and its request alone, with a 500 naming the error;
+// the rows beside it go on. Only a failed step of the decoder itself fails
+// every sequence in flight.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef FBT_RUNTIME_SERVE_ENGINE_H
@@ -31,6 +36,7 @@
 
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -46,6 +52,9 @@ struct EngineOptions {
   int64_t maxTokens = 0;      ///< max_tokens at most (0: the context's room)
   int64_t maxChoices = 8;     ///< n and best_of at most
   double requestTimeout = 0;  ///< seconds a request may run (0: no limit)
+  /// response_format: the grammar's work per token at most (GrammarBudget);
+  /// past it the request ends with an error, and no other does.
+  int64_t grammarWork = Constraint::kWorkPerToken;
 };
 
 class Engine {
@@ -118,6 +127,7 @@ private:
   void admitPending();
   void stepAll();
   void mixedStep();
+  void joined(int64_t row, int64_t first, int64_t n, const std::vector<float> &states);
   void advance(Sequence &s, int64_t row);
   int32_t choose(Sequence &s, const float *logits, uint64_t counter);
   bool take(Sequence &s, int32_t id);
@@ -126,6 +136,8 @@ private:
   void extend(Sequence &s, const std::string &now);
   void finish(Sequence &s);
   void fail(Sequence &s, const std::string &why);
+  bool contained(Sequence &s, const std::function<void()> &work);
+  void containedRow(int64_t row, const std::function<void()> &work);
   void push(Job &job, int64_t index, std::string delta, std::string finish,
             std::vector<TokenLogprob> logprobs);
 

@@ -6,6 +6,7 @@
 #include "runtime/text/ChatTemplate.h"
 
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <map>
 #include <set>
@@ -65,13 +66,20 @@ double number(const Json &v, const std::string &name, double lo, double hi) {
   return x;
 }
 
+/// The upper bound of n, best_of and max_tokens here: none. Their limits
+/// are the server's (--max-n, --max-tokens, the context: Engine::checkLimits),
+/// one source for each.
+constexpr int64_t kServerBound = INT32_MAX;
+
 int64_t integer(const Json &v, const std::string &name, int64_t lo, int64_t hi) {
   if (!isInteger(v))
     bad(name, "'" + name + "' must be an integer, not " + dumpJson(v));
   int64_t x = asInt(v);
   if (x < lo || x > hi)
-    bad(name, "'" + name + "' must be from " + std::to_string(lo) + " to " +
-                  std::to_string(hi) + ", got " + std::to_string(x));
+    bad(name, "'" + name + "' must be " +
+                  (hi == kServerBound ? "at least " + std::to_string(lo)
+                                      : "from " + std::to_string(lo) + " to " + std::to_string(hi)) +
+                  ", got " + std::to_string(x));
   return x;
 }
 
@@ -176,7 +184,7 @@ bool readTokenField(const std::string &key, const Json &v, bool chat, Generation
       r.controls.frequencyPenalty = number(v, key, -2, 2);
   } else if (key == "best_of" && !chat) {
     if (!v.is_null())
-      r.bestOf = integer(v, key, 1, 8);
+      r.bestOf = integer(v, key, 1, kServerBound);
   } else if (key == "echo" && !chat) {
     if (!v.is_boolean() && !v.is_null())
       bad(key, "'echo' must be true or false");
@@ -199,7 +207,7 @@ void checkTogether(const GenerationRequest &r) {
   if (r.bestOf > r.n && r.stream)
     bad("best_of", "'best_of' above 'n' cannot be streamed (the best are known at the end)");
   if (r.maxTokens < 1 && !r.echo)
-    bad("max_tokens", "'max_tokens' must be from 1 to 1048576, got 0 (0 only with 'echo')");
+    bad("max_tokens", "'max_tokens' must be at least 1, got 0 (0 only with 'echo')");
   // Standard and soft prefill the prompt plain, which scores every position;
   // fused:N's passes give the last position's logits only.
   if (r.echo && r.regime.kind == Regime::Kind::Fused)
@@ -283,10 +291,10 @@ GenerationRequest parseGenerationRequest(const std::string &body, bool chat,
       havePrompt = true;
     } else if (key == "max_tokens" || (chat && key == "max_completion_tokens")) {
       if (!v.is_null())
-        r.maxTokens = integer(v, key, chat ? 1 : 0, 1 << 20);
+        r.maxTokens = integer(v, key, chat ? 1 : 0, kServerBound);
     } else if (key == "n") {
       if (!v.is_null())
-        r.n = integer(v, key, 1, 8);
+        r.n = integer(v, key, 1, kServerBound);
     } else if (key == "stream") {
       if (!v.is_boolean() && !v.is_null())
         bad(key, "'stream' must be true or false");

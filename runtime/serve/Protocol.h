@@ -8,13 +8,15 @@
 //
 // Fields: model, prompt (completions: a string, or an array of one),
 // messages (chat: [{role: system|user|assistant, content: string}]),
-// max_tokens (default 16; max_completion_tokens for chat too), temperature
-// (0..2, default 1), top_p (0..1], stop (a string or up to 4), seed, n
-// (1..8), stream, stream_options ({include_usage}: a last chunk with the
+// max_tokens (default 16; max_completion_tokens for chat too; at most the
+// server's --max-tokens and the context's room), temperature
+// (0..2, default 1), top_p (0..1], stop (a string or up to 4; under
+// response_format the grammar ends the reply, not a stop), seed, n
+// (1 to the server's --max-n, 8 by default), stream, stream_options ({include_usage}: a last chunk with the
 // usage and no choices), logprobs (completions: 0..5 alternatives; chat:
 // true, with top_logprobs 0..20), logit_bias ({"token id": -100..100}),
 // presence_penalty and frequency_penalty (-2..2; decode/LogitControls.h),
-// best_of (completions: n..8 candidates, the n with the highest mean
+// best_of (completions: n to --max-n candidates, the n with the highest mean
 // log-probability returned; not streamed), echo (completions: the prompt
 // before the text, with its log-probabilities where asked, scored by plain
 // prefill: standard and soft regimes; max_tokens may then be 0), and fbt's

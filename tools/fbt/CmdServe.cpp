@@ -2,7 +2,7 @@
 //
 //   fbt serve BUNDLE --ckpt C [--host 127.0.0.1] [--port 8000] [--mode soft]
 //                    [--api-key KEY | --api-key-file FILE] [--max-body-bytes N]
-//                    [--max-tokens N] [--max-n N] [--request-timeout S]
+//                    [--max-tokens N] [--max-n N] [--grammar-work N] [--request-timeout S]
 //                    [--max-connections N] [--idle-timeout S]
 //
 // The options and the HTTP routes; the engine, its jobs and its metrics are
@@ -97,13 +97,13 @@ void guard(httplib::Server &server, const ApiKeys &keys, bool metricsOpen,
 
 /// POST /v1/completions or /v1/chat/completions: the job's reply, or its
 /// server-sent events as the engine produces them.
-void generate(Engine &engine, ServerMetrics &metrics, bool draining,
-              const httplib::Request &req, httplib::Response &res, bool chat) {
+void generate(Engine &engine, ServerMetrics &metrics, bool draining, const std::string &body,
+              httplib::Response &res, bool chat) {
   int status = 200;
   try {
     if (draining)
       throw ApiError{503, "the server is shutting down", "", "server_error"};
-    std::shared_ptr<Job> job = engine.prepare(req.body, chat);
+    std::shared_ptr<Job> job = engine.prepare(body, chat);
     if (!engine.submit(job))
       throw ApiError{429, "the server is busy (the queue is full); retry later", "",
                      "rate_limit_error"};
@@ -135,6 +135,35 @@ void generate(Engine &engine, ServerMetrics &metrics, bool draining,
   metrics.request(chat ? "/v1/chat/completions" : "/v1/completions", status);
 }
 
+ApiError bodyTooLarge(int64_t maxBody) {
+  return {413, "the request body is over --max-body-bytes (" + std::to_string(maxBody) +
+                   " bytes)",
+          "", "invalid_request_error"};
+}
+
+enum class Body { Read, TooLarge, Incomplete };
+
+/// Reads a request body of at most `limit` bytes into `body`, however it
+/// is sent (Content-Length or chunked): reading stops at the first byte
+/// over, so a large body costs no more than the limit.
+Body readBody(const httplib::Request &req, const httplib::ContentReader &read, size_t limit,
+              std::string &body) {
+  bool over = false;
+  bool whole = read([&](const char *data, size_t n) {
+    if (body.size() + n > limit) {
+      over = true;
+      return false;
+    }
+    body.append(data, n);
+    return true;
+  });
+  // A Content-Length over the limit is refused before any byte is read.
+  const std::string length = req.get_header_value("Content-Length");
+  if (over || (!whole && !length.empty() && std::strtoull(length.c_str(), nullptr, 10) > limit))
+    return Body::TooLarge;
+  return whole ? Body::Read : Body::Incomplete;
+}
+
 /// fbt serve's options, for --help and parse.
 void declareOptions(CommandLine &args) {
   args.positional("BUNDLE", "the compiled bundle")
@@ -162,6 +191,10 @@ void declareOptions(CommandLine &args) {
       .integer("max-tokens", "N",
                "max_tokens above N answers 400 (default: none; the context bounds it)")
       .integer("max-n", "N", "n or best_of above N answers 400 (default 8)")
+      .integer("grammar-work", "N",
+               "response_format: a grammar's work per token at most (parse positions "
+               "reached); a request past it ends with a 500, no other does (default " +
+                   std::to_string(Constraint::kWorkPerToken) + ")")
       .number("request-timeout", "S",
               "a request still running after S seconds ends with a 504 (default: none)")
       .integer("max-connections", "N",
@@ -208,6 +241,10 @@ ServeOptions serveOptions(const CommandLine &args, Session &session) {
   o.engine.maxTokens = args.getInt("max-tokens", 0);
   o.engine.maxChoices = args.getInt("max-n", 8);
   o.engine.requestTimeout = args.getDouble("request-timeout", 0);
+  o.engine.grammarWork = args.getInt("grammar-work", Constraint::kWorkPerToken);
+  if (o.engine.grammarWork < 1)
+    throw RuntimeError("--grammar-work must be >= 1, got " +
+                       std::to_string(o.engine.grammarWork));
   o.maxConnections = args.getInt("max-connections", 64);
   o.idleTimeout = args.getInt("idle-timeout", 5);
   if (o.maxBody < 1 || o.engine.maxTokens < 0 || o.engine.maxChoices < 1 ||
@@ -221,11 +258,27 @@ ServeOptions serveOptions(const CommandLine &args, Session &session) {
 /// OpenAI's shape.
 void addRoutes(httplib::Server &server, Engine &engine, ServerMetrics &metrics,
                const std::atomic<bool> &draining, const ServeOptions &o) {
-  for (bool chat : {false, true})
-    server.Post(chat ? "/v1/chat/completions" : "/v1/completions",
-                [&, chat](const httplib::Request &req, httplib::Response &res) {
-                  generate(engine, metrics, draining, req, res, chat);
-                });
+  for (bool chat : {false, true}) {
+    const char *path = chat ? "/v1/chat/completions" : "/v1/completions";
+    server.Post(path, [&, chat, path](const httplib::Request &req, httplib::Response &res,
+                                      const httplib::ContentReader &read) {
+      std::string body;
+      Body got = readBody(req, read, (size_t)o.maxBody, body);
+      if (got != Body::Read) {
+        ApiError e = got == Body::TooLarge
+                         ? bodyTooLarge(o.maxBody)
+                         : ApiError{400, "the request body ended before its end", "",
+                                    "invalid_request_error"};
+        if (got == Body::TooLarge)
+          metrics.limited("body");
+        sendError(res, e);
+        res.set_header("Connection", "close"); // the rest of the body is not read
+        metrics.request(path, e.status);
+        return;
+      }
+      generate(engine, metrics, draining, body, res, chat);
+    });
+  }
   server.Get("/v1/models", [&](const httplib::Request &, httplib::Response &res) {
     metrics.request("/v1/models", 200);
     Json card = Json::object({{"id", o.engine.model},
@@ -247,13 +300,10 @@ void addRoutes(httplib::Server &server, Engine &engine, ServerMetrics &metrics,
   server.set_error_handler([&](const httplib::Request &, httplib::Response &res) {
     if (!res.body.empty())
       return;
-    if (res.status == 413)
+    if (res.status == 413) {
       metrics.limited("body");
-    if (res.status == 413)
-      sendError(res, {413, "the request body is over --max-body-bytes (" +
-                               std::to_string(o.maxBody) + " bytes)",
-                      "", "invalid_request_error"});
-    else
+      sendError(res, bodyTooLarge(o.maxBody));
+    } else
       sendError(res, {res.status, "no such endpoint or method", "", "invalid_request_error"});
   });
 }

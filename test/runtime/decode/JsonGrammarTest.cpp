@@ -141,3 +141,101 @@ TEST(JsonGrammarTest, TheCacheCompilesEachKeyOnce) {
   EXPECT_EQ(cache.compiled(), 4u);
   EXPECT_THROW(cache.get("bad", [] { return jsonSchemaGrammar(parseJson("{}")); }), RuntimeError);
 }
+
+namespace {
+/// The issue's hostile schema: a recursive rule whose two alternatives are
+/// the same, so that every level of nesting doubles the parses a stack of
+/// whole stacks would keep.
+const char *kAmbiguous = R"({"type": "object", "properties": {"a": {"$ref": "#/$defs/n"}},
+  "required": ["a"], "$defs": {"n": {"anyOf": [
+    {"type": "array", "items": {"$ref": "#/$defs/n"}},
+    {"type": "array", "items": {"$ref": "#/$defs/n"}}]}}})";
+} // namespace
+
+TEST(JsonGrammarTest, AnAmbiguousGrammarCostsItsSizeNotADoublingPerByte) {
+  Grammar g = jsonSchemaGrammar(parseJson(kAmbiguous));
+  GrammarState s = GrammarState::start(g).advance(g, "{\"a\":");
+  std::vector<size_t> heads;
+  for (int depth = 1; depth <= 200; ++depth) {
+    GrammarBudget budget{Constraint::kWorkPerToken};
+    s = s.advance(g, '[', &budget); // each byte within one token's budget
+    ASSERT_FALSE(s.dead());
+    heads.push_back(s.heads());
+  }
+  // The heads at depth 200 are those at depth 10: parses that reach one
+  // position are one head.
+  EXPECT_EQ(heads[199], heads[9]);
+  EXPECT_LE(heads[199], g.rules().size() * 4);
+  std::string close(200, ']');
+  GrammarState done = s.advance(g, close + "}");
+  EXPECT_TRUE(done.complete());
+  EXPECT_TRUE(s.advance(g, close).canContinue());
+}
+
+TEST(JsonGrammarTest, APastBudgetStepThrowsNamingIt) {
+  Grammar g = jsonSchemaGrammar(parseJson(kAmbiguous));
+  GrammarBudget budget{20};
+  try {
+    GrammarState::start(g, &budget).advance(g, "{\"a\":[[[[[[", &budget);
+    FAIL() << "no budget error";
+  } catch (const RuntimeError &e) {
+    EXPECT_NE(std::string(e.what()).find("budget"), std::string::npos) << e.what();
+  }
+}
+
+TEST(JsonGrammarTest, RecursionThatNeverEndsOrEntersItselfFirstIsRefused) {
+  // A left-recursive $ref: the rule enters itself before reading a byte.
+  EXPECT_EQ(schemaError(R"({"type": "object", "properties": {"x": {"$ref": "#/$defs/l"}},
+      "$defs": {"l": {"anyOf": [{"$ref": "#/$defs/l"}, {"type": "null"}]}}})"),
+            "JSON schema: grammar: left recursion: '$ref #/$defs/l' -> 'anyOf at #/$defs/l' -> "
+            "'$ref #/$defs/l' before reading a byte");
+  // A required member that holds itself: no finite reply.
+  EXPECT_EQ(schemaError(R"({"type": "object", "properties": {"x": {"$ref": "#/$defs/r"}},
+      "$defs": {"r": {"type": "object", "properties": {"y": {"$ref": "#/$defs/r"}},
+                      "required": ["y"]}}})"),
+            "JSON schema: grammar: '$ref #/$defs/r' derives no finite text (every alternative "
+            "needs itself, or nothing can be read)");
+  // The same recursion with the member optional ends, and is accepted.
+  EXPECT_EQ(schemaError(R"({"type": "object", "properties": {"x": {"$ref": "#/$defs/r"}},
+      "$defs": {"r": {"type": "object", "properties": {"y": {"$ref": "#/$defs/r"}}}}})"),
+            "");
+  // By hand: a rule with no alternative, and one on an empty byte set.
+  Grammar g;
+  int32_t root = g.addRule("root"), none = g.addRule("none");
+  g.addAlternative(root, {Grammar::rule(none)});
+  g.setRoot(root);
+  EXPECT_THROW(checkGrammar(g), RuntimeError);
+  Grammar h;
+  int32_t r = h.addRule("root");
+  h.addAlternative(r, {h.bytes(ByteSet())});
+  h.setRoot(r);
+  EXPECT_THROW(checkGrammar(h), RuntimeError);
+}
+
+TEST(JsonGrammarTest, KeywordsBesideEnumConstAnyOfAndRefAreEnforcedOrRefused) {
+  // Beside enum and const: only the values the other keywords accept.
+  Grammar g = jsonSchemaGrammar(parseJson(R"({"type": "object", "properties": {
+      "k": {"type": "string", "enum": ["a", 1, "bcd", null], "maxLength": 2}},
+      "required": ["k"]})"));
+  EXPECT_TRUE(accepts(g, R"({"k":"a"})"));
+  for (const char *bad : {R"({"k":1})", R"({"k":"bcd"})", R"({"k":null})"})
+    EXPECT_FALSE(accepts(g, bad)) << bad;
+  EXPECT_EQ(schemaError(R"({"type": "object", "properties": {"k": {"const": 5, "type": "string"}}})"),
+            "JSON schema at #/properties/k: no value of 'const' satisfies the keywords beside it "
+            "({\"type\":\"string\"})");
+  EXPECT_EQ(schemaError(R"({"type": "object", "properties": {"k": {"const": 5, "enum": [4]}}})"),
+            "JSON schema at #/properties/k: 'const' 5 is not among 'enum''s values");
+  // Beside anyOf and $ref: JSON Schema would apply both, so it is refused.
+  EXPECT_EQ(schemaError(R"({"type": "object", "properties": {"k": {"anyOf": [{"type": "string"}],
+      "maxLength": 3}}})"),
+            "JSON schema at #/properties/k: 'maxLength' beside 'anyOf' is not supported (put it in "
+            "each of its schemas)");
+  EXPECT_EQ(schemaError(R"({"type": "object", "properties": {"k": {"$ref": "#/$defs/s",
+      "type": "string"}}, "$defs": {"s": {"type": "string"}}})"),
+            "JSON schema at #/properties/k: 'type' beside '$ref' is not supported (put it in the "
+            "definition)");
+  // Metadata beside them is fine.
+  EXPECT_EQ(schemaError(R"({"type": "object", "properties": {"k": {"$ref": "#/$defs/s",
+      "description": "a name"}}, "$defs": {"s": {"type": "string"}}})"),
+            "");
+}

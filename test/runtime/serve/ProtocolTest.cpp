@@ -139,8 +139,8 @@ TEST(ProtocolTest, LogprobsBiasPenaltiesAndBestOf) {
             "400 best_of: 'best_of' (2) must be at least 'n' (3)");
   EXPECT_EQ(errorOf(R"({"prompt": "a", "best_of": 3, "stream": true})"),
             "400 best_of: 'best_of' above 'n' cannot be streamed (the best are known at the end)");
-  EXPECT_EQ(errorOf(R"({"prompt": "a", "best_of": 9})"),
-            "400 best_of: 'best_of' must be from 1 to 8, got 9");
+  EXPECT_EQ(errorOf(R"({"prompt": "a", "best_of": 0})"),
+            "400 best_of: 'best_of' must be at least 1, got 0");
 }
 
 TEST(ProtocolTest, EchoScoresThePromptInThePlainPrefillsRegimes) {
@@ -191,12 +191,12 @@ TEST(ProtocolTest, BadRequestsNameTheField) {
   EXPECT_NE(errorOf("{\"prompt\": \"a\",").find("400 : the request body is not JSON"),
             std::string::npos);
   EXPECT_EQ(errorOf(R"({"prompt": "a", "max_tokens": 0})"),
-            "400 max_tokens: 'max_tokens' must be from 1 to 1048576, got 0 (0 only with 'echo')");
+            "400 max_tokens: 'max_tokens' must be at least 1, got 0 (0 only with 'echo')");
   EXPECT_EQ(errorOf(R"({"prompt": "a", "temperature": 3})"),
             "400 temperature: 'temperature' must be from 0 to 2, got 3");
   EXPECT_EQ(errorOf(R"({"prompt": "a", "stop": ["", "b"]})"),
             "400 stop: a 'stop' string must not be empty");
-  EXPECT_EQ(errorOf(R"({"prompt": "a", "n": 9})"), "400 n: 'n' must be from 1 to 8, got 9");
+  EXPECT_EQ(errorOf(R"({"prompt": "a", "n": 0})"), "400 n: 'n' must be at least 1, got 0");
   EXPECT_EQ(errorOf(R"({"prompt": "a", "stream": "yes"})"),
             "400 stream: 'stream' must be true or false");
   EXPECT_EQ(errorOf(R"({"prompt": "a", "temprature": 0})"),

@@ -60,10 +60,14 @@ bool becomesIdle(Engine &engine) {
   return engine.idle();
 }
 
-std::vector<std::string> runAlone(Engine &engine, const std::string &body) {
+std::string runAloneReply(Engine &engine, const std::string &body) {
   std::shared_ptr<Job> job = engine.prepare(body, false);
   EXPECT_TRUE(engine.submit(job));
-  return texts(job->waitForReply());
+  return job->waitForReply();
+}
+
+std::vector<std::string> runAlone(Engine &engine, const std::string &body) {
+  return texts(runAloneReply(engine, body));
 }
 
 /// Each body twice, all at once (more sequences than rows, admitted as
@@ -524,4 +528,83 @@ TEST_F(ServeEngineTest, EchoScoresThePromptByPlainPrefill) {
     at = end;
   }
   EXPECT_EQ(joined, text);
+}
+
+namespace {
+std::string finishReason(const std::string &reply) {
+  return parseJson(reply, "reply").at("choices").at(0).at("finish_reason").get<std::string>();
+}
+const char *kJsonObject = ", \"response_format\": {\"type\": \"json_object\"}";
+} // namespace
+
+TEST_F(ServeEngineTest, AFailingSequenceEndsAloneAndTheRowsBesideItGoOn) {
+  // A grammar budget no JSON reply fits: the constrained request fails at
+  // its first token, inside the step it shares with three others.
+  options_.grammarWork = 50;
+  Engine engine(*session_, options_, metrics_);
+  std::vector<std::string> bodies = {request("Hi", "soft"), request("ab", "standard"),
+                                     request("xyz", "fused:2")};
+  std::vector<std::vector<std::string>> alone;
+  for (const std::string &b : bodies)
+    alone.push_back(runAlone(engine, b));
+  std::vector<std::shared_ptr<Job>> jobs;
+  for (int round = 0; round < 3; ++round) {
+    jobs.push_back(engine.prepare(request("{", "soft", kJsonObject), false));
+    ASSERT_TRUE(engine.submit(jobs.back()));
+    for (const std::string &b : bodies) {
+      jobs.push_back(engine.prepare(b, false));
+      ASSERT_TRUE(engine.submit(jobs.back()));
+    }
+  }
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    if (i % 4 == 0) {
+      try {
+        jobs[i]->waitForReply();
+        ADD_FAILURE() << "the constrained request did not fail";
+      } catch (const ApiError &e) {
+        EXPECT_EQ(e.status, 500);
+        EXPECT_NE(e.message.find("choice 0 failed: grammar: the parse needs more work than this "
+                                 "request's budget allows"),
+                  std::string::npos)
+            << e.message;
+      }
+    } else {
+      EXPECT_EQ(texts(jobs[i]->waitForReply()), alone[i % 4 - 1]) << bodies[i % 4 - 1];
+    }
+  }
+  EXPECT_TRUE(becomesIdle(engine));
+}
+
+TEST_F(ServeEngineTest, NAndBestOfAreBoundedByTheServersLimitAlone) {
+  options_.maxChoices = 16;
+  Engine engine(*session_, options_, metrics_);
+  std::shared_ptr<Job> job = engine.prepare(request("Hi", "standard", ", \"n\": 12"), false);
+  ASSERT_TRUE(engine.submit(job));
+  EXPECT_EQ(texts(job->waitForReply()).size(), 12u);
+  try {
+    engine.prepare(request("Hi", "standard", ", \"n\": 17"), false);
+    ADD_FAILURE() << "n 17 was accepted";
+  } catch (const ApiError &e) {
+    EXPECT_EQ(e.message, "'n' 17 is over this server's limit (--max-n 16)");
+  }
+}
+
+TEST_F(ServeEngineTest, AStopStringNeverCutsAConstrainedReply) {
+  Engine engine(*session_, options_, metrics_);
+  auto body = [&](const std::string &extra) {
+    return "{\"prompt\": \"{\", \"max_tokens\": 48, \"temperature\": 0, \"regime\": \"soft\"" +
+           std::string(kJsonObject) + extra + "}";
+  };
+  std::string free = texts(runAloneReply(engine, body("")))[0];
+  // Every byte the JSON grammar allows between or within its tokens that
+  // this reply holds, as a stop: the reply is the same as without it.
+  int held = 0;
+  for (const char *stop : {" ", "\\n", "\\t", ",", ":", "\\\"", "{", "}", "["})
+    if (free.find(parseJson(std::string("\"") + stop + "\"").get<std::string>()) !=
+        std::string::npos) {
+      ++held;
+      std::string reply = runAloneReply(engine, body(std::string(", \"stop\": \"") + stop + "\""));
+      EXPECT_EQ(texts(reply)[0], free) << "stop " << stop;
+    }
+  EXPECT_GE(held, 2) << "the reply holds too few of the stops to test: " << free;
 }
