@@ -150,4 +150,58 @@ void writeFileAtomic(const std::string &path,
         systemErrorMessage(path + ": cannot fsync directory " + dir));
 }
 
+std::string FileSet::stage(const std::string &path) {
+  Output o;
+  o.path = path;
+  o.staged = path + ".staged." + std::to_string(::getpid());
+  outputs_.push_back(o);
+  return o.staged;
+}
+
+void FileSet::commit() {
+  for (Output &o : outputs_) {
+    struct stat st;
+    if (::stat(o.staged.c_str(), &st) != 0) {
+      std::string msg = systemErrorMessage(o.path + ": its staged copy " + o.staged +
+                                           " is missing");
+      rollBack();
+      throw RuntimeError(msg);
+    }
+    if (::stat(o.path.c_str(), &st) == 0) { // set aside until all are placed
+      std::string aside = o.path + ".replaced." + std::to_string(::getpid());
+      if (::rename(o.path.c_str(), aside.c_str()) != 0) {
+        std::string msg = systemErrorMessage(o.path + ": cannot set it aside");
+        rollBack();
+        throw RuntimeError(msg);
+      }
+      o.setAside = aside;
+    }
+    if (::rename(o.staged.c_str(), o.path.c_str()) != 0) {
+      std::string msg = systemErrorMessage(o.path + ": cannot move " + o.staged + " there");
+      rollBack();
+      throw RuntimeError(msg);
+    }
+    o.placed = true;
+  }
+  committed_ = true;
+  for (const Output &o : outputs_)
+    if (!o.setAside.empty())
+      ::unlink(o.setAside.c_str());
+}
+
+void FileSet::rollBack() {
+  for (Output &o : outputs_) {
+    ::unlink(o.placed ? o.path.c_str() : o.staged.c_str());
+    if (!o.setAside.empty())
+      ::rename(o.setAside.c_str(), o.path.c_str());
+    o.placed = false;
+    o.setAside.clear();
+  }
+}
+
+FileSet::~FileSet() {
+  if (!committed_)
+    rollBack();
+}
+
 } // namespace fbt

@@ -7,6 +7,7 @@
 //    "<path>.tmp.<pid>", fsyncs it, renames it over <path> (atomic on POSIX)
 //    and fsyncs the directory so the rename itself survives a power cut.
 //    Checkpoints, manifests and tuning caches all go through it.
+//  - FileSet: several files of one command, placed together or not at all.
 // Errors throw fbt::RuntimeError.
 //
 //===----------------------------------------------------------------------===//
@@ -33,6 +34,33 @@ void writeFileAtomic(const std::string &path,
 
 /// The temporary name writeFileAtomic uses in this process.
 std::string atomicTempPath(const std::string &path);
+
+/// The outputs of one command that appear together or not at all (a
+/// checkpoint with its tokenizer and spec, an exported folder): each is
+/// written (with writeFileAtomic) to the name stage() gives, beside its
+/// place, and commit() moves them all into place, setting aside any file it
+/// replaces until every one is placed. A set destroyed before commit(), or a
+/// commit that fails part-way, removes what it staged and placed and puts
+/// back what it had set aside: a failed command leaves the folder as it was.
+class FileSet {
+public:
+  FileSet() = default;
+  FileSet(const FileSet &) = delete;
+  FileSet &operator=(const FileSet &) = delete;
+  ~FileSet();
+  /// Where to write `path` until commit (its directory must exist).
+  std::string stage(const std::string &path);
+  void commit();
+
+private:
+  void rollBack();
+  struct Output {
+    std::string staged, path, setAside;
+    bool placed = false;
+  };
+  std::vector<Output> outputs_;
+  bool committed_ = false;
+};
 
 } // namespace fbt
 

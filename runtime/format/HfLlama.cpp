@@ -5,6 +5,7 @@
 #include "runtime/base/Error.h"
 #include "runtime/base/FileIO.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <set>
@@ -162,8 +163,15 @@ llama::Hyperparameters readLlamaConfig(const Json &config, const std::string &so
   h.heads = r.positive("num_attention_heads");
   h.intermediate = r.positive("intermediate_size");
   h.contextLength = r.integer("max_position_embeddings", 2048);
+  if (h.contextLength < 1)
+    r.fail("max_position_embeddings", "expected an integer >= 1, got " +
+                                          std::to_string(h.contextLength));
   h.rmsNormEps = r.number("rms_norm_eps", 1e-6);
   h.ropeTheta = r.number("rope_theta", 10000.0);
+  for (auto [key, v] : {std::pair<const char *, double>{"rms_norm_eps", h.rmsNormEps},
+                        {"rope_theta", h.ropeTheta}})
+    if (!(v > 0) || !std::isfinite(v))
+      r.fail(key, "expected a number > 0, got " + dumpJson(Json(v)));
   h.ropeScaling = ropeScaling(r);
   h.depthScale = 1;
   h.bosTokenId = r.integer("bos_token_id", 1);
@@ -223,6 +231,23 @@ llamaWeightShapes(const llama::Hyperparameters &h) {
 
 std::vector<Tensor> readLlamaWeights(const std::string &dir, const llama::Hyperparameters &h) {
   std::map<std::string, std::string> files = weightFiles(dir);
+  // The sizes config.json states, against what the weights hold, before
+  // anything is allocated from them: the layers the tensors' names number,
+  // and the embedding's shape.
+  int64_t layers = 0;
+  for (const auto &[name, file] : files) {
+    const std::string prefix = "model.layers.";
+    if (name.compare(0, prefix.size(), prefix) == 0) {
+      size_t end = name.find('.', prefix.size());
+      std::string index = name.substr(prefix.size(), end - prefix.size());
+      if (!index.empty() && index.size() < 10 &&
+          index.find_first_not_of("0123456789") == std::string::npos)
+        layers = std::max<int64_t>(layers, std::stoll(index) + 1);
+    }
+  }
+  if (layers != h.layers)
+    throw RuntimeError(dir + "/config.json: num_hidden_layers is " + std::to_string(h.layers) +
+                       ", but the weights hold " + std::to_string(layers) + " layers");
   auto shapes = llamaWeightShapes(h);
   std::set<std::string> known = {"lm_head.weight"};
   for (const auto &[name, shape] : shapes)

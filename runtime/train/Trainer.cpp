@@ -417,6 +417,12 @@ void Trainer::loadData() {
         formatNumber(settings_.valFraction) + " and --test-fraction " +
         formatNumber(settings_.testFraction) + "), too few for one window of " +
         std::to_string(seqLen_ + 1));
+  // Instruction data whose every target is masked (no assistant turn) would
+  // train on nothing: a loss of 0 and checkpoints that say nothing.
+  if (split_.train.masked() && split_.train.trainedTargets() == 0)
+    throw RuntimeError(split_.train.source() + ": no token of the training part is a target "
+                       "the loss counts (instruction data without an assistant answer): "
+                       "nothing to train on");
   if (settings_.valFraction == 0)
     return;
   try {

@@ -191,20 +191,44 @@ void writeGguf(const std::string &outPath, const Bundle &bundle, const llama::Hy
               feedbackTensors ? ", feedback weights as fbt.feedback.*" : "");
 }
 
+/// A folder made for a command's outputs, removed again unless kept (a
+/// failed export leaves no empty folder behind).
+struct MadeFolder {
+  std::filesystem::path path;
+  bool made = false, kept = false;
+  explicit MadeFolder(const std::string &dir) : path(dir) {
+    std::error_code ec;
+    if (std::filesystem::exists(path, ec) && !std::filesystem::is_directory(path, ec))
+      throw RuntimeError(dir + ": exists and is not a folder");
+    made = !std::filesystem::exists(path, ec);
+    std::filesystem::create_directories(path, ec);
+    if (ec)
+      throw RuntimeError(dir + ": cannot make the folder: " + ec.message());
+  }
+  ~MadeFolder() {
+    std::error_code ec;
+    if (made && !kept)
+      std::filesystem::remove(path, ec); // only if empty, as it was made
+  }
+};
+
 /// config.json, model.safetensors and tokenizer.json in `dir` (made if
-/// missing), each replaced atomically.
+/// missing), placed together or not at all (FileSet).
 void writeHfFolder(const std::string &dir, const llama::Hyperparameters &h,
                    const RunVocabulary &vocab, const llama::WeightSource &weight) {
   if (vocab.vocabulary.tokens.size() > (size_t)h.vocab)
     throw RuntimeError("the model's vocabulary (" + std::to_string(h.vocab) +
                        ") is smaller than its tokenizer's");
   std::vector<Tensor> tensors = hf::llamaTensors(h, weight);
-  std::filesystem::create_directories(dir);
+  MadeFolder folder(dir);
   std::string config = dumpJson(hf::llamaConfig(h), 2) + "\n";
   std::string tokenizer = gpt2::tokenizerJson(vocab.vocabulary);
-  writeFileAtomic(dir + "/config.json", {config});
-  writeFileAtomic(dir + "/tokenizer.json", {tokenizer});
-  writeSafetensorsAtomic(dir + "/model.safetensors", tensors, {{"format", "pt"}});
+  FileSet out;
+  writeFileAtomic(out.stage(dir + "/config.json"), {config});
+  writeFileAtomic(out.stage(dir + "/tokenizer.json"), {tokenizer});
+  writeSafetensorsAtomic(out.stage(dir + "/model.safetensors"), tensors, {{"format", "pt"}});
+  out.commit();
+  folder.kept = true;
   std::printf("wrote %s: %s, config.json, model.safetensors (%zu tensors, f32), "
               "tokenizer.json (%zu tokens); depth scaling %.4g folded\n",
               dir.c_str(), h.name.c_str(), tensors.size(), vocab.vocabulary.tokens.size(),

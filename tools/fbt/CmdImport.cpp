@@ -74,11 +74,11 @@ ImportedTokenizer importTokenizer(const fs::path &dir) {
 
 /// The name the checkpoint records for `tok`, copied beside it (`stem` is
 /// its path without .safetensors) so the run does not depend on the folder.
-std::string placeTokenizer(const ImportedTokenizer &tok, const std::string &stem) {
+std::string placeTokenizer(const ImportedTokenizer &tok, const std::string &stem, FileSet &out) {
   if (tok.kind == "bytes")
     return "bytes";
   std::string copy = stem + tok.suffix, bytes = readFile(tok.source.string());
-  writeFileAtomic(copy, {bytes});
+  writeFileAtomic(out.stage(copy), {bytes});
   return canonicalTokenizerName(tok.kind + ":" + copy);
 }
 
@@ -147,7 +147,8 @@ int runImport(int argc, char **argv) {
                    "model.safetensors or its sharded index, tokenizer.json) into a spec\n"
                    "for fbtc and a checkpoint for fbt generate and fbt train --init.");
   args.positional("HF_DIR", "the folder to import")
-      .positional("CKPT", "the checkpoint to write (.safetensors; replaced atomically)")
+      .positional("CKPT", "the checkpoint to write (.safetensors); it, its tokenizer's copy "
+                          "and the spec are written together or not at all")
       .text("o,spec", "SPEC.json", "the spec to write (required)")
       .text("name", "NAME", "the model's name (default: the folder's)")
       .flag("feedback",
@@ -184,14 +185,17 @@ int runImport(int argc, char **argv) {
                        " tokens");
   h.bosTokenId = tok.separator; // fbt's document separator, before every prompt
 
-  std::string tokenizer = placeTokenizer(tok, ckptPath.substr(0, ckptPath.size() - 12));
-  writeSafetensorsAtomic(ckptPath, weights,
+  // The checkpoint, its tokenizer and the spec: all three or none.
+  FileSet out;
+  std::string tokenizer = placeTokenizer(tok, ckptPath.substr(0, ckptPath.size() - 12), out);
+  writeSafetensorsAtomic(out.stage(ckptPath), weights,
                          {{"format", "pt"},
                           {"fbt.model", h.name},
                           {"fbt.step", "0"},
                           {"fbt.tokenizer", tokenizer}});
   std::string spec = dumpJson(specJson(h, args.has("feedback"), n), 2) + "\n";
-  writeFileAtomic(specPath, {spec});
+  writeFileAtomic(out.stage(specPath), {spec});
+  out.commit();
   std::printf("imported %s: %s (llama: V=%lld D=%lld L=%lld H=%lld F=%lld), %zu tensors, "
               "tokenizer %s (%lld tokens, separator %d)\nwrote %s and %s\n",
               dir.string().c_str(), h.name.c_str(), (long long)h.vocab, (long long)h.hidden,
