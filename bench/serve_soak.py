@@ -3,7 +3,8 @@
 every reply checked against the same request run alone.
 
     serve_soak.py --fbt FBT --bundle B.fbtb --ckpt C.safetensors
-                  [--seconds 300] [--clients 8] [--seed 1] [--json OUT.json]
+                  [--seconds 300] [--clients 8] [--seed 1] [--hostile]
+                  [--json OUT.json]
 
 The server is started with an API key and a small body limit. First every
 request of the mix is run alone, one at a time (its reference reply); then
@@ -21,6 +22,17 @@ request of the mix is run alone, one at a time (its reference reply); then
   malformed   a body that is not JSON (400), or asks for an unknown field (400)
   oversized   a body over --max-body-bytes (413)
   wrong key   a request with another key (401)
+
+and with --hostile, requests meant to stall, starve or fail the others:
+
+  ambiguous   a json_schema whose recursive rule has two identical
+              alternatives (a parse that doubles per nesting level in a
+              recognizer of whole stacks), nested as deep as it may: 200
+  left rec.   a left-recursive $ref (400 before any token)
+  chunked     a body over the limit sent chunked, without a length (413)
+
+The ordinary kinds' errors must stay 0 and their replies exact; compare
+their p99 latency with and without --hostile.
 
 while another thread asks /health every 0.2 s. At the end the engine must be
 idle with every row free (/metrics: occupancy 0, queue 0) and SIGTERM must
@@ -59,6 +71,16 @@ FORMATS = [{"type": "json_object"},
                "type": "object", "required": ["name", "cat"], "properties": {
                    "name": {"type": "string", "maxLength": 6},
                    "cat": {"type": "boolean"}}}}}]
+
+
+AMBIGUOUS = {"type": "json_schema", "json_schema": {"name": "deep", "schema": {
+    "type": "object", "required": ["a"], "properties": {"a": {"$ref": "#/$defs/n"}},
+    "$defs": {"n": {"anyOf": [{"type": "array", "items": {"$ref": "#/$defs/n"}},
+                              {"type": "array", "items": {"$ref": "#/$defs/n"}}]}}}}}
+LEFT_RECURSIVE = {"type": "json_schema", "json_schema": {"name": "left", "schema": {
+    "type": "object", "properties": {"x": {"$ref": "#/$defs/l"}},
+    "$defs": {"l": {"anyOf": [{"$ref": "#/$defs/l"}, {"type": "null"}]}}}}}
+ORDINARY = ("plain", "json", "streamed", "streamed (n)")
 
 
 def start_server(args):
@@ -219,10 +241,29 @@ class Tally:
             self.checked += checked
 
 
-def client(port, requests, refs, deadline, seed, tally):
+def chunked(port, body):
+    """The status of a POST whose body is sent chunked (no Content-Length)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    pieces = (body[i:i + 4096].encode() for i in range(0, len(body), 4096))
+    try:
+        conn.request("POST", "/v1/completions", body=pieces, encode_chunked=True,
+                     headers={"Content-Type": "application/json",
+                              "Authorization": "Bearer " + KEY})
+        r = conn.getresponse()
+    except (BrokenPipeError, ConnectionResetError):
+        # The server answered and closed before all was sent: read its answer.
+        r = conn.getresponse()
+    r.read()
+    conn.close()
+    return r.status
+
+
+def client(port, requests, refs, deadline, seed, tally, hostile):
     rng = random.Random(seed)
     kinds = ["plain"] * 5 + ["streamed"] * 3 + ["disconnect", "malformed", "oversized",
                                                  "wrong key"]
+    if hostile:
+        kinds += ["ambiguous", "left rec.", "chunked"]
     while time.time() < deadline:
         kind = rng.choice(kinds)
         i = rng.randrange(len(requests))
@@ -271,6 +312,21 @@ def client(port, requests, refs, deadline, seed, tally):
                                     json.dumps({"prompt": "a" * (MAX_BODY + 10)}))
                 if status != 413:
                     error = "oversized body answered %d" % status
+            elif kind == "ambiguous":
+                body = {"prompt": "{", "max_tokens": 32, "temperature": 0,
+                        "response_format": AMBIGUOUS}
+                status, text = request(port, "POST", "/v1/completions", json.dumps(body))
+                if status != 200:
+                    error = "ambiguous schema answered %d: %s" % (status, text[:200])
+            elif kind == "left rec.":
+                body = {"prompt": "{", "max_tokens": 8, "response_format": LEFT_RECURSIVE}
+                status, text = request(port, "POST", "/v1/completions", json.dumps(body))
+                if status != 400 or "left recursion" not in text:
+                    error = "left-recursive schema answered %d: %s" % (status, text[:200])
+            elif kind == "chunked":
+                status = chunked(port, json.dumps({"prompt": "a" * (4 * MAX_BODY)}))
+                if status != 413:
+                    error = "chunked oversized body answered %d" % status
             else:
                 status, _ = request(port, "POST", r["path"], json.dumps(r["json"]), key="sk-no")
                 if status != 401:
@@ -304,6 +360,8 @@ def main():
     ap.add_argument("--seconds", type=float, default=300)
     ap.add_argument("--clients", type=int, default=8)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--hostile", action="store_true",
+                    help="mix in requests meant to stall, starve or fail the others")
     ap.add_argument("--json", help="also write the figures here")
     args = ap.parse_args()
 
@@ -326,7 +384,8 @@ def main():
     watcher.start()
     deadline = time.time() + args.seconds
     threads = [threading.Thread(target=client,
-                                args=(port, requests, refs, deadline, args.seed * 1000 + c, tally))
+                                args=(port, requests, refs, deadline, args.seed * 1000 + c, tally,
+                                      args.hostile))
                for c in range(args.clients)]
     for t in threads:
         t.start()
@@ -364,6 +423,11 @@ def main():
         print("| %s | %d | %d | %.3f | %.3f |" % (kind, tally.count[kind],
                                                   tally.errors.get(kind, 0),
                                                   percentile(lat, 50), percentile(lat, 99)))
+    ordinary = [x for k in ORDINARY for x in tally.latency.get(k, [])]
+    ordinary_errors = sum(tally.errors.get(k, 0) for k in ORDINARY)
+    print("ordinary requests%s: %d, errors %d, p99 %.3f s" % (
+        " beside the hostile ones" if args.hostile else "", len(ordinary), ordinary_errors,
+        percentile(ordinary, 99) if ordinary else 0.0))
     print("replies checked against their request alone: %d of %d (%.1f%%)" % (
         tally.checked, tally.replies, 100.0 * tally.checked / max(1, tally.replies)))
     print("rows busy at the end %s, queued %s" % (occupancy, queued))
@@ -393,7 +457,10 @@ def main():
                        "checked": tally.checked, "replies": tally.replies,
                        "rss_kib": [rss_start, rss_end], "heap_bytes": [heap_start, heap_end],
                        "threads": [threads_start, threads_end], "health_misses": len(misses),
-                       "exit": code, "failures": failures}, f, indent=1)
+                       "exit": code, "hostile": args.hostile,
+                       "ordinary": {"requests": len(ordinary), "errors": ordinary_errors,
+                                    "p99": percentile(ordinary, 99) if ordinary else None},
+                       "failures": failures}, f, indent=1)
     for f in failures:
         print("FAIL: " + f)
     print("PASS" if not failures else "FAIL: %d problem(s)" % len(failures))

@@ -26,7 +26,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   for (bool chat : {false, true}) {
     try {
       GenerationRequest r = parseGenerationRequest(body, chat, Regime::parse("soft"));
-      if (r.maxTokens < (r.echo ? 0 : 1) || r.n < 1 || r.n > 8 || r.stop.size() > 4 ||
+      if (r.maxTokens < (r.echo ? 0 : 1) || r.n < 1 || r.stop.size() > 4 ||
           r.sampling.temperature < 0 || r.sampling.temperature > 2 ||
           !(r.sampling.topP > 0 && r.sampling.topP <= 1) ||
           (r.regime.kind == Regime::Kind::Fused && r.regime.passes > kMaxFusedPasses) ||
