@@ -6,7 +6,6 @@
 
 #include "runtime/base/Error.h"
 #include "runtime/base/FileIO.h"
-#include "runtime/base/TokenIds.h"
 #include "runtime/decode/Decoder.h"
 #include "runtime/format/Safetensors.h"
 #include "runtime/text/TokenStream.h"
@@ -168,15 +167,8 @@ int runScore(int argc, char **argv) {
   session.loadCheckpoint(args.get("ckpt"));
   Decoder decoder(session);
   Regime regime = Regime::parse(args.get("mode", "standard"));
-  PromptTokens tokens = readPromptTokens(args.get("tokens"));
+  PromptTokens tokens = readPromptTokens(args.get("tokens"), decoder.vocab());
   int64_t n = (int64_t)tokens.rows.size(), t = tokens.width;
-  // Every id of the file, the prompt's and the continuation's, before any
-  // step (the steps refuse one too, but name only their own position).
-  std::vector<int32_t> ids;
-  for (const std::vector<int32_t> &row : tokens.rows)
-    ids.insert(ids.end(), row.begin(), row.end());
-  requireTokenIds(ids.data(), (int64_t)ids.size(), t, decoder.vocab(), false,
-                  args.get("tokens") + ": input_ids");
   std::vector<float> all;
   for (int64_t first = 0; first < n; first += decoder.batchSize()) {
     int64_t count = std::min(decoder.batchSize(), n - first);

@@ -43,7 +43,7 @@ int runStates(int argc, char **argv) {
   Session session(args.require("BUNDLE"));
   session.loadCheckpoint(args.get("ckpt"));
   Decoder decoder(session);
-  PromptTokens tokens = readPromptTokens(args.get("tokens"));
+  PromptTokens tokens = readPromptTokens(args.get("tokens"), decoder.vocab());
   int64_t n = (int64_t)tokens.rows.size(), t = tokens.width, d = decoder.width();
   int64_t layers = session.model().numHiddenLayers;
   // [pass][layer] -> [N, T, D]

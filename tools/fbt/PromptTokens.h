@@ -20,8 +20,10 @@ struct PromptTokens {
   int64_t width = 0;                      ///< T
 };
 
-/// Reads and checks `path`; a RuntimeError names what is wrong.
-PromptTokens readPromptTokens(const std::string &path);
+/// Reads and checks `path`: its shapes, its prompt lengths and every id
+/// (the prompt's and after it) against a vocabulary of `vocab`, before any
+/// step reads one; a RuntimeError names what is wrong and where.
+PromptTokens readPromptTokens(const std::string &path, int64_t vocab);
 
 } // namespace fbt
 
