@@ -8,7 +8,7 @@ inference mode, and writes report.md with PNG plots.
                                 [--depth-weights W,...] [--depth-heldout-rate R]]
                   [--multipliers 1,1.5,2,3] [--set SECTION.KEY=VALUE ...]
                   [--fbt-set SECTION.KEY=VALUE ...] [--fbt-recipe fbt|paper]
-                  [--baselines DIR]
+                  [--baselines DIR] [--keep DIR]
                   [--seeds N] [--seed S] [--splits validation,test]
                   [--report-split validation|test] [--windows N|all]
                   [--deeper-plain] [--problems N] [--build BUILD_DIR] [--quick]
@@ -79,7 +79,6 @@ it alone by scripts/experiment_report.py, report.md, its tables and plots.
 
 import argparse
 import json
-import math
 import os
 import subprocess
 import sys
@@ -345,6 +344,10 @@ def main():
                     help="take the plain runs from an earlier run's folder instead of "
                     "training them again (its plain spec must be this run's: only the "
                     "FBT's recipe may differ); for recipe searches")
+    ap.add_argument("--keep", metavar="DIR",
+                    help="also keep each run's raw result in DIR/seed-S/LABEL/result.json, and "
+                    "take a run whose result is there as done without its run folder: a "
+                    "long experiment committed in pieces resumes on another machine")
     ap.add_argument("--problems", type=int, default=200, help="problems per task")
     ap.add_argument("--seeds", type=int, default=1,
                     help="train every model (FBT and plain) under this many seeds: the base "
@@ -507,6 +510,11 @@ def main():
             t0 = time.time()
             finished = finished_run(rundir, n, seed, specs[kind])
             kept = finished and measured_result(rundir, measure)
+            # Kept apart, a result says what was trained as well as how it was
+            # measured: the run folder that would say so is not there.
+            identity = dict(measure, trained=trained_spec(specs[kind]), steps=n, seed=seed)
+            if not kept and args.keep:
+                kept = measured_result(kept_folder(args.keep, seed, label), identity)
             if kept:
                 print("experiment: %s was trained and measured: taken as it is" % rundir)
                 results[label] = kept
@@ -554,6 +562,8 @@ def main():
             r["metrics"] = metrics_summary(os.path.join(rundir, "metrics.jsonl"))
             results[label] = r
             keep_result(rundir, measure, r)
+            if args.keep:
+                keep_result(kept_folder(args.keep, seed, label), identity, r)
             clock.done((seed, kind, n), time.time() - t0)
         runs[str(seed)] = results
     raw = {"command": recorded_command(sys.argv[1:]), "commit": git_commit(),
@@ -575,6 +585,13 @@ def main():
 
 
 RESULT = "result.json"  # in a run folder: its raw result and how it was measured
+
+
+def kept_folder(keep, seed, label):
+    """Where --keep holds a run's raw result: KEEP/seed-S/LABEL/result.json."""
+    folder = os.path.join(keep, "seed-%d" % seed, label)
+    os.makedirs(folder, exist_ok=True)
+    return folder
 
 
 def measured_result(rundir, measure):
