@@ -121,7 +121,7 @@ spec_fuzzer = os.path.join(config.fbt_obj_root, "test", "fuzz", "spec_fuzzer")
 if config.fbt_fuzzers.upper() in ("ON", "TRUE", "1", "YES") and os.path.exists(spec_fuzzer):
     config.available_features.add("fuzzer")
     config.substitutions.append(("%spec_fuzzer", spec_fuzzer))
-    for name in ("request", "schema", "bundle", "safetensors", "tokens", "tune_cache"):
+    for name in ("request", "schema", "prompts", "bundle", "safetensors", "tokens", "tune_cache"):
         config.substitutions.append(("%" + name + "_fuzzer",
                                      os.path.join(config.fbt_obj_root, "test", "fuzz",
                                                   name + "_fuzzer")))
