@@ -2,7 +2,7 @@
 #ifndef FBT_PASSES_PASSES_H
 #define FBT_PASSES_PASSES_H
 
-#include "codegen/kernels/KernelBuilder.h"
+#include "codegen/kernels/KernelConfig.h"
 #include "dialect/FbtDialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -55,33 +55,52 @@ struct TrainPipelineOptions
 /// then cleanups.
 void buildTrainPipeline(OpPassManager &pm, const TrainPipelineOptions &opts);
 
-/// Options of the kernel pipeline (fbt-opt --fbt-kernel-pipeline).
+/// Options of the kernel pipeline (fbt-opt --fbt-kernel-pipeline): every
+/// setting fbtc's kernel stage has (driver/Driver.h fills them from a
+/// spec and fbtc's options), so the named pipeline is the one fbtc runs.
 struct KernelPipelineOptions
     : public PassPipelineOptions<KernelPipelineOptions> {
-  Option<std::string> target{*this, "target",
-                             llvm::cl::desc("'cpu' or 'gpu'"),
-                             llvm::cl::init("cpu")};
-  Option<std::string> storage{*this, "storage",
-                              llvm::cl::desc("'f32' or 'bf16' (gpu)"),
-                              llvm::cl::init("f32")};
+  Option<KernelTarget> target{
+      *this, "target", llvm::cl::desc("What the kernels' grids map to"),
+      llvm::cl::init(KernelTarget::Cpu),
+      llvm::cl::values(clEnumValN(KernelTarget::Cpu, "cpu", "CPU loops"),
+                       clEnumValN(KernelTarget::Gpu, "gpu", "GPU threads and blocks"))};
+  Option<Storage> storage{
+      *this, "storage", llvm::cl::desc("Training activations (gpu: bf16 or f32)"),
+      llvm::cl::init(Storage::F32),
+      llvm::cl::values(clEnumValN(Storage::F32, "f32", "f32"),
+                       clEnumValN(Storage::BF16, "bf16", "bf16 (target=gpu)"))};
+  Option<TuneSpace> tuneSpace{
+      *this, "tune-space", llvm::cl::desc("Also build each kernel's other configurations"),
+      llvm::cl::init(TuneSpace::None),
+      llvm::cl::values(clEnumValN(TuneSpace::None, "none", "the default only"),
+                       clEnumValN(TuneSpace::Default, "default", "a few values per knob"),
+                       clEnumValN(TuneSpace::Wide, "wide", "more values per knob"))};
+  ListOption<std::string> configs{
+      *this, "configs",
+      llvm::cl::desc("Kernels in a given configuration, `<kernel>:<knob>=<value>:...`")};
   Option<std::string> weights{*this, "inference-weights",
                               llvm::cl::desc("'f32', 'bf16' or 'int8'"),
                               llvm::cl::init("f32")};
   Option<std::string> activations{*this, "inference-activations",
                                   llvm::cl::desc("'f32' or 'int8' (cpu, int8 weights)"),
                                   llvm::cl::init("f32")};
+  Option<bool> fuseProducts{
+      *this, "fuse-products",
+      llvm::cl::desc("cpu: few-row products of one input as one kernel call"),
+      llvm::cl::init(true)};
+  Option<CpuVectors> cpuVectors{
+      *this, "cpu-vectors", llvm::cl::desc("The vectors the CPU's products are written in"),
+      llvm::cl::init(CpuVectors::Avx2),
+      llvm::cl::values(clEnumValN(CpuVectors::Avx2, "avx2", "AVX2"),
+                       clEnumValN(CpuVectors::Avx512, "avx512", "AVX-512BW"),
+                       clEnumValN(CpuVectors::Avx512Vnni, "avx512-vnni", "AVX-512 VNNI"))};
 };
 
 /// From the training graph to library GEMMs and kernel calls:
-/// gemms-to-library, inference-weights, split-reductions, to-kernels.
-/// `weights` and `activations` are fbt-inference-weights' forms ("f32",
-/// "bf16", "int8"; "f32", "int8"), `space` and `configs` are
-/// fbt-to-kernels' tune-space and configs.
-void buildKernelPipeline(OpPassManager &pm, KernelTarget target,
-                         Storage storage, TuneSpace space = TuneSpace::None,
-                         ArrayRef<std::string> configs = {},
-                         StringRef weights = "f32", StringRef activations = "f32",
-                         bool fuseProducts = true, CpuVectors cpuVectors = CpuVectors::Avx2);
+/// gemms-to-library, inference-weights, fuse-products (cpu),
+/// split-reductions, to-kernels.
+void buildKernelPipeline(OpPassManager &pm, const KernelPipelineOptions &opts);
 
 /// Registers every fbt pass and the named pipelines.
 void registerFbtPassesAndPipelines();

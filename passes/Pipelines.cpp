@@ -37,26 +37,22 @@ void fbt::buildTrainPipeline(OpPassManager &pm,
   pm.addPass(createCanonicalizerPass());
 }
 
-void fbt::buildKernelPipeline(OpPassManager &pm, KernelTarget target,
-                              Storage storage, TuneSpace space,
-                              ArrayRef<std::string> configs, StringRef weights,
-                              StringRef activations, bool fuseProducts,
-                              CpuVectors cpuVectors) {
+void fbt::buildKernelPipeline(OpPassManager &pm, const KernelPipelineOptions &opts) {
   pm.addPass(createFbtGemmsToLibrary());
   FbtInferenceWeightsOptions narrow;
-  narrow.weights = weights.str();
-  narrow.activations = activations.str();
-  narrow.f32Products = target == KernelTarget::Cpu;
+  narrow.weights = opts.weights;
+  narrow.activations = opts.activations;
+  narrow.f32Products = opts.target == KernelTarget::Cpu;
   pm.addPass(createFbtInferenceWeights(narrow));
-  if (target == KernelTarget::Cpu && fuseProducts)
+  if (opts.target == KernelTarget::Cpu && opts.fuseProducts)
     pm.addPass(createFbtFuseProducts());
   pm.addPass(createFbtSplitReductions());
   FbtToKernelsOptions lower;
-  lower.target = target;
-  lower.storage = storage;
-  lower.tuneSpace = space;
-  lower.configs = llvm::to_vector(configs);
-  lower.cpuVectors = cpuVectors;
+  lower.target = opts.target;
+  lower.storage = opts.storage;
+  lower.tuneSpace = opts.tuneSpace;
+  lower.configs = llvm::to_vector(opts.configs);
+  lower.cpuVectors = opts.cpuVectors;
   pm.addPass(createFbtToKernels(lower));
 }
 
@@ -70,11 +66,6 @@ void fbt::registerFbtPassesAndPipelines() {
   PassPipelineRegistration<KernelPipelineOptions>(
       "fbt-kernel-pipeline",
       "From the training graph to library GEMMs and generated kernels: "
-      "gemms-to-library, inference-weights, split-reductions, to-kernels",
-      [](OpPassManager &pm, const KernelPipelineOptions &opts) {
-        buildKernelPipeline(
-            pm, opts.target == "gpu" ? KernelTarget::Gpu : KernelTarget::Cpu,
-            opts.storage == "bf16" ? Storage::BF16 : Storage::F32, TuneSpace::None, {},
-            opts.weights, opts.activations);
-      });
+      "gemms-to-library, inference-weights, fuse-products, split-reductions, to-kernels",
+      buildKernelPipeline);
 }

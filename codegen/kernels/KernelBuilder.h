@@ -36,8 +36,6 @@
 
 namespace mlir::fbt {
 
-enum class KernelTarget { Cpu, Gpu };
-
 class KernelBuilder {
 public:
   /// Starts `name(args...)` at the builder's point, args being flat memrefs

@@ -68,6 +68,9 @@ std::string configOption(llvm::StringRef kernel, const KernelConfig &config);
 bool parseConfigOption(llvm::StringRef entry, std::string &kernel,
                        KernelConfig &config, std::string &error);
 
+/// What the kernels' grids map to: CPU loops, or GPU blocks and threads.
+enum class KernelTarget { Cpu, Gpu };
+
 enum class TuneSpace { None, Default, Wide };
 
 /// The vectors a CPU target's products are written in: AVX2's 256 bits (8
