@@ -589,9 +589,7 @@ RESULT = "result.json"  # in a run folder: its raw result and how it was measure
 
 def kept_folder(keep, seed, label):
     """Where --keep holds a run's raw result: KEEP/seed-S/LABEL/result.json."""
-    folder = os.path.join(keep, "seed-%d" % seed, label)
-    os.makedirs(folder, exist_ok=True)
-    return folder
+    return os.path.join(keep, "seed-%d" % seed, label)
 
 
 def measured_result(rundir, measure):
@@ -608,6 +606,7 @@ def keep_result(rundir, measure, result):
     """Writes the run's raw result as it lands (atomically: a run interrupted
     while measured keeps none)."""
     path = os.path.join(rundir, RESULT)
+    os.makedirs(rundir, exist_ok=True)
     with open(path + ".tmp", "w") as f:
         json.dump({"measure": measure, "result": result}, f, indent=1)
     os.replace(path + ".tmp", path)

@@ -15,7 +15,6 @@ what the results give and writes nothing.
 """
 
 import argparse
-import json
 import os
 import sys
 

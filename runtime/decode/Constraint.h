@@ -55,8 +55,8 @@ private:
 };
 
 /// One generated text's place in a grammar. Each token's mask and take
-/// spend at most `workPerToken` (GrammarBudget; by default kWorkPerToken,
-/// a few tens of milliseconds): past it they throw, so that a grammar ends
+/// spend at most `workPerToken` (GrammarBudget; by default kWorkPerToken):
+/// past it they throw, so that a grammar ends
 /// its own text, never holds the decode batch.
 class Constraint {
 public:

@@ -96,7 +96,7 @@ public:
   bool canContinue() const { return !heads_.empty(); }
   /// The bytes that may come next.
   ByteSet next(const Grammar &g) const;
-  /// Heads, and the returns they hold (for tests of the bound above).
+  /// How many heads the state has (for tests of the bound above).
   size_t heads() const { return heads_.size(); }
 
   struct Frame {
