@@ -30,6 +30,9 @@ function(fbt_compiler_room room target)
     target_link_libraries(${target} PUBLIC ${dep_target})
   endforeach()
   target_link_libraries(${target} PUBLIC ${ARG_LIBS} MLIR LLVM)
+  # Position independent, so that the Python module (a shared object) can
+  # link the driver.
+  set_target_properties(${target} PROPERTIES POSITION_INDEPENDENT_CODE ON)
   set_property(GLOBAL PROPERTY FBT_COMPILER_ROOM_${room} ${target})
   string(REPLACE ";" " " deps "${ARG_ROOMS}")
   file(APPEND ${FBT_COMPILER_ROOMS_FILE} "${room}: ${deps}\n")

@@ -10,6 +10,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Verifier.h"
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/ADT/STLExtras.h"
 
 namespace fbt::driver {
@@ -33,6 +34,26 @@ std::optional<Target> parseTarget(llvm::StringRef name) {
   if (name == "simt")
     return Target::Simt;
   return std::nullopt;
+}
+
+std::optional<Stage> parseStage(llvm::StringRef name) {
+  return llvm::StringSwitch<std::optional<Stage>>(name)
+      .Case("fbt", Stage::Fbt)
+      .Case("train", Stage::Train)
+      .Case("kernels", Stage::Kernels)
+      .Case("plan", Stage::Plan)
+      .Case("ptx", Stage::Ptx)
+      .Case("bundle", Stage::Bundle)
+      .Default(std::nullopt);
+}
+
+std::optional<mlir::fbt::TuneSpace> parseTuneSpace(llvm::StringRef name) {
+  using mlir::fbt::TuneSpace;
+  return llvm::StringSwitch<std::optional<TuneSpace>>(name)
+      .Case("none", TuneSpace::None)
+      .Case("default", TuneSpace::Default)
+      .Case("wide", TuneSpace::Wide)
+      .Default(std::nullopt);
 }
 
 bool isNvidia(Target t) { return t == Target::Sm80 || t == Target::Sm90; }

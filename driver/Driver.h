@@ -86,6 +86,10 @@ llvm::Error internalError(const llvm::Twine &message);
 
 /// "cpu", "sm_90", "sm_80", "simt"; nullopt for any other name.
 std::optional<Target> parseTarget(llvm::StringRef name);
+/// fbtc --emit's names: "fbt", "train", "kernels", "plan", "ptx", "bundle".
+std::optional<Stage> parseStage(llvm::StringRef name);
+/// fbtc --tune-space's names: "none", "default", "wide".
+std::optional<mlir::fbt::TuneSpace> parseTuneSpace(llvm::StringRef name);
 bool isNvidia(Target t);
 /// Targets whose kernels are mapped to GPU blocks and threads.
 bool mapsToGpu(Target t);

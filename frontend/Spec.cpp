@@ -550,8 +550,11 @@ void readPassDistribution(Reader &r, const json::Object &o, TrainingSpec &t) {
     return r.fail("training.pass_distribution",
                   "expected at least one weight > 0");
   llvm::sort(t.passDistribution);
-  for (auto &kw : t.passDistribution)
-    kw.second /= total;
+  // Weights that already sum to 1 (to rounding) stay as given, so the
+  // resolved spec parses back to itself.
+  if (std::fabs(total - 1) > 1e-12)
+    for (auto &kw : t.passDistribution)
+      kw.second /= total;
 }
 
 void readTraining(Reader &r, const json::Object &o, TrainingSpec &t) {

@@ -12,9 +12,6 @@ llvm::json::Value fbt::specToJson(const ModelSpec &s) {
   for (auto [k, w] : t.passDistribution)
     distribution[std::to_string(k)] = w;
   Object training{{"single_pass_fraction", t.singlePassFraction},
-                  {"passes", t.passes},
-                  {"deep_pass_fraction", t.deepPassFraction},
-                  {"deep_passes", t.deepPasses},
                   {"grad_passes", t.gradPasses},
                   {"batch_size", t.batchSize},
                   {"sequence_length", t.sequenceLength},
@@ -29,8 +26,16 @@ llvm::json::Value fbt::specToJson(const ModelSpec &s) {
                   {"grad_clip", t.gradClip},
                   {"seed", (int64_t)t.seed},
                   {"zero", t.zero}};
-  if (!t.passDistribution.empty())
+  // The schedule's K as the spec gave it: a distribution, or the fixed
+  // K2/K3/p3 (a spec holding both is refused, so the resolved spec, which
+  // is itself a spec, holds one).
+  if (!t.passDistribution.empty()) {
     training["pass_distribution"] = std::move(distribution);
+  } else {
+    training["passes"] = t.passes;
+    training["deep_pass_fraction"] = t.deepPassFraction;
+    training["deep_passes"] = t.deepPasses;
+  }
   Object spec{
       {"name", s.name},
       {"recipe", recipeName(s.recipe)},

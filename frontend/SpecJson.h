@@ -2,7 +2,8 @@
 //
 // The spec with every default resolved, in the input's own keys: what a
 // bundle records so the runtime knows the model, schedule and optimizer it
-// was compiled for.
+// was compiled for. It is itself a spec: parsing it gives back the same
+// resolved spec (SpecJsonTest), so a bundle's model can be compiled again.
 //
 //===----------------------------------------------------------------------===//
 

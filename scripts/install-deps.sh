@@ -27,6 +27,10 @@ packages=(
   curl                    # fbt serve's tests
   python3-psutil          # lit's per-test time limit
   python3-jsonschema      # structured output: replies validated against their schemas
+  pybind11-dev            # the Python module
+  python3-dev             # its headers and embedding
+  python3-pytest          # its tests
+  python3-numpy           # its arrays
 )
 
 missing=()

@@ -43,6 +43,10 @@ config.substitutions.append(("%reference", os.path.join(config.fbt_src_root, "te
 config.substitutions.append(("%e2e", os.path.join(config.fbt_src_root, "test", "e2e")))
 if os.path.exists(fbt_cli):
     config.available_features.add("runtime")
+# The Python module (python/, built with pybind11 when it is installed).
+import glob
+if glob.glob(os.path.join(config.fbt_obj_root, "python", "fbt", "_fbt*.so")):
+    config.available_features.add("python-module")
 # install/: `cmake --install` of this build, and a project built against it
 # with the same CMake and compiler.
 config.substitutions.append(("%build_dir", config.fbt_obj_root))

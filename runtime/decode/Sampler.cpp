@@ -2,6 +2,7 @@
 
 #include "runtime/decode/Sampler.h"
 
+#include "runtime/base/Error.h"
 #include "runtime/base/Random.h"
 
 #include <algorithm>
@@ -10,6 +11,12 @@
 #include <vector>
 
 namespace fbt {
+
+void checkSampling(const SamplingOptions &s) {
+  if (!(s.temperature >= 0) || s.topK < 0 || !(s.topP > 0) || s.topP > 1)
+    throw RuntimeError("sampling options: temperature >= 0, top-k >= 0, "
+                       "0 < top-p <= 1");
+}
 
 int32_t sampleToken(const float *logits, int64_t vocab, const SamplingOptions &s,
                     uint64_t counter) {

@@ -20,6 +20,9 @@ struct SamplingOptions {
   uint64_t seed = 0;
 };
 
+/// A RuntimeError unless temperature >= 0, top-k >= 0 and 0 < top-p <= 1.
+void checkSampling(const SamplingOptions &options);
+
 /// The token `options` choose from `vocab` logits; `counter` numbers the
 /// draw within the sequence (its uniform is rng::uniform(seed, ., counter)).
 int32_t sampleToken(const float *logits, int64_t vocab, const SamplingOptions &options,

@@ -4,6 +4,7 @@
 
 #include "runtime/base/Error.h"
 
+#include <algorithm>
 #include <charconv>
 #include <optional>
 #include <system_error>
@@ -111,10 +112,21 @@ ModelConfig parseModelConfig(const Json &model) {
   c.training.minLearningRate = t.number("min_learning_rate");
   c.training.warmupSteps = t.integer("warmup_steps");
   c.training.singlePassFraction = t.number("single_pass_fraction");
-  c.training.passes = t.integer("passes");
-  c.training.deepPassFraction = t.number("deep_pass_fraction");
-  c.training.deepPasses = t.integer("deep_passes");
   c.training.passDistribution = passDistribution(t);
+  if (c.training.passDistribution.empty()) {
+    c.training.passes = t.integer("passes");
+    c.training.deepPassFraction = t.number("deep_pass_fraction");
+    c.training.deepPasses = t.integer("deep_passes");
+  } else {
+    // A distribution gives every multi-pass K; the fixed schedule's keys
+    // are absent (older bundles kept them, unused). Its smallest K keeps
+    // the unused fields valid.
+    int64_t k = std::min_element(c.training.passDistribution.begin(),
+                                 c.training.passDistribution.end())
+                    ->first;
+    c.training.passes = c.training.deepPasses = k;
+    c.training.deepPassFraction = 0;
+  }
 
   Section i = m.section("inference");
   c.inference.batchSize = i.integer("batch_size");

@@ -75,9 +75,7 @@ std::shared_ptr<Job> Engine::prepare(const std::string &body, bool chat) const {
                    "serves '" + model + "')", "model", "invalid_request_error"};
   const char *field = chat ? "messages" : "prompt";
   try {
-    job->prompt = {tok_.documentSeparator()};
-    std::vector<int32_t> ids = tok_.encode(job->req.prompt);
-    job->prompt.insert(job->prompt.end(), ids.begin(), ids.end());
+    job->prompt = encodeDocument(tok_, job->req.prompt);
   } catch (const RuntimeError &e) {
     throw ApiError{400, std::string("the prompt cannot be tokenized: ") + e.what(), field};
   }

@@ -394,6 +394,13 @@ std::string canonicalTokenizerName(const std::string &what) {
   return (endsWith(what, ".model") ? "sp:" : "gpt2:") + absolute(what);
 }
 
+std::vector<int32_t> encodeDocument(const Tokenizer &tok, std::string_view text) {
+  std::vector<int32_t> ids = {tok.documentSeparator()};
+  std::vector<int32_t> body = tok.encode(text);
+  ids.insert(ids.end(), body.begin(), body.end());
+  return ids;
+}
+
 std::unique_ptr<Tokenizer> loadTokenizer(const std::string &what) {
   std::string name = canonicalTokenizerName(what);
   if (name == "bytes")

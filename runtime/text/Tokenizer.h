@@ -58,6 +58,10 @@ std::string canonicalTokenizerName(const std::string &what);
 /// RuntimeError naming the file and what is wrong with it.
 std::unique_ptr<Tokenizer> loadTokenizer(const std::string &what);
 
+/// `text` as a prompt: the document separator first, as every training
+/// document starts (BOS for byte-level text, <|endoftext|> for GPT-2 BPE).
+std::vector<int32_t> encodeDocument(const Tokenizer &tok, std::string_view text);
+
 /// The byte-level tokenizer ("bytes"): the one there is, shared.
 const Tokenizer &byteTokenizer();
 

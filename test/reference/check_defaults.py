@@ -33,6 +33,8 @@ TRAINING = ["single_pass_fraction", "passes", "deep_pass_fraction", "deep_passes
             "beta1", "beta2", "adam_epsilon", "weight_decay", "warmup_steps",
             "min_learning_rate", "grad_clip", "seed"]
 
+FIXED_SCHEDULE = ["passes", "deep_pass_fraction", "deep_passes"]
+
 
 def same(a, b):
     if isinstance(a, float) or isinstance(b, float):
@@ -49,7 +51,10 @@ def main():
         resolved = json.load(f)["spec"]
     want = {field: resolved[key] for field, key in FIELDS.items()}
     want.update({k: resolved["feedback"][k] for k in FEEDBACK})
-    want.update({k: resolved["training"][k] for k in TRAINING})
+    # The fixed K schedule's keys are resolved only without a pass
+    # distribution (which the reference does not model: its runs name K).
+    want.update({k: resolved["training"][k] for k in TRAINING
+                 if k not in FIXED_SCHEDULE or "pass_distribution" not in resolved["training"]})
     want["rope_factor"] = (resolved.get("rope_scaling") or {}).get("factor", 1.0)
     want["rope_type"] = (resolved.get("rope_scaling") or {}).get("rope_type", "linear")
     bad = [f"{sys.argv[1]}: {field}: the reference has {getattr(cfg, field)!r}, "

@@ -8,6 +8,7 @@
 #include "runtime/base/FileIO.h"
 #include "runtime/decode/Decoder.h"
 #include "runtime/format/Safetensors.h"
+#include "runtime/text/GrowingText.h"
 #include "runtime/text/TokenStream.h"
 #include "runtime/text/Tokenizer.h"
 
@@ -17,15 +18,6 @@
 namespace fbt {
 
 namespace {
-/// Prompts start with the document separator, as every training document
-/// does (BOS for byte-level text, <|endoftext|> for GPT-2 BPE).
-std::vector<int32_t> encode(const Tokenizer &tok, const std::string &text) {
-  std::vector<int32_t> ids = {tok.documentSeparator()};
-  std::vector<int32_t> body = tok.encode(text);
-  ids.insert(ids.end(), body.begin(), body.end());
-  return ids;
-}
-
 std::vector<std::string> readPrompts(const CommandLine &args) {
   if (args.has("prompt") == args.has("prompts"))
     throw RuntimeError("give exactly one of --prompt TEXT or --prompts FILE");
@@ -50,35 +42,9 @@ SamplingOptions samplingOptions(const CommandLine &args) {
   sampling.topK = args.getInt("top-k", 0);
   sampling.topP = args.getDouble("top-p", 1.0);
   sampling.seed = (uint64_t)args.getInt("seed", 0);
-  if (sampling.temperature < 0 || sampling.topK < 0 || sampling.topP <= 0 || sampling.topP > 1)
-    throw RuntimeError("sampling options: temperature >= 0, top-k >= 0, "
-                       "0 < top-p <= 1");
+  checkSampling(sampling);
   return sampling;
 }
-
-/// One row's text as its tokens arrive: decoded whole each time (a token
-/// may complete a character or, in SentencePiece, change how the previous
-/// one reads); the new part is what it adds.
-struct GrowingText {
-  std::vector<int32_t> ids;
-  std::string text;
-
-  /// Adds `id`; returns the text it adds ("" while a character is partial).
-  std::string add(const Tokenizer &tok, int32_t id) {
-    ids.push_back(id);
-    std::string now = tok.decode(ids);
-    std::string piece = now.size() > text.size() && now.compare(0, text.size(), text) == 0
-                            ? now.substr(text.size())
-                            : "";
-    if (!piece.empty())
-      text = now;
-    return piece;
-  }
-  bool endsWith(const std::string &stop) const {
-    return !stop.empty() && text.size() >= stop.size() &&
-           text.compare(text.size() - stop.size(), stop.size(), stop) == 0;
-  }
-};
 
 } // namespace
 
@@ -129,7 +95,7 @@ int runGenerate(int argc, char **argv) {
     std::vector<std::vector<int32_t>> ids;
     std::vector<GrowingText> texts(count);
     for (size_t i = 0; i < count; ++i)
-      ids.push_back(encode(tok, prompts[first + i]));
+      ids.push_back(encodeDocument(tok, prompts[first + i]));
     if (stream)
       print(prompts[0]);
     decoder.generate(ids, regime, sampling, maxNew, [&](int64_t row, int32_t id) {

@@ -45,8 +45,7 @@ const char *const kTinyModel = R"({
     "sequence_length": 64, "steps": 200, "learning_rate": 0.001,
     "beta1": 0.9, "beta2": 0.95, "adam_epsilon": 1e-08, "weight_decay": 0.1,
     "warmup_steps": 20, "min_learning_rate": 0.0001, "grad_clip": 1.0,
-    "seed": 1234,
-    "pass_distribution": {"3": 1, "2": 0.5, "8": 2}
+    "seed": 1234
   },
   "inference": {
     "batch_size": 1, "max_prompt_length": 64, "max_sequence_length": 256
@@ -105,9 +104,7 @@ TEST(ModelConfigTest, ReadsTheResolvedSpec) {
   EXPECT_EQ(t.passes, 2);
   EXPECT_DOUBLE_EQ(t.deepPassFraction, 0.03);
   EXPECT_EQ(t.deepPasses, 3);
-  // In the JSON's order, integral weights read as numbers.
-  std::vector<std::pair<int64_t, double>> distribution = {{3, 1.0}, {2, 0.5}, {8, 2.0}};
-  EXPECT_EQ(t.passDistribution, distribution);
+  EXPECT_TRUE(t.passDistribution.empty());
 
   EXPECT_EQ(c.inference.batchSize, 1);
   EXPECT_EQ(c.inference.maxPromptLength, 64);
@@ -118,11 +115,29 @@ TEST(ModelConfigTest, OptionalKeysMayBeAbsent) {
   Json model = tiny();
   member(model, "feedback").erase("init");
   member(model, "feedback").erase("init_std");
-  member(model, "training").erase("pass_distribution");
   ModelConfig c = parseModelConfig(model);
   EXPECT_FALSE(c.feedback.init.has_value());
   EXPECT_FALSE(c.feedback.initStd.has_value());
-  EXPECT_TRUE(c.training.passDistribution.empty());
+}
+
+TEST(ModelConfigTest, ReadsAPassDistribution) {
+  // A spec with a distribution resolves without the fixed schedule's keys.
+  Json model = tiny();
+  Json &training = member(model, "training");
+  for (const char *key : {"passes", "deep_pass_fraction", "deep_passes"})
+    training.erase(key);
+  training["pass_distribution"] = parseJson(R"({"3": 1, "2": 0.5, "8": 2})", "distribution");
+  ModelConfig c = parseModelConfig(model);
+  // In the JSON's order, integral weights read as numbers.
+  std::vector<std::pair<int64_t, double>> distribution = {{3, 1.0}, {2, 0.5}, {8, 2.0}};
+  EXPECT_EQ(c.training.passDistribution, distribution);
+  EXPECT_EQ(c.training.passes, 2); // unused, and valid: the smallest K
+  EXPECT_EQ(c.training.deepPasses, 2);
+  EXPECT_DOUBLE_EQ(c.training.deepPassFraction, 0);
+  // Bundles compiled before kept both; the distribution wins.
+  Json older = tiny();
+  member(older, "training")["pass_distribution"] = parseJson(R"({"4": 1})", "distribution");
+  EXPECT_EQ(parseModelConfig(older).training.passes, 4);
 }
 
 TEST(ModelConfigTest, MissingKeysNameTheirPath) {
@@ -161,17 +176,14 @@ TEST(ModelConfigTest, WrongKindsNameTheirPath) {
 }
 
 TEST(ModelConfigTest, PassDistributionIsChecked) {
-  EXPECT_EQ(errorAfter([](Json &m) {
-              member(member(m, "training"), "pass_distribution") = 2;
-            }),
+  EXPECT_EQ(errorAfter([](Json &m) { member(m, "training")["pass_distribution"] = 2; }),
             "model.training.pass_distribution: expected an object, got a number");
   EXPECT_EQ(errorAfter([](Json &m) {
-              member(member(member(m, "training"), "pass_distribution"), "2") = "x";
+              member(m, "training")["pass_distribution"] = Json::object({{"2", "x"}});
             }),
             "model.training.pass_distribution.2: expected a number, got a string");
   EXPECT_EQ(errorAfter([](Json &m) {
-              member(member(m, "training"), "pass_distribution") =
-                  Json::object({{"two", 1}});
+              member(m, "training")["pass_distribution"] = Json::object({{"two", 1}});
             }),
             "model.training.pass_distribution: the key 'two' is not a number of "
             "passes");
