@@ -126,8 +126,7 @@ def run_rung(fbt, bundle, spec, rundir, steps, seed, feed, measure, eval_args):
     if finished:
         t0 -= finished["elapsed_s"]
     else:
-        experiment.run([fbt, "train", bundle, "--steps", str(steps), "--seed", str(seed),
-                        "--out", rundir, "--quiet", "--eval-every", str(steps)] + feed)
+        experiment.train(fbt, bundle, steps, seed, rundir, ["--eval-every", str(steps)] + feed)
         with open(os.path.join(rundir, experiment.TRAINED_SPEC), "w") as f:
             json.dump(experiment.trained_spec(spec), f, indent=1)
     seconds = time.time() - t0

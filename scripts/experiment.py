@@ -91,6 +91,59 @@ import experiment_report  # noqa: E402
 import sft_task  # noqa: E402
 
 
+_modules = {}  # build folder -> its fbt module (None: the build has none)
+
+
+def fbt_module(fbt):
+    """The fbt Python module of the build whose CLI is `fbt` (BUILD/tools/fbt/fbt
+    -> BUILD/python), or None where that build made none."""
+    build = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(fbt))))
+    if build not in _modules:
+        _modules[build] = None
+        package = os.path.join(build, "python")
+        if os.path.isdir(os.path.join(package, "fbt")):
+            sys.path.insert(0, package)
+            try:
+                import fbt as module
+                if os.path.dirname(os.path.dirname(os.path.abspath(module.__file__))) == package:
+                    _modules[build] = module
+            except ImportError:
+                pass
+            finally:
+                sys.path.remove(package)
+    return _modules[build]
+
+
+# fbt train's options that are not counts, by their Trainer names.
+TRAIN_OPTION_TYPES = {"data": str, "tokenizer": str, "init": str, "resume": str,
+                      "val_fraction": float, "test_fraction": float, "lr": float}
+
+
+def train(fbt, bundle, steps, seed, rundir, flags):
+    """`fbt train BUNDLE --steps --seed --out --quiet FLAGS` (fbt train's options),
+    in this process through the build's fbt module where it has one: the same
+    run folder, bit for bit (test/python/test_cli_parity.py), without a process
+    and a bundle load per run. Else as a process."""
+    module = fbt_module(fbt)
+    cmd = [fbt, "train", bundle, "--steps", str(steps), "--seed", str(seed), "--out", rundir,
+           "--quiet"] + flags
+    if module is None:
+        run(cmd)
+        return
+    print("$ (in-process) fbt " + " ".join(cmd[1:]), flush=True)
+    if len(flags) % 2:
+        sys.exit("experiment: train flags come as --name value pairs, got %s" % flags)
+    options = {}
+    for name, value in zip(flags[::2], flags[1::2]):
+        key = name[2:].replace("-", "_")
+        kind = TRAIN_OPTION_TYPES.get(key, int)
+        options[key] = kind(value)
+    session = module.Session(bundle)
+    summary = module.Trainer(session, steps=steps, seed=seed, out=rundir, **options).run()
+    print("trained %d steps; train loss (pass 1) %.3f -> %.3f" % (
+        summary["end_step"], summary["first_loss"], summary["last_loss"]), flush=True)
+
+
 def run(cmd, capture=False):
     """Runs a command, echoing it; its stdout when capture."""
     print("$ " + " ".join(cmd), flush=True)
@@ -186,10 +239,9 @@ def sft_stage(fbt, bundle, spec_path, rundir, seed, sft, regimes, args):
                                    "--problems", str(args.sft_problems)], capture=True))
         tuned = "%s-sft-%s" % (rundir, style)
         if not finished_run(tuned, args.sft_steps, seed, spec_path):
-            run([fbt, "train", bundle, "--init", rundir, "--data", paths["train"],
-                 "--steps", str(args.sft_steps), "--lr", repr(args.sft_lr),
-                 "--warmup", str(max(1, args.sft_steps // 20)), "--seed", str(seed),
-                 "--out", tuned, "--quiet"])
+            train(fbt, bundle, args.sft_steps, seed, tuned,
+                  ["--init", rundir, "--data", paths["train"], "--lr", repr(args.sft_lr),
+                   "--warmup", str(max(1, args.sft_steps // 20))])
             with open(os.path.join(tuned, TRAINED_SPEC), "w") as f:
                 json.dump(trained_spec(spec_path), f, indent=1)
         out[style] = {"steps": args.sft_steps, "lr": args.sft_lr,
@@ -525,8 +577,7 @@ def main():
                       % (rundir, n, seed))
                 t0 -= finished["elapsed_s"]  # its training time, as if trained now
             else:
-                run([fbt, "train", bundles[kind], "--steps", str(n), "--seed", str(seed),
-                     "--out", rundir, "--quiet"] + feed)
+                train(fbt, bundles[kind], n, seed, rundir, feed)
                 with open(os.path.join(rundir, TRAINED_SPEC), "w") as f:
                     json.dump(trained_spec(specs[kind]), f, indent=1)
             seconds = time.time() - t0

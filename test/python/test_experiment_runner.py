@@ -1,0 +1,36 @@
+"""scripts/experiment.py trains in-process through the module: the same run
+folder as fbt train with the same flags (data, fractions, schedule)."""
+import json
+import os
+import sys
+
+import numpy as np
+
+from conftest import FBT, SPECS, THREADS, metrics, run_cli
+from test_cli_parity import untimed
+
+sys.path.insert(0, os.path.join(SPECS, "..", "scripts"))
+import experiment  # noqa: E402
+
+
+def test_runner_trains_as_fbt_train(fbt, bundle, work, monkeypatch):
+    data = work / "docs.jsonl"
+    with open(data, "w") as f:
+        for i in range(400):
+            f.write(json.dumps({"text": "document %d: %s" % (i, "abc " * (i % 7 + 3))}) + "\n")
+    flags = ["--eval-every", "5", "--data", str(data), "--val-fraction", "0.2",
+             "--test-fraction", "0.1", "--lr", "0.002"]
+    monkeypatch.setenv("OMP_NUM_THREADS", str(THREADS))
+    assert experiment.fbt_module(FBT) is fbt  # this build's module
+    experiment.train(FBT, bundle.path, 10, 77, str(work / "runner"), flags)
+    run_cli(FBT, "train", bundle.path, "--steps", 10, "--seed", 77, "--out", work / "runner-cli",
+            "--quiet", "--threads", THREADS, *flags)
+    assert untimed(metrics(work / "runner")) == untimed(metrics(work / "runner-cli"))
+    with open(work / "runner" / "run.json") as f, open(work / "runner-cli" / "run.json") as g:
+        ours, theirs = json.load(f), json.load(g)
+    for key in ("val_fraction", "test_fraction", "seed", "steps"):
+        assert ours.get(key) == theirs.get(key), key
+    a = fbt.Session(bundle, ckpt=work / "runner" / "latest.safetensors")
+    b = fbt.Session(bundle, ckpt=work / "runner-cli" / "latest.safetensors")
+    for name in a.parameter_names:
+        assert np.array_equal(a.parameter(name), b.parameter(name)), name
