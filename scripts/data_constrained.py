@@ -116,7 +116,7 @@ def best_regime(losses, model):
     return min(((r, losses["regimes"][r]["loss"]) for r in regimes), key=lambda x: x[1])
 
 
-def run_rung(fbt, bundle, spec, rundir, steps, seed, feed, measure, eval_args):
+def run_rung(fbt, bundle, spec, rundir, steps, seed, feed, measure, windows, regimes):
     """The rung's raw result: trained and scored on validation, or kept."""
     finished = experiment.finished_run(rundir, steps, seed, spec)
     kept = finished and experiment.measured_result(rundir, measure)
@@ -131,8 +131,7 @@ def run_rung(fbt, bundle, spec, rundir, steps, seed, feed, measure, eval_args):
             json.dump(experiment.trained_spec(spec), f, indent=1)
     seconds = time.time() - t0
     ckpt = os.path.join(rundir, "latest.safetensors")
-    val = json.loads(experiment.run([fbt, "eval", bundle, "--ckpt", ckpt, "--json",
-                                     "--split", "validation"] + eval_args + feed, capture=True))
+    val = experiment.held_out_losses(fbt, bundle, ckpt, "validation", windows, feed, regimes)
     r = {"steps": steps, "seed": seed, "seconds": seconds, "validation": val}
     experiment.keep_result(rundir, measure, r)
     return r, True
@@ -209,16 +208,17 @@ def main():
         for seed in seeds:
             b["runs"][str(seed)] = {}
             for m in models:
-                regimes = ["--regimes", ",".join(FBT_REGIMES if m != "plain" else ["standard"])]
+                names = FBT_REGIMES if m != "plain" else ["standard"]
+                # As the kept results record how they were measured (fbt eval's flags).
+                regimes = ["--regimes", ",".join(names)]
                 measure = {"windows": args.windows, "regimes": regimes, "split": "validation"}
-                eval_args = ["--windows", args.windows] + regimes
                 ladder, best, since = [], None, 0
                 for epochs in rungs_of:
                     steps = epochs * per_epoch
                     rundir = os.path.join(args.out, "%dk" % kib, "seed-%d" % seed, m,
                                           "epochs-%d" % epochs)
                     r, fresh = run_rung(fbt, bundles[m], specs[m], rundir, steps, seed, feed,
-                                        measure, eval_args)
+                                        measure, args.windows, names)
                     regime, loss = best_regime(r["validation"], m)
                     ladder.append(dict(r, epochs=epochs, best_regime=regime, best_loss=loss,
                                        flops_per_token=training_flops(describe[m], steps)))
@@ -236,7 +236,7 @@ def main():
                 testdir = os.path.join(args.out, "%dk" % kib, "seed-%d" % seed, m,
                                        "epochs-%d" % top["epochs"])
                 test = test_result(fbt, bundles[m], testdir, feed, test_measure, args.test_windows,
-                                   regimes)
+                                   names)
                 b["runs"][str(seed)][m] = {"ladder": ladder, "best": best[0], "test": test}
                 done += 1
                 elapsed = time.time() - t_start
@@ -262,8 +262,7 @@ def test_result(fbt, bundle, rundir, feed, measure, windows, regimes):
     except (OSError, ValueError):
         pass
     ckpt = os.path.join(rundir, "latest.safetensors")
-    r = json.loads(experiment.run([fbt, "eval", bundle, "--ckpt", ckpt, "--json", "--split",
-                                   "test", "--windows", windows] + regimes + feed, capture=True))
+    r = experiment.held_out_losses(fbt, bundle, ckpt, "test", windows, feed, regimes)
     with open(path + ".tmp", "w") as f:
         json.dump({"measure": measure, "result": r}, f, indent=1)
     os.replace(path + ".tmp", path)

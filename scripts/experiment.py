@@ -119,27 +119,58 @@ TRAIN_OPTION_TYPES = {"data": str, "tokenizer": str, "init": str, "resume": str,
                       "val_fraction": float, "test_fraction": float, "lr": float}
 
 
+def options_of(flags):
+    """fbt train's (or fbt eval's data) flags, --name value pairs, as keyword
+    arguments of the module's Trainer."""
+    if len(flags) % 2:
+        sys.exit("experiment: flags come as --name value pairs, got %s" % flags)
+    return {name[2:].replace("-", "_"): TRAIN_OPTION_TYPES.get(name[2:].replace("-", "_"), int)(
+        value) for name, value in zip(flags[::2], flags[1::2])}
+
+
+_session = {}  # (bundle, checkpoint) -> the module's session on them: the last one
+
+
+def held_out_losses(fbt, bundle, ckpt, split, windows, flags, regimes=None):
+    """`fbt eval BUNDLE --ckpt CKPT --json FLAGS --windows N --split SPLIT
+    [--regimes R,...]` (FLAGS: --data and the fractions), in this process
+    where the build has the module: the same JSON (test/python/). Else as a
+    process."""
+    module = fbt_module(fbt)
+    cmd = [fbt, "eval", bundle, "--ckpt", ckpt, "--json"] + flags + [
+        "--windows", str(windows), "--split", split] + (
+        ["--regimes", ",".join(regimes)] if regimes else [])
+    if module is None:
+        return json.loads(run(cmd, capture=True))
+    print("$ (in-process) fbt " + " ".join(cmd[1:]), flush=True)
+    if _session.get("key") != (bundle, ckpt):
+        _session.update(key=(bundle, ckpt), session=module.Session(bundle, ckpt=ckpt))
+    session = _session["session"]
+    o = options_of(flags)
+    part = session.held_out(split, data=o.get("data"), val_fraction=o.get("val_fraction"),
+                            test_fraction=o.get("test_fraction"), run=ckpt)
+    r = session.evaluate(part.tokens, regimes=regimes,
+                         windows=None if str(windows) == "all" else int(windows),
+                         byte_level=part.byte_level)
+    r["split"] = split
+    return r
+
+
 def train(fbt, bundle, steps, seed, rundir, flags):
     """`fbt train BUNDLE --steps --seed --out --quiet FLAGS` (fbt train's options),
     in this process through the build's fbt module where it has one: the same
     run folder, bit for bit (test/python/test_cli_parity.py), without a process
     and a bundle load per run. Else as a process."""
     module = fbt_module(fbt)
-    cmd = [fbt, "train", bundle, "--steps", str(steps), "--seed", str(seed), "--out", rundir,
-           "--quiet"] + flags
+    cmd = [fbt, "train", bundle] + flags + ["--steps", str(steps), "--seed", str(seed),
+                                            "--out", rundir, "--quiet"]
     if module is None:
         run(cmd)
         return
     print("$ (in-process) fbt " + " ".join(cmd[1:]), flush=True)
-    if len(flags) % 2:
-        sys.exit("experiment: train flags come as --name value pairs, got %s" % flags)
-    options = {}
-    for name, value in zip(flags[::2], flags[1::2]):
-        key = name[2:].replace("-", "_")
-        kind = TRAIN_OPTION_TYPES.get(key, int)
-        options[key] = kind(value)
     session = module.Session(bundle)
-    summary = module.Trainer(session, steps=steps, seed=seed, out=rundir, **options).run()
+    summary = module.Trainer(session, steps=steps, seed=seed, out=rundir,
+                             **options_of(flags)).run()
     print("trained %d steps; train loss (pass 1) %.3f -> %.3f" % (
         summary["end_step"], summary["first_loss"], summary["last_loss"]), flush=True)
 
@@ -588,8 +619,8 @@ def main():
                  "multiplier": n / steps if kind == "plain" else None,
                  "flops_per_token": flops[kind], "losses": {}}
             for split in splits:
-                r["losses"][split] = json.loads(run([fbt] + ev + windows + ["--split", split],
-                                                    capture=True))
+                r["losses"][split] = held_out_losses(fbt, bundles[kind], ckpt, split,
+                                                     windows[1], feed)
             if not data["data"]:  # the tasks ask byte-level questions of the corpus's kinds
                 r["tasks"] = {t: json.loads(run([fbt] + ev + ["--task", t] + problems,
                                                 capture=True))

@@ -21,6 +21,7 @@ fbt.CompileError (the compiler's), TypeError or ValueError (an argument).
 
 import atexit
 import codecs
+import collections
 import json
 import os
 import queue
@@ -31,10 +32,13 @@ import threading
 from . import _fbt
 from ._fbt import CompileError, Error, StepResult
 
-__all__ = ["Bundle", "CompileError", "Error", "Session", "StepResult", "Trainer",
+__all__ = ["Bundle", "CompileError", "Error", "HeldOut", "Session", "StepResult", "Trainer",
            "compile", "default_corpus", "describe", "train"]
 
 _END = object()  # the end of a streamed generation
+
+HeldOut = collections.namedtuple("HeldOut", "tokens byte_level documents")
+HeldOut.__doc__ = "A part of a run's data: its int32 ids, whether one per byte, its documents"
 
 
 def _spec_text(spec):
@@ -193,6 +197,27 @@ class Session(_fbt._Session):
     def parameters(self):
         """Every parameter by name, as float32 arrays (copies)."""
         return {name: self.parameter(name) for name in self.parameter_names}
+
+    def held_out(self, split="test", data=None, val_fraction=None, test_fraction=None,
+                 run=None):
+        """A part of the data as `fbt eval` reads it: HeldOut(tokens, byte_level,
+        documents), the int32 ids of `split` ("train", "validation" or
+        "test"), whether they are one per byte (bits per byte are known),
+        and the documents that start in it.
+
+        `data`: a text, .jsonl or .bin file read through the session's
+        tokenizer (default: the embedded corpus, which has its own parts).
+        The file is cut at `val_fraction` and `test_fraction`, else at those
+        `run` recorded (a run folder or a checkpoint in one), else 0.1 each.
+        Pass `byte_level` on to evaluate().
+        """
+        if run is not None:
+            run = os.fspath(run)
+            if os.path.isdir(run):
+                run = os.path.join(run, "latest.safetensors")
+        tokens, byte_level, documents = self._held_out(
+            split, None if data is None else os.fspath(data), val_fraction, test_fraction, run)
+        return HeldOut(tokens, byte_level, documents)
 
     def states(self, tokens, mode=None, passes=None, lengths=None):
         """Every layer's residual stream over a prompt, [passes, L + 1, T, D]

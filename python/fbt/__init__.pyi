@@ -1,6 +1,7 @@
 """Types of the fbt package (fbt/__init__.py holds the documentation)."""
 import os
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union, overload
+from typing import (Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple,
+                    Union, overload)
 
 import numpy as np
 import numpy.typing as npt
@@ -11,6 +12,11 @@ PathLike = Union[str, os.PathLike]
 
 class Error(RuntimeError): ...
 class CompileError(Error): ...
+
+class HeldOut(NamedTuple):
+    tokens: npt.NDArray[np.int32]
+    byte_level: bool
+    documents: int
 
 class StepResult:
     loss: float
@@ -89,6 +95,9 @@ class Session:
                  stream: bool = ...,
                  return_states: bool = ...) -> Union[List[str],
                                                      List[Tuple[str, npt.NDArray[np.float32]]]]: ...
+    def held_out(self, split: str = ..., data: Optional[PathLike] = ...,
+                 val_fraction: Optional[float] = ..., test_fraction: Optional[float] = ...,
+                 run: Optional[PathLike] = ...) -> HeldOut: ...
     def states(self, tokens: Tokens, mode: Optional[str] = ..., passes: Optional[int] = ...,
                lengths: Optional[Sequence[int]] = ...) -> npt.NDArray[np.float32]: ...
     def parameter(self, name: str) -> npt.NDArray[np.float32]: ...

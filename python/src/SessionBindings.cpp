@@ -19,6 +19,7 @@
 #include "runtime/format/StepNames.h"
 #include "runtime/hal/cpu/CpuThreads.h"
 #include "runtime/text/GrowingText.h"
+#include "runtime/train/HeldOutData.h"
 #include "runtime/tune/Tuner.h"
 
 #include <pybind11/functional.h>
@@ -301,6 +302,29 @@ py::array states(PySession &p, const py::handle &tokens, int64_t passes,
   return ownedArray(std::move(out), {passes, layers, n, width, d});
 }
 
+/// One part of a run's data as its run cut it: (ids, byte_level, documents).
+py::tuple heldOut(PySession &p, const std::string &split, const std::optional<std::string> &data,
+                  std::optional<double> valFraction, std::optional<double> testFraction,
+                  const std::optional<std::string> &run) {
+  DataPart part = parsePart(split);
+  HeldOutOptions o;
+  o.data = data.value_or("");
+  o.ckpt = run.value_or("");
+  o.valFraction = valFraction;
+  o.testFraction = testFraction;
+  HeldOutData d;
+  {
+    py::gil_scoped_release unlocked;
+    auto locked = p.lock();
+    d = loadHeldOutData(p.session(), o);
+  }
+  const TokenStream &ids = d.splits.part(part);
+  Int32Array out(py::ssize_t(ids.size()));
+  if (ids.size())
+    ids.copy(0, ids.size(), out.mutable_data());
+  return py::make_tuple(out, d.byteLevel, d.splits.documentsIn(part));
+}
+
 py::array parameter(PySession &p, const std::string &name) {
   Session &s = p.session();
   int64_t i = s.paramIndex(name);
@@ -381,6 +405,8 @@ void defineSession(py::module_ &m) {
            py::arg("keep_states") = false)
       .def("states", &states, py::arg("tokens"), py::arg("passes") = 1,
            py::arg("lengths") = py::none())
+      .def("_held_out", &heldOut, py::arg("split"), py::arg("data"), py::arg("val_fraction"),
+           py::arg("test_fraction"), py::arg("run"))
       .def("parameter", &parameter, py::arg("name"))
       .def("encode",
            [](PySession &p, const std::string &text) {

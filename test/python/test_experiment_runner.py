@@ -34,3 +34,16 @@ def test_runner_trains_as_fbt_train(fbt, bundle, work, monkeypatch):
     b = fbt.Session(bundle, ckpt=work / "runner-cli" / "latest.safetensors")
     for name in a.parameter_names:
         assert np.array_equal(a.parameter(name), b.parameter(name)), name
+    # Its losses on each held-out part of the file, as the run cut it, are
+    # fbt eval's (the fractions read back from run.json).
+    ckpt = str(work / "runner-cli" / "latest.safetensors")
+    data_flags = ["--data", str(data)]
+    for split in ("validation", "test"):
+        ours = experiment.held_out_losses(FBT, bundle.path, ckpt, split, 8, data_flags,
+                                          ["standard", "fused:2"])
+        cli = json.loads(run_cli(FBT, "eval", bundle.path, "--ckpt", ckpt, "--json", "--data",
+                                 data, "--split", split, "--windows", 8, "--regimes",
+                                 "standard,fused:2", "--threads", THREADS))
+        assert ours == cli, split
+    held = fbt.Session(bundle, ckpt=ckpt).held_out("validation", data=data, run=work / "runner-cli")
+    assert held.byte_level and held.documents > 0 and held.tokens[0] == 0

@@ -211,3 +211,27 @@ def test_generate_returns_the_carried_states(fbt, session):
     assert s0.shape[0] == len(t0.encode()) and s1.shape[0] == len(t1.encode())
     with pytest.raises(TypeError, match="stream"):
         session.generate("def ", stream=True, return_states=True)
+
+
+def test_two_bundles_in_one_process(fbt, bundle, work):
+    # The loader knows a kernel library by its path (/proc/self/fd/N): a
+    # second bundle's library must not be taken for the first's.
+    import json
+    import subprocess
+    import sys
+    with open(TINY) as f:
+        spec = json.load(f)
+    spec["feedback"]["fusion"] = "none"
+    spec["training"]["single_pass_fraction"] = 1.0
+    plain = fbt.compile(spec, output=work / "tiny-plain.fbtb")
+    first = fbt.Session(bundle, seed=5, threads=THREADS)  # kept loaded
+    second = fbt.Session(plain, seed=5, threads=THREADS)
+    tokens = batch(second)
+    loss = second.eval_step(tokens).loss
+    alone = subprocess.run(
+        [sys.executable, "-c", "import sys, numpy as np, fbt; s = fbt.Session(sys.argv[1], "
+         "seed=5, threads=%d); t = fbt.default_corpus()['train'][:%d].reshape(%d, %d); "
+         "print(repr(s.eval_step(t).loss))" % (THREADS, tokens.size, *tokens.shape), plain.path],
+        capture_output=True, text=True, check=True).stdout
+    assert loss == float(alone)
+    assert first.eval_step(batch(first)).loss > 0

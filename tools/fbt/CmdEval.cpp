@@ -255,7 +255,7 @@ int runEval(int argc, char **argv) {
   if (part == DataPart::Train)
     throw RuntimeError("--split train: fbt eval measures held-out parts "
                        "(validation or test)");
-  EvalData data = loadEvalData(args, session);
+  HeldOutData data = loadEvalData(args, session);
   const TokenStream &heldOut = data.splits.part(part);
   if (heldOut.empty())
     throw RuntimeError(std::string("the data's ") + partName(part) +

@@ -225,7 +225,7 @@ int runProbe(int argc, char **argv) {
   DataPart part = parsePart(args.get("split", "test"));
   if (part == DataPart::Train)
     throw RuntimeError("--split train: fbt probe measures held-out parts");
-  EvalData data = loadEvalData(args, session);
+  HeldOutData data = loadEvalData(args, session);
   Decoder decoder(session);
   bool feedback = session.model().feedback.fusion != Fusion::None;
   int64_t passes = args.getInt("passes", feedback ? 8 : 1);

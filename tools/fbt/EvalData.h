@@ -1,9 +1,7 @@
 //===- EvalData.h - the held-out data fbt eval and fbt probe read --*- C++ -*-===//
 //
-// The data as its run read it (the embedded corpus, or --data through the
-// run's tokenizer; .bin files as token ids), cut into the parts its run cut
-// (run.json beside the checkpoint), for the commands that measure on a
-// held-out part.
+// --data, --val-fraction and --test-fraction beside --ckpt, as the runtime's
+// held-out data (runtime/train/HeldOutData.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,21 +11,13 @@
 #include "CommandLine.h"
 
 #include "runtime/session/Session.h"
-#include "runtime/text/DataSplits.h"
-#include "runtime/text/TokenStream.h"
+#include "runtime/train/HeldOutData.h"
 
 namespace fbt {
 
-struct EvalData {
-  TokenStream tokens;
-  DataSplits splits;
-  bool ids = false;       ///< token ids (.bin), not text
-  bool byteLevel = false; ///< one token per byte: bits per byte are known
-};
-
 /// --data (default: the embedded corpus) and its parts, as the run of
 /// --ckpt split it (or --val-fraction and --test-fraction).
-EvalData loadEvalData(const CommandLine &args, Session &session);
+HeldOutData loadEvalData(const CommandLine &args, Session &session);
 
 } // namespace fbt
 

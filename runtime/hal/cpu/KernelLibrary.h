@@ -33,6 +33,11 @@ public:
 
 private:
   void *handle_ = nullptr;
+  /// The in-memory file the library was loaded from, open while it is
+  /// loaded: the loader knows a library by its path, /proc/self/fd/N, so a
+  /// closed N reused by a second bundle's kernels would be taken for the
+  /// first bundle's, already loaded.
+  int fd_ = -1;
   std::map<std::string, Kernel> kernels_;
 };
 
