@@ -114,9 +114,10 @@ def fbt_module(fbt):
     return _modules[build]
 
 
-# fbt train's options that are not counts, by their Trainer names.
+# fbt train's and fbt eval's options that are not counts, by their module names.
 TRAIN_OPTION_TYPES = {"data": str, "tokenizer": str, "init": str, "resume": str,
-                      "val_fraction": float, "test_fraction": float, "lr": float}
+                      "val_fraction": float, "test_fraction": float, "lr": float,
+                      "regimes": str}
 
 
 def options_of(flags):
@@ -131,6 +132,38 @@ def options_of(flags):
 _session = {}  # (bundle, checkpoint) -> the module's session on them: the last one
 
 
+def in_process(module, cmd, bundle, ckpt, flags):
+    """The module's session on (bundle, ckpt), kept for the next call on the
+    same pair, and the data FLAGS name as keyword arguments; echoes `cmd`."""
+    print("$ (in-process) fbt " + " ".join(cmd[1:]), flush=True)
+    if _session.get("key") != (bundle, ckpt):
+        _session.clear()  # one session at a time
+        _session.update(key=(bundle, ckpt), session=module.Session(bundle, ckpt=ckpt))
+    o = options_of(flags)
+    data = dict(data=o.get("data"), val_fraction=o.get("val_fraction"),
+                test_fraction=o.get("test_fraction"), run=ckpt)
+    return _session["session"], data
+
+
+def eval_json(fbt, bundle, ckpt, flags, measure):
+    """`fbt eval BUNDLE --ckpt CKPT --json FLAGS MEASURE`, MEASURE being
+    --contraction or --task NAME [--regimes R,...] [--problems N]: in this
+    process where the build has the module (the same JSON), else a process."""
+    module = fbt_module(fbt)
+    cmd = [fbt, "eval", bundle, "--ckpt", ckpt, "--json"] + flags + measure
+    if module is None:
+        return json.loads(run(cmd, capture=True))
+    session, data = in_process(module, cmd, bundle, ckpt, flags)
+    if measure == ["--contraction"]:
+        return session.contraction(**data)
+    o = options_of(measure[2:])
+    if measure[:1] != ["--task"] or set(o) - {"regimes", "problems"}:
+        sys.exit("experiment: no in-process form of fbt eval %s" % " ".join(measure))
+    regimes = o.get("regimes")
+    return session.task(measure[1], problems=o.get("problems", 200),
+                        regimes=None if regimes is None else regimes.split(","), **data)
+
+
 def held_out_losses(fbt, bundle, ckpt, split, windows, flags, regimes=None):
     """`fbt eval BUNDLE --ckpt CKPT --json FLAGS --windows N --split SPLIT
     [--regimes R,...]` (FLAGS: --data and the fractions), in this process
@@ -142,13 +175,8 @@ def held_out_losses(fbt, bundle, ckpt, split, windows, flags, regimes=None):
         ["--regimes", ",".join(regimes)] if regimes else [])
     if module is None:
         return json.loads(run(cmd, capture=True))
-    print("$ (in-process) fbt " + " ".join(cmd[1:]), flush=True)
-    if _session.get("key") != (bundle, ckpt):
-        _session.update(key=(bundle, ckpt), session=module.Session(bundle, ckpt=ckpt))
-    session = _session["session"]
-    o = options_of(flags)
-    part = session.held_out(split, data=o.get("data"), val_fraction=o.get("val_fraction"),
-                            test_fraction=o.get("test_fraction"), run=ckpt)
+    session, data = in_process(module, cmd, bundle, ckpt, flags)
+    part = session.held_out(split, **data)
     r = session.evaluate(part.tokens, regimes=regimes,
                          windows=None if str(windows) == "all" else int(windows),
                          byte_level=part.byte_level)
@@ -264,10 +292,9 @@ def sft_stage(fbt, bundle, spec_path, rundir, seed, sft, regimes, args):
     out = {}
     for style, paths in sft.items():
         def ask(ckpt):
-            return json.loads(run([fbt, "eval", bundle, "--ckpt", ckpt, "--json", "--data",
-                                   paths["train"], "--task", "chat:" + paths["heldout"],
-                                   "--regimes", ",".join(regimes),
-                                   "--problems", str(args.sft_problems)], capture=True))
+            return eval_json(fbt, bundle, ckpt, ["--data", paths["train"]],
+                             ["--task", "chat:" + paths["heldout"], "--regimes",
+                              ",".join(regimes), "--problems", str(args.sft_problems)])
         tuned = "%s-sft-%s" % (rundir, style)
         if not finished_run(tuned, args.sft_steps, seed, spec_path):
             train(fbt, bundle, args.sft_steps, seed, tuned,
@@ -613,7 +640,6 @@ def main():
                     json.dump(trained_spec(specs[kind]), f, indent=1)
             seconds = time.time() - t0
             ckpt = os.path.join(rundir, "latest.safetensors")
-            ev = ["eval", bundles[kind], "--ckpt", ckpt, "--json"] + feed
             r = {"steps": n, "seed": seed, "train_seconds": seconds, "kind": kind,
                  "tokens": n * tokens_per_step,
                  "multiplier": n / steps if kind == "plain" else None,
@@ -622,19 +648,18 @@ def main():
                 r["losses"][split] = held_out_losses(fbt, bundles[kind], ckpt, split,
                                                      windows[1], feed)
             if not data["data"]:  # the tasks ask byte-level questions of the corpus's kinds
-                r["tasks"] = {t: json.loads(run([fbt] + ev + ["--task", t] + problems,
-                                                capture=True))
+                r["tasks"] = {t: eval_json(fbt, bundles[kind], ckpt, feed, ["--task", t] + problems)
                               for t in ("arithmetic", "counting")}
             if data["depth"]:
                 regs = fbt_regimes if kind == "fbt" else ["standard"]
                 r["depth"] = {}
                 for k, path in data["depth"]["problems"].items():
-                    r["depth"][k] = json.loads(run(
-                        [fbt] + ev + ["--task", "file:" + path, "--regimes", ",".join(regs),
-                                      "--problems", str(args.depth_problems or args.problems)],
-                        capture=True))
+                    r["depth"][k] = eval_json(
+                        fbt, bundles[kind], ckpt, feed,
+                        ["--task", "file:" + path, "--regimes", ",".join(regs),
+                         "--problems", str(args.depth_problems or args.problems)])
             if kind == "fbt":
-                r["contraction"] = json.loads(run([fbt] + ev + ["--contraction"], capture=True))
+                r["contraction"] = eval_json(fbt, bundles[kind], ckpt, feed, ["--contraction"])
             if args.probe and label in ("fbt", "same-tokens"):
                 r["probe"] = probe(fbt, os.path.join(out, kind + "-states.fbtb"), ckpt,
                                    kind == "fbt", feed, data["depth"], report_split, args)

@@ -211,13 +211,36 @@ class Session(_fbt._Session):
         `run` recorded (a run folder or a checkpoint in one), else 0.1 each.
         Pass `byte_level` on to evaluate().
         """
+        tokens, byte_level, documents = self._held_out(
+            split, *self._data_args(data, val_fraction, test_fraction, run))
+        return HeldOut(tokens, byte_level, documents)
+
+    def task(self, name, problems=200, regimes=None, seed=20261201, data=None,
+             val_fraction=None, test_fraction=None, run=None):
+        """`fbt eval --task NAME --json` as a dict: greedy exact-match accuracy
+        and mean answer length per regime (default: every regime the bundle
+        decodes) on `problems` held-out problems of `name` ("arithmetic",
+        "counting", "file:PATH", "chat:PATH"), none of whose facts appear in
+        the run's data (`data` and the rest as held_out's)."""
+        return self._task(name, problems, None if regimes is None else list(regimes), seed,
+                          *self._data_args(data, val_fraction, test_fraction, run))
+
+    def contraction(self, split="test", passes=64, generate=500, data=None,
+                    val_fraction=None, test_fraction=None, run=None):
+        """`fbt eval --contraction --json` as a dict: how fast the passes
+        converge over the held-out part's first prompt (||s_k+1 - s_k|| /
+        ||s_k|| for k < `passes`), and the state's RMS along a greedy soft
+        generation of `generate` tokens."""
+        return self._contraction(split, passes, generate,
+                                 *self._data_args(data, val_fraction, test_fraction, run))
+
+    @staticmethod
+    def _data_args(data, val_fraction, test_fraction, run):
         if run is not None:
             run = os.fspath(run)
             if os.path.isdir(run):
                 run = os.path.join(run, "latest.safetensors")
-        tokens, byte_level, documents = self._held_out(
-            split, None if data is None else os.fspath(data), val_fraction, test_fraction, run)
-        return HeldOut(tokens, byte_level, documents)
+        return (None if data is None else os.fspath(data), val_fraction, test_fraction, run)
 
     def states(self, tokens, mode=None, passes=None, lengths=None):
         """Every layer's residual stream over a prompt, [passes, L + 1, T, D]

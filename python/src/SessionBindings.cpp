@@ -16,6 +16,7 @@
 
 #include "runtime/base/Error.h"
 #include "runtime/eval/Evaluation.h"
+#include "runtime/eval/Tasks.h"
 #include "runtime/format/StepNames.h"
 #include "runtime/hal/cpu/CpuThreads.h"
 #include "runtime/text/GrowingText.h"
@@ -302,27 +303,69 @@ py::array states(PySession &p, const py::handle &tokens, int64_t passes,
   return ownedArray(std::move(out), {passes, layers, n, width, d});
 }
 
-/// One part of a run's data as its run cut it: (ids, byte_level, documents).
-py::tuple heldOut(PySession &p, const std::string &split, const std::optional<std::string> &data,
-                  std::optional<double> valFraction, std::optional<double> testFraction,
-                  const std::optional<std::string> &run) {
-  DataPart part = parsePart(split);
+HeldOutOptions heldOutOptions(const std::optional<std::string> &data,
+                              std::optional<double> valFraction,
+                              std::optional<double> testFraction,
+                              const std::optional<std::string> &run) {
   HeldOutOptions o;
   o.data = data.value_or("");
   o.ckpt = run.value_or("");
   o.valFraction = valFraction;
   o.testFraction = testFraction;
+  return o;
+}
+
+/// One part of a run's data as its run cut it: (ids, byte_level, documents).
+py::tuple heldOut(PySession &p, const std::string &split, const std::optional<std::string> &data,
+                  std::optional<double> valFraction, std::optional<double> testFraction,
+                  const std::optional<std::string> &run) {
+  DataPart part = parsePart(split);
   HeldOutData d;
   {
     py::gil_scoped_release unlocked;
     auto locked = p.lock();
-    d = loadHeldOutData(p.session(), o);
+    d = loadHeldOutData(p.session(), heldOutOptions(data, valFraction, testFraction, run));
   }
   const TokenStream &ids = d.splits.part(part);
   Int32Array out(py::ssize_t(ids.size()));
   if (ids.size())
     ids.copy(0, ids.size(), out.mutable_data());
   return py::make_tuple(out, d.byteLevel, d.splits.documentsIn(part));
+}
+
+/// fbt eval --task's JSON: greedy exact-match accuracy per regime on
+/// held-out problems (none of whose facts are in the run's data).
+py::object task(PySession &p, const std::string &name, int64_t problems,
+                const std::optional<std::vector<std::string>> &regimes, uint64_t seed,
+                const std::optional<std::string> &data, std::optional<double> valFraction,
+                std::optional<double> testFraction, const std::optional<std::string> &run) {
+  std::vector<Regime> rs = regimesOf(regimes);
+  Json j;
+  {
+    py::gil_scoped_release unlocked;
+    auto locked = p.lock();
+    HeldOutData d =
+        loadHeldOutData(p.session(), heldOutOptions(data, valFraction, testFraction, run));
+    j = toJson(name, evaluateTaskOnData(p.session(), name, d.tokens, d.ids, rs, problems, seed));
+  }
+  return toPython(j);
+}
+
+/// fbt eval --contraction's JSON over the first prompt of a held-out part.
+py::object contraction(PySession &p, const std::string &split, int64_t passes, int64_t generate,
+                       const std::optional<std::string> &data,
+                       std::optional<double> valFraction, std::optional<double> testFraction,
+                       const std::optional<std::string> &run) {
+  DataPart part = parsePart(split);
+  Json j;
+  {
+    py::gil_scoped_release unlocked;
+    auto locked = p.lock();
+    HeldOutData d =
+        loadHeldOutData(p.session(), heldOutOptions(data, valFraction, testFraction, run));
+    j = toJson(evaluateContractionOn(p.session(), d.splits.part(part), passes, generate));
+  }
+  return toPython(j);
 }
 
 py::array parameter(PySession &p, const std::string &name) {
@@ -406,6 +449,12 @@ void defineSession(py::module_ &m) {
       .def("states", &states, py::arg("tokens"), py::arg("passes") = 1,
            py::arg("lengths") = py::none())
       .def("_held_out", &heldOut, py::arg("split"), py::arg("data"), py::arg("val_fraction"),
+           py::arg("test_fraction"), py::arg("run"))
+      .def("_task", &task, py::arg("name"), py::arg("problems"), py::arg("regimes"),
+           py::arg("seed"), py::arg("data"), py::arg("val_fraction"), py::arg("test_fraction"),
+           py::arg("run"))
+      .def("_contraction", &contraction, py::arg("split"), py::arg("passes"),
+           py::arg("generate"), py::arg("data"), py::arg("val_fraction"),
            py::arg("test_fraction"), py::arg("run"))
       .def("parameter", &parameter, py::arg("name"))
       .def("encode",

@@ -5,7 +5,9 @@
 // why, e.g. "ckpt.safetensors: tensor 'lm_head.weight': ...". The message is
 // complete on its own: the CLI catches RuntimeError at the top level, prints
 // what() on one line and exits non-zero. Nothing else is thrown on purpose
-// (std::bad_alloc aside).
+// (std::bad_alloc aside). A message quotes what it was given (a tensor name
+// from a file, a path, a field of a request), so the one line is kept here,
+// not by each caller: control characters are written as escapes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,9 +21,35 @@
 
 namespace fbt {
 
+/// `text` with each control character (a line break, a tab, DEL) written
+/// as an escape (\n, \t, \x7f): a message stays one line whatever
+/// it quotes. Bytes from 0x80 up are kept, so UTF-8 names read as written.
+inline std::string oneLine(const std::string &text) {
+  std::string out;
+  out.reserve(text.size());
+  for (unsigned char c : text) {
+    if (c >= 0x20 && c != 0x7f) {
+      out += static_cast<char>(c);
+      continue;
+    }
+    static const char hex[] = "0123456789abcdef";
+    switch (c) {
+    case '\n': out += "\\n"; break;
+    case '\r': out += "\\r"; break;
+    case '\t': out += "\\t"; break;
+    default:
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    }
+  }
+  return out;
+}
+
 class RuntimeError : public std::runtime_error {
 public:
-  using std::runtime_error::runtime_error;
+  explicit RuntimeError(const std::string &message) : std::runtime_error(oneLine(message)) {}
+  explicit RuntimeError(const char *message) : RuntimeError(std::string(message)) {}
 };
 
 /// "what: <strerror(errno)>", for failed system calls. Call it right after

@@ -318,4 +318,17 @@ Json toJson(const ContractionReport &r) {
        {"soft_state_rms", Json::array_t(r.stateRms.begin(), r.stateRms.end())}});
 }
 
+ContractionReport evaluateContractionOn(Session &session, const TokenStream &heldOut,
+                                        int64_t passes, int64_t generate) {
+  if (passes < 2 || generate < 0)
+    throw RuntimeError("--contraction-passes must be >= 2, --generate >= 0");
+  const ModelConfig &config = session.model();
+  int64_t promptLen = std::min<int64_t>(config.inference.maxPromptLength, heldOut.size());
+  std::vector<int32_t> prompt(promptLen);
+  heldOut.copy(0, promptLen, prompt.data());
+  if (!prompt.empty() && prompt[0] != config.bosTokenId)
+    prompt[0] = int32_t(config.bosTokenId); // a prompt starts a document
+  return evaluateContraction(session, prompt, passes, generate);
+}
+
 } // namespace fbt

@@ -93,6 +93,11 @@ struct ContractionReport {
 ContractionReport evaluateContraction(Session &session,
                                       const std::vector<int32_t> &prompt,
                                       int64_t passes, int64_t generate);
+/// `fbt eval --contraction`: over the held-out part's first prompt (the
+/// bundle's longest, starting a document), `passes` >= 2 passes and a
+/// greedy soft generation of `generate` >= 0 tokens.
+ContractionReport evaluateContractionOn(Session &session, const TokenStream &heldOut,
+                                        int64_t passes, int64_t generate);
 
 Json toJson(const LossReport &r);
 Json toJson(const ContractionReport &r);

@@ -272,4 +272,24 @@ Json toJson(const std::string &task, const std::vector<TaskResult> &results) {
                        {"regimes", std::move(regimes)}});
 }
 
+std::vector<TaskResult> evaluateTaskOnData(Session &session, const std::string &task,
+                                           const TokenStream &data, bool ids,
+                                           std::vector<Regime> regimes, int64_t count,
+                                           uint64_t seed) {
+  const std::string &tokenizer = session.tokenizerName();
+  if (tokenizer != "bytes")
+    throw RuntimeError("--task asks byte-level text questions and needs a run "
+                       "trained on bytes; this run's tokenizer is " + tokenizer);
+  if (ids)
+    throw RuntimeError("--task asks byte-level text questions; the data is "
+                       "token ids (.bin)");
+  if (count < 1)
+    throw RuntimeError("--problems must be >= 1");
+  if (regimes.empty())
+    regimes = defaultRegimes(session.bundle());
+  std::string text = detokenize(data.toVector());
+  auto problems = makeTask(task, count, seed, text);
+  return evaluateTask(session, problems, regimes, session.model().bosTokenId);
+}
+
 } // namespace fbt

@@ -41,6 +41,7 @@
 #include "runtime/base/Json.h"
 #include "runtime/decode/Decoder.h"
 #include "runtime/session/Session.h"
+#include "runtime/text/TokenStream.h"
 
 #include <cstdint>
 #include <string>
@@ -87,6 +88,16 @@ std::vector<TaskResult> evaluateTask(Session &session,
                                      int64_t bosToken);
 
 Json toJson(const std::string &task, const std::vector<TaskResult> &results);
+
+/// `fbt eval --task`: `count` problems of `task` under `seed`, none of whose
+/// facts appear in `data` (the run's whole data: validation text counts as
+/// seen), answered in each regime (empty: the bundle's defaults). Byte-level
+/// text questions: throws for a run on another tokenizer, or for `data` that
+/// is token ids (`ids`).
+std::vector<TaskResult> evaluateTaskOnData(Session &session, const std::string &task,
+                                           const TokenStream &data, bool ids,
+                                           std::vector<Regime> regimes, int64_t count,
+                                           uint64_t seed);
 
 } // namespace fbt
 

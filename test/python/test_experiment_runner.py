@@ -47,3 +47,11 @@ def test_runner_trains_as_fbt_train(fbt, bundle, work, monkeypatch):
         assert ours == cli, split
     held = fbt.Session(bundle, ckpt=ckpt).held_out("validation", data=data, run=work / "runner-cli")
     assert held.byte_level and held.documents > 0 and held.tokens[0] == 0
+    # Its tasks and contraction too.
+    for measure in (["--task", "arithmetic", "--problems", "6"],
+                    ["--task", "counting", "--regimes", "standard,soft", "--problems", "4"],
+                    ["--contraction"]):
+        ours = experiment.eval_json(FBT, bundle.path, ckpt, data_flags, measure)
+        cli = json.loads(run_cli(FBT, "eval", bundle.path, "--ckpt", ckpt, "--json", *data_flags,
+                                 *measure, "--threads", THREADS))
+        assert ours == cli, measure

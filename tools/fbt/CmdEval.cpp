@@ -75,24 +75,9 @@ void printLosses(const LossReport &r, const char *part) {
 /// --task: exact-match accuracy of greedy answers, per regime.
 int runTask(const CommandLine &args, Session &session, const TokenStream &tokens, bool ids,
             std::vector<Regime> regimes, bool json) {
-  const std::string &tokenizer = session.tokenizerName();
-  int64_t bos = session.model().bosTokenId;
-  if (tokenizer != "bytes")
-    throw RuntimeError("--task asks byte-level text questions and needs a run "
-                       "trained on bytes; this run's tokenizer is " + tokenizer);
-  if (ids)
-    throw RuntimeError("--task asks byte-level text questions; the data is "
-                       "token ids (.bin)");
-  if (regimes.empty())
-    regimes = defaultRegimes(session.bundle());
   int64_t count = args.getInt("problems", 200);
-  if (count < 1)
-    throw RuntimeError("--problems must be >= 1");
-  // Facts of the whole data set count as seen (validation text included).
-  std::string text = detokenize(tokens.toVector());
-  auto problems = makeTask(args.get("task"), count,
-                           (uint64_t)args.getInt("seed", 20261201), text);
-  auto results = evaluateTask(session, problems, regimes, bos);
+  auto results = evaluateTaskOnData(session, args.get("task"), tokens, ids, regimes, count,
+                                    (uint64_t)args.getInt("seed", 20261201));
   if (json) {
     std::printf("%s\n", dumpJson(toJson(args.get("task"), results)).c_str());
     return 0;
@@ -110,19 +95,9 @@ int runTask(const CommandLine &args, Session &session, const TokenStream &tokens
 /// a soft generation.
 int runContraction(const CommandLine &args, Session &session, const TokenStream &heldOut,
                    bool json) {
-  const ModelConfig &config = session.model();
-  int64_t bos = config.bosTokenId;
-  int64_t passes = args.getInt("contraction-passes", 64);
-  int64_t generate = args.getInt("generate", 500);
-  if (passes < 2 || generate < 0)
-    throw RuntimeError("--contraction-passes must be >= 2, --generate >= 0");
-  int64_t promptLen = config.inference.maxPromptLength;
-  promptLen = std::min<int64_t>(promptLen, heldOut.size());
-  std::vector<int32_t> prompt(promptLen);
-  heldOut.copy(0, promptLen, prompt.data());
-  if (prompt[0] != bos)
-    prompt[0] = (int32_t)bos; // a prompt starts a document
-  ContractionReport r = evaluateContraction(session, prompt, passes, generate);
+  ContractionReport r = evaluateContractionOn(session, heldOut,
+                                              args.getInt("contraction-passes", 64),
+                                              args.getInt("generate", 500));
   if (json) {
     std::printf("%s\n", dumpJson(toJson(r)).c_str());
     return 0;

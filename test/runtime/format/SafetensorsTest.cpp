@@ -296,6 +296,21 @@ TEST(SafetensorsTest, TensorEntryErrors) {
       "duplicate key \"w\"");
 }
 
+// A name is the file's text: quoted in an error it must not break the
+// message's one line (found by prompts_fuzzer: "prompt_l\ngths" listed among
+// the tensors a missing one was looked for in).
+TEST(SafetensorsTest, ANameWithALineBreakStaysOnTheErrorsLine) {
+  SafetensorsFile f = parseSafetensors(
+      image(R"({"a\nb": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}})", 8),
+      "m.safetensors");
+  try {
+    f.at("w");
+    FAIL() << "no error for a missing tensor";
+  } catch (const RuntimeError &e) {
+    EXPECT_STREQ(e.what(), "m.safetensors: no tensor named 'w' (have: a\\nb)");
+  }
+}
+
 TEST(SafetensorsTest, SpansMustTileTheData) {
   auto two = [](const char *a, const char *b, size_t data) {
     return parseError(
