@@ -27,7 +27,10 @@ The models, one spec:
 fit a time budget: --set training.batch_size=8); `--fbt-set` the FBT's alone
 (a recipe variant), and `--baselines DIR` then takes the plain runs from an
 earlier run of the same spec and data instead of training them again. Each
-is trained with `fbt train` and measured with `fbt eval`: held-out loss per
+is trained as `fbt train` does and measured as `fbt eval` and `fbt probe`
+do: in this process through the build's fbt module (python/; the same run
+folders and JSON, test/python/test_experiment_runner.py), or as those
+commands where the build has none. Measured: held-out loss per
 pass and per decoding regime (standard, soft, fused:2, fused:3), task
 accuracy (arithmetic, counting; on the embedded corpus) per regime, and for
 the FBT the contraction of its feedback map.
@@ -62,8 +65,8 @@ questions, answered plainly or with worked steps (one tuned run per style),
 and asked held-out questions before and after (`fbt eval --task chat:`):
 accuracy and mean answer length per regime, sft.md.
 
---probe compiles each model with `fbtc --with-states` and runs `fbt probe`
-on the report part for the FBT (standard prefill and fused:2..8) and the
+--probe compiles each model with `fbtc --with-states` and probes it
+(`fbt probe`) on the report part for the FBT (standard prefill and fused:2..8) and the
 same-tokens plain model (and, for the FBT, the states soft decoding
 carries): test R^2 of ridge probes per layer and regime for
 bracket depth, indentation and the letter control, beside random features
@@ -753,17 +756,27 @@ class Progress:
 
 def probe(fbt, bundle, ckpt, feedback, feed, depth, split, args):
     """fbt probe's JSON: the code targets on the held-out part, and with the
-    depth task the running value on its held-out problems (probe.jsonl)."""
+    depth task the running value on its held-out problems (probe.jsonl); in
+    this process where the build has the module (the same JSON), else as
+    processes."""
+    module = fbt_module(fbt)
+    windows = 30 if args.quick else args.probe_windows
     common = [fbt, "probe", bundle, "--ckpt", ckpt, "--json", "--split", split,
-              "--windows", str(30 if args.quick else args.probe_windows)] + \
-        (["--soft"] if feedback else [])
-    out = json.loads(run(common + feed, capture=True))
+              "--windows", str(windows)] + (["--soft"] if feedback else [])
+
+    def measure(flags, targets=None):
+        cmd = common + (["--targets", targets] if targets else []) + flags
+        if module is None:
+            return json.loads(run(cmd, capture=True))
+        session, data = in_process(module, cmd, bundle, ckpt, flags)
+        return session.probe(split, targets=targets or "depth,indent,letter", soft=feedback,
+                             windows=windows, **data)
+
+    out = measure(feed)
     if depth:
         p = depth["probe"]
-        task = json.loads(run(common + ["--targets", "value", "--data", p["data"],
-                                        "--val-fraction", repr(p["val_fraction"]),
-                                        "--test-fraction", repr(p["test_fraction"])],
-                              capture=True))
+        task = measure(["--data", p["data"], "--val-fraction", repr(p["val_fraction"]),
+                        "--test-fraction", repr(p["test_fraction"])], "value")
         out["targets"]["value"] = task["targets"]["value"]
     return out
 

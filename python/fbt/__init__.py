@@ -234,6 +234,21 @@ class Session(_fbt._Session):
         return self._contraction(split, passes, generate,
                                  *self._data_args(data, val_fraction, test_fraction, run))
 
+    def probe(self, split="test", targets=("depth", "indent", "letter"), passes=None,
+              soft=False, windows=96, seed=1, data=None, val_fraction=None,
+              test_fraction=None, run=None):
+        """`fbt probe --json` as a dict: ridge probes of every layer's
+        residual stream (a bundle compiled with with_states=True) on
+        `windows` windows of a held-out part, under plain prefill and the
+        fused passes up to `passes` (8 with feedback, else 1), with `soft`
+        also the soft recurrence; per target its test R^2 (depth, indent,
+        letter) or accuracy (value) by regime and layer, beside random
+        features of the same width (`random`)."""
+        if isinstance(targets, str):
+            targets = targets.split(",")
+        return self._probe(split, list(targets), passes, bool(soft), windows, seed,
+                           *self._data_args(data, val_fraction, test_fraction, run))
+
     @staticmethod
     def _data_args(data, val_fraction, test_fraction, run):
         if run is not None:

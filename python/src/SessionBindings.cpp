@@ -16,6 +16,7 @@
 
 #include "runtime/base/Error.h"
 #include "runtime/eval/Evaluation.h"
+#include "runtime/eval/LayerProbes.h"
 #include "runtime/eval/Tasks.h"
 #include "runtime/format/StepNames.h"
 #include "runtime/hal/cpu/CpuThreads.h"
@@ -368,6 +369,37 @@ py::object contraction(PySession &p, const std::string &split, int64_t passes, i
   return toPython(j);
 }
 
+/// fbt probe --json's object over windows of a held-out part.
+py::object probeLayersOf(PySession &p, const std::string &split,
+                         const std::vector<std::string> &targets, std::optional<int64_t> passes,
+                         bool soft, int64_t windows, uint64_t seed,
+                         const std::optional<std::string> &data,
+                         std::optional<double> valFraction, std::optional<double> testFraction,
+                         const std::optional<std::string> &run) {
+  DataPart part = parsePart(split);
+  if (part == DataPart::Train)
+    throw RuntimeError("split 'train': a probe measures held-out parts");
+  LayerProbeOptions options;
+  options.targets.clear();
+  for (const std::string &t : targets)
+    options.targets.push_back(probe::parseTarget(t));
+  if (passes && *passes < 1)
+    throw RuntimeError("passes must be >= 1, got " + std::to_string(*passes));
+  options.passes = passes.value_or(0);
+  options.soft = soft;
+  options.windows = windows;
+  options.seed = seed;
+  Json j;
+  {
+    py::gil_scoped_release unlocked;
+    auto locked = p.lock();
+    HeldOutData d =
+        loadHeldOutData(p.session(), heldOutOptions(data, valFraction, testFraction, run));
+    j = probeLayers(p.session(), d.splits.part(part), partName(part), options);
+  }
+  return toPython(j);
+}
+
 py::array parameter(PySession &p, const std::string &name) {
   Session &s = p.session();
   int64_t i = s.paramIndex(name);
@@ -456,6 +488,9 @@ void defineSession(py::module_ &m) {
       .def("_contraction", &contraction, py::arg("split"), py::arg("passes"),
            py::arg("generate"), py::arg("data"), py::arg("val_fraction"),
            py::arg("test_fraction"), py::arg("run"))
+      .def("_probe", &probeLayersOf, py::arg("split"), py::arg("targets"), py::arg("passes"),
+           py::arg("soft"), py::arg("windows"), py::arg("seed"), py::arg("data"),
+           py::arg("val_fraction"), py::arg("test_fraction"), py::arg("run"))
       .def("parameter", &parameter, py::arg("name"))
       .def("encode",
            [](PySession &p, const std::string &text) {

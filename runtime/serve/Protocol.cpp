@@ -22,30 +22,8 @@ std::string ApiError::body() const {
 }
 
 namespace {
-/// `s` on one line: the request's own text (a field's name, a role, a
-/// regime) may hold control characters, which are written as escapes.
-std::string oneLine(const std::string &s) {
-  std::string out;
-  for (unsigned char c : s) {
-    if (c >= 0x20 && c != 0x7f) {
-      out += (char)c;
-      continue;
-    }
-    if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else {
-      char esc[8];
-      std::snprintf(esc, sizeof esc, "\\x%02X", c);
-      out += esc;
-    }
-  }
-  return out;
-}
-
 [[noreturn]] void bad(const std::string &param, const std::string &message) {
-  throw ApiError{400, oneLine(message), param};
+  throw ApiError{400, message, param};
 }
 
 const char *kindOf(const Json &v) { return jsonKindName(v); }

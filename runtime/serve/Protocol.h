@@ -38,6 +38,7 @@
 #ifndef FBT_RUNTIME_SERVE_PROTOCOL_H
 #define FBT_RUNTIME_SERVE_PROTOCOL_H
 
+#include "runtime/base/Error.h"
 #include "runtime/base/Json.h"
 #include "runtime/decode/LogitControls.h"
 #include "runtime/decode/Regime.h"
@@ -53,6 +54,12 @@ namespace fbt {
 constexpr int64_t kMaxFusedPasses = 8;
 
 struct ApiError {
+  /// The message quotes the request's own text (a field's name, a role, a
+  /// model), so it is kept to one line here (oneLine, Error.h).
+  ApiError(int status, const std::string &message, std::string param = "",
+           std::string type = "invalid_request_error")
+      : status(status), message(oneLine(message)), param(std::move(param)),
+        type(std::move(type)) {}
   int status = 400;
   std::string message, param;
   std::string type = "invalid_request_error";

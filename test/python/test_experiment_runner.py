@@ -5,6 +5,7 @@ import os
 import sys
 
 import numpy as np
+import pytest
 
 from conftest import FBT, SPECS, THREADS, metrics, run_cli
 from test_cli_parity import untimed
@@ -55,3 +56,38 @@ def test_runner_trains_as_fbt_train(fbt, bundle, work, monkeypatch):
         cli = json.loads(run_cli(FBT, "eval", bundle.path, "--ckpt", ckpt, "--json", *data_flags,
                                  *measure, "--threads", THREADS))
         assert ours == cli, measure
+
+
+def test_runner_probes_as_fbt_probe(fbt, work, cli_run, monkeypatch):
+    """experiment.probe (Session.probe) gives fbt probe's JSON, the soft
+    states and the value target on a depth-task file included; bad options
+    are errors naming what was wrong."""
+    from conftest import TINY
+    import argparse
+    states = fbt.compile(TINY, output=work / "tiny-probe-states.fbtb", with_states=True)
+    ckpt = str(cli_run / "latest.safetensors")
+    tasks = work / "depth.jsonl"
+    with open(tasks, "w") as f:  # problem lines "$d+-...=v", as scripts/depth_task.py writes
+        for i in range(300):
+            ups = "+-+" * (i % 3 + 1)
+            f.write(json.dumps({"text": "$%d%s=%d\n" % (i % 7, ups, i % 7 + 1)}) + "\n")
+    depth = {"probe": {"data": str(tasks), "val_fraction": 0.3, "test_fraction": 0.3}}
+    args = argparse.Namespace(quick=False, probe_windows=10)
+    monkeypatch.setenv("OMP_NUM_THREADS", str(THREADS))
+    ours = experiment.probe(FBT, states.path, ckpt, True, [], depth, "validation", args)
+    cli = json.loads(run_cli(FBT, "probe", states.path, "--ckpt", ckpt, "--json", "--split",
+                             "validation", "--windows", 10, "--soft", "--threads", THREADS))
+    value = json.loads(run_cli(FBT, "probe", states.path, "--ckpt", ckpt, "--json", "--split",
+                               "validation", "--windows", 10, "--soft", "--targets", "value",
+                               "--data", tasks, "--val-fraction", "0.3", "--test-fraction", "0.3",
+                               "--threads", THREADS))
+    cli["targets"]["value"] = value["targets"]["value"]
+    assert ours == cli
+    assert set(ours["targets"]["depth"]["test_r2"]) == {"standard", "soft"} | {
+        "fused:%d" % k for k in range(2, 9)}
+    session = fbt.Session(states, ckpt=ckpt, threads=THREADS)
+    for kwargs, says in ((dict(split="train"), "held-out"), (dict(windows=4), "windows >= 5"),
+                         (dict(passes=0), "passes must be >= 1"),
+                         (dict(targets="depth,width"), "width")):
+        with pytest.raises(fbt.Error, match=says):
+            session.probe(**kwargs)

@@ -253,3 +253,12 @@ TEST(ProtocolTest, RepliesAreOpenAiShaped) {
   EXPECT_EQ(e.body(),
             R"({"error":{"message":"bad","type":"invalid_request_error","param":"n","code":null}})");
 }
+
+// Every API error's message quotes the request (a model's name, a role), so
+// the error itself keeps it to one line, not each place that throws one.
+TEST(ProtocolTest, AnApiErrorsMessageIsOneLineWhateverItQuotes) {
+  ApiError e{404, "model 'a\nb\x01' is not served here", "model"};
+  EXPECT_EQ(e.message, "model 'a\\nb\\x01' is not served here");
+  EXPECT_EQ(e.status, 404);
+  EXPECT_EQ(e.type, "invalid_request_error");
+}
