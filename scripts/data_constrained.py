@@ -173,12 +173,11 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     recipe = code_corpus.build(os.path.join(args.out, "data", "code-bytes"), "bytes", fbt=fbt)
     specs = write_specs(args.spec, args.set, args.out)
-    describe = {m: json.loads(experiment.run([fbtc, specs[m], "--describe", "--json"],
-                                             capture=True)) for m in models}
+    describe = {m: experiment.describe_spec(fbtc, specs[m]) for m in models}
     bundles = {}
     for m in models:
         bundles[m] = os.path.join(args.out, m + ".fbtb")
-        experiment.run([fbtc, specs[m], "--target=cpu", "-o", bundles[m]])
+        experiment.compile_spec(fbtc, specs[m], bundles[m])
     with open(args.spec) as f:
         base_seed = args.seed if args.seed is not None else \
             json.load(f).get("training", {}).get("seed", 1234)

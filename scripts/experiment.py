@@ -99,7 +99,8 @@ _modules = {}  # build folder -> its fbt module (None: the build has none)
 
 def fbt_module(fbt):
     """The fbt Python module of the build whose CLI is `fbt` (BUILD/tools/fbt/fbt
-    -> BUILD/python), or None where that build made none."""
+    or BUILD/tools/fbtc/fbtc -> BUILD/python), or None where that build made
+    none."""
     build = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(fbt))))
     if build not in _modules:
         _modules[build] = None
@@ -185,6 +186,30 @@ def held_out_losses(fbt, bundle, ckpt, split, windows, flags, regimes=None):
                          byte_level=part.byte_level)
     r["split"] = split
     return r
+
+
+def describe_spec(fbtc, spec):
+    """`fbtc SPEC --describe --json`, in this process where the build has
+    the module (the same dict, test/python/test_cli_parity.py)."""
+    module = fbt_module(fbtc)
+    cmd = [fbtc, spec, "--describe", "--json"]
+    if module is None:
+        return json.loads(run(cmd, capture=True))
+    print("$ (in-process) fbtc " + " ".join(cmd[1:]), flush=True)
+    return module.describe(spec)
+
+
+def compile_spec(fbtc, spec, bundle, with_states=False):
+    """`fbtc SPEC --target=cpu [--with-states] -o BUNDLE`, in this process
+    where the build has the module."""
+    module = fbt_module(fbtc)
+    cmd = [fbtc, spec, "--target=cpu"] + (["--with-states"] if with_states else []) + [
+        "-o", bundle]
+    if module is None:
+        run(cmd)
+        return
+    print("$ (in-process) fbtc " + " ".join(cmd[1:]), flush=True)
+    module.compile(spec, target="cpu", output=bundle, with_states=with_states)
 
 
 def train(fbt, bundle, steps, seed, rundir, flags):
@@ -544,8 +569,7 @@ def main():
     with open(specs["plain"], "w") as f:
         json.dump(plain, f, indent=2)
 
-    describe = {k: json.loads(run([fbtc, p, "--describe", "--json"], capture=True))
-                for k, p in specs.items()}
+    describe = {k: describe_spec(fbtc, p) for k, p in specs.items()}
     weights = schedule_weights(describe["fbt"], steps)
     fbt_flops = sum(w * flops_per_token(describe["fbt"], k) for k, w in weights.items())
     plain_flops = flops_per_token(describe["plain"], 1)
@@ -561,8 +585,7 @@ def main():
         specs["deeper"] = os.path.join(out, "deeper.json")
         with open(specs["deeper"], "w") as f:
             json.dump(deeper, f, indent=2)
-        describe["deeper"] = json.loads(run([fbtc, specs["deeper"], "--describe", "--json"],
-                                            capture=True))
+        describe["deeper"] = describe_spec(fbtc, specs["deeper"])
     flops = {"fbt": fbt_flops, "plain": plain_flops}
     if "deeper" in describe:
         flops["deeper"] = flops_per_token(describe["deeper"], 1)
@@ -583,10 +606,9 @@ def main():
         check_depth_prompts(data["depth"], describe)
     for key, path in specs.items():
         bundles[key] = os.path.join(out, key + ".fbtb")
-        run([fbtc, path, "--target=cpu", "-o", bundles[key]])
+        compile_spec(fbtc, path, bundles[key])
         if args.probe:  # the same steps and the states steps (fbtc --with-states)
-            run([fbtc, path, "--target=cpu", "--with-states", "-o",
-                 os.path.join(out, key + "-states.fbtb")])
+            compile_spec(fbtc, path, os.path.join(out, key + "-states.fbtb"), with_states=True)
 
     feed = ["--data", data["data"]] if data["data"] else []
     if data["val_fraction"] is not None:

@@ -91,3 +91,17 @@ def test_runner_probes_as_fbt_probe(fbt, work, cli_run, monkeypatch):
                          (dict(targets="depth,width"), "width")):
         with pytest.raises(fbt.Error, match=says):
             session.probe(**kwargs)
+
+
+def test_runner_compiles_as_fbtc(fbt, work):
+    """experiment.compile_spec and describe_spec (through the module) give
+    fbtc's bundle, byte for byte, and its --describe --json."""
+    from conftest import TINY
+    fbtc = os.path.join(os.path.dirname(os.path.dirname(FBT)), "fbtc", "fbtc")
+    for states in (False, True):
+        ours, theirs = work / ("runner-%d.fbtb" % states), work / ("fbtc-%d.fbtb" % states)
+        experiment.compile_spec(fbtc, TINY, str(ours), with_states=states)
+        run_cli(fbtc, TINY, "--target=cpu", *(["--with-states"] if states else []), "-o", theirs)
+        assert ours.read_bytes() == theirs.read_bytes(), states
+    assert experiment.describe_spec(fbtc, TINY) == json.loads(
+        run_cli(fbtc, TINY, "--describe", "--json"))
