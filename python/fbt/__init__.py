@@ -225,13 +225,16 @@ class Session(_fbt._Session):
         return self._task(name, problems, None if regimes is None else list(regimes), seed,
                           *self._data_args(data, val_fraction, test_fraction, run))
 
-    def contraction(self, split="test", passes=64, generate=500, data=None,
-                    val_fraction=None, test_fraction=None, run=None):
+    def contraction(self, split="test", passes=64, prompts=64, sequences=16, generate=500,
+                    data=None, val_fraction=None, test_fraction=None, run=None):
         """`fbt eval --contraction --json` as a dict: how fast the passes
-        converge over the held-out part's first prompt (||s_k+1 - s_k|| /
-        ||s_k|| for k < `passes`), and the state's RMS along a greedy soft
-        generation of `generate` tokens."""
-        return self._contraction(split, passes, generate,
+        converge (||s_k+1 - s_k|| / ||s_k|| for k < `passes` over the
+        positions pass k+1 can still change, t >= k; the mean over `prompts`
+        held-out prompts, its standard error, and over all positions beside
+        it), the state's RMS along a greedy soft generation of `generate`
+        tokens, and each position's loss teacher-forced over `sequences`
+        windows of the whole context, soft and standard."""
+        return self._contraction(split, passes, prompts, sequences, generate,
                                  *self._data_args(data, val_fraction, test_fraction, run))
 
     def probe(self, split="test", targets=("depth", "indent", "letter"), passes=None,

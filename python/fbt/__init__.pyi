@@ -101,7 +101,8 @@ class Session:
     def task(self, name: str, problems: int = ..., regimes: Optional[Sequence[str]] = ...,
              seed: int = ..., data: Optional[PathLike] = ..., val_fraction: Optional[float] = ...,
              test_fraction: Optional[float] = ..., run: Optional[PathLike] = ...) -> Dict[str, Any]: ...
-    def contraction(self, split: str = ..., passes: int = ..., generate: int = ...,
+    def contraction(self, split: str = ..., passes: int = ..., prompts: int = ...,
+                    sequences: int = ..., generate: int = ...,
                     data: Optional[PathLike] = ..., val_fraction: Optional[float] = ...,
                     test_fraction: Optional[float] = ...,
                     run: Optional[PathLike] = ...) -> Dict[str, Any]: ...

@@ -353,7 +353,8 @@ py::object task(PySession &p, const std::string &name, int64_t problems,
 }
 
 /// fbt eval --contraction's JSON over the first prompt of a held-out part.
-py::object contraction(PySession &p, const std::string &split, int64_t passes, int64_t generate,
+py::object contraction(PySession &p, const std::string &split, int64_t passes, int64_t prompts,
+                       int64_t sequences, int64_t generate,
                        const std::optional<std::string> &data,
                        std::optional<double> valFraction, std::optional<double> testFraction,
                        const std::optional<std::string> &run) {
@@ -364,7 +365,12 @@ py::object contraction(PySession &p, const std::string &split, int64_t passes, i
     auto locked = p.lock();
     HeldOutData d =
         loadHeldOutData(p.session(), heldOutOptions(data, valFraction, testFraction, run));
-    j = toJson(evaluateContractionOn(p.session(), d.splits.part(part), passes, generate));
+    ContractionOptions o;
+    o.passes = passes;
+    o.prompts = prompts;
+    o.sequences = sequences;
+    o.generate = generate;
+    j = toJson(evaluateContractionOn(p.session(), d.splits.part(part), o));
   }
   return toPython(j);
 }
@@ -486,7 +492,7 @@ void defineSession(py::module_ &m) {
            py::arg("seed"), py::arg("data"), py::arg("val_fraction"), py::arg("test_fraction"),
            py::arg("run"))
       .def("_contraction", &contraction, py::arg("split"), py::arg("passes"),
-           py::arg("generate"), py::arg("data"), py::arg("val_fraction"),
+           py::arg("prompts"), py::arg("sequences"), py::arg("generate"), py::arg("data"), py::arg("val_fraction"),
            py::arg("test_fraction"), py::arg("run"))
       .def("_probe", &probeLayersOf, py::arg("split"), py::arg("targets"), py::arg("passes"),
            py::arg("soft"), py::arg("windows"), py::arg("seed"), py::arg("data"),

@@ -249,35 +249,6 @@ LossReport evaluateLosses(Session &session, const TokenStream &heldOut,
   return r;
 }
 
-ContractionReport evaluateContraction(Session &session,
-                                      const std::vector<int32_t> &prompt,
-                                      int64_t passes, int64_t generate) {
-  Decoder decoder(session);
-  ContractionReport r;
-  r.promptLength = int64_t(prompt.size());
-  std::vector<std::vector<float>> states = decoder.passStates(prompt, passes);
-  for (size_t k = 0; k + 1 < states.size(); ++k) {
-    double diff = 0, base = 0;
-    for (size_t i = 0; i < states[k].size(); ++i) {
-      double d = double(states[k + 1][i]) - double(states[k][i]);
-      diff += d * d;
-      base += double(states[k][i]) * double(states[k][i]);
-    }
-    r.ratios.push_back(std::sqrt(diff) / std::max(std::sqrt(base), 1e-30));
-  }
-  int64_t room = decoder.maxSequence() - int64_t(prompt.size());
-  int64_t n = std::min(generate, room);
-  if (n > 0) {
-    SamplingOptions greedy;
-    decoder.generate({prompt}, Regime::parse("soft"), greedy, n,
-                     [&](int64_t, int32_t) {
-                       r.stateRms.push_back(rms(decoder.state(0), decoder.width()));
-                       return true;
-                     });
-  }
-  return r;
-}
-
 namespace {
 Json meanJson(const MeanLoss &m, const char *name) {
   return Json::object({{name, m.loss}, {"se", m.se}, {"se_documents", m.seDocuments}});
@@ -312,23 +283,131 @@ Json toJson(const LossReport &r) {
 }
 
 Json toJson(const ContractionReport &r) {
-  return Json::object(
-      {{"contraction", Json::array_t(r.ratios.begin(), r.ratios.end())},
-       {"prompt_length", r.promptLength},
-       {"soft_state_rms", Json::array_t(r.stateRms.begin(), r.stateRms.end())}});
+  auto array = [](const std::vector<double> &v) { return Json(Json::array_t(v.begin(), v.end())); };
+  return Json::object({{"contraction", array(r.ratios)},
+                       {"contraction_se", array(r.ratiosSe)},
+                       {"contraction_all_positions", array(r.ratiosAllPositions)},
+                       {"prompts", r.prompts},
+                       {"prompt_length", r.promptLength},
+                       {"soft_state_rms", array(r.stateRms)},
+                       {"sequences", r.sequences},
+                       {"soft_loss_by_position", array(r.softLoss)},
+                       {"standard_loss_by_position", array(r.standardLoss)}});
 }
 
+namespace {
+/// `count` windows of `length` tokens spread evenly over `part`, each
+/// starting with BOS (a prompt starts a document).
+std::vector<std::vector<int32_t>> spreadWindows(const TokenStream &part, int64_t count,
+                                                int64_t length, int32_t bos) {
+  std::vector<std::vector<int32_t>> out;
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t start = count > 1 ? i * (part.size() - length) / (count - 1) : 0;
+    std::vector<int32_t> w(length);
+    part.copy(start, length, w.data());
+    w[0] = bos;
+    out.push_back(std::move(w));
+  }
+  return out;
+}
+
+/// ||a - b|| / ||b|| over positions [from, n) of [n * d] states.
+double changeRatio(const std::vector<float> &next, const std::vector<float> &cur, int64_t from,
+                   int64_t d) {
+  double diff = 0, base = 0;
+  for (size_t i = size_t(from * d); i < cur.size(); ++i) {
+    double e = double(next[i]) - double(cur[i]);
+    diff += e * e;
+    base += double(cur[i]) * double(cur[i]);
+  }
+  return std::sqrt(diff) / std::max(std::sqrt(base), 1e-30);
+}
+
+/// The mean over sequences of each position's next-token loss, teacher-forced
+/// from BOS under `regime`.
+std::vector<double> lossAlong(Decoder &decoder, const std::vector<std::vector<int32_t>> &seqs,
+                              const Regime &regime) {
+  const int64_t n = int64_t(seqs.front().size()), v = decoder.vocab();
+  std::vector<double> sum(size_t(n - 1), 0.0);
+  for (size_t first = 0; first < seqs.size(); first += size_t(decoder.batchSize())) {
+    size_t count = std::min(seqs.size() - first, size_t(decoder.batchSize()));
+    std::vector<std::vector<int32_t>> batch(seqs.begin() + first,
+                                            seqs.begin() + first + count);
+    auto logits = decoder.score(batch, std::vector<int64_t>(count, 1), regime);
+    for (size_t b = 0; b < count; ++b)
+      for (int64_t t = 0; t + 1 < n; ++t) {
+        const std::vector<float> &row = logits[b][t];
+        float top = *std::max_element(row.begin(), row.end());
+        double z = 0;
+        for (int64_t j = 0; j < v; ++j)
+          z += std::exp(double(row[j]) - top);
+        sum[t] += std::log(z) + top - double(row[batch[b][t + 1]]);
+      }
+  }
+  for (double &x : sum)
+    x /= double(seqs.size());
+  return sum;
+}
+} // namespace
+
 ContractionReport evaluateContractionOn(Session &session, const TokenStream &heldOut,
-                                        int64_t passes, int64_t generate) {
-  if (passes < 2 || generate < 0)
-    throw RuntimeError("--contraction-passes must be >= 2, --generate >= 0");
+                                        const ContractionOptions &o) {
+  if (o.passes < 2 || o.generate < 0 || o.prompts < 2 || o.sequences < 0)
+    throw RuntimeError("the contraction needs passes >= 2, prompts >= 2, generate >= 0 and "
+                       "sequences >= 0");
   const ModelConfig &config = session.model();
-  int64_t promptLen = std::min<int64_t>(config.inference.maxPromptLength, heldOut.size());
-  std::vector<int32_t> prompt(promptLen);
-  heldOut.copy(0, promptLen, prompt.data());
-  if (!prompt.empty() && prompt[0] != config.bosTokenId)
-    prompt[0] = int32_t(config.bosTokenId); // a prompt starts a document
-  return evaluateContraction(session, prompt, passes, generate);
+  if (config.feedback.fusion == Fusion::None)
+    throw RuntimeError("the contraction is of the feedback map: this model has none "
+                       "(fusion none)");
+  Decoder decoder(session);
+  const int32_t bos = int32_t(config.bosTokenId);
+  const int64_t t = std::min<int64_t>(config.inference.maxPromptLength, heldOut.size());
+  if (t < 2)
+    throw RuntimeError("the part holds " + std::to_string(heldOut.size()) +
+                       " tokens: too few for a prompt");
+  const int64_t passes = std::min(o.passes, t), d = decoder.width();
+  ContractionReport r;
+  r.prompts = o.prompts;
+  r.promptLength = t;
+  std::vector<std::vector<int32_t>> prompts = spreadWindows(heldOut, o.prompts, t, bos);
+  std::vector<std::vector<double>> open(size_t(passes - 1)), all(size_t(passes - 1));
+  for (const auto &prompt : prompts) {
+    std::vector<std::vector<float>> states = decoder.passStates(prompt, passes);
+    for (int64_t k = 1; k < passes; ++k) {
+      open[k - 1].push_back(changeRatio(states[k], states[k - 1], k, d));
+      all[k - 1].push_back(changeRatio(states[k], states[k - 1], 0, d));
+    }
+  }
+  for (int64_t k = 1; k < passes; ++k) {
+    const std::vector<double> &x = open[k - 1];
+    double mean = 0, var = 0, meanAll = 0;
+    for (double v : x)
+      mean += v / double(x.size());
+    for (double v : x)
+      var += (v - mean) * (v - mean) / double(x.size() - 1);
+    for (double v : all[k - 1])
+      meanAll += v / double(x.size());
+    r.ratios.push_back(mean);
+    r.ratiosSe.push_back(std::sqrt(var / double(x.size())));
+    r.ratiosAllPositions.push_back(meanAll);
+  }
+  int64_t n = std::min(o.generate, decoder.maxSequence() - t);
+  if (n > 0) {
+    SamplingOptions greedy;
+    decoder.generate({prompts.front()}, Regime::parse("soft"), greedy, n,
+                     [&](int64_t, int32_t) {
+                       r.stateRms.push_back(rms(decoder.state(0), decoder.width()));
+                       return true;
+                     });
+  }
+  const int64_t context = std::min<int64_t>(decoder.maxSequence(), heldOut.size());
+  if (o.sequences > 0 && context >= 2) {
+    std::vector<std::vector<int32_t>> seqs = spreadWindows(heldOut, o.sequences, context, bos);
+    r.sequences = o.sequences;
+    r.softLoss = lossAlong(decoder, seqs, Regime::parse("soft"));
+    r.standardLoss = lossAlong(decoder, seqs, Regime::parse("standard"));
+  }
+  return r;
 }
 
 } // namespace fbt

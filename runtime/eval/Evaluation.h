@@ -82,22 +82,44 @@ LossReport evaluateLosses(Session &session, const TokenStream &heldOut,
                           const LossOptions &options,
                           const std::function<void(int64_t, int64_t)> &progress = {});
 
-struct ContractionReport {
-  /// ratios[k-1] = ||s_{k+1} - s_k|| / ||s_k|| over the prompt's positions.
-  std::vector<double> ratios;
-  int64_t promptLength = 0;
-  /// The carried state's RMS after each token of a greedy soft generation.
-  std::vector<double> stateRms;
+/// How the fused passes converge and whether the soft recurrence stays
+/// bounded, measured so that it could come out otherwise: fused pass k is
+/// exact below position k by causality (its inputs there are the exact
+/// states of pass k - 1), so a ratio over all positions shrinks toward 0 as k
+/// nears the prompt's length whatever the map does. `ratios` is taken over
+/// the positions pass k + 1 can still change (t >= k) alone.
+struct ContractionOptions {
+  int64_t prompts = 64;   ///< windows spread over the part, each starting a document
+  int64_t passes = 64;    ///< >= 2; at most the prompt's length is used
+  int64_t generate = 500; ///< greedy soft tokens after the first prompt, within the context
+  /// teacher-forced sequences of the bundle's whole context (soft and
+  /// standard, the per-position loss); 0 for none
+  int64_t sequences = 16;
 };
 
-ContractionReport evaluateContraction(Session &session,
-                                      const std::vector<int32_t> &prompt,
-                                      int64_t passes, int64_t generate);
-/// `fbt eval --contraction`: over the held-out part's first prompt (the
-/// bundle's longest, starting a document), `passes` >= 2 passes and a
-/// greedy soft generation of `generate` >= 0 tokens.
+struct ContractionReport {
+  int64_t prompts = 0;
+  int64_t promptLength = 0; ///< the horizon: each prompt's tokens
+  /// ratios[k-1]: the mean over prompts of ||s_{k+1} - s_k|| / ||s_k|| over
+  /// positions t >= k; ratiosSe its standard error over the prompts.
+  std::vector<double> ratios, ratiosSe;
+  /// The same over every position (the exact ones too): what a by-causality
+  /// tail looks like, beside it.
+  std::vector<double> ratiosAllPositions;
+  /// The carried state's RMS after each token of a greedy soft generation
+  /// after the first prompt.
+  std::vector<double> stateRms;
+  /// Teacher-forced over `sequences` windows of the whole context: the mean
+  /// loss (nats) of each position's next token under soft decoding (the
+  /// state fed back at every step) and under standard decoding.
+  int64_t sequences = 0;
+  std::vector<double> softLoss, standardLoss;
+};
+
+/// `fbt eval --contraction` over a held-out part (its documents begin with
+/// the model's BOS id); a model with a feedback path.
 ContractionReport evaluateContractionOn(Session &session, const TokenStream &heldOut,
-                                        int64_t passes, int64_t generate);
+                                        const ContractionOptions &options);
 
 Json toJson(const LossReport &r);
 Json toJson(const ContractionReport &r);

@@ -95,19 +95,24 @@ int runTask(const CommandLine &args, Session &session, const TokenStream &tokens
 /// a soft generation.
 int runContraction(const CommandLine &args, Session &session, const TokenStream &heldOut,
                    bool json) {
-  ContractionReport r = evaluateContractionOn(session, heldOut,
-                                              args.getInt("contraction-passes", 64),
-                                              args.getInt("generate", 500));
+  ContractionOptions o;
+  o.passes = args.getInt("contraction-passes", o.passes);
+  o.prompts = args.getInt("contraction-prompts", o.prompts);
+  o.sequences = args.getInt("contraction-sequences", o.sequences);
+  o.generate = args.getInt("generate", o.generate);
+  ContractionReport r = evaluateContractionOn(session, heldOut, o);
   if (json) {
     std::printf("%s\n", dumpJson(toJson(r)).c_str());
     return 0;
   }
-  std::printf("contraction over a held-out prompt of %lld tokens:\n",
-              (long long)r.promptLength);
+  std::printf("contraction over %lld held-out prompts of %lld tokens (positions t >= k; "
+              "over all positions beside it):\n",
+              (long long)r.prompts, (long long)r.promptLength);
   for (size_t k = 0; k < r.ratios.size(); ++k)
     if (k < 8 || (k + 1) % 8 == 0 || k + 1 == r.ratios.size())
-      std::printf("  ||s_%zu - s_%zu|| / ||s_%zu|| = %.3g\n", k + 2, k + 1, k + 1,
-                  r.ratios[k]);
+      std::printf("  ||s_%zu - s_%zu|| / ||s_%zu|| = %.3g +- %.2g  (all positions %.3g)\n",
+                  k + 2, k + 1, k + 1, r.ratios[k], 1.96 * r.ratiosSe[k],
+                  r.ratiosAllPositions[k]);
   if (!r.stateRms.empty()) {
     double lo = r.stateRms[0], hi = r.stateRms[0];
     for (double v : r.stateRms)
@@ -115,6 +120,22 @@ int runContraction(const CommandLine &args, Session &session, const TokenStream 
     std::printf("soft generation of %zu tokens: state RMS first %.3f, last "
                 "%.3f, min %.3f, max %.3f\n",
                 r.stateRms.size(), r.stateRms.front(), r.stateRms.back(), lo, hi);
+  }
+  if (!r.softLoss.empty()) {
+    // The loss along the context in quarters: a recurrence that drifts shows
+    // as soft's loss rising against standard's toward the end.
+    const size_t n = r.softLoss.size();
+    std::printf("teacher-forced over %lld windows of %zu tokens, loss by quarter of the "
+                "context (soft / standard):",
+                (long long)r.sequences, n + 1);
+    for (size_t q = 0; q < 4; ++q) {
+      double soft = 0, standard = 0;
+      size_t from = q * n / 4, to = (q + 1) * n / 4;
+      for (size_t i = from; i < to; ++i)
+        soft += r.softLoss[i] / double(to - from), standard += r.standardLoss[i] / double(to - from);
+      std::printf(" %.3f / %.3f", soft, standard);
+    }
+    std::printf("\n");
   }
   return 0;
 }
@@ -191,10 +212,17 @@ void declareOptions(CommandLine &args) {
       .integer("problems", "N", "--task: problems (default 200)")
       .integer("seed", "S", "--task: the problems' seed (default 20261201)")
       .flag("contraction",
-            "||s_{k+1} - s_k|| / ||s_k|| for passes up to --contraction-passes "
-            "over a held-out prompt, and the state's RMS along a --generate "
-            "token greedy soft generation (capped by the context)")
-      .integer("contraction-passes", "N", "--contraction: passes (default 64)")
+            "||s_{k+1} - s_k|| / ||s_k|| over the positions pass k+1 can still "
+            "change (t >= k), for passes up to --contraction-passes, averaged over "
+            "--contraction-prompts held-out prompts with its standard error; the "
+            "state's RMS along a --generate token greedy soft generation (capped by "
+            "the context); and the per-position loss teacher-forced over "
+            "--contraction-sequences windows of the whole context, soft and standard")
+      .integer("contraction-passes", "N",
+               "--contraction: passes (default 64, at most the prompt's length)")
+      .integer("contraction-prompts", "N", "--contraction: prompts (default 64)")
+      .integer("contraction-sequences", "N",
+               "--contraction: teacher-forced windows of the context (default 16)")
       .integer("generate", "N",
                "--contraction: tokens of soft generation (default 500)")
       .flag("json", "one JSON object on stdout")
