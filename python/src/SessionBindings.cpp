@@ -304,6 +304,13 @@ py::array states(PySession &p, const py::handle &tokens, int64_t passes,
   return ownedArray(std::move(out), {passes, layers, n, width, d});
 }
 
+/// `f(session)` with the GIL let go and the session's lock held.
+template <typename F> auto unlockedCall(PySession &p, F f) {
+  py::gil_scoped_release unlocked;
+  auto locked = p.lock();
+  return f(p.session());
+}
+
 HeldOutOptions heldOutOptions(const std::optional<std::string> &data,
                               std::optional<double> valFraction,
                               std::optional<double> testFraction,
@@ -316,17 +323,26 @@ HeldOutOptions heldOutOptions(const std::optional<std::string> &data,
   return o;
 }
 
+/// `measure(session, data)` on the run's data as its run cut it (fbt eval's
+/// and fbt probe's --data, fractions and run), unlocked; its JSON as Python.
+template <typename F>
+py::object onHeldOut(PySession &p, const std::optional<std::string> &data,
+                     std::optional<double> valFraction, std::optional<double> testFraction,
+                     const std::optional<std::string> &run, F measure) {
+  HeldOutOptions o = heldOutOptions(data, valFraction, testFraction, run);
+  return toPython(unlockedCall(p, [&](Session &s) {
+    HeldOutData d = loadHeldOutData(s, o);
+    return measure(s, d);
+  }));
+}
+
 /// One part of a run's data as its run cut it: (ids, byte_level, documents).
 py::tuple heldOut(PySession &p, const std::string &split, const std::optional<std::string> &data,
                   std::optional<double> valFraction, std::optional<double> testFraction,
                   const std::optional<std::string> &run) {
   DataPart part = parsePart(split);
-  HeldOutData d;
-  {
-    py::gil_scoped_release unlocked;
-    auto locked = p.lock();
-    d = loadHeldOutData(p.session(), heldOutOptions(data, valFraction, testFraction, run));
-  }
+  HeldOutOptions o = heldOutOptions(data, valFraction, testFraction, run);
+  HeldOutData d = unlockedCall(p, [&](Session &s) { return loadHeldOutData(s, o); });
   const TokenStream &ids = d.splits.part(part);
   Int32Array out(py::ssize_t(ids.size()));
   if (ids.size())
@@ -341,38 +357,26 @@ py::object task(PySession &p, const std::string &name, int64_t problems,
                 const std::optional<std::string> &data, std::optional<double> valFraction,
                 std::optional<double> testFraction, const std::optional<std::string> &run) {
   std::vector<Regime> rs = regimesOf(regimes);
-  Json j;
-  {
-    py::gil_scoped_release unlocked;
-    auto locked = p.lock();
-    HeldOutData d =
-        loadHeldOutData(p.session(), heldOutOptions(data, valFraction, testFraction, run));
-    j = toJson(name, evaluateTaskOnData(p.session(), name, d.tokens, d.ids, rs, problems, seed));
-  }
-  return toPython(j);
+  return onHeldOut(p, data, valFraction, testFraction, run, [&](Session &s, HeldOutData &d) {
+    return toJson(name, evaluateTaskOnData(s, name, d.tokens, d.ids, rs, problems, seed));
+  });
 }
 
-/// fbt eval --contraction's JSON over the first prompt of a held-out part.
+/// fbt eval --contraction's JSON over prompts and windows of a held-out part.
 py::object contraction(PySession &p, const std::string &split, int64_t passes, int64_t prompts,
                        int64_t sequences, int64_t generate,
                        const std::optional<std::string> &data,
                        std::optional<double> valFraction, std::optional<double> testFraction,
                        const std::optional<std::string> &run) {
   DataPart part = parsePart(split);
-  Json j;
-  {
-    py::gil_scoped_release unlocked;
-    auto locked = p.lock();
-    HeldOutData d =
-        loadHeldOutData(p.session(), heldOutOptions(data, valFraction, testFraction, run));
-    ContractionOptions o;
-    o.passes = passes;
-    o.prompts = prompts;
-    o.sequences = sequences;
-    o.generate = generate;
-    j = toJson(evaluateContractionOn(p.session(), d.splits.part(part), o));
-  }
-  return toPython(j);
+  ContractionOptions o;
+  o.passes = passes;
+  o.prompts = prompts;
+  o.sequences = sequences;
+  o.generate = generate;
+  return onHeldOut(p, data, valFraction, testFraction, run, [&](Session &s, HeldOutData &d) {
+    return toJson(evaluateContractionOn(s, d.splits.part(part), o));
+  });
 }
 
 /// fbt probe --json's object over windows of a held-out part.
@@ -395,15 +399,9 @@ py::object probeLayersOf(PySession &p, const std::string &split,
   options.soft = soft;
   options.windows = windows;
   options.seed = seed;
-  Json j;
-  {
-    py::gil_scoped_release unlocked;
-    auto locked = p.lock();
-    HeldOutData d =
-        loadHeldOutData(p.session(), heldOutOptions(data, valFraction, testFraction, run));
-    j = probeLayers(p.session(), d.splits.part(part), partName(part), options);
-  }
-  return toPython(j);
+  return onHeldOut(p, data, valFraction, testFraction, run, [&](Session &s, HeldOutData &d) {
+    return probeLayers(s, d.splits.part(part), partName(part), options);
+  });
 }
 
 py::array parameter(PySession &p, const std::string &name) {
@@ -428,27 +426,10 @@ std::vector<std::string> parameterNames(PySession &p) {
   return names;
 }
 
-template <typename F> auto unlockedCall(PySession &p, F f) {
-  py::gil_scoped_release unlocked;
-  auto locked = p.lock();
-  return f(p.session());
-}
-
-} // namespace
-
-void defineSession(py::module_ &m) {
-  py::class_<StepResult>(m, "StepResult", "One step's losses")
-      .def_readonly("loss", &StepResult::loss, "the step's loss (the passes' weighted sum)")
-      .def_readonly("pass_losses", &StepResult::passLosses, "each pass's next-token loss")
-      .def_readonly("grad_norm", &StepResult::gradNorm, "the gradient's norm before clipping")
-      .def("__repr__", [](const StepResult &r) {
-        std::string s = "StepResult(loss=" + std::to_string(r.loss) + ", pass_losses=[";
-        for (size_t i = 0; i < r.passLosses.size(); ++i)
-          s += (i ? ", " : "") + std::to_string(r.passLosses[i]);
-        return s + "], grad_norm=" + std::to_string(r.gradNorm) + ")";
-      });
-
-  py::class_<PySession>(m, "_Session")
+/// Construction, properties, steps, generation, states, parameters and
+/// checkpoints.
+void defineSessionCore(py::class_<PySession> &session) {
+  session
       .def(py::init<const std::string &, const std::optional<std::string> &, std::optional<int>,
                     std::optional<uint64_t>, bool, const std::string &,
                     const std::optional<std::string> &>(),
@@ -486,17 +467,6 @@ void defineSession(py::module_ &m) {
            py::arg("keep_states") = false)
       .def("states", &states, py::arg("tokens"), py::arg("passes") = 1,
            py::arg("lengths") = py::none())
-      .def("_held_out", &heldOut, py::arg("split"), py::arg("data"), py::arg("val_fraction"),
-           py::arg("test_fraction"), py::arg("run"))
-      .def("_task", &task, py::arg("name"), py::arg("problems"), py::arg("regimes"),
-           py::arg("seed"), py::arg("data"), py::arg("val_fraction"), py::arg("test_fraction"),
-           py::arg("run"))
-      .def("_contraction", &contraction, py::arg("split"), py::arg("passes"),
-           py::arg("prompts"), py::arg("sequences"), py::arg("generate"), py::arg("data"), py::arg("val_fraction"),
-           py::arg("test_fraction"), py::arg("run"))
-      .def("_probe", &probeLayersOf, py::arg("split"), py::arg("targets"), py::arg("passes"),
-           py::arg("soft"), py::arg("windows"), py::arg("seed"), py::arg("data"),
-           py::arg("val_fraction"), py::arg("test_fraction"), py::arg("run"))
       .def("parameter", &parameter, py::arg("name"))
       .def("encode",
            [](PySession &p, const std::string &text) {
@@ -530,5 +500,41 @@ void defineSession(py::module_ &m) {
            },
            py::arg("path"));
 }
+
+/// The measures on a run's held-out data (fbt eval's and fbt probe's),
+/// each taking the data, fractions and run last.
+void defineHeldOutMeasures(py::class_<PySession> &session) {
+  session
+      .def("_held_out", &heldOut, py::arg("split"), py::arg("data"), py::arg("val_fraction"),
+           py::arg("test_fraction"), py::arg("run"))
+      .def("_task", &task, py::arg("name"), py::arg("problems"), py::arg("regimes"),
+           py::arg("seed"), py::arg("data"), py::arg("val_fraction"), py::arg("test_fraction"),
+           py::arg("run"))
+      .def("_contraction", &contraction, py::arg("split"), py::arg("passes"),
+           py::arg("prompts"), py::arg("sequences"), py::arg("generate"), py::arg("data"),
+           py::arg("val_fraction"), py::arg("test_fraction"), py::arg("run"))
+      .def("_probe", &probeLayersOf, py::arg("split"), py::arg("targets"), py::arg("passes"),
+           py::arg("soft"), py::arg("windows"), py::arg("seed"), py::arg("data"),
+           py::arg("val_fraction"), py::arg("test_fraction"), py::arg("run"));
+}
+} // namespace
+
+void defineSession(py::module_ &m) {
+  py::class_<StepResult>(m, "StepResult", "One step's losses")
+      .def_readonly("loss", &StepResult::loss, "the step's loss (the passes' weighted sum)")
+      .def_readonly("pass_losses", &StepResult::passLosses, "each pass's next-token loss")
+      .def_readonly("grad_norm", &StepResult::gradNorm, "the gradient's norm before clipping")
+      .def("__repr__", [](const StepResult &r) {
+        std::string s = "StepResult(loss=" + std::to_string(r.loss) + ", pass_losses=[";
+        for (size_t i = 0; i < r.passLosses.size(); ++i)
+          s += (i ? ", " : "") + std::to_string(r.passLosses[i]);
+        return s + "], grad_norm=" + std::to_string(r.gradNorm) + ")";
+      });
+
+  py::class_<PySession> session(m, "_Session");
+  defineSessionCore(session);
+  defineHeldOutMeasures(session);
+}
+
 
 } // namespace fbt::python

@@ -296,21 +296,6 @@ Json toJson(const ContractionReport &r) {
 }
 
 namespace {
-/// `count` windows of `length` tokens spread evenly over `part`, each
-/// starting with BOS (a prompt starts a document).
-std::vector<std::vector<int32_t>> spreadWindows(const TokenStream &part, int64_t count,
-                                                int64_t length, int32_t bos) {
-  std::vector<std::vector<int32_t>> out;
-  for (int64_t i = 0; i < count; ++i) {
-    int64_t start = count > 1 ? i * (part.size() - length) / (count - 1) : 0;
-    std::vector<int32_t> w(length);
-    part.copy(start, length, w.data());
-    w[0] = bos;
-    out.push_back(std::move(w));
-  }
-  return out;
-}
-
 /// ||a - b|| / ||b|| over positions [from, n) of [n * d] states.
 double changeRatio(const std::vector<float> &next, const std::vector<float> &cur, int64_t from,
                    int64_t d) {
@@ -350,6 +335,18 @@ std::vector<double> lossAlong(Decoder &decoder, const std::vector<std::vector<in
 }
 } // namespace
 
+std::vector<std::vector<int32_t>> spreadWindows(const TokenStream &part, int64_t count,
+                                                int64_t length) {
+  std::vector<std::vector<int32_t>> out;
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t start = count > 1 ? i * (part.size() - length) / (count - 1) : 0;
+    std::vector<int32_t> w(length);
+    part.copy(start, length, w.data());
+    out.push_back(std::move(w));
+  }
+  return out;
+}
+
 ContractionReport evaluateContractionOn(Session &session, const TokenStream &heldOut,
                                         const ContractionOptions &o) {
   if (o.passes < 2 || o.generate < 0 || o.prompts < 2 || o.sequences < 0)
@@ -369,7 +366,10 @@ ContractionReport evaluateContractionOn(Session &session, const TokenStream &hel
   ContractionReport r;
   r.prompts = o.prompts;
   r.promptLength = t;
-  std::vector<std::vector<int32_t>> prompts = spreadWindows(heldOut, o.prompts, t, bos);
+  // Each prompt and window starts a document.
+  std::vector<std::vector<int32_t>> prompts = spreadWindows(heldOut, o.prompts, t);
+  for (auto &w : prompts)
+    w[0] = bos;
   std::vector<std::vector<double>> open(size_t(passes - 1)), all(size_t(passes - 1));
   for (const auto &prompt : prompts) {
     std::vector<std::vector<float>> states = decoder.passStates(prompt, passes);
@@ -402,7 +402,9 @@ ContractionReport evaluateContractionOn(Session &session, const TokenStream &hel
   }
   const int64_t context = std::min<int64_t>(decoder.maxSequence(), heldOut.size());
   if (o.sequences > 0 && context >= 2) {
-    std::vector<std::vector<int32_t>> seqs = spreadWindows(heldOut, o.sequences, context, bos);
+    std::vector<std::vector<int32_t>> seqs = spreadWindows(heldOut, o.sequences, context);
+    for (auto &w : seqs)
+      w[0] = bos;
     r.sequences = o.sequences;
     r.softLoss = lossAlong(decoder, seqs, Regime::parse("soft"));
     r.standardLoss = lossAlong(decoder, seqs, Regime::parse("standard"));

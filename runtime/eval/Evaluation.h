@@ -82,6 +82,11 @@ LossReport evaluateLosses(Session &session, const TokenStream &heldOut,
                           const LossOptions &options,
                           const std::function<void(int64_t, int64_t)> &progress = {});
 
+/// `count` windows of `length` tokens spread evenly over `part` (the first
+/// at its start, the last at its end); `part` holds at least `length`.
+std::vector<std::vector<int32_t>> spreadWindows(const TokenStream &part, int64_t count,
+                                                int64_t length);
+
 /// How the fused passes converge and whether the soft recurrence stays
 /// bounded, measured so that it could come out otherwise: fused pass k is
 /// exact below position k by causality (its inputs there are the exact

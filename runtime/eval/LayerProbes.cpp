@@ -6,6 +6,7 @@
 #include "runtime/base/Progress.h"
 #include "runtime/base/Random.h"
 #include "runtime/decode/Decoder.h"
+#include "runtime/eval/Evaluation.h"
 
 #include <algorithm>
 
@@ -29,12 +30,7 @@ Collected collect(Decoder &decoder, const TokenStream &part, int64_t count, int6
     throw RuntimeError("the part holds " + std::to_string(part.size()) +
                        " tokens, fewer than one window of " + std::to_string(t));
   Collected c;
-  for (int64_t i = 0; i < count; ++i) { // spread evenly over the part
-    int64_t start = count > 1 ? i * (part.size() - t) / (count - 1) : 0;
-    std::vector<int32_t> w(t);
-    part.copy(start, t, w.data());
-    c.windows.push_back(std::move(w));
-  }
+  c.windows = spreadWindows(part, count, t);
   std::vector<int64_t> kept; // the passes kept, 0-based
   for (int64_t p = 0; p < passes; ++p)
     kept.push_back(p);
