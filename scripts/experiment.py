@@ -70,7 +70,8 @@ accuracy and mean answer length per regime, sft.md.
 same-tokens plain model (and, for the FBT, the states soft decoding
 carries): test R^2 of ridge probes per layer and regime for
 bracket depth, indentation and the letter control, beside random features
-of the same width (probe.md, probe.png); with --depth-task also the task's
+of the same width and, for each fused pass, the state it was handed (probe.md,
+probe.png); with --depth-task also the task's
 running value on its held-out problems (test accuracy of one-vs-rest
 probes, beside the most common value's share).
 
@@ -512,8 +513,8 @@ def main():
                     help="--sft: held-out questions asked (200)")
     ap.add_argument("--probe", action="store_true",
                     help="probe every layer of the FBT and the same-tokens model (fbt probe)")
-    ap.add_argument("--probe-windows", type=int, default=160,
-                    help="--probe: held-out windows (160)")
+    ap.add_argument("--probe-windows", type=int, default=1280,
+                    help="--probe: held-out windows (1280: each probe scored on a fifth, 256)")
     ap.add_argument("--quick", action="store_true",
                     help="fewer eval windows and problems (for tests)")
     args = ap.parse_args()

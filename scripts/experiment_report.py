@@ -361,7 +361,30 @@ def probe_table(raw):
                     md.append("| %s | " % reg + " | ".join(
                         ci(stats([a - b for a, b in zip(per[l], fbt["standard"][l])]), "%+.3f")
                         for l in range(layers)) + " |")
+        md += handed_table(raw, target, fbt, layers)
     return md[1:]
+
+
+def handed_table(raw, target, fbt, layers):
+    """Each fused pass's layers minus the state that pass was handed (the
+    previous pass's carried state at t-1), paired over the seeds: the fused
+    input holds that state by construction, so only a layer reading more than
+    it has computed something from it. Empty for results without it."""
+    first = raw["runs"][str(raw["seeds"][0])]["fbt"]["probe"]["targets"][target]
+    if not first.get("handed_state"):
+        return []
+    md = ["", "%s, fused:N minus the state it was handed (the previous pass's carried state "
+          "at t-1; paired over the seeds):" % target, "",
+          "| regime | handed state | " + " | ".join(
+              "layer %d" % l if l < layers - 1 else "top" for l in range(layers)) + " |",
+          "|---|---|" + "---|" * layers]
+    for reg in first["handed_state"]:
+        handed = per_seed(raw, lambda res: res["fbt"]["probe"]["targets"][target][
+            "handed_state"][reg])
+        md.append("| %s | %.3f | " % (reg, stats(handed)["mean"]) + " | ".join(
+            ci(stats([a - b for a, b in zip(fbt[reg][l], handed)]), "%+.3f")
+            for l in range(layers)) + " |")
+    return md
 
 
 def tables(raw):

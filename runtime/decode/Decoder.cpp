@@ -208,21 +208,30 @@ Decoder::passStates(const std::vector<int32_t> &prompt, int64_t passes) {
 }
 
 std::vector<std::vector<std::vector<std::vector<float>>>>
-Decoder::layerStates(const std::vector<std::vector<int32_t>> &prompts, int64_t passes) {
+Decoder::layerStates(const std::vector<std::vector<int32_t>> &prompts, int64_t passes,
+                     std::vector<std::vector<std::vector<float>>> *carried) {
   if (!session_.bundle().hasStep(step::prefillStates(false)))
     throw RuntimeError("the bundle has no step '" + step::prefillStates(false) +
                        "': compile it with fbtc --with-states");
   int64_t layers = layers_;
   std::vector<std::vector<std::vector<std::vector<float>>>> out;
+  // Each prompt's positions of a [batch, maxPrompt, D] output.
+  auto rows = [&](StepBinding &b, const std::string &name,
+                  std::vector<std::vector<float>> &to) {
+    std::vector<float> all = b.readFloats(name);
+    for (size_t p = 0; p < prompts.size(); ++p) {
+      auto first = all.begin() + (ptrdiff_t)(p * maxPrompt_ * width_);
+      to.emplace_back(first, first + (ptrdiff_t)(prompts[p].size() * width_));
+    }
+  };
+  if (carried)
+    carried->clear();
   auto keep = [&](StepBinding &b) {
     auto &pass = out.emplace_back(layers + 1);
-    for (int64_t l = 0; l <= layers; ++l) {
-      std::vector<float> all = b.readFloats(step::residual(l)); // [batch, maxPrompt, D]
-      for (size_t p = 0; p < prompts.size(); ++p) {
-        auto first = all.begin() + (ptrdiff_t)(p * maxPrompt_ * width_);
-        pass[l].emplace_back(first, first + (ptrdiff_t)(prompts[p].size() * width_));
-      }
-    }
+    for (int64_t l = 0; l <= layers; ++l)
+      rows(b, step::residual(l), pass[l]);
+    if (carried)
+      rows(b, "states", carried->emplace_back());
   };
   Regime r;
   if (passes > 1) {

@@ -69,9 +69,12 @@ public:
   /// [pass][layer][prompt][position * D + channel] for each prompt's
   /// positions; layer l < L is block l's input, layer L the top-layer state
   /// before the final norm. Needs a bundle compiled with `fbtc
-  /// --with-states` (prefill_states, prefill_fused_states).
+  /// --with-states` (prefill_states, prefill_fused_states). With `carried`,
+  /// also each pass's carried states, the next pass's input before its
+  /// shift to t+1: [pass][prompt][position * D + channel].
   std::vector<std::vector<std::vector<std::vector<float>>>>
-  layerStates(const std::vector<std::vector<int32_t>> &prompts, int64_t passes);
+  layerStates(const std::vector<std::vector<int32_t>> &prompts, int64_t passes,
+              std::vector<std::vector<std::vector<float>>> *carried = nullptr);
   /// Row `row`'s carried state after the last prefill or decode step ([D]).
   const float *state(int64_t row) const { return state_.as<float>() + row * width_; }
   int64_t width() const { return width_; }

@@ -17,9 +17,12 @@ using probe::Target;
 
 /// The windows' states: features[regime][layer] with a row per probed
 /// position (positions 1 .. T-1 of each window), and the windows' bytes.
-/// The regimes are passes 1 .. `passes`, then with `soft` pass T.
+/// The regimes are passes 1 .. `passes`, then with `soft` pass T. handed[k]
+/// is what regime k's pass was handed at those positions, the previous
+/// pass's carried state at t-1 (empty for standard prefill, handed nothing).
 struct Collected {
   std::vector<std::vector<std::vector<float>>> features;
+  std::vector<std::vector<float>> handed;
   std::vector<std::vector<int32_t>> windows;
 };
 
@@ -37,6 +40,7 @@ Collected collect(Decoder &decoder, const TokenStream &part, int64_t count, int6
   if (soft)
     kept.push_back(t - 1);
   c.features.assign(kept.size(), std::vector<std::vector<float>>(layers + 1));
+  c.handed.assign(kept.size(), {});
   ProgressOptions po;
   po.unit = "windows";
   ProgressBar bar(count, 0, po);
@@ -44,12 +48,19 @@ Collected collect(Decoder &decoder, const TokenStream &part, int64_t count, int6
     int64_t n = std::min(decoder.batchSize(), count - first);
     std::vector<std::vector<int32_t>> batch(c.windows.begin() + first,
                                             c.windows.begin() + first + n);
-    auto states = decoder.layerStates(batch, soft ? t : passes);
+    std::vector<std::vector<std::vector<float>>> carried;
+    auto states = decoder.layerStates(batch, soft ? t : passes, &carried);
     for (size_t k = 0; k < kept.size(); ++k)
-      for (int64_t l = 0; l <= layers; ++l)
-        for (int64_t b = 0; b < n; ++b)
+      for (int64_t b = 0; b < n; ++b) {
+        for (int64_t l = 0; l <= layers; ++l)
           c.features[k][l].insert(c.features[k][l].end(), states[kept[k]][l][b].begin() + d,
                                   states[kept[k]][l][b].end());
+        // Position t's row is the state at t-1: the carried states less the last.
+        if (kept[k] > 0) {
+          const std::vector<float> &from = carried[kept[k] - 1][b];
+          c.handed[k].insert(c.handed[k].end(), from.begin(), from.end() - d);
+        }
+      }
     bar.update(first + n);
   }
   bar.finish();
@@ -92,14 +103,18 @@ Json probeTarget(Target target, const Collected &c, const probe::Parts &all,
     return classes ? probe::fitRidgeClasses(features, d, y, parts).testAccuracy
                    : probe::fitRidge(features, d, y, parts).testR2;
   };
-  Json regimes = Json::object();
+  Json regimes = Json::object(), handed = Json::object();
   for (size_t k = 0; k < c.features.size(); ++k) {
     Json row = Json::array();
     for (const auto &layer : c.features[k])
       row.push_back(score(layer));
-    regimes[(int64_t)k < passes ? regimeOfPass((int64_t)k + 1) : "soft"] = std::move(row);
+    std::string name = (int64_t)k < passes ? regimeOfPass((int64_t)k + 1) : "soft";
+    regimes[name] = std::move(row);
+    if (!c.handed[k].empty())
+      handed[name] = score(c.handed[k]);
   }
   Json out = Json::object({{classes ? "test_accuracy" : "test_r2", std::move(regimes)},
+                           {"handed_state", std::move(handed)},
                            {"positions", (int64_t)(parts.train.size() + parts.validation.size() +
                                                    parts.test.size())}});
   if (classes) {

@@ -9,7 +9,10 @@
 // width give the floor. `soft` adds the states soft decoding carries,
 // teacher-forced: with the feedback from t = 1 and no jitter, fused pass k
 // is exact for positions below k, so pass T (the window's length) is the
-// soft recurrence at every position.
+// soft recurrence at every position. Each fused pass's layers are scored
+// beside the state the pass was handed (the previous pass's carried state at
+// t-1): its layer 0 holds that state by construction, so only reading more
+// than it says a layer computed something from it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -43,10 +46,11 @@ std::vector<probe::Target> parseProbeTargets(const std::string &list);
 /// Probes of every layer of `session` (a bytes model, compiled with states)
 /// on `options.windows` windows of `part` (named `partLabel` in the result):
 /// fbt probe --json's object, {split, windows, positions, layers, targets:
-/// {name: {test_r2 | test_accuracy: {regime: [per layer]}, positions,
-/// random[, majority]}}}. Throws a RuntimeError on options the model cannot
-/// take (passes or soft without feedback, fewer than 5 windows, a part
-/// shorter than a window, another tokenizer than bytes).
+/// {name: {test_r2 | test_accuracy: {regime: [per layer]}, handed_state:
+/// {fused regime: score}, positions, random[, majority]}}}. Throws a
+/// RuntimeError on options the model cannot take (passes or soft without
+/// feedback, fewer than 5 windows, a part shorter than a window, another
+/// tokenizer than bytes).
 Json probeLayers(Session &session, const TokenStream &part, const std::string &partLabel,
                  const LayerProbeOptions &options);
 

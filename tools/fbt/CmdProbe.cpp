@@ -26,7 +26,8 @@ namespace fbt {
 namespace {
 using probe::Target;
 
-/// The tables: per target, test R^2 by regime (rows) and layer.
+/// The tables: per target, test R^2 by regime (rows) and layer, and the
+/// state each fused pass was handed.
 void printTables(const Json &out, const std::vector<Target> &targets, DataPart part,
                  int64_t windows, int64_t perWindow, int64_t layers) {
   std::printf("%s part: %lld windows of %lld positions (probes fitted on 3/5 of the "
@@ -42,15 +43,19 @@ void printTables(const Json &out, const std::vector<Target> &targets, DataPart p
     std::printf("\n| regime |");
     for (int64_t l = 0; l < layers; ++l)
       std::printf(" layer %lld |", (long long)l);
-    std::printf(" top |\n|---|");
-    for (int64_t l = 0; l <= layers; ++l)
+    std::printf(" top | handed state |\n|---|");
+    for (int64_t l = 0; l <= layers + 1; ++l)
       std::printf("---|");
     std::printf("\n");
+    const Json &handed = t.at("handed_state");
     for (const auto &[regime, row] : asObject(t.at(classes ? "test_accuracy" : "test_r2"))) {
       std::printf("| %s |", regime.c_str());
       for (const Json &r2 : row)
         std::printf(" %.3f |", r2.get<double>());
-      std::printf("\n");
+      if (handed.contains(regime))
+        std::printf(" %.3f |\n", handed.at(regime).get<double>());
+      else
+        std::printf(" - |\n");
     }
     std::printf("| random features | %.3f |\n", t.at("random").get<double>());
   }
