@@ -111,10 +111,33 @@ def models_table(raw):
     return md
 
 
+def windows_scored(raw, split):
+    """Which share of the part the losses score: every window, or how many of
+    how many (the runner's --windows), and over how many documents."""
+    r = losses(raw["runs"][str(raw["seeds"][0])]["fbt"], split)
+    if "windows_in_part" not in r:
+        return "windows spread over the whole part"
+    share = ("every one of its %d windows" % r["windows_in_part"]
+             if r["windows"] >= r["windows_in_part"] else
+             "%d of its %d windows, %.0f%% by `--windows %d`, spread evenly over it" % (
+                 r["windows"], r["windows_in_part"], 100.0 * r["windows"] / r["windows_in_part"],
+                 r["windows"]))
+    return "%s; %d documents" % (share, r["documents"])
+
+
+def mean_se(vals, key):
+    """The mean over the seeds of a within-run standard error, "-" where the
+    results lack it (recorded before fbt eval gave it)."""
+    if any(key not in v for v in vals):
+        return "-"
+    return "%.4f" % (sum(v[key] for v in vals) / len(vals))
+
+
 def loss_table(raw, split):
     first = raw["runs"][str(raw["seeds"][0])]
     md = ["| model | regime | loss (mean [95%% t-interval] (min to max) over %d seeds) | "
-          "s.e. within a run (windows) | bpb |" % len(raw["seeds"]), "|---|---|---|---|---|"]
+          "s.e. within a run (windows) | (documents) | bpb |" % len(raw["seeds"]),
+          "|---|---|---|---|---|---|"]
     for label, r in first.items():
         if r.get("alias_of"):
             continue
@@ -123,26 +146,27 @@ def loss_table(raw, split):
                 continue
             vals = per_seed(raw, lambda res: losses(res[label], split)["regimes"][reg])
             s = stats([v["loss"] for v in vals])
-            se = sum(v["se"] for v in vals) / len(vals)
             bpb = vals[0].get("bpb")
             if bpb is not None:
                 bpb = "%.3f" % (s["mean"] / math.log(2))
             elif raw["data"].get("bytes_per_token"):
                 bpb = "~%.3f" % (s["mean"] / math.log(2) / raw["data"]["bytes_per_token"])
-            md.append("| %s | %s | %s | %.4f | %s |" % (label, reg, ci(s), se, bpb or "-"))
+            md.append("| %s | %s | %s | %s | %s | %s |" % (
+                label, reg, ci(s), mean_se(vals, "se"), mean_se(vals, "se_documents"),
+                bpb or "-"))
     return md
 
 
 def paired_table(raw, split):
     fbt = raw["runs"][str(raw["seeds"][0])]["fbt"]
     md = ["| FBT regime | minus standard, same weights (mean [95% t-interval] (min to max)) | "
-          "paired s.e. within a run |", "|---|---|---|"]
+          "paired s.e. within a run (windows) | (documents) |", "|---|---|---|---|"]
     for reg in REGIMES[1:]:
         if reg not in losses(fbt, split)["regimes"]:
             continue
         vals = per_seed(raw, lambda res: losses(res["fbt"], split)["regimes"][reg]["minus_standard"])
-        md.append("| %s | %s | %.4f |" % (reg, ci(stats([v["mean"] for v in vals]), "%+.4f"),
-                                          sum(v["se"] for v in vals) / len(vals)))
+        md.append("| %s | %s | %s | %s |" % (reg, ci(stats([v["mean"] for v in vals]), "%+.4f"),
+                                             mean_se(vals, "se"), mean_se(vals, "se_documents")))
     return md
 
 
@@ -399,8 +423,9 @@ def tables(raw):
     weights = {int(k): w for k, w in raw["schedule_weights"].items()}
     md = ["# Experiment: %s" % spec.get("name", "fbt"), "",
           "Data: %s. Every model trained under %d seeds (%s); losses on the **%s** part "
-          "(windows spread over the whole part), inference mode, nats per token." % (
-              raw["data"]["name"], len(raw["seeds"]), ", ".join(map(str, raw["seeds"])), split),
+          "(%s), inference mode, nats per token." % (
+              raw["data"]["name"], len(raw["seeds"]), ", ".join(map(str, raw["seeds"])), split,
+              windows_scored(raw, split)),
           "",
           "FBT recipe: fusion %s, state %s, gate_norm %s, token_residual %s, aux_loss_weight %s; "
           "schedule %s, grad_passes %s." % (
