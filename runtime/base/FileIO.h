@@ -1,7 +1,8 @@
 //===- FileIO.h - Whole-file reads and crash-safe writes --------*- C++ -*-===//
 //
-// Two primitives the rest of the runtime builds on:
-//  - readFile: a whole file into memory, with errors that name the file.
+// The primitives the rest of the runtime builds on:
+//  - readFile: a whole file into memory, with errors that name the file;
+//    isFile, isDir: what a path names.
 //  - writeFileAtomic: replace a file so that a crash at any moment leaves
 //    either the old contents or the new, never a mix. It writes
 //    "<path>.tmp.<pid>", fsyncs it, renames it over <path> (atomic on POSIX)
@@ -23,6 +24,11 @@ namespace fbt {
 
 /// The whole file; throws "<path>: cannot open: <reason>" and the like.
 std::string readFile(const std::string &path);
+
+/// Whether `path` names a regular file, or a directory (links followed;
+/// false where it does not exist or cannot be reached).
+bool isFile(const std::string &path);
+bool isDir(const std::string &path);
 
 /// Atomically replaces `path` with the concatenation of `pieces` (written in
 /// order, never copied into one buffer). On failure the temporary file is

@@ -9,7 +9,6 @@
 #include <cmath>
 #include <map>
 #include <set>
-#include <sys/stat.h>
 
 namespace fbt::hf {
 
@@ -122,10 +121,6 @@ RopeScaling ropeScaling(const ConfigReader &r) {
   return out;
 }
 
-bool isFile(const std::string &p) {
-  struct stat st;
-  return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
 
 /// Which file holds each tensor: one model.safetensors, or the shards of
 /// model.safetensors.index.json's weight_map.

@@ -8,20 +8,11 @@
 #include "runtime/text/Gpt2Bytes.h"
 
 #include <algorithm>
-#include <sys/stat.h>
 
 namespace fbt::gpt2 {
 
 namespace {
 
-bool isFile(const std::string &p) {
-  struct stat st;
-  return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
-bool isDir(const std::string &p) {
-  struct stat st;
-  return ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
 
 std::vector<std::pair<std::string, int64_t>> vocabOf(const Json &object,
                                                      const std::string &source) {

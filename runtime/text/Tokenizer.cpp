@@ -17,7 +17,6 @@
 #endif
 
 #include <cstdlib>
-#include <sys/stat.h>
 #include <unordered_map>
 
 namespace fbt {
@@ -63,14 +62,6 @@ public:
 // GPT-2 byte-level BPE
 //===----------------------------------------------------------------------===//
 
-bool isFile(const std::string &p) {
-  struct stat st;
-  return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
-bool isDir(const std::string &p) {
-  struct stat st;
-  return ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
 bool endsWith(const std::string &s, const std::string &suffix) {
   return s.size() >= suffix.size() &&
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
