@@ -5,6 +5,7 @@
 #include "codegen/cpu/CpuTarget.h"
 #include "codegen/nvptx/NvptxTarget.h"
 #include "dialect/FbtDialect.h"
+#include "frontend/LoadSpec.h"
 #include "frontend/ModelBuilder.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"

@@ -103,7 +103,8 @@ struct Description {
 
 /// The figures, or an error "<field>: expected ..., got ..." naming the spec
 /// field (the largest one involved) that makes a figure overflow 64 bits.
-/// parseSpec runs this, so it succeeds for every spec parseSpec returns.
+/// parseSpec (LoadSpec.h) runs this, so it succeeds for every spec parseSpec
+/// returns.
 llvm::Expected<Description> tryDescribe(const ModelSpec &spec);
 
 /// The figures of a spec returned by parseSpec (fatal error otherwise).

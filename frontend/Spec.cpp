@@ -9,8 +9,9 @@
 //   3. unknown keys everywhere (a misspelled key usually explains every later
 //      error, so it goes first);
 //   4. each field's type and range, in the order of the tables below;
-//   5. consistency between fields, then the 64-bit overflow of the figures
-//      `describe` computes (so no later stage has to check its arithmetic).
+//   5. consistency between fields. The 64-bit overflow of the figures
+//      `describe` computes is the last stage, parseSpec's (LoadSpec.h), so
+//      that Describe builds on the spec and not the other way round.
 //
 // Integer fields take any JSON number with an integral value (64, 64.0, 6.4e1)
 // that fits in int64; 2.5 is an error.
@@ -18,14 +19,12 @@
 //===----------------------------------------------------------------------===//
 
 #include "frontend/Spec.h"
-#include "frontend/Describe.h"
 #include "frontend/JsonText.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/JSON.h"
-#include "llvm/Support/MemoryBuffer.h"
 
 #include <algorithm>
 #include <cmath>
@@ -739,8 +738,8 @@ void resolveDefaults(ModelSpec &spec, const json::Object &training,
 }
 } // namespace
 
-llvm::Expected<ModelSpec> fbt::parseSpec(StringRef text, StringRef source,
-                                         std::optional<Recipe> recipe) {
+llvm::Expected<ModelSpec> fbt::readSpec(StringRef text, StringRef source,
+                                        std::optional<Recipe> recipe) {
   Reader r(source);
   TextScan scan;
   if (!checkBytes(r, text, scan))
@@ -796,25 +795,9 @@ llvm::Expected<ModelSpec> fbt::parseSpec(StringRef text, StringRef source,
     return r.takeError();
   resolveDefaults(spec, training, inference);
 
-  // 5. Consistency, then the arithmetic of the figures.
+  // 5. Consistency.
   checkConsistency(r, spec);
   if (r.failed())
     return r.takeError();
-  llvm::Expected<Description> figures = tryDescribe(spec);
-  if (!figures)
-    return llvm::createStringError(
-        llvm::inconvertibleErrorCode(),
-        (source + ": " + llvm::toString(figures.takeError())).str());
   return spec;
-}
-
-llvm::Expected<ModelSpec> fbt::loadSpec(StringRef path, std::optional<Recipe> recipe) {
-  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
-      llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
-                                  /*RequiresNullTerminator=*/false);
-  if (!buffer)
-    return llvm::createStringError(buffer.getError(), "cannot open '%s': %s",
-                                   path.str().c_str(),
-                                   buffer.getError().message().c_str());
-  return parseSpec((*buffer)->getBuffer(), path, recipe);
 }

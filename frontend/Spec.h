@@ -186,15 +186,12 @@ struct ModelSpec {
   static constexpr int64_t kEvalPasses = 8;
 };
 
-/// Parses and validates a spec. Errors name the JSON path and what was
-/// expected, e.g. "spec.json: training.passes: expected an integer >= 1, got 0".
-/// `recipe`, when given, replaces the spec's own "recipe" (fbtc --recipe).
-llvm::Expected<ModelSpec> parseSpec(llvm::StringRef json,
-                                    llvm::StringRef sourceName,
-                                    std::optional<Recipe> recipe = std::nullopt);
-
-/// Reads a file and parses it; a missing, empty or binary file is an error.
-llvm::Expected<ModelSpec> loadSpec(llvm::StringRef path,
+/// Reads and validates a spec's fields and their consistency. Errors name
+/// the JSON path and what was expected, e.g. "spec.json: training.passes:
+/// expected an integer >= 1, got 0". `recipe`, when given, replaces the
+/// spec's own "recipe" (fbtc --recipe). A spec whose figures would overflow
+/// passes here: parseSpec (LoadSpec.h) is the whole check.
+llvm::Expected<ModelSpec> readSpec(llvm::StringRef json, llvm::StringRef sourceName,
                                    std::optional<Recipe> recipe = std::nullopt);
 
 /// "fbt" or "paper"; nullopt for any other name.

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "frontend/LoadSpec.h"
 #include "frontend/Describe.h"
 #include "frontend/Spec.h"
 

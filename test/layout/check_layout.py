@@ -13,6 +13,9 @@ from that rule, the compiler (dialect, frontend, passes, codegen, driver,
 fbtc, fbt-opt) may include the runtime's base and format rooms only, and the
 runtime includes no LLVM or MLIR. Every source file under runtime/ and the
 compiler's folders lives in a room, and no room holds more than MAX_SOURCES .cpp files.
+Within the compiler no two files depend on each other, through any others: a
+file's unit (X.h with X.cpp) depends on each unit whose header either includes,
+and that graph has no cycle (but for ALLOWED_CYCLES).
 Prints one line per violation (file:line: what) and exits 1 if there is any.
 """
 import os
@@ -25,6 +28,9 @@ TOPS = ("runtime",) + COMPILER_TOPS  # the trees made of rooms
 COMPILER = list(COMPILER_TOPS) + ["tools/fbtc", "tools/fbt-opt"]
 COMPILER_MAY_USE = {"runtime/base", "runtime/format"}
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^">]+)[">]')
+# MLIR's own pattern: a dialect's initialize() registers the ops, whose
+# classes name the dialect (mlir/examples/standalone does the same).
+ALLOWED_CYCLES = [{"dialect/FbtDialect", "dialect/FbtOps"}]
 
 
 def read_rooms(paths):
@@ -79,6 +85,39 @@ def top(path):
     return path.split("/", 1)[0]
 
 
+def unit_cycles(root):
+    """One error per include cycle among the compiler's units."""
+    uses = {}
+    for t in COMPILER_TOPS:
+        if not os.path.isdir(os.path.join(root, t)):
+            continue
+        for rel in sources(root, t):
+            unit = os.path.splitext(rel)[0]
+            for n, inc in includes(root, rel):
+                used = os.path.splitext(inc)[0]
+                if top(inc) in COMPILER_TOPS and used != unit:
+                    uses.setdefault(unit, {}).setdefault(used, f"{rel}:{n}")
+    errors, state, path = [], {}, []
+
+    def visit(unit):
+        state[unit] = "open"
+        path.append(unit)
+        for used, where in sorted(uses.get(unit, {}).items()):
+            if state.get(used) == "open":
+                cycle = path[path.index(used):]
+                if set(cycle) not in ALLOWED_CYCLES:
+                    errors.append(f"{where}: an include cycle: {' -> '.join(cycle + [used])}")
+            elif used not in state:
+                visit(used)
+        path.pop()
+        state[unit] = "done"
+
+    for unit in sorted(uses):
+        if unit not in state:
+            visit(unit)
+    return errors
+
+
 def main():
     if len(sys.argv) < 3:
         sys.exit(__doc__)
@@ -120,11 +159,12 @@ def main():
                 if top(inc) == "runtime" and room_of(inc, rooms) not in COMPILER_MAY_USE:
                     errors.append(f"{rel}:{n}: the compiler includes {inc}; it may use only "
                                   f"{' and '.join(sorted(COMPILER_MAY_USE))}")
+    errors += unit_cycles(root)
     for e in errors:
         print(e)
     if errors:
         return 1
-    print(f"layout: {len(rooms)} rooms, includes one way")
+    print(f"layout: {len(rooms)} rooms, includes one way, no cycle in the compiler")
     return 0
 
 

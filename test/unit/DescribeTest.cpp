@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "frontend/LoadSpec.h"
 #include "frontend/Describe.h"
 
 #include "llvm/ADT/StringExtras.h"

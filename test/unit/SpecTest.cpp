@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "frontend/LoadSpec.h"
 #include "frontend/Spec.h"
 
 #include "llvm/Support/FormatVariadic.h"

@@ -2,3 +2,4 @@
 #include "runtime/format/Fmt.h"
 #include "codegen/kernels/K.h"
 #include "codegen/nvptx/Ptx.h"
+#include "codegen/cpu/Emit.h"
