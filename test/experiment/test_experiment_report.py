@@ -77,5 +77,37 @@ class Statistics(unittest.TestCase):
         self.assertIn("1.20x, 1.50x, > 3x", md)
 
 
+def depth_raw(primary_accuracy, other_accuracy):
+    """Depth results at k = 1, 2: the FBT's fused:2 at 0.5 in every seed, the
+    same-flops control at `primary_accuracy` per seed, same-tokens at
+    `other_accuracy` (better than the primary: no choice after the fact)."""
+    r = raw([1.2, 1.5, 1.8])
+    r["depth"] = {"ops": "perm5", "eval_k": [1, 2], "mix": 0.5}
+    for seed, p in zip(("1", "2", "3"), primary_accuracy):
+        def depth(acc):
+            return {k: {"problems": 10, "regimes": {reg: {"accuracy": a} for reg, a in acc.items()}}
+                    for k in ("1", "2")}
+        runs = r["runs"][seed]
+        runs["fbt"]["depth"] = depth({"standard": 0.4, "fused:2": 0.5})
+        runs["same-tokens"]["depth"] = depth({"standard": other_accuracy})
+        runs["same-flops"] = dict(runs["same-tokens"], depth=depth({"standard": p}))
+    return r
+
+
+class DepthGain(unittest.TestCase):
+    def test_the_primary_control_is_fixed_not_the_best(self):
+        md = er.gain_table(depth_raw([0.3, 0.3, 0.3], 0.45))
+        self.assertIn("fused:2 minus same-flops, the primary control", md[0])
+        self.assertTrue(md[2].startswith("| 1 | +0.200 [+0.200, +0.200] (+0.200 to +0.200) | "
+                                         "0.300 [0.300, 0.300]"), md[2])
+        self.assertIn("| same-tokens +0.050 [", md[2])
+        self.assertFalse(any("at chance" in line for line in md))
+
+    def test_a_control_at_chance_makes_growth_with_k_untested(self):
+        md = er.gain_table(depth_raw([0.15, 0.2, 0.25], 0.45))
+        self.assertIn("same-flops is at chance (its interval holds the guessing rate, 0.20) at "
+                      "k = 1, 2: a gain that grows with k is untested there", md[-1])
+
+
 if __name__ == "__main__":
     unittest.main()
