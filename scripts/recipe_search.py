@@ -18,7 +18,9 @@ mean validation loss of a regime, default fused:2) and each variant's
 report.md shows validation. Each run is measured on the test part too, but
 only the chosen variant's report is built on it, once, into DIR/chosen/
 (asking for --split test here is refused). Writes DIR/search.md and DIR/search.jsonl;
-each variant's full report (validation) is DIR/<name>/report.md.
+each variant's full report (validation) is DIR/<name>/report.md. search.md gives the
+per-FLOP choice beside the per-token one; `--table DIR [--check]` rebuilds it from the
+runs' raw results alone.
 """
 
 import argparse
@@ -54,8 +56,9 @@ def parse_variant(text):
 
 
 def measure(out):
-    """The run's {regime: mean validation loss over seeds} and {regime:
-    (mean multiplier or None, per-seed labels)}."""
+    """The run's {regime: mean validation loss over seeds}, {regime: (mean
+    plain-tokens multiplier or None, its label)} and {regime: mean plain
+    training FLOPs to match / the FBT's, or None}."""
     raw = experiment_report.loaded(out)
     losses = {}
     for reg in experiment_report.REGIMES:
@@ -63,11 +66,70 @@ def measure(out):
                 for s in raw["seeds"]]
         if all(vals):
             losses[reg] = sum(v["loss"] for v in vals) / len(vals)
-    multipliers = {}
+    first = raw["runs"][str(raw["seeds"][0])]
+    ratio = first["same-tokens"]["flops_per_token"] / first["fbt"]["flops_per_token"]
+    multipliers, flops = {}, {}
     for reg, (ms, labels) in experiment_report.equivalence(raw, "validation").items():
         mean = sum(ms) / len(ms) if all(m is not None for m in ms) else None
         multipliers[reg] = (mean, "%.2fx" % mean if mean is not None else ", ".join(labels))
-    return losses, multipliers
+        flops[reg] = mean * ratio if mean is not None else None
+    return losses, multipliers, flops
+
+
+def variant_changes(out):
+    """The --fbt-set changes a variant's run was made with (its command)."""
+    cmd = experiment_report.loaded(out)["command"]
+    return [cmd[i + 1] for i, a in enumerate(cmd[:-1]) if a == "--fbt-set"]
+
+
+def search_table(rows, choose_by):
+    """search.md's lines and the row chosen: per regime the validation loss
+    with the plain tokens and training FLOPs that match it; the choice by the
+    lowest `choose_by` loss (per token), and beside it the one a user paying
+    for training compute would make (the most plain FLOPs matched per FBT
+    FLOP)."""
+    regimes = [k for k in rows[0]["losses"] if k in ("standard", "soft", "fused:2", "fused:3")]
+    md = ["| variant | change | " + " | ".join(
+        "%s validation loss (plain tokens; plain FLOPs / FBT FLOPs to match)" % r
+        for r in regimes) + " |", "|---|---|" + "---|" * len(regimes)]
+    for row in rows:
+        cells = ["%.4f (%s; %s)" % (row["losses"][r], row["multipliers"][r][1],
+                                    "%.3fx" % row["flops"][r] if row["flops"][r] else "-")
+                 for r in regimes]
+        md.append("| %s | %s | %s |" % (row["variant"], ", ".join(row["changes"]) or "(the spec)",
+                                        " | ".join(cells)))
+    chosen = min(rows, key=lambda row: row["losses"].get(choose_by, math.inf))
+    per_flop = max(rows, key=lambda row: row["flops"].get(choose_by) or 0.0)
+    md += ["", "Chosen on validation (lowest mean %s loss, per token): **%s**; its report on "
+           "the test part: chosen/report.md. Per training FLOP (the most plain FLOPs matched "
+           "per FBT FLOP at %s) the choice is **%s**." % (
+               choose_by, chosen["variant"], choose_by, per_flop["variant"])]
+    return md, chosen
+
+
+def row_of(name, changes, out):
+    losses, multipliers, flops = measure(out)
+    return {"variant": name, "changes": changes, "losses": losses,
+            "multipliers": multipliers, "flops": flops}
+
+
+def rebuild(folder, choose_by, check):
+    """search.md again from the runs' raw results under `folder` (default
+    first, then every other variant folder but chosen/): printed, or with
+    `check` compared with the committed one (exit 1 if it differs)."""
+    names = sorted(n for n in os.listdir(folder) if n not in ("default", "chosen") and
+                   os.path.isfile(os.path.join(folder, n, "results.json")))
+    rows = [row_of(n, variant_changes(os.path.join(folder, n)) if n != "default" else [],
+                   os.path.join(folder, n)) for n in ["default"] + names]
+    text = "\n".join(search_table(rows, choose_by)[0]) + "\n"
+    if not check:
+        print(text, end="")
+        return 0
+    with open(os.path.join(folder, "search.md")) as f:
+        same = f.read() == text
+    print("%s: search.md %s" % (folder, "is what its runs build" if same else
+                                "differs from what its runs build"))
+    return 0 if same else 1
 
 
 def main():
@@ -77,7 +139,7 @@ def main():
         at = argv.index("--")
         argv, extra = argv[:at], argv[at + 1:]
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--spec", required=True)
+    ap.add_argument("--spec", help="the spec searched (required but with --table)")
     ap.add_argument("--steps", type=int)
     ap.add_argument("--out", default=os.path.join("runs", "recipe-search"))
     ap.add_argument("--variant", action="append", default=[],
@@ -86,7 +148,15 @@ def main():
                     help="the regime whose mean validation loss chooses (default fused:2)")
     ap.add_argument("--split", default="validation",
                     help="the part searched on: validation (the only one a search may use)")
+    ap.add_argument("--table", metavar="DIR",
+                    help="rebuild DIR/search.md from DIR's runs (no training); with --check, "
+                         "compare it with the file")
+    ap.add_argument("--check", action="store_true")
     args = ap.parse_args(argv)
+    if args.table:
+        return rebuild(args.table, args.choose_by, args.check)
+    if not args.spec:
+        ap.error("--spec is required")
     if args.split != "validation" or any(a.startswith("--split") for a in extra):
         sys.exit("recipe_search: a search chooses on the validation part and never reports "
                  "on test; report the chosen recipe once with scripts/experiment.py")
@@ -106,21 +176,9 @@ def main():
             cmd += ["--baselines", base]
         print("recipe_search: %s" % name, file=sys.stderr, flush=True)
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-        losses, multipliers = measure(out)
-        rows.append({"variant": name, "changes": changes, "losses": losses,
-                     "multipliers": multipliers})
+        rows.append(row_of(name, changes, out))
 
-    regimes = [k for k in rows[0]["losses"] if k in ("standard", "soft", "fused:2", "fused:3")]
-    md = ["| variant | change | " + " | ".join("%s validation loss (plain tokens to match)" % r
-                                               for r in regimes) + " |",
-          "|---|---|" + "---|" * len(regimes)]
-    for row in rows:
-        cells = ["%.4f (%s)" % (row["losses"][r], row["multipliers"][r][1]) for r in regimes]
-        md.append("| %s | %s | %s |" % (row["variant"], ", ".join(row["changes"]) or "(the spec)",
-                                        " | ".join(cells)))
-    chosen = min(rows, key=lambda row: row["losses"].get(args.choose_by, math.inf))
-    md += ["", "Chosen on validation (lowest mean %s loss): **%s**; its report on the test "
-           "part: chosen/report.md." % (args.choose_by, chosen["variant"])]
+    md, chosen = search_table(rows, args.choose_by)
     experiment_report.write(os.path.join(args.out, chosen["variant"]),
                             os.path.join(args.out, "chosen"), split="test")
     text = "\n".join(md) + "\n"
@@ -133,4 +191,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
