@@ -1,6 +1,7 @@
 //===- Decoder.cpp - prefill, decode and the three regimes ----------------===//
 
 #include "runtime/decode/Decoder.h"
+#include "runtime/decode/FusedPrefill.h"
 
 #include "runtime/base/Error.h"
 #include "runtime/base/Random.h"
@@ -178,7 +179,10 @@ void Decoder::runPrefill(const std::vector<std::vector<int32_t>> &prompts,
   const StepPlan &plan = fused.plan();
   int64_t bytes = plan.inputs[plan.inputIndex("prev_states")].bytes;
   const void *states = b.output("states");
-  for (int64_t pass = 2; pass <= regime.passes; ++pass) {
+  // The passes' schedule is FusedPrefill's, run here a whole pass at a time
+  // with the states left on the device; pass 1 was the plain prefill above.
+  FusedPrefill passes(regime, length, width_);
+  for (passes.advance(length); !passes.finished(); passes.advance(length)) {
     // Each pass reads the states of the one before it.
     session_.device().copy(f.input("prev_states"), states, bytes);
     f.run(fused);

@@ -120,12 +120,8 @@ public:
   /// carried state as well ([tokens.size() * D]; a model with a feedback
   /// path only), for a fused prompt's next pass.
   void mixed(const std::vector<MixedToken> &tokens, std::vector<float> *states = nullptr);
-  /// Whether a fused pass feeds position `t` of `prompt` the state of the
-  /// pass before (not at its start nor at a document start), as
-  /// prefill_fused does.
-  bool fusesAt(const std::vector<int32_t> &prompt, int64_t t) const {
-    return t > 0 && prompt[t] != bos_;
-  }
+  /// The document-start token (FusedPrefill::feedsAt feeds no state there).
+  int32_t bos() const { return bos_; }
   /// Whether the prefill cache holds `prompt` for `regime`; if so it is
   /// restored into row `row` (its caches, state and logits), as admit would.
   bool restoreCached(int64_t row, const std::vector<int32_t> &prompt, const Regime &regime);

@@ -322,6 +322,7 @@ void Engine::admitPending() {
       bool pieces = decoder_.mixedCapacity() > 0;
       if (pieces && !decoder_.restoreCached((int64_t)r, s.job->prompt, regime)) {
         s.joining = true; // its prompt goes through the next mixed steps
+        s.prefill.emplace(regime, (int64_t)s.job->prompt.size(), decoder_.width());
         s.order = admitted_++;
         rows_[r] = std::move(s);
         continue;
@@ -363,22 +364,21 @@ void Engine::mixedStep() {
     int64_t row, first, n; // tokens[first, first + n)
   };
   std::vector<Piece> pieces;
-  const int64_t width = decoder_.width();
   bool keepStates = false; // a fused pass that another follows
   int64_t room = decoder_.mixedCapacity() - (int64_t)tokens.size();
   for (int64_t r : joining) {
     Sequence &s = *rows_[r];
     const std::vector<int32_t> &prompt = s.job->prompt;
-    int64_t n = std::min<int64_t>(room, (int64_t)prompt.size() - s.prefilled);
+    const FusedPrefill &plan = *s.prefill;
+    int64_t n = std::min<int64_t>(room, (int64_t)prompt.size() - plan.prefilled());
     if (n <= 0)
       break;
     pieces.push_back({r, (int64_t)tokens.size(), n});
-    for (int64_t i = s.prefilled; i < s.prefilled + n; ++i) {
-      bool fed = s.pass > 1 && decoder_.fusesAt(prompt, i);
-      tokens.push_back({r, prompt[i], (int32_t)i, fed,
-                        fed ? s.before.data() + (i - 1) * width : nullptr});
+    for (int64_t i = plan.prefilled(); i < plan.prefilled() + n; ++i) {
+      const float *fed = plan.fed(prompt, i, decoder_.bos());
+      tokens.push_back({r, prompt[i], (int32_t)i, fed != nullptr, fed});
     }
-    keepStates |= s.pass < s.job->req.regime.prefillPasses();
+    keepStates |= plan.keepsStates();
     room -= n;
   }
   if (tokens.empty())
@@ -398,27 +398,13 @@ void Engine::mixedStep() {
 /// the prompt is in, its first new token.
 void Engine::joined(int64_t r, int64_t first, int64_t n, const std::vector<float> &states) {
   Sequence &s = *rows_[r];
-  int64_t length = (int64_t)s.job->prompt.size();
-  int64_t passes = s.job->req.regime.prefillPasses();
-  const int64_t width = decoder_.width();
-  if (s.pass < passes) { // the next pass reads these
-    s.now.resize(length * width);
-    std::copy_n(states.begin() + first * width, n * width,
-                s.now.begin() + s.prefilled * width);
-  }
-  s.prefilled += n;
-  if (s.prefilled < length)
+  FusedPrefill &plan = *s.prefill;
+  plan.advance(n, states.empty() ? nullptr : states.data() + first * decoder_.width());
+  if (!plan.finished())
     return;
-  if (s.pass < passes) { // again over the prompt, fed this pass's states
-    ++s.pass;
-    s.prefilled = 0;
-    std::swap(s.before, s.now);
-    return;
-  }
   // The prompt is in: its last token's logits choose the first new one.
   s.joining = false;
-  s.before = {};
-  s.now = {};
+  s.prefill.reset();
   decoder_.storeCached(r, s.job->prompt, s.job->req.regime);
   if (!take(s, choose(s, decoder_.logits(r), 0)))
     rows_[r].reset();

@@ -31,6 +31,7 @@
 
 #include "runtime/decode/Constraint.h"
 #include "runtime/decode/Decoder.h"
+#include "runtime/decode/FusedPrefill.h"
 #include "runtime/serve/Job.h"
 #include "runtime/serve/ServerMetrics.h"
 
@@ -89,15 +90,12 @@ private:
     int32_t position = 0; ///< where it goes
     int64_t produced = 0, maxNew = 0;
     bool done = false;
-    /// Joining through mixed steps: prompt tokens in the cache so far, and
-    /// the admission order (the oldest joining row's prompt goes first).
+    /// Joining through mixed steps: the admission order (the oldest joining
+    /// row's prompt goes first) and its prompt's passes so far (fused:N's
+    /// N, else one).
     bool joining = false;
-    int64_t prefilled = 0;
     uint64_t order = 0;
-    /// fused:N: the pass in the cache now (1..N), the carried states of the
-    /// pass before ([prompt, D]) and those of this one so far.
-    int64_t pass = 1;
-    std::vector<float> before, now;
+    std::optional<FusedPrefill> prefill;
     /// Penalties and log-probabilities: how often each token was generated,
     /// the token choose() picked with its log-probability, every generated
     /// token's (where the request scores them), how many of those were

@@ -241,23 +241,23 @@ TEST_F(ServeEngineTest, APromptPrefilledInPiecesMatchesOnePrefill) {
   // A token outside the context is refused.
   EXPECT_THROW(d.mixed({{0, 5, (int32_t)d.maxSequence(), false}}), RuntimeError);
 
-  // fused:2: the prompt twice through mixed steps, the second pass fed the
-  // first's states, against prefill_fused_row.
-  d.admit(1, prompt, Regime::parse("fused:2"));
+  // fused:2: the prompt twice through mixed steps in pieces of 9, as
+  // FusedPrefill schedules them (the second pass fed the first's states),
+  // against prefill_fused_row.
+  const Regime fused2 = Regime::parse("fused:2");
+  d.admit(1, prompt, fused2);
   whole.assign(d.logits(1), d.logits(1) + d.vocab());
-  std::vector<float> before(prompt.size() * d.width()), states;
-  for (int pass = 1; pass <= 2; ++pass)
-    for (size_t at = 0; at < prompt.size(); at += 9) {
-      std::vector<Decoder::MixedToken> tokens = {{0, 5, position++, true}};
-      for (size_t i = at; i < std::min(prompt.size(), at + 9); ++i) {
-        bool fed = pass == 2 && d.fusesAt(prompt, (int64_t)i);
-        tokens.push_back({3, prompt[i], (int32_t)i, fed,
-                          fed ? before.data() + (i - 1) * d.width() : nullptr});
-      }
-      d.mixed(tokens, &states);
-      if (pass == 1)
-        std::copy(states.begin() + d.width(), states.end(), before.begin() + at * d.width());
+  std::vector<float> states;
+  for (FusedPrefill plan(fused2, (int64_t)prompt.size(), d.width()); !plan.finished();) {
+    std::vector<Decoder::MixedToken> tokens = {{0, 5, position++, true}};
+    int64_t at = plan.prefilled(), n = std::min<int64_t>(9, (int64_t)prompt.size() - at);
+    for (int64_t i = at; i < at + n; ++i) {
+      const float *fed = plan.fed(prompt, i, d.bos());
+      tokens.push_back({3, prompt[i], (int32_t)i, fed != nullptr, fed});
     }
+    d.mixed(tokens, &states);
+    plan.advance(n, states.data() + d.width()); // the other row's token first
+  }
   worst = 0;
   for (int64_t v = 0; v < d.vocab(); ++v)
     worst = std::max(worst, std::fabs(whole[v] - d.logits(3)[v]));
