@@ -1,6 +1,6 @@
 //===- Gguf.cpp - Writing GGUF files (llama.cpp's model format) -----------===//
 
-#include "runtime/format/Gguf.h"
+#include "runtime/interop/Gguf.h"
 
 #include "runtime/base/Error.h"
 #include "runtime/base/FileIO.h"

@@ -7,9 +7,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/base/Error.h"
-#include "runtime/format/LlamaGguf.h"
+#include "runtime/interop/LlamaGguf.h"
 
-#include "test/runtime/format/GgufReader.h"
+#include "test/runtime/interop/GgufReader.h"
 
 #include <gtest/gtest.h>
 

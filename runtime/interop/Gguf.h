@@ -31,8 +31,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FBT_RUNTIME_FORMAT_GGUF_H
-#define FBT_RUNTIME_FORMAT_GGUF_H
+#ifndef FBT_RUNTIME_INTEROP_GGUF_H
+#define FBT_RUNTIME_INTEROP_GGUF_H
 
 #include "runtime/format/GgmlTypes.h"
 
@@ -130,4 +130,4 @@ private:
 
 } // namespace fbt
 
-#endif // FBT_RUNTIME_FORMAT_GGUF_H
+#endif // FBT_RUNTIME_INTEROP_GGUF_H

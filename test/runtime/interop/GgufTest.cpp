@@ -11,11 +11,11 @@
 
 #include "runtime/base/Error.h"
 #include "runtime/base/FileIO.h"
-#include "runtime/format/Gguf.h"
+#include "runtime/interop/Gguf.h"
 #include "runtime/format/Safetensors.h"
 
 #include "test/runtime/TempDir.h"
-#include "test/runtime/format/GgufReader.h"
+#include "test/runtime/interop/GgufReader.h"
 
 #include <gtest/gtest.h>
 

@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/format/HfLlama.h"
+#include "runtime/interop/HfLlama.h"
 
 #include "runtime/base/Error.h"
 #include "test/runtime/TempDir.h"

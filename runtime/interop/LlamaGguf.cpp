@@ -1,6 +1,6 @@
 //===- LlamaGguf.cpp - an FBT's standard regime as llama.cpp's llama ------===//
 
-#include "runtime/format/LlamaGguf.h"
+#include "runtime/interop/LlamaGguf.h"
 
 #include "runtime/base/Error.h"
 

@@ -25,10 +25,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FBT_RUNTIME_FORMAT_LLAMAGGUF_H
-#define FBT_RUNTIME_FORMAT_LLAMAGGUF_H
+#ifndef FBT_RUNTIME_INTEROP_LLAMAGGUF_H
+#define FBT_RUNTIME_INTEROP_LLAMAGGUF_H
 
-#include "runtime/format/Gguf.h"
+#include "runtime/interop/Gguf.h"
 
 #include <cstdint>
 #include <functional>
@@ -97,4 +97,4 @@ size_t addTensors(GgufWriter &gguf, const Hyperparameters &h, const WeightSource
 
 } // namespace fbt::llama
 
-#endif // FBT_RUNTIME_FORMAT_LLAMAGGUF_H
+#endif // FBT_RUNTIME_INTEROP_LLAMAGGUF_H

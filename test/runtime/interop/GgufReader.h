@@ -7,10 +7,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FBT_TEST_RUNTIME_FORMAT_GGUFREADER_H
-#define FBT_TEST_RUNTIME_FORMAT_GGUFREADER_H
+#ifndef FBT_TEST_RUNTIME_INTEROP_GGUFREADER_H
+#define FBT_TEST_RUNTIME_INTEROP_GGUFREADER_H
 
-#include "runtime/format/Gguf.h"
+#include "runtime/interop/Gguf.h"
 
 #include <gtest/gtest.h>
 
@@ -152,4 +152,4 @@ inline std::vector<float> tensorOf(const std::string &bytes, const Parsed &p,
 
 } // namespace fbt::test
 
-#endif // FBT_TEST_RUNTIME_FORMAT_GGUFREADER_H
+#endif // FBT_TEST_RUNTIME_INTEROP_GGUFREADER_H

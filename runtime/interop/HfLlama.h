@@ -16,11 +16,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FBT_RUNTIME_FORMAT_HFLLAMA_H
-#define FBT_RUNTIME_FORMAT_HFLLAMA_H
+#ifndef FBT_RUNTIME_INTEROP_HFLLAMA_H
+#define FBT_RUNTIME_INTEROP_HFLLAMA_H
 
 #include "runtime/base/Json.h"
-#include "runtime/format/LlamaGguf.h"
+#include "runtime/interop/LlamaGguf.h"
 #include "runtime/format/Safetensors.h"
 
 #include <string>
@@ -59,4 +59,4 @@ std::vector<Tensor> llamaTensors(const llama::Hyperparameters &h,
 
 } // namespace fbt::hf
 
-#endif // FBT_RUNTIME_FORMAT_HFLLAMA_H
+#endif // FBT_RUNTIME_INTEROP_HFLLAMA_H

@@ -1,6 +1,6 @@
 //===- HfLlama.cpp - Hugging Face LlamaForCausalLM folders, in and out -----===//
 
-#include "runtime/format/HfLlama.h"
+#include "runtime/interop/HfLlama.h"
 
 #include "runtime/base/Error.h"
 #include "runtime/base/FileIO.h"
