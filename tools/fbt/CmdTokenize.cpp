@@ -4,9 +4,10 @@
 //
 // Each text file is one document; each line of a .jsonl file is one (its
 // --field, "text" by default). Documents are encoded on every thread
-// (--threads), in order, each preceded by the tokenizer's separator, and
-// written with llm.c's header (runtime/text/TokenStream.h). Prints documents, tokens and
-// MB/s; --json prints them as one object.
+// (--threads; runtime/text/ParallelEncode.h), in order, each preceded by the
+// tokenizer's separator, and written with llm.c's header
+// (runtime/text/TokenStream.h). Prints documents, tokens and MB/s; --json
+// prints them as one object.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,28 +19,21 @@
 #include "runtime/base/Json.h"
 #include "runtime/base/Progress.h"
 #include "runtime/hal/cpu/CpuThreads.h"
+#include "runtime/text/ParallelEncode.h"
 #include "runtime/text/TokenStream.h"
 #include "runtime/text/Tokenizer.h"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <mutex>
-#include <thread>
 
 namespace fbt {
 
 namespace {
-struct Document {
-  std::string_view text;
-  std::string where; ///< "file" or "file: document N", for errors
-};
-
 /// The documents of `path`, viewing `contents` (kept alive by the caller).
 void documentsOf(const std::string &path, const std::string &contents,
                  const std::string &field, std::vector<std::string> &decoded,
-                 std::vector<Document> &docs) {
+                 std::vector<TextDocument> &docs) {
   if (tokenFileFormat(path) != TokenFileFormat::Jsonl) {
     docs.push_back({contents, path});
     return;
@@ -64,10 +58,28 @@ int decodeFiles(const CommandLine &args) {
 }
 } // namespace
 
-// One pipeline in one body: read every file, cut long documents into work
-// items, encode them on the threads, write the ids in order. Its phases share
-// buffers that the items view as string_views, which is why they stay
-// together here.
+namespace {
+/// Every file's documents, viewing `contents` and `decoded` (the caller's).
+std::vector<TextDocument> readDocuments(const CommandLine &args, std::vector<std::string> &contents,
+                                        std::vector<std::string> &decoded) {
+  std::string field = args.get("field", "text");
+  std::vector<TextDocument> docs;
+  for (const std::string &path : args.positional())
+    contents.push_back(readFile(path));
+  for (size_t f = 0; f < contents.size(); ++f)
+    documentsOf(args.positional()[f], contents[f], field, decoded, docs);
+  // The .jsonl texts are viewed once `decoded` has stopped growing.
+  for (size_t i = 0, d = 0; i < docs.size(); ++i)
+    if (docs[i].text.data() == nullptr)
+      docs[i].text = decoded[d++];
+  return docs;
+}
+
+double secondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+} // namespace
+
 int runTokenize(int argc, char **argv) {
   CommandLine args("fbt tokenize",
                    "Encodes text into a token file for fbt train: each text file is one\n"
@@ -98,113 +110,48 @@ int runTokenize(int argc, char **argv) {
   if (!args.has("tokenizer"))
     throw RuntimeError("give the tokenizer with --tokenizer (bytes, gpt2:DIR, sp:FILE)");
   std::unique_ptr<Tokenizer> tok = loadTokenizer(args.get("tokenizer"));
-  std::string field = args.get("field", "text");
 
-  // Read everything first: the documents view these buffers.
   auto start = std::chrono::steady_clock::now();
-  std::vector<std::string> contents;
-  std::vector<std::string> decoded; // .jsonl texts
-  std::vector<Document> docs;
-  for (const std::string &path : args.positional())
-    contents.push_back(readFile(path));
-  for (size_t f = 0; f < contents.size(); ++f)
-    documentsOf(args.positional()[f], contents[f], field, decoded, docs);
-  for (size_t i = 0, d = 0; i < docs.size(); ++i)
-    if (docs[i].text.data() == nullptr)
-      docs[i].text = decoded[d++];
+  std::vector<std::string> contents, decoded;
+  std::vector<TextDocument> docs = readDocuments(args, contents, decoded);
   int64_t totalBytes = 0;
-  for (const Document &d : docs)
+  for (const TextDocument &d : docs)
     totalBytes += d.text.size();
 
-  // Work items: documents, long ones cut where the tokenizer allows, so
-  // that threads share them. Workers take items in order.
-  struct Item {
-    std::string_view text;
-    size_t doc;
-  };
-  std::vector<Item> items;
-  constexpr size_t kChunk = 1 << 20;
-  for (size_t d = 0; d < docs.size(); ++d) {
-    std::string_view rest = docs[d].text;
-    while (rest.size() > 2 * kChunk) {
-      size_t cut = tok->splitPoint(rest, kChunk);
-      if (cut == std::string_view::npos || cut >= rest.size())
-        break;
-      items.push_back({rest.substr(0, cut), d});
-      rest.remove_prefix(cut);
-    }
-    items.push_back({rest, d});
+  EncodeOptions options;
+  options.threads = std::max(1, cpuThreads());
+  std::unique_ptr<ProgressBar> bar;
+  if (!args.has("quiet") && !args.has("json")) {
+    ProgressOptions barOptions;
+    barOptions.unit = "bytes";
+    bar = std::make_unique<ProgressBar>(std::max<int64_t>(totalBytes, 1), 0, barOptions);
+    options.progress = [&](int64_t done) {
+      char rate[32];
+      std::snprintf(rate, sizeof rate, "%.1f", done / 1e6 / std::max(secondsSince(start), 1e-9));
+      bar->setField("MB/s", rate);
+      bar->update(done);
+    };
   }
-  std::vector<std::vector<int32_t>> ids(items.size());
-  std::atomic<size_t> next{0};
-  std::atomic<int64_t> doneBytes{0};
-  std::string firstError;
-  std::atomic<bool> failed{false};
-  std::mutex errorLock;
-  auto work = [&] {
-    for (size_t i; !failed && (i = next++) < items.size();) {
-      try {
-        ids[i] = tok->encode(items[i].text);
-      } catch (const std::exception &e) {
-        std::lock_guard<std::mutex> g(errorLock);
-        if (!failed.exchange(true))
-          firstError = docs[items[i].doc].where + ": " + e.what();
-      }
-      doneBytes += items[i].text.size();
-    }
-  };
-  int threads = std::max(1, cpuThreads());
-  std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t)
-    pool.emplace_back(work);
-  {
-    ProgressOptions options;
-    options.unit = "bytes";
-    std::unique_ptr<ProgressBar> bar;
-    if (!args.has("quiet") && !args.has("json"))
-      bar = std::make_unique<ProgressBar>(std::max<int64_t>(totalBytes, 1), 0, options);
-    std::thread progress([&] {
-      while (bar && next < items.size() && !failed) {
-        double secs = std::chrono::duration<double>(
-                          std::chrono::steady_clock::now() - start).count();
-        char rate[32];
-        std::snprintf(rate, sizeof rate, "%.1f", doneBytes / 1e6 / std::max(secs, 1e-9));
-        bar->setField("MB/s", rate);
-        bar->update(doneBytes);
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      }
-    });
-    work();
-    for (std::thread &t : pool)
-      t.join();
-    progress.join();
-    if (bar && !failed) {
-      bar->update(totalBytes);
-      bar->finish();
-    }
-  }
-  if (failed)
-    throw RuntimeError(firstError);
-
-  std::vector<int32_t> all;
-  for (size_t i = 0; i < items.size(); ++i) {
-    if (i == 0 || items[i].doc != items[i - 1].doc)
-      all.push_back(tok->documentSeparator());
-    all.insert(all.end(), ids[i].begin(), ids[i].end());
+  std::vector<int32_t> all = encodeDocuments(*tok, docs, options);
+  if (bar) {
+    bar->update(totalBytes);
+    bar->finish();
   }
   writeBinFile(out, all, tok->vocabSize());
-  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  double secs = secondsSince(start);
   double mbps = totalBytes / 1e6 / std::max(secs, 1e-9);
   if (args.has("json"))
     std::printf("{\"tokenizer\": %s, \"documents\": %zu, \"tokens\": %zu, "
                 "\"bytes\": %lld, \"seconds\": %.3f, \"mb_per_s\": %.2f, "
                 "\"threads\": %d, \"out\": %s}\n",
                 dumpJson(Json(tok->name())).c_str(), docs.size(), all.size(),
-                (long long)totalBytes, secs, mbps, threads, dumpJson(Json(out)).c_str());
+                (long long)totalBytes, secs, mbps, options.threads,
+                dumpJson(Json(out)).c_str());
   else if (!args.has("quiet"))
     std::fprintf(stderr, "fbt: %zu documents, %zu tokens from %.1f MB in %.2f s "
                          "(%.1f MB/s, %d threads) -> %s\n",
-                 docs.size(), all.size(), totalBytes / 1e6, secs, mbps, threads,
+                 docs.size(), all.size(), totalBytes / 1e6, secs, mbps, options.threads,
                  out.c_str());
   return 0;
 }
