@@ -11,7 +11,6 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Verifier.h"
-#include "llvm/ADT/StringSwitch.h"
 #include "llvm/ADT/STLExtras.h"
 
 namespace fbt::driver {
@@ -25,36 +24,36 @@ llvm::Error internalError(const llvm::Twine &message) {
   return llvm::make_error<DriverError>(false, message.str());
 }
 
-std::optional<Target> parseTarget(llvm::StringRef name) {
-  if (name == "cpu")
-    return Target::Cpu;
-  if (name == "sm_90")
-    return Target::Sm90;
-  if (name == "sm_80")
-    return Target::Sm80;
-  if (name == "simt")
-    return Target::Simt;
-  return std::nullopt;
+llvm::ArrayRef<Choice<Target>> targetChoices() {
+  static const Choice<Target> choices[] = {
+      {Target::Cpu, "cpu", "this machine's CPU: kernels through LLVM, GEMMs on BLAS"},
+      {Target::Sm90, "sm_90", "NVIDIA Hopper (H100, H200): PTX 8.0 + cubin, GEMMs on cuBLASLt"},
+      {Target::Sm80, "sm_80", "NVIDIA Ampere (A100): PTX 8.0 + cubin"},
+      {Target::Simt, "simt",
+       "the GPU's kernels and launches, emulated on this CPU thread by thread (for tests)"}};
+  return choices;
 }
 
-std::optional<Stage> parseStage(llvm::StringRef name) {
-  return llvm::StringSwitch<std::optional<Stage>>(name)
-      .Case("fbt", Stage::Fbt)
-      .Case("train", Stage::Train)
-      .Case("kernels", Stage::Kernels)
-      .Case("plan", Stage::Plan)
-      .Case("ptx", Stage::Ptx)
-      .Case("bundle", Stage::Bundle)
-      .Default(std::nullopt);
+llvm::ArrayRef<Choice<Stage>> stageChoices() {
+  static const Choice<Stage> choices[] = {
+      {Stage::Fbt, "fbt", "model-level fbt IR: train_k<K> for each scheduled K, prefill, "
+                          "decode_step"},
+      {Stage::Train, "train", "after the training-graph passes: expanded, differentiated, "
+                              "with AdamW"},
+      {Stage::Kernels, "kernels", "after fbt-to-kernels: library GEMMs and generated kernels"},
+      {Stage::Plan, "plan", "the step plans (JSON): buffers, arena sizes, calls"},
+      {Stage::Ptx, "ptx", "the kernels' PTX (with an NVIDIA --target)"},
+      {Stage::Bundle, "bundle", "the runtime bundle (.fbtb); the default with --target"}};
+  return choices;
 }
 
-std::optional<mlir::fbt::TuneSpace> parseTuneSpace(llvm::StringRef name) {
+llvm::ArrayRef<Choice<mlir::fbt::TuneSpace>> tuneSpaceChoices() {
   using mlir::fbt::TuneSpace;
-  return llvm::StringSwitch<std::optional<TuneSpace>>(name)
-      .Case("none", TuneSpace::None)
-      .Case("default", TuneSpace::Default)
-      .Case("wide", TuneSpace::Wide)
-      .Default(std::nullopt);
+  static const Choice<TuneSpace> choices[] = {
+      {TuneSpace::None, "none", "one configuration per kernel (default)"},
+      {TuneSpace::Default, "default", "a few values per knob"},
+      {TuneSpace::Wide, "wide", "more values per knob (slower to compile)"}};
+  return choices;
 }
 
 bool isNvidia(Target t) { return t == Target::Sm80 || t == Target::Sm90; }
@@ -69,11 +68,12 @@ Stage stageOf(const CompileOptions &o) {
 llvm::Error checkOptions(const CompileOptions &o) {
   Stage stage = stageOf(o);
   if (stage == Stage::Bundle && o.target == Target::None)
-    return badInput("--emit=bundle needs a --target (cpu, sm_90, sm_80)");
+    return badInput("--emit=bundle needs a --target (" + choiceNames(targetChoices()) + ")");
   if (o.gpuStorage != "bf16" && o.gpuStorage != "f32")
     return badInput("--gpu-storage must be bf16 or f32, not '" + o.gpuStorage + "'");
   if (stage == Stage::Ptx && !isNvidia(o.target))
-    return badInput("--emit=ptx needs an NVIDIA --target (sm_90, sm_80)");
+    return badInput("--emit=ptx needs an NVIDIA --target (" +
+                    choiceNames(targetChoices(), isNvidia) + ")");
   if (!o.tunedCache.empty()) {
     if (o.tuneSpace != mlir::fbt::TuneSpace::None)
       return badInput("--tuned and --tune-space exclude each other: a tuned bundle holds "

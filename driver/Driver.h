@@ -30,6 +30,7 @@
 #include "runtime/format/BundleFormat.h"
 
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/ArrayRef.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OwningOpRef.h"
 #include "mlir/Pass/PassManager.h"
@@ -84,12 +85,50 @@ private:
 llvm::Error badInput(const llvm::Twine &message);
 llvm::Error internalError(const llvm::Twine &message);
 
-/// "cpu", "sm_90", "sm_80", "simt"; nullopt for any other name.
-std::optional<Target> parseTarget(llvm::StringRef name);
-/// fbtc --emit's names: "fbt", "train", "kernels", "plan", "ptx", "bundle".
-std::optional<Stage> parseStage(llvm::StringRef name);
-/// fbtc --tune-space's names: "none", "default", "wide".
-std::optional<mlir::fbt::TuneSpace> parseTuneSpace(llvm::StringRef name);
+/// One value of an option with named values, its name and what it means:
+/// the one list that fbtc's flags, the parse functions and the errors of
+/// every tool (the Python module's too) read.
+template <typename T> struct Choice {
+  T value;
+  const char *name;
+  const char *help;
+};
+/// --target: "cpu", "sm_90", "sm_80", "simt".
+llvm::ArrayRef<Choice<Target>> targetChoices();
+/// --emit: "fbt", "train", "kernels", "plan", "ptx", "bundle".
+llvm::ArrayRef<Choice<Stage>> stageChoices();
+/// --tune-space: "none", "default", "wide".
+llvm::ArrayRef<Choice<mlir::fbt::TuneSpace>> tuneSpaceChoices();
+
+/// "a, b or c": the names of `choices` (those `keep` accepts), for errors.
+template <typename T>
+std::string choiceNames(llvm::ArrayRef<Choice<T>> choices, bool (*keep)(T) = nullptr) {
+  std::vector<const char *> names;
+  for (const Choice<T> &c : choices)
+    if (!keep || keep(c.value))
+      names.push_back(c.name);
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i)
+    out += std::string(i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
+  return out;
+}
+/// The value named `name`; nullopt for any other name.
+template <typename T>
+std::optional<T> parseChoice(llvm::ArrayRef<Choice<T>> choices, llvm::StringRef name) {
+  for (const Choice<T> &c : choices)
+    if (name == c.name)
+      return c.value;
+  return std::nullopt;
+}
+inline std::optional<Target> parseTarget(llvm::StringRef name) {
+  return parseChoice(targetChoices(), name);
+}
+inline std::optional<Stage> parseStage(llvm::StringRef name) {
+  return parseChoice(stageChoices(), name);
+}
+inline std::optional<mlir::fbt::TuneSpace> parseTuneSpace(llvm::StringRef name) {
+  return parseChoice(tuneSpaceChoices(), name);
+}
 bool isNvidia(Target t);
 /// Targets whose kernels are mapped to GPU blocks and threads.
 bool mapsToGpu(Target t);
@@ -150,6 +189,15 @@ llvm::Expected<std::string> emitPtx(mlir::ModuleOp module, const CompileOptions 
 llvm::Error writeBundle(const ModelSpec &spec, mlir::ModuleOp module, Plans plans,
                         const CompileOptions &options, const std::optional<Tuned> &tuned,
                         const std::string &path);
+
+/// The passes from the model-level IR to the options' stage (none before
+/// train): the training pipeline, then the kernel pipeline with the tuned
+/// configurations where the options name a tune cache.
+void populatePipeline(mlir::OpPassManager &pm, const ModelSpec &spec,
+                      const CompileOptions &options, const std::optional<Tuned> &tuned);
+/// Those passes as fbt-opt's --pass-pipeline takes them (fbtc
+/// --print-pipeline): fbt-opt runs on fbtc --emit=fbt what fbtc compiles.
+llvm::Expected<std::string> pipelineText(const ModelSpec &spec, const CompileOptions &options);
 
 /// The whole pipeline up to the options' stage: the IR (fbt, train,
 /// kernels), the plans' JSON or the PTX as text into `text`, or the bundle

@@ -127,6 +127,35 @@ llvm::Error writeBundle(const ModelSpec &spec, mlir::ModuleOp module, Plans plan
   return llvm::Error::success();
 }
 
+void populatePipeline(mlir::OpPassManager &pm, const ModelSpec &spec, const CompileOptions &o,
+                      const std::optional<Tuned> &tuned) {
+  Stage stage = stageOf(o);
+  if (stage >= Stage::Train)
+    populateTrainPipeline(pm, spec, o);
+  if (stage >= Stage::Kernels)
+    populateKernelPipeline(pm, spec, o, tuned ? tuned->configs : std::vector<std::string>{});
+}
+
+llvm::Expected<std::string> pipelineText(const ModelSpec &spec, const CompileOptions &o) {
+  if (llvm::Error e = checkOptions(o))
+    return std::move(e);
+  std::optional<Tuned> tuned;
+  if (!o.tunedCache.empty()) {
+    llvm::Expected<Tuned> t = readTuned(spec, o);
+    if (!t)
+      return t.takeError();
+    tuned = std::move(*t);
+  }
+  mlir::MLIRContext ctx;
+  prepareContext(ctx);
+  mlir::PassManager pm(&ctx);
+  populatePipeline(pm, spec, o, tuned);
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  pm.printAsTextualPipeline(os);
+  return text;
+}
+
 llvm::Error compile(const ModelSpec &spec, const CompileOptions &o,
                     const std::string &bundlePath, std::string &text) {
   if (llvm::Error e = checkOptions(o))
@@ -146,15 +175,14 @@ llvm::Error compile(const ModelSpec &spec, const CompileOptions &o,
   }
   if (stage >= Stage::Train) {
     mlir::PassManager pm(&ctx);
-    populateTrainPipeline(pm, spec, o);
-    if (stage >= Stage::Kernels)
-      populateKernelPipeline(pm, spec, o, tuned ? tuned->configs : std::vector<std::string>{});
+    populatePipeline(pm, spec, o, tuned);
     if (mlir::failed(pm.run(**module)))
       return internalError("the compiler passes failed");
   }
   if (stage <= Stage::Kernels) {
     llvm::raw_string_ostream os(text);
     (*module)->print(os);
+    os << "\n"; // as mlir-opt ends its output
     return llvm::Error::success();
   }
   llvm::Expected<Plans> plans = planSteps(**module);

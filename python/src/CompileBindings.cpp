@@ -56,20 +56,23 @@ CompileOptions compileOptions(const py::dict &kwargs) {
       std::string name = textOption(v, key);
       auto t = driver::parseTarget(name);
       if (!t)
-        throw py::value_error("target: expected cpu, sm_90, sm_80 or simt, got '" + name + "'");
+        throw py::value_error("target: expected " + driver::choiceNames(driver::targetChoices()) +
+                              ", got '" + name + "'");
       o.target = *t;
     } else if (key == "emit") {
       std::string name = textOption(v, key);
       auto s = driver::parseStage(name);
       if (!s)
-        throw py::value_error("emit: expected fbt, train, kernels, plan, ptx or bundle, got '" +
-                              name + "'");
+        throw py::value_error("emit: expected " + driver::choiceNames(driver::stageChoices()) +
+                              ", got '" + name + "'");
       o.stage = *s;
     } else if (key == "tune_space") {
       std::string name = textOption(v, key);
       auto s = driver::parseTuneSpace(name);
       if (!s)
-        throw py::value_error("tune_space: expected none, default or wide, got '" + name + "'");
+        throw py::value_error("tune_space: expected " +
+                              driver::choiceNames(driver::tuneSpaceChoices()) + ", got '" +
+                              name + "'");
       o.tuneSpace = *s;
     } else if (key == "recipe") {
       std::string name = textOption(v, key);

@@ -8,6 +8,7 @@
 //   fbtc SPEC --target=sm_90 --emit=ptx   the kernels' PTX
 //   fbtc SPEC --target=simt -o M.fbtb  the GPU's kernels emulated on the CPU
 //   fbtc SPEC --describe [--json]      the figures a user plans with
+//   fbtc SPEC --emit=kernels --print-pipeline   the passes, for fbt-opt
 //
 // Exit status: 0 on success, 2 on bad input (spec, options), 1 on an internal
 // error. Output files are written whole or not at all (temp file + rename).
@@ -37,44 +38,11 @@ cl::opt<std::string> specPath(cl::Positional, cl::desc("<model spec .json>"),
 cl::opt<std::string> outputPath("o", cl::desc("Output file ('-' for stdout)"),
                                 cl::value_desc("file"), cl::init("-"),
                                 cl::cat(category));
+// The named values of --emit, --target and --tune-space are the driver's
+// (addChoices, before the flags are parsed).
 cl::opt<Stage> emit("emit", cl::desc("What to produce"), cl::init(Stage::Fbt),
-                    cl::values(clEnumValN(Stage::Fbt, "fbt",
-                                          "model-level fbt IR: train_k<K> for "
-                                          "each scheduled K, prefill, "
-                                          "decode_step"),
-                               clEnumValN(Stage::Train, "train",
-                                          "after the training-graph passes: "
-                                          "expanded, differentiated, with "
-                                          "AdamW"),
-                               clEnumValN(Stage::Kernels, "kernels",
-                                          "after fbt-to-kernels: library "
-                                          "GEMMs and generated kernels"),
-                               clEnumValN(Stage::Plan, "plan",
-                                          "the step plans (JSON): buffers, "
-                                          "arena sizes, calls"),
-                               clEnumValN(Stage::Ptx, "ptx",
-                                          "the kernels' PTX (with an "
-                                          "NVIDIA --target)"),
-                               clEnumValN(Stage::Bundle, "bundle",
-                                          "the runtime bundle (.fbtb); the "
-                                          "default with --target")),
                     cl::cat(category));
-cl::opt<Target> target("target", cl::desc("Compile for"),
-                       cl::init(Target::None),
-                       cl::values(clEnumValN(Target::Cpu, "cpu",
-                                             "this machine's CPU: kernels "
-                                             "through LLVM, GEMMs on BLAS"),
-                                  clEnumValN(Target::Sm90, "sm_90",
-                                             "NVIDIA Hopper (H100, H200): "
-                                             "PTX 8.0 + cubin, GEMMs on "
-                                             "cuBLASLt"),
-                                  clEnumValN(Target::Sm80, "sm_80",
-                                             "NVIDIA Ampere (A100): PTX 8.0 "
-                                             "+ cubin"),
-                                  clEnumValN(Target::Simt, "simt",
-                                             "the GPU's kernels and launches, "
-                                             "emulated on this CPU thread by "
-                                             "thread (for tests)")),
+cl::opt<Target> target("target", cl::desc("Compile for"), cl::init(Target::None),
                        cl::cat(category));
 cl::opt<std::string> cpuName("cpu",
                              cl::desc("LLVM CPU name for --target=cpu "
@@ -128,12 +96,6 @@ cl::opt<mlir::fbt::TuneSpace> tuneSpace(
              "(threads per block, elements per thread, attention tiles, the "
              "CPU's loop grain, threading and prefetching), for `fbt tune` to choose from"),
     cl::init(mlir::fbt::TuneSpace::None),
-    cl::values(clEnumValN(mlir::fbt::TuneSpace::None, "none",
-                          "one configuration per kernel (default)"),
-               clEnumValN(mlir::fbt::TuneSpace::Default, "default",
-                          "a few values per knob"),
-               clEnumValN(mlir::fbt::TuneSpace::Wide, "wide",
-                          "more values per knob (slower to compile)")),
     cl::cat(category));
 cl::opt<std::string> tunedCache(
     "tuned",
@@ -156,6 +118,11 @@ cl::opt<bool> describe("describe",
                        cl::desc("Print parameter counts, FLOPs, memory and "
                                 "KV-cache figures instead of compiling"),
                        cl::cat(category));
+cl::opt<bool> printPipeline(
+    "print-pipeline",
+    cl::desc("Print the passes --emit runs after the fbt IR, as fbt-opt's --pass-pipeline "
+             "takes them (fbtc --emit=fbt | fbt-opt --pass-pipeline=... compiles the same)"),
+    cl::cat(category));
 cl::opt<bool> fuseGate("fuse-feedback-gate",
                        cl::desc("Fold the GLU gate into the first layer's norm "
                                 "(default on)"),
@@ -202,6 +169,13 @@ int writeOutput(function_ref<void(raw_ostream &)> print) {
       }))
     return fail(kBadInput, toString(std::move(e)));
   return 0;
+}
+
+/// `flag`'s values, as the driver names them.
+template <typename T>
+void addChoices(cl::opt<T> &flag, ArrayRef<fbt::driver::Choice<T>> choices) {
+  for (const fbt::driver::Choice<T> &c : choices)
+    flag.getParser().addLiteralOption(c.name, c.value, c.help);
 }
 
 /// The flags, as the driver's options.
@@ -252,6 +226,9 @@ int runDescribe(const fbt::ModelSpec &spec) {
 
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
+  addChoices(emit, fbt::driver::stageChoices());
+  addChoices(target, fbt::driver::targetChoices());
+  addChoices(tuneSpace, fbt::driver::tuneSpaceChoices());
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(argc, argv,
                               "fbtc: compiles a Full-Bandwidth Transformer model spec (JSON)\n");
@@ -263,6 +240,12 @@ int main(int argc, char **argv) {
     return failed(spec.takeError());
   if (describe)
     return runDescribe(*spec);
+  if (printPipeline) {
+    Expected<std::string> text = fbt::driver::pipelineText(*spec, *options);
+    if (!text)
+      return failed(text.takeError());
+    return writeOutput([&](raw_ostream &os) { os << *text << "\n"; });
+  }
   std::string text;
   std::string bundle = outputPath == "-" ? spec->name + ".fbtb" : std::string(outputPath);
   if (Error e = fbt::driver::compile(*spec, *options, bundle, text))
