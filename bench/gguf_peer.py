@@ -248,40 +248,25 @@ def main():
 
 
 def measure(ap, args, work):
+    """Builds both sides in `work` (fbt's bundles, llama.cpp's GGUFs of the
+    same weights), times them round by round and prints the summary."""
     fbtc = os.path.join(BUILD, "tools", "fbtc", "fbtc")
-    spec_path = args.spec
-    if args.set:
-        spec_path = os.path.join(work, os.path.basename(args.spec))
-        subprocess.run([sys.executable, os.path.join(ROOT, "test", "lib", "set_spec.py"),
-                        args.spec, spec_path] + args.set, check=True)
     fbt = os.path.join(BUILD, "tools", "fbt", "fbt")
+    spec_path = changed_spec(args, work)
     # A column per form and KV width: "int8a", "int8a kv f16".
     columns = {form + KV_SUFFIX[kv]: (form, kv) for kv in args.fbt_kv.split(",")
                for form in args.fbt_weights.split(",")}
     forms = list(columns)
-    bundles = {}
-    for col, (form, kv) in columns.items():
-        bundles[col] = os.path.join(work, "model-%s.fbtb" % col.replace(" ", "-"))
-        run([fbtc, spec_path, "--target=cpu", "-o", bundles[col], "--inference-kv-cache=" + kv] +
-            (["--cpu=" + args.fbt_cpu] if args.fbt_cpu else []) +
-            FORM_OPTIONS[form])
-    described = json.loads(run([fbtc, spec_path, "--describe", "--json"]))
-    params = described["params"]["total"]
+    bundles = compile_bundles(fbtc, spec_path, columns, args.fbt_cpu, work)
+    params = json.loads(run([fbtc, spec_path, "--describe", "--json"]))["params"]["total"]
     with open(spec_path) as f:
         spec = json.load(f)
     prompt = args.prompt or spec["inference"]["max_prompt_length"]
     if prompt + args.tokens + 1 > spec["inference"]["max_sequence_length"]:
         ap.error("--prompt + --tokens must stay below inference.max_sequence_length")
     threads = ["--threads", str(args.threads)]
-    # No validation: it would run the 8-pass evaluation, minutes on the CPU.
-    run([fbt, "train", bundles[forms[0]], "--steps", str(args.train_steps), "--val-fraction", "0",
-         "--out", os.path.join(work, "run"), "--quiet"] + threads)
     types = args.peer_types.split(",")
-    ggufs = {}
-    for t in types:
-        ggufs[t] = os.path.join(work, "model-%s.gguf" % t)
-        run([fbt, "export", bundles[forms[0]], "--ckpt",
-             os.path.join(work, "run", "latest.safetensors"), "--gguf", ggufs[t], "--type", t])
+    ggufs = export_ggufs(fbt, bundles[forms[0]], types, args.train_steps, threads, work)
     subprocess.run([os.path.join(ROOT, "test", "npm.sh"), args.npm_cache, "llama"], check=True)
 
     # A file, not `node -e`: node-llama-cpp tests its binary in a child
@@ -294,16 +279,67 @@ def measure(ap, args, work):
     peer_threads = [int(n) for n in (args.peer_threads or str(args.threads)).split(",")]
     peers = {"llama.cpp " + t + ("" if n == args.threads else " %dt" % n): (t, n)
              for t in types for n in peer_threads}
-
-    def peer_args(t, n):
-        return json.dumps({"npm": args.npm_cache, "gguf": ggufs[t], "threads": n,
-                           "prompt": prompt, "tokens": args.tokens, "kv": args.peer_kv})
     widths = sorted({WIDTH[w] for w in [f for f, _ in columns.values()] + types})
+    raw = new_record(args, fbt, bundles[forms[0]], spec, params, prompt, widths, columns,
+                     {name: (t, n, ggufs[t]) for name, (t, n) in peers.items()})
+    fbt_runs = {form: [fbt, "bench", bundles[form], "--decode", "standard", "--tokens",
+                       str(prompt), "--steps", str(args.tokens)] + threads for form in forms}
+    peer_runs = {name: ["node", peer, json.dumps({
+        "npm": args.npm_cache, "gguf": ggufs[t], "threads": n, "prompt": prompt,
+        "tokens": args.tokens, "kv": args.peer_kv})] for name, (t, n) in peers.items()}
+    time_rounds(raw, widths, args.repeats, fbt_runs, peer_runs)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(raw, f, indent=1)
+    print(summary(raw))
+
+
+def changed_spec(args, work):
+    """The spec to compile: --spec, or with --set its copy in `work` changed as
+    test/lib/set_spec.py changes it."""
+    if not args.set:
+        return args.spec
+    spec_path = os.path.join(work, os.path.basename(args.spec))
+    subprocess.run([sys.executable, os.path.join(ROOT, "test", "lib", "set_spec.py"),
+                    args.spec, spec_path] + args.set, check=True)
+    return spec_path
+
+
+def compile_bundles(fbtc, spec_path, columns, cpu, work):
+    """{column: bundle}: the spec compiled for the CPU once per fbt column
+    ({column: (form, KV width)}), with --fbt-cpu's fbtc --cpu where given."""
+    bundles = {}
+    for col, (form, kv) in columns.items():
+        bundles[col] = os.path.join(work, "model-%s.fbtb" % col.replace(" ", "-"))
+        run([fbtc, spec_path, "--target=cpu", "-o", bundles[col], "--inference-kv-cache=" + kv] +
+            (["--cpu=" + cpu] if cpu else []) +
+            FORM_OPTIONS[form])
+    return bundles
+
+
+def export_ggufs(fbt, bundle, types, steps, threads, work):
+    """{type: GGUF}: `bundle` trained `steps` steps, its checkpoint exported
+    once per llama.cpp type (fbt export --gguf --type)."""
+    # No validation: it would run the 8-pass evaluation, minutes on the CPU.
+    run([fbt, "train", bundle, "--steps", str(steps), "--val-fraction", "0",
+         "--out", os.path.join(work, "run"), "--quiet"] + threads)
+    ggufs = {}
+    for t in types:
+        ggufs[t] = os.path.join(work, "model-%s.gguf" % t)
+        run([fbt, "export", bundle, "--ckpt",
+             os.path.join(work, "run", "latest.safetensors"), "--gguf", ggufs[t], "--type", t])
+    return ggufs
+
+
+def new_record(args, fbt, bundle, spec, params, prompt, widths, columns, peers):
+    """What --json keeps, before any round: the run's settings and the machine's
+    state, and per column (fbt's {column: (form, KV width)}, llama.cpp's
+    {column: (type, threads, GGUF)}) its bytes and empty rounds."""
     raw = {"command": ["bench/gguf_peer.py"] + sys.argv[1:], "spec": os.path.basename(args.spec),
            "spec_set": args.set,
            "threads": args.threads, "prompt": prompt, "tokens": args.tokens,
            "peer_kv": args.peer_kv, "fbt_kv": args.fbt_kv.split(","), "weights": params,
-           "fbt_cpu": json.loads(run([fbt, "inspect", bundles[forms[0]], "--json"]))["target"].get(
+           "fbt_cpu": json.loads(run([fbt, "inspect", bundle, "--json"]))["target"].get(
                "cpu", ""),
            "load_before": os.getloadavg()[0],
            "l3_bytes": l3_bytes(), "repeats": args.repeats,
@@ -314,39 +350,41 @@ def measure(ap, args, work):
             "width": WIDTH[f], "mib": params * WIDTH[f] / 2**20,
             "kv_bytes": kv_bytes(spec, prompt, args.tokens, KV_WIDTH[kv]),
             "rounds": [], "token_floor_rounds": []}
-    for name, (t, n) in peers.items():
+    for name, (t, n, gguf) in peers.items():
         raw["columns"][name] = {
-            "threads": n, "width": WIDTH[t], "mib": os.path.getsize(ggufs[t]) / 2**20,
+            "threads": n, "width": WIDTH[t], "mib": os.path.getsize(gguf) / 2**20,
             "kv_bytes": kv_bytes(spec, prompt, args.tokens, KV_WIDTH[args.peer_kv]),
             "rounds": [], "token_floor_rounds": []}
+    return raw
 
-    def sample_floors():
-        # One read of the weights in each width, and of each column's
-        # weights and KV cache together: what its decoded token reads.
-        sizes = {str(w): params * w for w in widths}
-        for name, col in raw["columns"].items():
-            sizes[name] = col["mib"] * 2**20 + col["kv_bytes"]
-        for name, ms in floors(args.threads, sizes).items():
-            if name in raw["columns"]:
-                raw["columns"][name]["token_floor_rounds"].append(ms)
-            else:
-                raw["floor_rounds"][name].append(ms)
+
+def sample_floors(raw, widths, threads):
+    """One read of the weights in each width, and of each column's weights
+    and KV cache together (what its decoded token reads), added to `raw`."""
+    sizes = {str(w): raw["weights"] * w for w in widths}
+    for name, col in raw["columns"].items():
+        sizes[name] = col["mib"] * 2**20 + col["kv_bytes"]
+    for name, ms in floors(threads, sizes).items():
+        if name in raw["columns"]:
+            raw["columns"][name]["token_floor_rounds"].append(ms)
+        else:
+            raw["floor_rounds"][name].append(ms)
+
+
+def time_rounds(raw, widths, repeats, fbt_runs, peer_runs):
+    """`repeats` rounds of every column's run ({column: command}), each after
+    a sample of the floors, and the floors once more after the last."""
     keep = ("prefill_tokens_per_s", "ms_per_token")
-    for _ in range(args.repeats):  # alternating, so drift in the machine hits all alike
-        sample_floors()
-        for form in forms:
-            r = json.loads(run([fbt, "bench", bundles[form], "--decode", "standard", "--tokens",
-                                str(prompt), "--steps", str(args.tokens)] + threads))
+    for _ in range(repeats):  # alternating, so drift in the machine hits all alike
+        sample_floors(raw, widths, raw["threads"])
+        for form, cmd in fbt_runs.items():
+            r = json.loads(run(cmd))
             raw["columns"]["fbt " + form]["rounds"].append({k: r[k] for k in keep})
-        for name, (t, n) in peers.items():
-            r = json.loads(run(["node", peer, peer_args(t, n)]))
+        for name, cmd in peer_runs.items():
+            r = json.loads(run(cmd))
             raw["columns"][name]["rounds"].append(
                 {k: r[k] for k in keep + ("own_ms_per_token",)})
-    sample_floors()
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(raw, f, indent=1)
-    print(summary(raw))
+    sample_floors(raw, widths, raw["threads"])
 
 
 def summary(raw):

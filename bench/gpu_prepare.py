@@ -88,7 +88,8 @@ def compile_spec(spec_path, target, out, *extra):
         os.remove(twin)
 
 
-def main():
+def parse_args():
+    """The command line (the usage above)."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--target", default="sm_90")
     ap.add_argument("--model", default=os.path.join(ROOT, "specs", "124m.json"))
@@ -98,16 +99,11 @@ def main():
                     help="also SIMT twins, for the emulated GPU")
     ap.add_argument("--decode-batches", type=int, nargs="+", default=[1, 32])
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "gpu"))
-    args = ap.parse_args()
-    out = os.path.abspath(args.out)
-    shutil.rmtree(out, ignore_errors=True)
-    os.makedirs(out)
-    j = lambda name: os.path.join(out, name)  # noqa: E731
-    global TWINS
-    if args.emulated:
-        TWINS = j("twins")
-        os.makedirs(TWINS)
+    return ap.parse_args()
 
+
+def copy_headers(out):
+    """include/: the headers the runtime builds with that a GPU host may lack."""
     # Header-only libraries, as installed here (Debian nlohmann-json3-dev,
     # libcli11-dev): copied, never committed.
     for lib in ("nlohmann", "CLI"):
@@ -119,18 +115,26 @@ def main():
             shutil.copyfile(os.path.join(d, "nccl.h"), os.path.join(out, "include", "nccl.h"))
             break
 
+
+def prepare_tiny(args, j):
+    """The numerics stage's bundles (tiny*.fbtb) and its inputs and CPU results
+    (numerics/); `j` names a file in --out."""
     with open(args.tiny) as f:
         tiny = derive(json.load(f), j("tiny.json"), batch_size=3)
     compile_spec(tiny, args.target, j("tiny.fbtb"))
     # The exact-fp32 numerics run also stores activations in f32 (NVIDIA
     # targets store a training step's activations in bf16 by default).
-    gpu = args.target != "cpu"
-    if gpu:
+    if args.target != "cpu":
         compile_spec(tiny, args.target, j("tiny-f32.fbtb"), "--gpu-storage=f32")
     compile_spec(tiny, "cpu", j("tiny-cpu.fbtb"))
     subprocess.run([sys.executable, os.path.join(ROOT, "bench", "gpu_numerics.py"), "prepare",
                     j("numerics"), FBT, j("tiny-cpu.fbtb"), tiny], check=True)
 
+
+def prepare_model(args, j):
+    """(the model's spec, {batch: decode bundle}): the model's bundles, one per
+    decode batch and the first batch's tuning and bf16 forms, and its
+    describe.json; `j` names a file in --out."""
     with open(args.model) as f:
         model = json.load(f)
     shutil.copyfile(args.model, j("model.json"))
@@ -153,14 +157,19 @@ def main():
                               stdout=subprocess.PIPE, universal_newlines=True).stdout
     with open(j("describe.json"), "w") as f:
         f.write(describe)
+    return model, decode
 
-    first = decode[str(args.decode_batches[0])]
+
+def write_prepared(args, j, model, decode):
+    """prepared.json: what is where, for gpu_check.py."""
+    b0 = args.decode_batches[0]
+    gpu = args.target != "cpu"
     prepared = {
         "target": args.target,
         "model": model.get("name", os.path.basename(args.model)),
         "tiny": {"spec": "tiny.json", "bundle": "tiny.fbtb", "numerics": "numerics",
                  "bundle_f32": "tiny-f32.fbtb" if gpu else "tiny.fbtb"},
-        "train_bundle": first,
+        "train_bundle": decode[str(b0)],
         "decode_bundles": decode,
         "decode_bf16_bundle": {"batch": b0, "bundle": "model-b%d-bf16.fbtb" % b0},
         "decode_bf16_kv16_bundle": {"batch": b0, "bundle": "model-b%d-bf16-kv16.fbtb" % b0},
@@ -170,6 +179,23 @@ def main():
     }
     with open(j("prepared.json"), "w") as f:
         json.dump(prepared, f, indent=2)
+
+
+def main():
+    """Prepares --out afresh; 1 where it is too large to carry."""
+    args = parse_args()
+    out = os.path.abspath(args.out)
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    j = lambda name: os.path.join(out, name)  # noqa: E731
+    global TWINS
+    if args.emulated:
+        TWINS = j("twins")
+        os.makedirs(TWINS)
+    copy_headers(out)
+    prepare_tiny(args, j)
+    model, decode = prepare_model(args, j)
+    write_prepared(args, j, model, decode)
     size = sum(os.path.getsize(os.path.join(d, n)) for d, _, ns in os.walk(out) for n in ns
                if d != TWINS)  # the twins stay here: they are for the emulator
     print("prepared %s for %s: %.1f MiB" % (os.path.relpath(out, ROOT), args.target, size / 2**20))

@@ -352,7 +352,8 @@ def percentile(xs, p):
     return xs[min(len(xs) - 1, int(p / 100.0 * len(xs)))]
 
 
-def main():
+def parse_args():
+    """The command line (the usage above)."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--fbt", required=True)
     ap.add_argument("--bundle", required=True)
@@ -363,22 +364,24 @@ def main():
     ap.add_argument("--hostile", action="store_true",
                     help="mix in requests meant to stall, starve or fail the others")
     ap.add_argument("--json", help="also write the figures here")
-    args = ap.parse_args()
+    return ap.parse_args()
 
-    proc, port = start_server(args)
-    rng = random.Random(args.seed)
-    requests = mix(rng)
+
+def references(port, requests):
+    """Each request's reply run alone, one at a time (reply_of's form): what
+    its replies under load must equal. Exits on one that fails alone."""
     refs = []
     for r in requests:
         status, text = request(port, "POST", r["path"], json.dumps(r["json"]))
         if status != 200:
             sys.exit("serve_soak: %s answered %d alone: %s" % (r["name"], status, text))
         refs.append(reply_of(text))
-    # Idle after every request has run once: grammars compiled, caches warm.
-    heap_start, threads_start = metric(port, "fbt_heap_bytes"), proc_status(proc.pid, "Threads")
-    if heap_start is None:
-        sys.exit("serve_soak: the server's /metrics has no fbt_heap_bytes (not built on glibc?)")
+    return refs
 
+
+def soak(args, proc, port, requests, refs):
+    """(tally, /health's misses, RSS after the warm-up): --clients threads
+    sending the mix for --seconds while another asks /health."""
     tally, misses, stop = Tally(), [], threading.Event()
     watcher = threading.Thread(target=health, args=(port, stop, misses))
     watcher.start()
@@ -395,25 +398,40 @@ def main():
         t.join()
     stop.set()
     watcher.join()
+    return tally, misses, rss_start
 
-    # Idle: every row free, nothing queued (a disconnected stream ends at its
-    # next token).
+
+def wait_idle(port):
+    """(rows busy, requests queued) once the engine is idle, or after 10 s:
+    every row free, nothing queued (a disconnected stream ends at its next
+    token)."""
     for _ in range(100):
         if metric(port, "fbt_batch_occupancy") == 0 and metric(port, "fbt_queue_depth") == 0:
             break
         time.sleep(0.1)
-    occupancy, queued = metric(port, "fbt_batch_occupancy"), metric(port, "fbt_queue_depth")
-    rss_end = proc_status(proc.pid, "VmRSS")
-    heap_end, threads_end = metric(port, "fbt_heap_bytes"), proc_status(proc.pid, "Threads")
+    return metric(port, "fbt_batch_occupancy"), metric(port, "fbt_queue_depth")
+
+
+def stop_server(proc):
+    """The server's exit status on SIGTERM (a sentence where it had to be
+    killed after 60 s)."""
     proc.send_signal(signal.SIGTERM)
     try:
-        code = proc.wait(timeout=60)
+        return proc.wait(timeout=60)
     except subprocess.TimeoutExpired:
         proc.kill()
-        code = "killed after 60 s"
+        return "killed after 60 s"
 
-    growth = (rss_end - rss_start) / float(rss_start)
-    heap_growth = (heap_end - heap_start) / heap_start
+
+def ordinary(tally):
+    """(latencies, errors) of the ordinary kinds together."""
+    return ([x for k in ORDINARY for x in tally.latency.get(k, [])],
+            sum(tally.errors.get(k, 0) for k in ORDINARY))
+
+
+def print_figures(args, tally, requests, end):
+    """The table of kinds, then the checks' figures (`end`: the server's at the
+    start and the end, as main gathers them)."""
     print("serve_soak: %d clients for %.0f s, %d requests in the mix" % (
         args.clients, args.seconds, len(requests)))
     print("| kind | requests | errors | p50 (s) | p99 (s) |")
@@ -423,44 +441,84 @@ def main():
         print("| %s | %d | %d | %.3f | %.3f |" % (kind, tally.count[kind],
                                                   tally.errors.get(kind, 0),
                                                   percentile(lat, 50), percentile(lat, 99)))
-    ordinary = [x for k in ORDINARY for x in tally.latency.get(k, [])]
-    ordinary_errors = sum(tally.errors.get(k, 0) for k in ORDINARY)
+    latencies, errors = ordinary(tally)
     print("ordinary requests%s: %d, errors %d, p99 %.3f s" % (
-        " beside the hostile ones" if args.hostile else "", len(ordinary), ordinary_errors,
-        percentile(ordinary, 99) if ordinary else 0.0))
+        " beside the hostile ones" if args.hostile else "", len(latencies), errors,
+        percentile(latencies, 99) if latencies else 0.0))
     print("replies checked against their request alone: %d of %d (%.1f%%)" % (
         tally.checked, tally.replies, 100.0 * tally.checked / max(1, tally.replies)))
-    print("rows busy at the end %s, queued %s" % (occupancy, queued))
+    print("rows busy at the end %s, queued %s" % (end["occupancy"], end["queued"]))
+    (heap_start, heap_end), (threads_start, threads_end) = end["heap_bytes"], end["threads"]
     print("live heap idle %d -> idle at the end %d bytes (%+.2f%%); threads %d -> %d" % (
-        heap_start, heap_end, 100 * heap_growth, threads_start, threads_end))
+        heap_start, heap_end, 100 * end["heap_growth"], threads_start, threads_end))
     print("RSS after the warm-up %d -> at the end %d KiB (%+.1f%%)" % (
-        rss_start, rss_end, 100 * growth))
-    print("/health unanswered: %d; exit status on SIGTERM: %s" % (len(misses), code))
+        end["rss_kib"][0], end["rss_kib"][1], 100 * end["rss_growth"]))
+    print("/health unanswered: %d; exit status on SIGTERM: %s" % (len(end["misses"]),
+                                                                   end["exit"]))
+
+
+def failures_of(tally, end):
+    """Every failed check: the clients' failures, then a row, heap, thread or
+    memory leak, an unanswered /health and a bad exit."""
     failures = list(tally.failures)
-    if occupancy != 0 or queued != 0:
-        failures.append("rows or queue not freed: occupancy %s, queue %s" % (occupancy, queued))
-    if heap_growth > 0.01:
-        failures.append("live heap grew %.2f%%" % (100 * heap_growth))
-    if threads_end != threads_start:
-        failures.append("threads %d -> %d" % (threads_start, threads_end))
-    if growth > 0.10:
-        failures.append("RSS grew %.1f%%" % (100 * growth))
-    if misses:
-        failures.append("/health unanswered %d times: %s" % (len(misses), misses[:3]))
-    if code != 0:
-        failures.append("exit status %s on SIGTERM" % code)
+    if end["occupancy"] != 0 or end["queued"] != 0:
+        failures.append("rows or queue not freed: occupancy %s, queue %s" % (
+            end["occupancy"], end["queued"]))
+    if end["heap_growth"] > 0.01:
+        failures.append("live heap grew %.2f%%" % (100 * end["heap_growth"]))
+    if end["threads"][1] != end["threads"][0]:
+        failures.append("threads %d -> %d" % tuple(end["threads"]))
+    if end["rss_growth"] > 0.10:
+        failures.append("RSS grew %.1f%%" % (100 * end["rss_growth"]))
+    if end["misses"]:
+        failures.append("/health unanswered %d times: %s" % (len(end["misses"]),
+                                                             end["misses"][:3]))
+    if end["exit"] != 0:
+        failures.append("exit status %s on SIGTERM" % end["exit"])
+    return failures
+
+
+def write_json(path, args, tally, end, failures):
+    """The figures and failures, for --json."""
+    latencies, errors = ordinary(tally)
+    with open(path, "w") as f:
+        json.dump({"count": tally.count, "errors": tally.errors,
+                   "p50": {k: percentile(v, 50) for k, v in tally.latency.items()},
+                   "p99": {k: percentile(v, 99) for k, v in tally.latency.items()},
+                   "checked": tally.checked, "replies": tally.replies,
+                   "rss_kib": end["rss_kib"], "heap_bytes": end["heap_bytes"],
+                   "threads": end["threads"], "health_misses": len(end["misses"]),
+                   "exit": end["exit"], "hostile": args.hostile,
+                   "ordinary": {"requests": len(latencies), "errors": errors,
+                                "p99": percentile(latencies, 99) if latencies else None},
+                   "failures": failures}, f, indent=1)
+
+
+def main():
+    """Soaks the server and checks it; 1 on any failed check."""
+    args = parse_args()
+    proc, port = start_server(args)
+    rng = random.Random(args.seed)
+    requests = mix(rng)
+    refs = references(port, requests)
+    # Idle after every request has run once: grammars compiled, caches warm.
+    heap_start, threads_start = metric(port, "fbt_heap_bytes"), proc_status(proc.pid, "Threads")
+    if heap_start is None:
+        sys.exit("serve_soak: the server's /metrics has no fbt_heap_bytes (not built on glibc?)")
+    tally, misses, rss_start = soak(args, proc, port, requests, refs)
+    occupancy, queued = wait_idle(port)
+    rss_end = proc_status(proc.pid, "VmRSS")
+    heap_end, threads_end = metric(port, "fbt_heap_bytes"), proc_status(proc.pid, "Threads")
+    end = {"occupancy": occupancy, "queued": queued, "exit": stop_server(proc),
+           "rss_kib": [rss_start, rss_end],
+           "rss_growth": (rss_end - rss_start) / float(rss_start),
+           "heap_bytes": [heap_start, heap_end],
+           "heap_growth": (heap_end - heap_start) / heap_start,
+           "threads": [threads_start, threads_end], "misses": misses}
+    print_figures(args, tally, requests, end)
+    failures = failures_of(tally, end)
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"count": tally.count, "errors": tally.errors,
-                       "p50": {k: percentile(v, 50) for k, v in tally.latency.items()},
-                       "p99": {k: percentile(v, 99) for k, v in tally.latency.items()},
-                       "checked": tally.checked, "replies": tally.replies,
-                       "rss_kib": [rss_start, rss_end], "heap_bytes": [heap_start, heap_end],
-                       "threads": [threads_start, threads_end], "health_misses": len(misses),
-                       "exit": code, "hostile": args.hostile,
-                       "ordinary": {"requests": len(ordinary), "errors": ordinary_errors,
-                                    "p99": percentile(ordinary, 99) if ordinary else None},
-                       "failures": failures}, f, indent=1)
+        write_json(args.json, args, tally, end, failures)
     for f in failures:
         print("FAIL: " + f)
     print("PASS" if not failures else "FAIL: %d problem(s)" % len(failures))

@@ -137,7 +137,8 @@ def run_rung(fbt, bundle, spec, rundir, steps, seed, feed, measure, windows, reg
     return r, True
 
 
-def main():
+def parse_args():
+    """The command line (the usage above)."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--spec")
     ap.add_argument("--out", required=True)
@@ -155,9 +156,12 @@ def main():
     ap.add_argument("--build", default=os.environ.get("FBT_BUILD_DIR", "build"))
     ap.add_argument("--report", action="store_true", help="rebuild the report from DIR alone")
     ap.add_argument("--check", action="store_true", help="--report: compare, write nothing")
-    args = ap.parse_args()
-    if args.report:
-        sys.exit(report(args.out, args.check))
+    return ap.parse_args()
+
+
+def check_options(args):
+    """(models, budgets in KiB) of the command line; exits on a bad one before
+    anything is built."""
     if not args.spec:
         sys.exit("data_constrained: --spec is required (or --report DIR)")
     models = [m for m in args.models.split(",") if m]
@@ -168,6 +172,79 @@ def main():
         sys.exit("data_constrained: --budgets takes KiB, e.g. 64,256")
     if args.max_epochs < 1 or args.patience < 1 or args.seeds < 1:
         sys.exit("data_constrained: --max-epochs, --patience and --seeds must be >= 1")
+    return models, budgets
+
+
+def raw_record(args, models, seeds, specs, recipe, tokens_per_step):
+    """constrained.json before any run: the command, the commit, the specs
+    and how the ladders run; its budgets are filled in as they are run."""
+    raw = {"command": ["scripts/data_constrained.py"] + experiment.recorded_command(sys.argv[1:])[1:],
+           "commit": experiment.git_commit(), "specs": {}, "models": models, "seeds": seeds,
+           "max_epochs": args.max_epochs, "patience": args.patience,
+           "windows": args.windows, "test_windows": args.test_windows,
+           "tokens_per_step": tokens_per_step, "regimes": FBT_REGIMES,
+           "data": {"package": recipe["package"], "version": recipe["version"]},
+           "budgets": {}}
+    for m in models:
+        with open(specs[m]) as f:
+            raw["specs"][m] = json.load(f)
+    return raw
+
+
+def budget_record(out, kib, tokens_per_step):
+    """(fbt's data flags, the budget's record in constrained.json) of the
+    budget's data file, written; its runs are filled in as they are run."""
+    data = budget_data(os.path.join(out, "data", "code-bytes"), kib, os.path.join(out, "data"))
+    feed = ["--data", data["data"], "--val-fraction", repr(data["val_fraction"]),
+            "--test-fraction", repr(data["test_fraction"])]
+    b = {k: v for k, v in data.items() if k != "data"}
+    b.update(steps_per_epoch=math.ceil(data["train_tokens"] / tokens_per_step), runs={})
+    return feed, b
+
+
+def rung_dir(out, kib, seed, model, epochs):
+    """The run folder of a rung: OUT/KIBk/seed-S/MODEL/epochs-E."""
+    return os.path.join(out, "%dk" % kib, "seed-%d" % seed, model, "epochs-%d" % epochs)
+
+
+def run_ladder(args, fbt, bundle, spec, describe, kib, seed, model, feed, per_epoch):
+    """{ladder, best, test}: the model's rungs of E = 1, 2, 4, ... epochs until
+    --patience rungs in a row bring no better validation loss, the best one's
+    index, and that rung's test scores."""
+    names = FBT_REGIMES if model != "plain" else ["standard"]
+    # As the kept results record how they were measured (fbt eval's flags).
+    regimes = ["--regimes", ",".join(names)]
+    measure = {"windows": args.windows, "regimes": regimes, "split": "validation"}
+    ladder, best, since = [], None, 0
+    for epochs in [e for e in (2 ** i for i in range(31)) if e <= args.max_epochs]:
+        steps = epochs * per_epoch
+        r, fresh = run_rung(fbt, bundle, spec, rung_dir(args.out, kib, seed, model, epochs),
+                            steps, seed, feed, measure, args.windows, names)
+        regime, loss = best_regime(r["validation"], model)
+        ladder.append(dict(r, epochs=epochs, best_regime=regime, best_loss=loss,
+                           flops_per_token=training_flops(describe, steps)))
+        print("data_constrained: %dk seed %d %s, %d epochs: validation %.4f (%s)%s"
+              % (kib, seed, model, epochs, loss, regime, "" if fresh else ", kept"),
+              flush=True)
+        if best is None or loss < best[1]:
+            best, since = (len(ladder) - 1, loss), 0
+        else:
+            since += 1
+            if since >= args.patience:
+                break
+    test_measure = {"windows": args.test_windows, "regimes": regimes, "split": "test"}
+    testdir = rung_dir(args.out, kib, seed, model, ladder[best[0]]["epochs"])
+    test = test_result(fbt, bundle, testdir, feed, test_measure, args.test_windows, names)
+    return {"ladder": ladder, "best": best[0], "test": test}
+
+
+def main():
+    """Runs every model's ladder on every budget under every seed, and writes
+    constrained.json and the report; or with --report rebuilds the report."""
+    args = parse_args()
+    if args.report:
+        sys.exit(report(args.out, args.check))
+    models, budgets = check_options(args)
     fbt = os.path.join(args.build, "tools", "fbt", "fbt")
     fbtc = os.path.join(args.build, "tools", "fbtc", "fbtc")
     os.makedirs(args.out, exist_ok=True)
@@ -183,60 +260,17 @@ def main():
             json.load(f).get("training", {}).get("seed", 1234)
     seeds = [base_seed + i for i in range(args.seeds)]
     tokens_per_step = describe[models[0]]["training"]["tokens_per_step"]
-    raw = {"command": ["scripts/data_constrained.py"] + experiment.recorded_command(sys.argv[1:])[1:],
-           "commit": experiment.git_commit(), "specs": {}, "models": models, "seeds": seeds,
-           "max_epochs": args.max_epochs, "patience": args.patience,
-           "windows": args.windows, "test_windows": args.test_windows,
-           "tokens_per_step": tokens_per_step, "regimes": FBT_REGIMES,
-           "data": {"package": recipe["package"], "version": recipe["version"]},
-           "budgets": {}}
-    for m in models:
-        with open(specs[m]) as f:
-            raw["specs"][m] = json.load(f)
-    rungs_of = [e for e in (2 ** i for i in range(31)) if e <= args.max_epochs]
+    raw = raw_record(args, models, seeds, specs, recipe, tokens_per_step)
     total = len(budgets) * len(seeds) * len(models)
     done, t_start = 0, time.time()
     for kib in budgets:
-        data = budget_data(os.path.join(args.out, "data", "code-bytes"), kib,
-                           os.path.join(args.out, "data"))
-        feed = ["--data", data["data"], "--val-fraction", repr(data["val_fraction"]),
-                "--test-fraction", repr(data["test_fraction"])]
-        per_epoch = math.ceil(data["train_tokens"] / tokens_per_step)
-        b = raw["budgets"][str(kib)] = {k: v for k, v in data.items() if k != "data"}
-        b.update(steps_per_epoch=per_epoch, runs={})
+        feed, b = budget_record(args.out, kib, tokens_per_step)
+        raw["budgets"][str(kib)] = b
         for seed in seeds:
             b["runs"][str(seed)] = {}
             for m in models:
-                names = FBT_REGIMES if m != "plain" else ["standard"]
-                # As the kept results record how they were measured (fbt eval's flags).
-                regimes = ["--regimes", ",".join(names)]
-                measure = {"windows": args.windows, "regimes": regimes, "split": "validation"}
-                ladder, best, since = [], None, 0
-                for epochs in rungs_of:
-                    steps = epochs * per_epoch
-                    rundir = os.path.join(args.out, "%dk" % kib, "seed-%d" % seed, m,
-                                          "epochs-%d" % epochs)
-                    r, fresh = run_rung(fbt, bundles[m], specs[m], rundir, steps, seed, feed,
-                                        measure, args.windows, names)
-                    regime, loss = best_regime(r["validation"], m)
-                    ladder.append(dict(r, epochs=epochs, best_regime=regime, best_loss=loss,
-                                       flops_per_token=training_flops(describe[m], steps)))
-                    print("data_constrained: %dk seed %d %s, %d epochs: validation %.4f (%s)%s"
-                          % (kib, seed, m, epochs, loss, regime, "" if fresh else ", kept"),
-                          flush=True)
-                    if best is None or loss < best[1]:
-                        best, since = (len(ladder) - 1, loss), 0
-                    else:
-                        since += 1
-                        if since >= args.patience:
-                            break
-                top = ladder[best[0]]
-                test_measure = {"windows": args.test_windows, "regimes": regimes, "split": "test"}
-                testdir = os.path.join(args.out, "%dk" % kib, "seed-%d" % seed, m,
-                                       "epochs-%d" % top["epochs"])
-                test = test_result(fbt, bundles[m], testdir, feed, test_measure, args.test_windows,
-                                   names)
-                b["runs"][str(seed)][m] = {"ladder": ladder, "best": best[0], "test": test}
+                b["runs"][str(seed)][m] = run_ladder(args, fbt, bundles[m], specs[m], describe[m],
+                                                     kib, seed, m, feed, b["steps_per_epoch"])
                 done += 1
                 elapsed = time.time() - t_start
                 print("data_constrained: %d of %d ladders done (%.0f min so far)"

@@ -436,7 +436,9 @@ def metrics_summary(path):
             "passes_per_step": [s["passes"] for s in steps]}
 
 
-def main():
+def parse_args():
+    """The command line (the usage above); the options of each stage are added
+    by the add_*_options below, in the order --help lists them."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--spec", required=True)
     ap.add_argument("--steps", type=int, help="FBT training steps (default: the spec's)")
@@ -452,6 +454,14 @@ def main():
     ap.add_argument("--multipliers", default="1,1.5,2,3",
                     help="plain baselines at these multiples of the FBT's tokens (default "
                          "1,1.5,2,3), each its own full schedule")
+    add_depth_options(ap)
+    add_variant_options(ap)
+    add_measure_options(ap)
+    return ap.parse_args()
+
+
+def add_depth_options(ap):
+    """--depth-task's options, and the depth control (--deeper-plain)."""
     ap.add_argument("--depth-task", action="store_true",
                     help="mix the depth task into the training text and report its accuracy")
     ap.add_argument("--depth-k", default="1..8", help="--depth-task: depths (default 1..8)")
@@ -471,6 +481,11 @@ def main():
                          "training FLOPs on the same tokens (the depth control)")
     ap.add_argument("--depth-passes", type=int, default=8,
                     help="--depth-task: the FBT's regimes fused:1..N (default 8)")
+
+
+def add_variant_options(ap):
+    """The spec's changes (for every model, or the FBT's recipe alone) and the
+    runs taken from elsewhere (--baselines, --keep)."""
     ap.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
                     help="change a spec field for every model (a JSON value)")
     ap.add_argument("--fbt-set", action="append", default=[], metavar="SECTION.KEY=VALUE",
@@ -487,6 +502,11 @@ def main():
                     help="also keep each run's raw result in DIR/seed-S/LABEL/result.json, and "
                     "take a run whose result is there as done without its run folder: a "
                     "long experiment committed in pieces resumes on another machine")
+
+
+def add_measure_options(ap):
+    """The seeds, the parts and how much of them each run is measured on, and
+    the stages after pretraining (--sft, --probe)."""
     ap.add_argument("--problems", type=int, default=200, help="problems per task")
     ap.add_argument("--seeds", type=int, default=1,
                     help="train every model (FBT and plain) under this many seeds: the base "
@@ -517,7 +537,11 @@ def main():
                     help="--probe: held-out windows (1280: each probe scored on a fifth, 256)")
     ap.add_argument("--quick", action="store_true",
                     help="fewer eval windows and problems (for tests)")
-    args = ap.parse_args()
+
+
+def check_options(args):
+    """(multipliers, splits, report split) of the command line; exits on a bad
+    one before anything is built."""
     multipliers = parse_multipliers(args.multipliers)
     splits = [x for x in args.splits.split(",") if x]
     if not splits or any(x not in ("validation", "test") for x in splits):
@@ -527,9 +551,13 @@ def main():
     report_split = args.report_split or ("test" if "test" in splits else "validation")
     if report_split not in splits:
         sys.exit("experiment: --report-split %s is not among --splits" % report_split)
+    return multipliers, splits, report_split
 
-    fbtc = os.path.join(args.build, "tools", "fbtc", "fbtc")
-    fbt = os.path.join(args.build, "tools", "fbt", "fbt")
+
+def load_spec(args):
+    """(spec with --set applied, its name, the FBT's steps, the output folder,
+    made); the name and steps are the spec's as given. Exits unless the spec
+    has a feedback path."""
     with open(args.spec) as f:
         spec = json.load(f)
     name = spec.get("name", "fbt")
@@ -539,11 +567,12 @@ def main():
     apply_changes(spec, args.set, "--set")
     if spec.get("feedback", {}).get("fusion", "glu") == "none":
         sys.exit("experiment: the spec has no feedback path (fusion none); give an FBT spec")
-    if args.quick and not args.depth_problems:
-        args.depth_problems = 20
-    if args.quick:
-        args.sft_problems = min(args.sft_problems, 20)
-    data = prepare_data(args, out, fbt)
+    return spec, name, steps, out
+
+
+def sft_data(args, out, spec):
+    """(styles, {style: sft_task's files}): --sft's answer styles, checked, and
+    their training and held-out questions."""
     styles = [x for x in args.sft.split(",") if x]
     if any(x not in sft_task.STYLES for x in styles):
         sys.exit("experiment: --sft takes %s" % " and/or ".join(sft_task.STYLES))
@@ -552,31 +581,49 @@ def main():
                  "give --tokenizer bytes")
     sft = {x: sft_task.build(os.path.join(out, "data", "sft"), x, args.sft_count,
                              args.sft_problems, base_seed_of(args, spec)) for x in styles}
-    spec.update(data["spec"])
+    return styles, sft
 
-    # The models: the spec, and the spec without its feedback path.
+
+def write_model_specs(args, spec, name, data, out):
+    """(plain spec, {"fbt": path, "plain": path}): the spec, and the spec without
+    its feedback path. The FBT's (`spec`, changed in place by --fbt-recipe and
+    --fbt-set) is written to OUT/fbt.json where it is not --spec as given."""
     plain = json.loads(json.dumps(spec))
     plain["name"] = name + "-plain"
     if args.fbt_recipe:
         use_recipe(spec, args.fbt_recipe)
     apply_changes(spec, args.fbt_set, "--fbt-set")
+    fbt_spec = args.spec
     if args.set or args.fbt_set or args.fbt_recipe or data["spec"]:  # the FBT's own spec
         fbt_spec = os.path.join(out, "fbt.json")
         with open(fbt_spec, "w") as f:
             json.dump(spec, f, indent=2)
-        args.spec = fbt_spec
     plain["feedback"]["fusion"] = "none"
-    specs = {"fbt": args.spec, "plain": os.path.join(out, "plain.json")}
+    specs = {"fbt": fbt_spec, "plain": os.path.join(out, "plain.json")}
     with open(specs["plain"], "w") as f:
         json.dump(plain, f, indent=2)
+    return plain, specs
 
+
+def plan_models(fbtc, specs, plain, name, steps, multipliers, deeper_plain, out):
+    """(describe, schedule weights, {kind: FLOPs per token}, models): each
+    spec described, and the models as (label, kind, steps): the FBT, the two
+    comparisons, then the plain curve's other points. A plain run of the same
+    steps as another is trained once. With --deeper-plain, specs gains the
+    deeper plain model's."""
     describe = {k: describe_spec(fbtc, p) for k, p in specs.items()}
     weights = schedule_weights(describe["fbt"], steps)
     fbt_flops = sum(w * flops_per_token(describe["fbt"], k) for k, w in weights.items())
     plain_flops = flops_per_token(describe["plain"], 1)
     matched = max(1, round(steps * fbt_flops / plain_flops))
-    tokens_per_step = describe["fbt"]["training"]["tokens_per_step"]
-    if args.deeper_plain:
+    flops = {"fbt": fbt_flops, "plain": plain_flops}
+    models = [("fbt", "fbt", steps), ("same-tokens", "plain", steps),
+              ("same-flops", "plain", matched)]
+    for m in multipliers:
+        n = max(1, round(m * steps))
+        if m != 1:
+            models.append(("plain-%gx" % m, "plain", n))
+    if deeper_plain:
         # A plain model of equal depth-compute: as many more layers as give
         # it the FBT's training FLOPs on the same tokens.
         deeper = json.loads(json.dumps(plain))
@@ -587,29 +634,44 @@ def main():
         with open(specs["deeper"], "w") as f:
             json.dump(deeper, f, indent=2)
         describe["deeper"] = describe_spec(fbtc, specs["deeper"])
-    flops = {"fbt": fbt_flops, "plain": plain_flops}
-    if "deeper" in describe:
         flops["deeper"] = flops_per_token(describe["deeper"], 1)
-
-    # (label, kind, steps): the FBT, the two comparisons, then the plain
-    # curve's other points. A plain run of the same steps as another is
-    # trained once.
-    models = [("fbt", "fbt", steps), ("same-tokens", "plain", steps),
-              ("same-flops", "plain", matched)]
-    for m in multipliers:
-        n = max(1, round(m * steps))
-        if m != 1:
-            models.append(("plain-%gx" % m, "plain", n))
-    if args.deeper_plain:
         models.append(("plain-%dL" % deeper["num_hidden_layers"], "deeper", steps))
+    return describe, weights, flops, models
+
+
+def compile_bundles(fbtc, specs, out, states):
+    """{kind: bundle} of each spec; with `states` (--probe) each also compiled
+    with the states steps (fbtc --with-states) beside it, OUT/KIND-states.fbtb."""
     bundles = {}
-    if data["depth"]:
-        check_depth_prompts(data["depth"], describe)
     for key, path in specs.items():
         bundles[key] = os.path.join(out, key + ".fbtb")
         compile_spec(fbtc, path, bundles[key])
-        if args.probe:  # the same steps and the states steps (fbtc --with-states)
+        if states:  # the same steps and the states steps (fbtc --with-states)
             compile_spec(fbtc, path, os.path.join(out, key + "-states.fbtb"), with_states=True)
+    return bundles
+
+
+def plan_experiment(args):
+    """What every run shares, decided and built before any training: the data,
+    the specs and their bundles, the models and seeds, fbt eval's flags, and
+    what a run's measurements depend on (plan["measure"])."""
+    multipliers, splits, report_split = check_options(args)
+    fbtc = os.path.join(args.build, "tools", "fbtc", "fbtc")
+    fbt = os.path.join(args.build, "tools", "fbt", "fbt")
+    spec, name, steps, out = load_spec(args)
+    if args.quick and not args.depth_problems:
+        args.depth_problems = 20
+    if args.quick:
+        args.sft_problems = min(args.sft_problems, 20)
+    data = prepare_data(args, out, fbt)
+    styles, sft = sft_data(args, out, spec)
+    spec.update(data["spec"])
+    plain, specs = write_model_specs(args, spec, name, data, out)
+    describe, weights, flops, models = plan_models(fbtc, specs, plain, name, steps, multipliers,
+                                                   args.deeper_plain, out)
+    if data["depth"]:
+        check_depth_prompts(data["depth"], describe)
+    bundles = compile_bundles(fbtc, specs, out, args.probe)
 
     feed = ["--data", data["data"]] if data["data"] else []
     if data["val_fraction"] is not None:
@@ -617,11 +679,8 @@ def main():
                  "--test-fraction", repr(data["test_fraction"])]
     windows = ["--windows", "16" if args.quick else args.windows]
     problems = ["--problems", str(20 if args.quick else args.problems)]
-    fbt_regimes = ["standard", "soft"] + ["fused:%d" % n for n in range(1, args.depth_passes + 1)]
     base_seed = base_seed_of(args, spec)
-    seeds = [base_seed + i for i in range(args.seeds)]
     reuse = earlier_plain_runs(args.baselines, plain) if args.baselines else {}
-    runs = {}
     # What a run's measurements depend on beyond its training: a run whose
     # result.json was measured so is taken as it is (an interrupted
     # experiment resumes at the first run without one).
@@ -629,92 +688,137 @@ def main():
                "depth": bool(data["depth"]), "depth_passes": args.depth_passes,
                "probe": args.probe, "probe_windows": args.probe_windows,
                "sft": args.sft, "sft_steps": args.sft_steps, "sft_lr": args.sft_lr}
-    todo = unique_runs(models, seeds, reuse)
-    clock = Progress({key: steps_ * flops[kind_] for key, (kind_, steps_) in todo.items()})
-    for seed in seeds:
+    return {"fbt": fbt, "out": out, "spec": spec, "plain": plain, "specs": specs,
+            "steps": steps, "describe": describe, "weights": weights, "flops": flops,
+            "tokens_per_step": describe["fbt"]["training"]["tokens_per_step"],
+            "models": models, "bundles": bundles, "data": data, "styles": styles, "sft": sft,
+            "feed": feed, "windows": windows, "problems": problems,
+            "fbt_regimes": ["standard", "soft"] + [
+                "fused:%d" % n for n in range(1, args.depth_passes + 1)],
+            "seeds": [base_seed + i for i in range(args.seeds)], "reuse": reuse,
+            "splits": splits, "report_split": report_split, "measure": measure}
+
+
+def run_all(plan, args):
+    """{seed: {label: raw result}}: every model under every seed, in order; a
+    run of the same kind and steps as an earlier label is that run under
+    another name, and a plain run --baselines has is taken from there."""
+    todo = unique_runs(plan["models"], plan["seeds"], plan["reuse"])
+    clock = Progress({key: steps_ * plan["flops"][kind_]
+                      for key, (kind_, steps_) in todo.items()})
+    runs = {}
+    for seed in plan["seeds"]:
         results, trained = {}, {}
-        for label, kind, n in models:
+        for label, kind, n in plan["models"]:
             if (kind, n) in trained:  # the same run under another name
                 results[label] = dict(results[trained[(kind, n)]], alias_of=trained[(kind, n)])
                 continue
-            if kind == "plain" and (seed, n) in reuse:
-                trained[(kind, n)] = label
-                results[label] = reuse[(seed, n)]
-                continue
             trained[(kind, n)] = label
-            rundir = os.path.join(out, "seed-%d" % seed, label)
-            t0 = time.time()
-            finished = finished_run(rundir, n, seed, specs[kind])
-            kept = finished and measured_result(rundir, measure)
-            # Kept apart, a result says what was trained as well as how it was
-            # measured: the run folder that would say so is not there.
-            identity = dict(measure, trained=trained_spec(specs[kind]), steps=n, seed=seed)
-            if not kept and args.keep:
-                kept = measured_result(kept_folder(args.keep, seed, label), identity)
-            if kept:
-                print("experiment: %s was trained and measured: taken as it is" % rundir)
-                results[label] = kept
-                clock.done((seed, kind, n), 0)
+            if kind == "plain" and (seed, n) in plan["reuse"]:
+                results[label] = plan["reuse"][(seed, n)]
                 continue
-            if finished:
-                print("experiment: %s is a finished run of %d steps, seed %d: measured as it is"
-                      % (rundir, n, seed))
-                t0 -= finished["elapsed_s"]  # its training time, as if trained now
-            else:
-                train(fbt, bundles[kind], n, seed, rundir, feed)
-                with open(os.path.join(rundir, TRAINED_SPEC), "w") as f:
-                    json.dump(trained_spec(specs[kind]), f, indent=1)
-            seconds = time.time() - t0
-            ckpt = os.path.join(rundir, "latest.safetensors")
-            r = {"steps": n, "seed": seed, "train_seconds": seconds, "kind": kind,
-                 "tokens": n * tokens_per_step,
-                 "multiplier": n / steps if kind == "plain" else None,
-                 "flops_per_token": flops[kind], "losses": {}}
-            for split in splits:
-                r["losses"][split] = held_out_losses(fbt, bundles[kind], ckpt, split,
-                                                     windows[1], feed)
-            if not data["data"]:  # the tasks ask byte-level questions of the corpus's kinds
-                r["tasks"] = {t: eval_json(fbt, bundles[kind], ckpt, feed, ["--task", t] + problems)
-                              for t in ("arithmetic", "counting")}
-            if data["depth"]:
-                regs = fbt_regimes if kind == "fbt" else ["standard"]
-                r["depth"] = {}
-                for k, path in data["depth"]["problems"].items():
-                    r["depth"][k] = eval_json(
-                        fbt, bundles[kind], ckpt, feed,
-                        ["--task", "file:" + path, "--regimes", ",".join(regs),
-                         "--problems", str(args.depth_problems or args.problems)])
-            if kind == "fbt":
-                r["contraction"] = eval_json(fbt, bundles[kind], ckpt, feed, ["--contraction"])
-            if args.probe and label in ("fbt", "same-tokens"):
-                r["probe"] = probe(fbt, os.path.join(out, kind + "-states.fbtb"), ckpt,
-                                   kind == "fbt", feed, data["depth"], report_split, args)
-            if sft and label in ("fbt", "same-tokens"):
-                r["sft"] = sft_stage(fbt, bundles[kind], specs[kind], rundir, seed, sft,
-                                     SFT_REGIMES if kind == "fbt" else ["standard"], args)
-            r["metrics"] = metrics_summary(os.path.join(rundir, "metrics.jsonl"))
-            results[label] = r
-            keep_result(rundir, measure, r)
-            if args.keep:
-                keep_result(kept_folder(args.keep, seed, label), identity, r)
-            clock.done((seed, kind, n), time.time() - t0)
+            results[label] = run_model(plan, args, seed, label, kind, n, clock)
         runs[str(seed)] = results
+    return runs
+
+
+def run_model(plan, args, seed, label, kind, n, clock):
+    """One run's raw result: taken as it is where it was trained and measured
+    as this experiment measures (its result.json, or --keep's), else trained
+    (unless a finished run is there), measured and kept as it lands."""
+    rundir = os.path.join(plan["out"], "seed-%d" % seed, label)
+    t0 = time.time()
+    finished = finished_run(rundir, n, seed, plan["specs"][kind])
+    kept = finished and measured_result(rundir, plan["measure"])
+    # Kept apart, a result says what was trained as well as how it was
+    # measured: the run folder that would say so is not there.
+    identity = dict(plan["measure"], trained=trained_spec(plan["specs"][kind]), steps=n,
+                    seed=seed)
+    if not kept and args.keep:
+        kept = measured_result(kept_folder(args.keep, seed, label), identity)
+    if kept:
+        print("experiment: %s was trained and measured: taken as it is" % rundir)
+        clock.done((seed, kind, n), 0)
+        return kept
+    if finished:
+        print("experiment: %s is a finished run of %d steps, seed %d: measured as it is"
+              % (rundir, n, seed))
+        t0 -= finished["elapsed_s"]  # its training time, as if trained now
+    else:
+        train(plan["fbt"], plan["bundles"][kind], n, seed, rundir, plan["feed"])
+        with open(os.path.join(rundir, TRAINED_SPEC), "w") as f:
+            json.dump(trained_spec(plan["specs"][kind]), f, indent=1)
+    r = measure_run(plan, args, seed, label, kind, n, rundir, time.time() - t0)
+    keep_result(rundir, plan["measure"], r)
+    if args.keep:
+        keep_result(kept_folder(args.keep, seed, label), identity, r)
+    clock.done((seed, kind, n), time.time() - t0)
+    return r
+
+
+def measure_run(plan, args, seed, label, kind, n, rundir, seconds):
+    """A trained run's raw result: its losses on each part, the tasks (on the
+    embedded corpus), the depth task, the FBT's contraction, and for the FBT
+    and the same-tokens model the probes and the SFT stage where asked."""
+    fbt, bundle, feed, data = plan["fbt"], plan["bundles"][kind], plan["feed"], plan["data"]
+    ckpt = os.path.join(rundir, "latest.safetensors")
+    r = {"steps": n, "seed": seed, "train_seconds": seconds, "kind": kind,
+         "tokens": n * plan["tokens_per_step"],
+         "multiplier": n / plan["steps"] if kind == "plain" else None,
+         "flops_per_token": plan["flops"][kind], "losses": {}}
+    for split in plan["splits"]:
+        r["losses"][split] = held_out_losses(fbt, bundle, ckpt, split, plan["windows"][1], feed)
+    if not data["data"]:  # the tasks ask byte-level questions of the corpus's kinds
+        r["tasks"] = {t: eval_json(fbt, bundle, ckpt, feed, ["--task", t] + plan["problems"])
+                      for t in ("arithmetic", "counting")}
+    if data["depth"]:
+        regs = plan["fbt_regimes"] if kind == "fbt" else ["standard"]
+        r["depth"] = {}
+        for k, path in data["depth"]["problems"].items():
+            r["depth"][k] = eval_json(
+                fbt, bundle, ckpt, feed,
+                ["--task", "file:" + path, "--regimes", ",".join(regs),
+                 "--problems", str(args.depth_problems or args.problems)])
+    if kind == "fbt":
+        r["contraction"] = eval_json(fbt, bundle, ckpt, feed, ["--contraction"])
+    if args.probe and label in ("fbt", "same-tokens"):
+        r["probe"] = probe(fbt, os.path.join(plan["out"], kind + "-states.fbtb"), ckpt,
+                           kind == "fbt", feed, data["depth"], plan["report_split"], args)
+    if plan["sft"] and label in ("fbt", "same-tokens"):
+        r["sft"] = sft_stage(fbt, bundle, plan["specs"][kind], rundir, seed, plan["sft"],
+                             SFT_REGIMES if kind == "fbt" else ["standard"], args)
+    r["metrics"] = metrics_summary(os.path.join(rundir, "metrics.jsonl"))
+    return r
+
+
+def write_results(plan, args, runs):
+    """results.json (the command, the commit, the specs and every run's raw
+    result), and the report built from it alone."""
+    data, sft, out = plan["data"], plan["sft"], plan["out"]
     raw = {"command": recorded_command(sys.argv[1:]), "commit": git_commit(),
-           "spec": spec, "plain_spec": plain, "steps": steps, "seeds": seeds, "splits": splits,
-           "report_split": report_split,
-           "schedule_weights": {str(k): w for k, w in weights.items()}, "describe": describe,
+           "spec": plan["spec"], "plain_spec": plan["plain"], "steps": plan["steps"],
+           "seeds": plan["seeds"], "splits": plan["splits"], "report_split": plan["report_split"],
+           "schedule_weights": {str(k): w for k, w in plan["weights"].items()},
+           "describe": plan["describe"],
            "data": {k: v for k, v in data.items() if k in (
                "name", "val_fraction", "test_fraction", "bytes_per_token")},
            "depth": data["depth"] and dict({k: v for k, v in data["depth"].items() if k not in (
                "data", "problems")}, primary_control=DEPTH_PRIMARY_CONTROL),
            "probe": args.probe,
-           "sft": sft and {"styles": styles, "count": args.sft_count, "steps": args.sft_steps,
-                           "lr": args.sft_lr},
+           "sft": sft and {"styles": plan["styles"], "count": args.sft_count,
+                           "steps": args.sft_steps, "lr": args.sft_lr},
            "runs": runs}
     with open(os.path.join(out, "results.json"), "w") as f:
         json.dump(raw, f, indent=1)
     experiment_report.write(out)
     print("report: " + os.path.join(out, "report.md"))
+
+
+def main():
+    """Plans the experiment, runs it and writes its results."""
+    args = parse_args()
+    plan = plan_experiment(args)
+    write_results(plan, args, run_all(plan, args))
 
 
 RESULT = "result.json"  # in a run folder: its raw result and how it was measured

@@ -50,30 +50,36 @@ def ce(logits, targets):
     return float(R.cross_entropy(logits, targets))
 
 
-def main():
+def parse_args():
+    """The command line (the usage above)."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--fbt", required=True)
     ap.add_argument("--bundle", required=True)
     ap.add_argument("--spec", required=True)
     ap.add_argument("--ckpt")
     ap.add_argument("--workdir")
-    args = ap.parse_args()
-    workdir = args.workdir or tempfile.mkdtemp()
-    os.makedirs(workdir, exist_ok=True)
+    return ap.parse_args()
 
-    cfg = R.load_config(args.spec)
-    B, T = cfg.batch_size, cfg.sequence_length
-    if args.ckpt:
-        ckpt = args.ckpt
+
+def load_params(cfg, ckpt, workdir):
+    """(parameters in fp64, their checkpoint): CKPT's, or init_params(seed 7)
+    with perturbed norm scales, written to the workdir."""
+    if ckpt:
         saved = st.load_file(ckpt)
         params = R.init_params(cfg, 7, dtype=torch.float64)
         for k in params:
             params[k] = torch.as_tensor(np.asarray(saved[k]), dtype=torch.float64)
-    else:
-        params = R.init_params(cfg, 7, dtype=torch.float64, norm_noise=0.1)
-        ckpt = os.path.join(workdir, "params.safetensors")
-        st.save_file({k: v.to(torch.float32) for k, v in params.items()}, ckpt)
+        return params, ckpt
+    params = R.init_params(cfg, 7, dtype=torch.float64, norm_noise=0.1)
+    ckpt = os.path.join(workdir, "params.safetensors")
+    st.save_file({k: v.to(torch.float32) for k, v in params.items()}, ckpt)
+    return params, ckpt
 
+
+def write_text(cfg, workdir):
+    """(the text file, its test part's tokens): random printable bytes, one
+    document (BOS, then the bytes)."""
+    B, T = cfg.batch_size, cfg.sequence_length
     # Enough text that the test tenth holds one batch of windows, and more.
     gen = np.random.default_rng(5)
     n = 14 * (B * T + 1)
@@ -82,22 +88,13 @@ def main():
     with open(data, "wb") as f:
         f.write(text)
     tokens = [cfg.bos_token_id] + list(text)
-    test = tokens[len(tokens) - int(len(tokens) * 0.1):]
-    W = (len(test) - 1) // T
-    offsets = [(i * W // B) * T for i in range(B)]
-    assert W > B and offsets[-1] > (B - 1) * T  # spread, not the first B windows
+    return data, tokens[len(tokens) - int(len(tokens) * 0.1):]
 
-    cmd = [args.fbt, "eval", args.bundle, "--ckpt", ckpt, "--data", data,
-           "--windows", str(B), "--json"]
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        print("FAIL: fbt eval exited with %d: %s" % (r.returncode, r.stderr.strip()))
-        return 1
-    got = json.loads(r.stdout)
 
-    ids = np.array([test[o:o + T] for o in offsets])
-    targets = np.array([test[o + 1:o + T + 1] for o in offsets])
-    P = max(1, min(T - 1, int(round(0.25 * T))))
+def reference_figures(params, cfg, ids, targets, P):
+    """The figures fbt eval gives, recomputed in fp64 on the same windows: the
+    loss per pass and per regime, and the standard errors beside them."""
+    B = len(ids)
     with torch.no_grad():
         mask = R.feedback_mask(ids, cfg, 0, prefix_mixin=False)
         _, logits, _ = R.multipass(params, cfg, ids, 8, seed=0, jitter=False, mask=mask)
@@ -113,13 +110,24 @@ def main():
         want["standard s.e."] = se(per_window["standard"])
         want["soft - standard"] = float(np.mean(per_window["soft"] - per_window["standard"]))
         want["its s.e."] = se(per_window["soft"] - per_window["standard"])
+    return want
 
+
+def fbt_figures(got):
+    """The same figures, by the same names, from fbt eval's JSON."""
     have = {"pass %d" % (k + 1): v for k, v in enumerate(got["passes"])}
     for mode in ["standard", "soft", "fused:2"]:
         have[mode] = got["regimes"][mode]["loss"]
     have["standard s.e."] = got["regimes"]["standard"]["se"]
     have["soft - standard"] = got["regimes"]["soft"]["minus_standard"]["mean"]
     have["its s.e."] = got["regimes"]["soft"]["minus_standard"]["se"]
+    return have
+
+
+def compare(want, got, expected_tokens, P, W):
+    """Prints each figure against the reference, then bpb and the windows
+    fbt eval says it took; True where any is off."""
+    have = fbt_figures(got)
     failed = False
     for name, ref in want.items():
         err = abs(have[name] - ref) / max(abs(ref), 1e-3)
@@ -131,13 +139,42 @@ def main():
     ok = abs(bpb - have["standard"] / math.log(2)) < 1e-9
     failed |= not ok
     print("bpb = loss / ln 2 (one byte per token)  %s" % ("ok" if ok else "FAIL"))
-    expected_tokens = B * (T - P + 1)
     ok = (got["tokens"] == expected_tokens and got["prompt_length"] == P
           and got["windows_in_part"] == W and got["split"] == "test")
     failed |= not ok
     print("tokens %d, prompt %d, %d of %d test windows  %s" % (
         got["tokens"], got["prompt_length"], got["windows"], got["windows_in_part"],
         "ok" if ok else "FAIL"))
+    return failed
+
+
+def main():
+    """Runs fbt eval and checks it against the reference; 1 on any failure."""
+    args = parse_args()
+    workdir = args.workdir or tempfile.mkdtemp()
+    os.makedirs(workdir, exist_ok=True)
+
+    cfg = R.load_config(args.spec)
+    B, T = cfg.batch_size, cfg.sequence_length
+    params, ckpt = load_params(cfg, args.ckpt, workdir)
+    data, test = write_text(cfg, workdir)
+    W = (len(test) - 1) // T
+    offsets = [(i * W // B) * T for i in range(B)]
+    assert W > B and offsets[-1] > (B - 1) * T  # spread, not the first B windows
+
+    cmd = [args.fbt, "eval", args.bundle, "--ckpt", ckpt, "--data", data,
+           "--windows", str(B), "--json"]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        print("FAIL: fbt eval exited with %d: %s" % (r.returncode, r.stderr.strip()))
+        return 1
+    got = json.loads(r.stdout)
+
+    ids = np.array([test[o:o + T] for o in offsets])
+    targets = np.array([test[o + 1:o + T + 1] for o in offsets])
+    P = max(1, min(T - 1, int(round(0.25 * T))))
+    want = reference_figures(params, cfg, ids, targets, P)
+    failed = compare(want, got, B * (T - P + 1), P, W)
     print("%s: %d figures" % ("FAIL" if failed else "PASS", len(want) + 2))
     return 1 if failed else 0
 
