@@ -7,7 +7,8 @@ results it names.
 Each paragraph or list item of each FILE (tables, headings and code left
 out: the tables are rebuilt from raw results by reports.test) that names a
 report folder (`tiny-code/`, `docs/experiments/mini-code/`, a folder under
-ROOT) must quote only figures found in that folder: in its generated
+ROOT), or sits under a heading that names one, must quote only figures
+found in those folders: in its generated
 tables (every .md in it) or among the values of its raw results (every
 .json in it, at any precision up to the one quoted). A figure is a number
 as written ("0.176", "+0.113", "1.25x", "1500", "[1.22,"): numbers of a
@@ -28,8 +29,9 @@ FOLDER = re.compile(r"`(?:docs/experiments/)?([\w.-]+(?:/[\w.-]+)*)/`")
 
 
 def paragraphs(path):
-    """(first line number, text) of each paragraph or list item."""
-    out, cur, start, fenced = [], [], 0, False
+    """(first line number, text, the heading above it) of each paragraph or
+    list item."""
+    out, cur, start, fenced, heading = [], [], 0, False, ""
     with open(path) as f:
         lines = f.read().split("\n")
     for i, line in enumerate(lines, 1):
@@ -40,15 +42,17 @@ def paragraphs(path):
         new_item = s.startswith("- ") or s.startswith("* ") or re.match(r"\d+\. ", s)
         if fenced or not s or s.startswith("|") or s.startswith("#") or new_item:
             if cur:
-                out.append((start, " ".join(cur)))
+                out.append((start, " ".join(cur), heading))
             cur = []
+            if s.startswith("#") and not fenced:
+                heading = s
             if fenced or not s or s.startswith("|") or s.startswith("#"):
                 continue
         if not cur:
             start = i
         cur.append(s)
     if cur:
-        out.append((start, " ".join(cur)))
+        out.append((start, " ".join(cur), heading))
     return out
 
 
@@ -109,6 +113,19 @@ class Sources:
         return False
 
 
+def report_folders(text, root, here):
+    """The report folders `text` names (relative to ROOT or to its file)."""
+    folders = []
+    for m in FOLDER.finditer(text):
+        for base in (root, here):
+            candidate = os.path.normpath(os.path.join(base, m.group(1)))
+            if not candidate.startswith(os.path.abspath(root)):
+                continue  # a folder of the code, not a report
+            if os.path.isdir(candidate) and candidate not in folders:
+                folders.append(candidate)
+    return folders
+
+
 def main():
     root, files = os.path.abspath(sys.argv[1]), sys.argv[2:]
     sources = Sources()
@@ -116,15 +133,9 @@ def main():
     missing = []
     for path in files:
         here = os.path.dirname(os.path.abspath(path))
-        for line, text in paragraphs(path):
-            folders = []
-            for m in FOLDER.finditer(text):
-                for base in (root, here):
-                    candidate = os.path.normpath(os.path.join(base, m.group(1)))
-                    if not candidate.startswith(os.path.abspath(root)):
-                        continue  # a folder of the code, not a report
-                    if os.path.isdir(candidate) and candidate not in folders:
-                        folders.append(candidate)
+        for line, text, heading in paragraphs(path):
+            folders = report_folders(text, root, here)
+            folders += [f for f in report_folders(heading, root, here) if f not in folders]
             if not folders:
                 continue
             blocks += 1
