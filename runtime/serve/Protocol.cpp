@@ -13,14 +13,6 @@
 
 namespace fbt {
 
-std::string ApiError::body() const {
-  return dumpJson(Json::object(
-      {{"error", Json::object({{"message", message},
-                               {"type", type},
-                               {"param", param.empty() ? Json() : Json(param)},
-                               {"code", status == 401 ? Json("invalid_api_key") : Json()}})}}));
-}
-
 namespace {
 [[noreturn]] void bad(const std::string &param, const std::string &message) {
   throw ApiError{400, message, param};

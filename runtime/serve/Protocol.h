@@ -43,6 +43,7 @@
 #include "runtime/decode/LogitControls.h"
 #include "runtime/decode/Regime.h"
 #include "runtime/decode/Sampler.h"
+#include "runtime/serve/ApiError.h"
 #include "runtime/serve/ResponseFormat.h"
 
 #include <string>
@@ -52,21 +53,6 @@ namespace fbt {
 
 /// The most passes a request's fused:N regime may ask for.
 constexpr int64_t kMaxFusedPasses = 8;
-
-struct ApiError {
-  /// The message quotes the request's own text (a field's name, a role, a
-  /// model), so it is kept to one line here (oneLine, Error.h).
-  ApiError(int status, const std::string &message, std::string param = "",
-           std::string type = "invalid_request_error")
-      : status(status), message(oneLine(message)), param(std::move(param)),
-        type(std::move(type)) {}
-  int status = 400;
-  std::string message, param;
-  std::string type = "invalid_request_error";
-  /// {"error": {"message", "type", "param", "code"}}; the code is null but
-  /// for a 401, which OpenAI marks "invalid_api_key".
-  std::string body() const;
-};
 
 struct GenerationRequest {
   bool chat = false;

@@ -3,7 +3,7 @@
 #include "runtime/serve/ResponseFormat.h"
 
 #include "runtime/decode/JsonGrammar.h"
-#include "runtime/serve/Protocol.h"
+#include "runtime/serve/ApiError.h"
 
 namespace fbt {
 

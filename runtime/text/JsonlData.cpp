@@ -147,4 +147,17 @@ TokenStream jsonlStream(const std::string &path, std::string_view contents,
                      path);
 }
 
+std::vector<std::string> jsonlTexts(const std::string &path, std::string_view contents,
+                                    const std::string &field) {
+  std::vector<std::string> texts;
+  forEachJsonLine(path, contents, [&](const Json &record, const std::string &where) {
+    const Json *text = jsonFind(record, field);
+    if (!text || !text->is_string())
+      throw RuntimeError(where + ": no string field '" + field + "'");
+    texts.push_back(asString(*text));
+    return true;
+  });
+  return texts;
+}
+
 } // namespace fbt

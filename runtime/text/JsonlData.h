@@ -27,6 +27,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace fbt {
 
@@ -37,6 +38,12 @@ class Tokenizer;
 /// line that is not JSON is an error naming path:line.
 void forEachJsonLine(const std::string &path, std::string_view contents,
                      const std::function<bool(const Json &, const std::string &)> &record);
+
+/// The `field` strings of each non-blank line of a JSON Lines file's
+/// `contents`, in order; a line that is not JSON or lacks the field is an
+/// error naming path:line.
+std::vector<std::string> jsonlTexts(const std::string &path, std::string_view contents,
+                                    const std::string &field = "text");
 
 /// The documents of a JSON Lines file's `contents` as one stream; errors
 /// name path:line and the field.

@@ -7,7 +7,6 @@
 #include "runtime/base/FileIO.h"
 #include "runtime/base/Json.h"
 #include "runtime/base/Random.h"
-#include "runtime/text/JsonlData.h"
 #include "runtime/text/Tokenizer.h"
 
 #include <algorithm>
@@ -142,11 +141,6 @@ std::vector<int32_t> TokenStream::toVector() const {
 // Byte-level text
 //===----------------------------------------------------------------------===//
 
-namespace {
-/// Each document of `text` through `tokenizer`, preceded by its separator:
-/// documents split on `docSeparator` (the whole text when it is empty),
-/// the separator itself dropped, and empty documents too. Errors name
-/// `sourceName`.
 std::vector<int32_t> tokenizeDocuments(std::string_view text, std::string_view docSeparator,
                                        const Tokenizer &tokenizer,
                                        const std::string &sourceName) {
@@ -175,7 +169,6 @@ std::vector<int32_t> tokenizeDocuments(std::string_view text, std::string_view d
     start = end + docSeparator.size();
   }
 }
-} // namespace
 
 std::vector<int32_t> tokenizeText(std::string_view text,
                                   std::string_view docSeparator,
@@ -320,67 +313,9 @@ void writeBinFile(const std::string &path, const std::vector<int32_t> &ids,
                          body});
 }
 
-static bool endsWith(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() &&
-         s.substr(s.size() - suffix.size()) == suffix;
-}
 
-TokenFileFormat tokenFileFormat(const std::string &path) {
-  return endsWith(path, ".u32.bin") ? TokenFileFormat::U32
-         : endsWith(path, ".bin")   ? TokenFileFormat::U16
-         : endsWith(path, ".jsonl") ? TokenFileFormat::Jsonl
-                                    : TokenFileFormat::Text;
-}
 
-std::vector<std::string> jsonlTexts(const std::string &path, std::string_view contents,
-                                    const std::string &field) {
-  std::vector<std::string> texts;
-  forEachJsonLine(path, contents, [&](const Json &record, const std::string &where) {
-    const Json *text = jsonFind(record, field);
-    if (!text || !text->is_string())
-      throw RuntimeError(where + ": no string field '" + field + "'");
-    texts.push_back(asString(*text));
-    return true;
-  });
-  return texts;
-}
 
-TokenStream loadTokenFile(const std::string &path, int64_t vocabSize,
-                          TokenFileFormat format,
-                          std::string_view docSeparator,
-                          const Tokenizer *tokenizer) {
-  if (format == TokenFileFormat::Auto)
-    format = tokenFileFormat(path);
-  switch (format) {
-  case TokenFileFormat::U16:
-    return loadBinFile(path, vocabSize, 2);
-  case TokenFileFormat::U32:
-    return loadBinFile(path, vocabSize, 4);
-  case TokenFileFormat::Jsonl: {
-    if (!tokenizer && vocabSize < kByteVocabSize)
-      throw RuntimeError(path + ": byte-level text needs a vocab size of at least 256, "
-                                "the model has " + std::to_string(vocabSize));
-    TokenStream stream =
-        jsonlStream(path, readFile(path), tokenizer ? *tokenizer : byteTokenizer());
-    checkVocab(stream, vocabSize);
-    return stream;
-  }
-  default: {
-    if (tokenizer && tokenizer->name() != "bytes") {
-      TokenStream stream(tokenizeDocuments(readFile(path), docSeparator, *tokenizer, path),
-                         path);
-      checkVocab(stream, vocabSize);
-      return stream;
-    }
-    if (vocabSize < kByteVocabSize)
-      throw RuntimeError(path +
-                         ": byte-level text needs a vocab size of at "
-                         "least 256, the model has " +
-                         std::to_string(vocabSize));
-    return loadTextFile(path, docSeparator);
-  }
-  }
-}
 
 //===----------------------------------------------------------------------===//
 // Splits and batches

@@ -129,32 +129,16 @@ constexpr size_t kBinHeaderBytes = 1024;
 void writeBinFile(const std::string &path, const std::vector<int32_t> &ids,
                   int64_t vocabSize);
 
-enum class TokenFileFormat {
-  Auto, ///< ".u32.bin" -> U32, ".bin" -> U16, ".jsonl" -> Jsonl, else Text
-  Text,
-  Jsonl, ///< JSON Lines: each non-blank line's "text" field is a document
-  U16,
-  U32,
-};
-/// The format `path` has under Auto (by its name).
-TokenFileFormat tokenFileFormat(const std::string &path);
-
 class Tokenizer;
 
-/// The `field` strings of each non-blank line of a JSON Lines file's
-/// `contents`, in order; a line that is not JSON or lacks the field is an
-/// error naming path:line.
-std::vector<std::string> jsonlTexts(const std::string &path, std::string_view contents,
-                                    const std::string &field = "text");
+/// Each document of `text` through `tokenizer`, preceded by its separator:
+/// documents split on `docSeparator` (the whole text when it is empty),
+/// the separator itself dropped, and empty documents too. Errors name
+/// `sourceName`.
+std::vector<int32_t> tokenizeDocuments(std::string_view text, std::string_view docSeparator,
+                                       const Tokenizer &tokenizer,
+                                       const std::string &sourceName);
 
-/// Loads any supported data file and checks its ids against vocabSize.
-/// Text goes through `tokenizer` (null: byte-level; then vocabSize >= 256),
-/// each document after its separator; a .jsonl file's documents are its
-/// lines' "text" fields.
-TokenStream loadTokenFile(const std::string &path, int64_t vocabSize,
-                          TokenFileFormat format = TokenFileFormat::Auto,
-                          std::string_view docSeparator = {},
-                          const Tokenizer *tokenizer = nullptr);
 
 /// Throws unless every id of `tokens` is in [0, vocabSize).
 void checkVocab(const TokenStream &tokens, int64_t vocabSize);

@@ -6,6 +6,7 @@
 #include "runtime/base/FileIO.h"
 #include "runtime/base/Json.h"
 #include "runtime/text/DefaultCorpus.h"
+#include "runtime/text/TokenFiles.h"
 #include "runtime/train/RunDirectory.h"
 
 #include <filesystem>

@@ -10,6 +10,7 @@
 #include "runtime/format/Safetensors.h"
 #include "runtime/format/StepNames.h"
 #include "runtime/text/DefaultCorpus.h"
+#include "runtime/text/TokenFiles.h"
 #include "runtime/train/RunDirectory.h"
 
 #include <algorithm>

@@ -18,7 +18,7 @@
 #include "runtime/base/Progress.h"
 #include "runtime/session/Session.h"
 #include "runtime/tune/TuneKeys.h"
-#include "runtime/tune/Tuner.h"
+#include "runtime/tune/Timing.h"
 
 #include <algorithm>
 #include <chrono>

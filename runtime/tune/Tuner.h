@@ -25,6 +25,7 @@
 #include "runtime/format/Bundle.h"
 #include "runtime/format/TuneCache.h"
 #include "runtime/hal/Device.h"
+#include "runtime/tune/Timing.h"
 
 #include <functional>
 #include <map>
@@ -64,12 +65,6 @@ bool useTuning(Session &session, const TuneOptions &options);
 /// A variant must beat the default by this factor to be chosen.
 constexpr double kMinGain = 1.02;
 
-/// Whether `got` matches `want` (elements of `type`, `bytes` long): f32
-/// within 1e-4 + 1e-3 |want|, bf16 within 1e-2 + 2^-6 |want|, f16 within
-/// 1e-3 + 2^-9 |want|, integers exactly; NaN only where NaN. Otherwise
-/// `why` says where.
-bool resultsMatch(DType type, const void *want, const void *got, size_t bytes,
-                  std::string &why);
 
 /// One variant's measurement; `seconds` summed over the kernel's weighted
 /// calls, negative when it was rejected.
@@ -85,27 +80,7 @@ struct VariantTiming {
 size_t chooseVariant(const std::vector<VariantTiming> &timings);
 
 
-/// Times `run(i)` for each of `count` alternatives: `warmup` untimed runs,
-/// then `repeats` timed ones each, `restore()` (untimed) before every run.
-/// Alternatives are interleaved round by round so that drift hits all
-/// alike. Returns each one's median seconds, by `clock`.
-std::vector<double> timeAlternatives(size_t count, const std::function<void(size_t)> &run,
-                                     const std::function<void()> &restore,
-                                     const std::function<double()> &clock, int warmup,
-                                     int repeats);
 
-struct TuneSettings {
-  std::vector<std::string> steps; ///< plan steps to probe; empty: all
-  /// For measuring (kernels not reached keep their defaults), and again
-  /// for timing the steps before and after (the rest are left untimed).
-  double budgetSeconds = 120;
-  int warmup = 1, repeats = 5;    ///< per variant and sampled call
-  int callsPerStep = 2;           ///< sampled calls of a kernel per step
-  int stepRepeats = 3;            ///< timed runs of each step, twice before and after
-  std::function<double()> clock;  ///< seconds; steady_clock when empty
-  bool progress = true;           ///< a progress line on stderr
-  std::string cachePath;          ///< empty: the device's default file
-};
 
 struct KernelTuning {
   std::string kernel;

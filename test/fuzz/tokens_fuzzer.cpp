@@ -10,6 +10,7 @@
 #include "FuzzFile.h"
 
 #include "runtime/base/Error.h"
+#include "runtime/text/TokenFiles.h"
 #include "runtime/text/TokenStream.h"
 
 using namespace fbt;

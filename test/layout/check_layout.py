@@ -13,9 +13,9 @@ from that rule, the compiler (dialect, frontend, passes, codegen, driver,
 fbtc, fbt-opt) may include the runtime's base and format rooms only, and the
 runtime includes no LLVM or MLIR. Every source file under runtime/ and the
 compiler's folders lives in a room, and no room holds more than MAX_SOURCES .cpp files.
-Within the compiler no two files depend on each other, through any others: a
-file's unit (X.h with X.cpp) depends on each unit whose header either includes,
-and that graph has no cycle (but for ALLOWED_CYCLES).
+Within the compiler and the runtime no two files depend on each other,
+through any others: a file's unit (X.h with X.cpp) depends on each unit whose
+header either includes, and that graph has no cycle (but for ALLOWED_CYCLES).
 Prints one line per violation (file:line: what) and exits 1 if there is any.
 """
 import os
@@ -86,16 +86,16 @@ def top(path):
 
 
 def unit_cycles(root):
-    """One error per include cycle among the compiler's units."""
+    """One error per include cycle among the units of the rooms' trees."""
     uses = {}
-    for t in COMPILER_TOPS:
+    for t in TOPS:
         if not os.path.isdir(os.path.join(root, t)):
             continue
         for rel in sources(root, t):
             unit = os.path.splitext(rel)[0]
             for n, inc in includes(root, rel):
                 used = os.path.splitext(inc)[0]
-                if top(inc) in COMPILER_TOPS and used != unit:
+                if top(inc) in TOPS and used != unit:
                     uses.setdefault(unit, {}).setdefault(used, f"{rel}:{n}")
     errors, state, path = [], {}, []
 
@@ -164,7 +164,7 @@ def main():
         print(e)
     if errors:
         return 1
-    print(f"layout: {len(rooms)} rooms, includes one way, no cycle in the compiler")
+    print(f"layout: {len(rooms)} rooms, includes one way, no include cycle")
     return 0
 
 

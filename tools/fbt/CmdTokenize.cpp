@@ -19,7 +19,9 @@
 #include "runtime/base/Json.h"
 #include "runtime/base/Progress.h"
 #include "runtime/hal/cpu/CpuThreads.h"
+#include "runtime/text/JsonlData.h"
 #include "runtime/text/ParallelEncode.h"
+#include "runtime/text/TokenFiles.h"
 #include "runtime/text/TokenStream.h"
 #include "runtime/text/Tokenizer.h"
 

@@ -306,4 +306,12 @@ void attachKernelThreads(void *handle) {
     fillKernelThreads(static_cast<void **>(table));
 }
 
+// The thread count is the team's size (CpuThreads.h).
+void setCpuThreads(int n) {
+  if (n > 0)
+    CpuTeam::get().resize(n);
+}
+
+int cpuThreads() { return CpuTeam::get().size(); }
+
 } // namespace fbt

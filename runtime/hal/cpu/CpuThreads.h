@@ -1,4 +1,9 @@
 //===- CpuThreads.h - how many threads a CPU step runs on -----*- C++ -*-===//
+//
+// The count alone, for the many that read it; the team that runs on them
+// (CpuTeam.h) defines these functions, so this header depends on nothing.
+//
+//===----------------------------------------------------------------------===//
 
 #ifndef FBT_RUNTIME_HAL_CPU_CPUTHREADS_H
 #define FBT_RUNTIME_HAL_CPU_CPUTHREADS_H

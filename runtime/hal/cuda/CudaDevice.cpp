@@ -181,7 +181,7 @@ void CudaDevice::zero(void *device, size_t bytes) {
 }
 
 std::unique_ptr<StepRunner> CudaDevice::makeRunner(const StepPlan &plan) {
-  return std::make_unique<CudaStepRunner>(plan, *this);
+  return std::make_unique<CudaStepRunner>(plan, CudaQueue{*this, stream_, *kernels_, *gemm_});
 }
 
 Json CudaDevice::tuneKey() const {

@@ -16,12 +16,12 @@ size_t align256(size_t v) { return (v + 255) / 256 * 256; }
 CUdeviceptr devicePtr(const void *p) { return reinterpret_cast<CUdeviceptr>(p); }
 } // namespace
 
-CudaStepRunner::CudaStepRunner(const StepPlan &plan, CudaDevice &device)
-    : StepRunner(plan), device_(device) {
+CudaStepRunner::CudaStepRunner(const StepPlan &plan, const CudaQueue &queue)
+    : StepRunner(plan), queue_(queue) {
   for (const PlanOp &op : plan.ops)
     launches_.push_back(!op.isKernel() // GEMMs and collectives
                             ? nullptr
-                            : &device.kernels().launches(device.chosen(op.kernel)));
+                            : &queue.kernels.launches(queue.memory.chosen(op.kernel)));
 
   // Constants are splats, filled once, side by side in one buffer.
   size_t total = 0;
@@ -30,14 +30,14 @@ CudaStepRunner::CudaStepRunner(const StepPlan &plan, CudaDevice &device)
     offsets.push_back(total);
     total += align256(c.bytes());
   }
-  constants_ = DeviceBuffer(device, total, "the constants of step '" + plan.name + "'");
+  constants_ = DeviceBuffer(queue.memory, total, "the constants of step '" + plan.name + "'");
   for (size_t i = 0; i < plan.constants.size(); ++i) {
     const ConstantSpec &c = plan.constants[i];
     char *at = static_cast<char *>(constants_.data()) + offsets[i];
     constantAddresses_.push_back(at);
     std::vector<char> host(c.bytes());
     c.fill(host.data(), plan.name);
-    device.upload(at, host.data(), host.size());
+    queue.memory.upload(at, host.data(), host.size());
   }
 
   const char *graphs = std::getenv("FBT_CUDA_GRAPHS");
@@ -47,7 +47,7 @@ CudaStepRunner::CudaStepRunner(const StepPlan &plan, CudaDevice &device)
 
 CudaStepRunner::~CudaStepRunner() {
   const Driver &d = driver();
-  d.cuStreamSynchronize(device_.stream());
+  d.cuStreamSynchronize(queue_.stream);
   dropGraph();
   for (CUevent e : events_)
     d.cuEventDestroy_v2(e);
@@ -57,7 +57,7 @@ void CudaStepRunner::dropGraph() {
   if (!graph_)
     return;
   // It may still be running.
-  driver().cuStreamSynchronize(device_.stream());
+  driver().cuStreamSynchronize(queue_.stream);
   driver().cuGraphExecDestroy(graph_);
   graph_ = nullptr;
 }
@@ -77,7 +77,7 @@ void CudaStepRunner::run(const std::vector<void *> &inputs,
         return;
       }
     }
-    check(driver().cuGraphLaunch(graph_, device_.stream()), "cuGraphLaunch");
+    check(driver().cuGraphLaunch(graph_, queue_.stream), "cuGraphLaunch");
     return;
   }
   enqueue(inputs, outputs);
@@ -88,7 +88,7 @@ void CudaStepRunner::run(const std::vector<void *> &inputs,
 bool CudaStepRunner::capture(const std::vector<void *> &inputs,
                              const std::vector<void *> &outputs) {
   const Driver &d = driver();
-  CUstream stream = device_.stream();
+  CUstream stream = queue_.stream;
   if (d.cuStreamBeginCapture_v2(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) !=
       CUDA_SUCCESS)
     return false;
@@ -119,10 +119,10 @@ bool CudaStepRunner::capture(const std::vector<void *> &inputs,
 void CudaStepRunner::enqueue(const std::vector<void *> &inputs,
                              const std::vector<void *> &outputs) {
   const Driver &d = driver();
-  CUstream stream = device_.stream();
+  CUstream stream = queue_.stream;
   // Its own arena, made at the first run, unless it shares one.
   if (!sharedArena_ && arena_.size() < size_t(plan_.arenaBytes))
-    arena_ = DeviceBuffer(device_, size_t(plan_.arenaBytes),
+    arena_ = DeviceBuffer(queue_.memory, size_t(plan_.arenaBytes),
                           "the arena of step '" + plan_.name + "'");
   char *arena = sharedArena_ ? sharedArena_ : static_cast<char *>(arena_.data());
   auto at = [&](const BufferRef &r) {
@@ -165,7 +165,7 @@ void CudaStepRunner::enqueue(const std::vector<void *> &inputs,
       probedOp_ = ~size_t(0);
     }
     if (!launches_[i])
-      device_.gemm().run(op, at(op.args[0]), at(op.args[1]), at(op.args[2]));
+      queue_.gemm.run(op, at(op.args[0]), at(op.args[1]), at(op.args[2]));
     else
       launch(i, *launches_[i]);
     if (tracing()) {
@@ -178,12 +178,12 @@ void CudaStepRunner::enqueue(const std::vector<void *> &inputs,
   if (profile_)
     check(d.cuEventRecord(events_.back(), stream), "cuEventRecord");
   for (const OutputCopy &c : plan_.copies)
-    device_.copy(outputs[c.output], at(c.source), c.source.bytes);
+    queue_.memory.copy(outputs[c.output], at(c.source), c.source.bytes);
 }
 
 void CudaStepRunner::copyWithin(void *to, const void *from, size_t bytes) {
   check(driver().cuMemcpyDtoDAsync_v2(devicePtr(to), devicePtr(from), bytes,
-                                      device_.stream()),
+                                      queue_.stream),
         "cuMemcpyDtoDAsync_v2");
 }
 
@@ -193,7 +193,7 @@ void CudaStepRunner::launch(size_t i, const std::vector<Launch> &launches) {
     const KernelLaunch &s = launches[l].shape;
     CUresult r = d.cuLaunchKernel(launches[l].function, s.grid[0], s.grid[1], s.grid[2],
                                   s.block[0], s.block[1], s.block[2],
-                                  /*sharedMemBytes=*/0, device_.stream(), params_.data(),
+                                  /*sharedMemBytes=*/0, queue_.stream, params_.data(),
                                   nullptr);
     if (r != CUDA_SUCCESS)
       throw RuntimeError("step '" + plan_.name + "': kernel '" + plan_.ops[i].kernel +
@@ -224,8 +224,8 @@ void CudaStepRunner::callVariant(size_t op, const std::string &symbol) {
   if (!plan_.ops[op].isKernel())
     throw RuntimeError("call " + std::to_string(op) + " of step '" + plan_.name +
                        "' is not a kernel");
-  launch(op, device_.kernels().launches(symbol));
-  CUresult r = driver().cuStreamSynchronize(device_.stream());
+  launch(op, queue_.kernels.launches(symbol));
+  CUresult r = driver().cuStreamSynchronize(queue_.stream);
   if (r != CUDA_SUCCESS)
     throw RuntimeError("kernel '" + symbol + "' failed: " + errorText(r));
 }
@@ -235,14 +235,14 @@ int CudaStepRunner::gemmAlgorithms(size_t op) {
   if (!call.isGemm())
     return 0;
   auto p = [&](size_t a) { return reinterpret_cast<void *>(argument(op, a)); };
-  return device_.gemm().algorithms(call, p(0), p(1), p(2));
+  return queue_.gemm.algorithms(call, p(0), p(1), p(2));
 }
 
 void CudaStepRunner::callGemm(size_t op, int algorithm) {
   const PlanOp &call = plan_.ops[op];
   auto p = [&](size_t a) { return reinterpret_cast<void *>(argument(op, a)); };
-  device_.gemm().run(call, p(0), p(1), p(2), algorithm);
-  CUresult r = driver().cuStreamSynchronize(device_.stream());
+  queue_.gemm.run(call, p(0), p(1), p(2), algorithm);
+  CUresult r = driver().cuStreamSynchronize(queue_.stream);
   if (r != CUDA_SUCCESS)
     throw RuntimeError("GEMM " + gemmShapeKey(call) + " (algorithm " +
                        std::to_string(algorithm) + ") failed: " + errorText(r));

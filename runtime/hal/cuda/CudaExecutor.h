@@ -17,14 +17,27 @@
 #ifndef FBT_RUNTIME_HAL_CUDA_CUDAEXECUTOR_H
 #define FBT_RUNTIME_HAL_CUDA_CUDAEXECUTOR_H
 
+#include "runtime/hal/Device.h"
 #include "runtime/hal/StepRunner.h"
-#include "runtime/hal/cuda/CudaDevice.h"
+#include "runtime/hal/cuda/CudaApi.h"
+#include "runtime/hal/cuda/CudaGemm.h"
+#include "runtime/hal/cuda/CudaKernels.h"
 
 namespace fbt::cuda {
 
+/// What a runner uses of its device (CudaDevice, which makes the runners):
+/// the memory it allocates and copies in, whose kernel choice it follows,
+/// the one stream, the loaded kernels and cuBLASLt. All outlive the runner.
+struct CudaQueue {
+  Device &memory;
+  CUstream stream;
+  const CudaKernels &kernels;
+  CudaGemm &gemm;
+};
+
 class CudaStepRunner : public StepRunner {
 public:
-  CudaStepRunner(const StepPlan &plan, CudaDevice &device);
+  CudaStepRunner(const StepPlan &plan, const CudaQueue &queue);
   ~CudaStepRunner() override;
 
   void run(const std::vector<void *> &inputs,
@@ -53,7 +66,7 @@ private:
   /// Adds the timings of the last profiled run to the profile.
   void collectProfile();
 
-  CudaDevice &device_;
+  CudaQueue queue_;
   DeviceBuffer arena_, constants_;
   std::vector<char *> constantAddresses_;
   std::vector<const std::vector<Launch> *> launches_; // per op, null for GEMMs

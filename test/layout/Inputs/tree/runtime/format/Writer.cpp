@@ -1,0 +1,2 @@
+#include "runtime/format/Writer.h"
+#include "runtime/format/Reader.h"
