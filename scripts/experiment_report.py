@@ -433,6 +433,63 @@ def handed_table(raw, target, fbt, layers):
     return md
 
 
+CONTRACTION_PASSES = (2, 3, 4, 8, 16, 32)
+# A change of the state below this is f32 rounding, not the map's.
+ROUNDING = 1e-5
+
+
+def contraction_table(raw):
+    """The FBT's fed-back map over passes (fbt eval --contraction): the ratio
+    of successive state changes, d_{k+1} / d_k with d_k the change from pass
+    k to k+1, where pass k+1 can still change most of the prompt (k at most
+    half its length: later passes are exact by causality and say nothing);
+    then the state's RMS along soft generation and soft's per-position loss
+    against standard's. A ratio near or above 1 is a map that does not
+    contract. [] where no run measured it."""
+    runs = [res["fbt"]["contraction"] for res in raw["runs"].values()
+            if res.get("fbt", {}).get("contraction")]
+    if not runs:
+        return []
+    c0 = runs[0]
+    length = c0.get("prompt_length", 0)
+    ks = [k for k in CONTRACTION_PASSES if k + 1 <= len(c0["contraction"]) and 2 * k <= length]
+    prompts = ("%d prompts" % c0["prompts"]) if "prompts" in c0 else "Prompts"
+    out = ["%s of %d tokens; d_k is the change of the state from pass k to k+1, over the "
+           "positions pass k+1 can still change; mean [95%% t-interval] (min to max) over %d "
+           "seeds." % (prompts, length, len(runs)), "",
+           "| pass k | d_k | d_{k+1} / d_k |", "|---|---|---|"]
+    for k in ks:
+        d = stats([r["contraction"][k - 1] for r in runs])
+        ratio = stats([r["contraction"][k] / r["contraction"][k - 1] for r in runs])
+        out.append("| %d | %s | %s |" % (k, ci(d, "%.3g"), ci(ratio, "%.3f") if d["mean"] >=
+                                         ROUNDING else "(f32 rounding: says nothing)"))
+    rms = [r.get("soft_state_rms") or [] for r in runs]
+    if all(rms):
+        n = min(len(x) for x in rms)
+        at = sorted({0, n // 4, n // 2, n - 1})
+        out += ["", "Soft generation (greedy, %d tokens after the prompt; the context caps it): "
+                "the carried state's RMS." % n, "",
+                "| " + " | ".join("token %d" % (i + 1) for i in at) + " | largest |",
+                "|" + "---|" * (len(at) + 1),
+                "| " + " | ".join(ci(stats([x[i] for x in rms]), "%.3f") for i in at) +
+                " | " + ci(stats([max(x[:n]) for x in rms]), "%.3f") + " |"]
+    soft = [r.get("soft_loss_by_position") or [] for r in runs]
+    std = [r.get("standard_loss_by_position") or [] for r in runs]
+    if all(soft) and all(std):
+        n = min(len(x) for x in soft)
+        quarters = [(q * n // 4, (q + 1) * n // 4) for q in range(4)]
+        def gap(a, b, i):
+            return sum(soft[i][a:b]) / (b - a) - sum(std[i][a:b]) / (b - a)
+        out += ["", "Teacher-forced over %d windows of the context: soft minus standard loss "
+                "(nats per token) by quarter of the positions; a divergence along the "
+                "recurrence grows with the position." % runs[0].get("sequences", 0), "",
+                "| " + " | ".join("positions %d-%d" % (a + 1, b) for a, b in quarters) + " |",
+                "|" + "---|" * 4,
+                "| " + " | ".join(ci(stats([gap(a, b, i) for i in range(len(runs))]), "%+.3f")
+                                  for a, b in quarters) + " |"]
+    return out
+
+
 def tables(raw):
     """{file: text} of every table the results build."""
     split = part(raw)
@@ -465,6 +522,9 @@ def tables(raw):
     md += te + ["", "## FBT per pass (whole windows, state fed back from t = 1; mean over seeds)",
                 ""] + passes_table(raw, split)
     out = {"tokens_equivalence.md": "\n".join(te) + "\n"}
+    ct = contraction_table(raw)
+    if ct:
+        md += ["", "## Contraction of the fed-back map (fbt eval --contraction)", ""] + ct
     if raw.get("depth"):
         d = depth_table(raw) + [""] + gain_table(raw)
         out["depth.md"] = "\n".join(d) + "\n"

@@ -109,5 +109,44 @@ class DepthGain(unittest.TestCase):
                       "k = 1, 2: a gain that grows with k is untested there", md[-1])
 
 
+def contraction_raw(ratio, seeds=3):
+    """Runs whose state changes shrink by `ratio` a pass (d_1 = 0.5), with a
+    soft loss that drifts above standard's along the positions."""
+    runs = {}
+    for i in range(seeds):
+        d = [0.5 * (ratio + 0.01 * i) ** k for k in range(63)]
+        runs[str(i)] = {"fbt": {"contraction": {
+            "contraction": d, "prompts": 64, "prompt_length": 256, "sequences": 16,
+            "soft_state_rms": [1.0 + 0.01 * t for t in range(100)],
+            "soft_loss_by_position": [1.0 + 0.01 * t for t in range(200)],
+            "standard_loss_by_position": [1.0] * 200}}}
+    return {"runs": runs}
+
+
+class Contraction(unittest.TestCase):
+    def test_a_map_that_does_not_contract_shows(self):
+        md = er.contraction_table(contraction_raw(1.05))
+        row = next(line for line in md if line.startswith("| 2 |"))
+        self.assertIn("| 1.060 [", row)  # the ratio's mean over the seeds, above 1
+        self.assertTrue(md[0].startswith("64 prompts of 256 tokens"), md[0])
+
+    def test_changes_at_rounding_say_nothing(self):
+        md = er.contraction_table(contraction_raw(0.3))
+        self.assertIn("| 32 | ", "\n".join(md))
+        row = next(line for line in md if line.startswith("| 32 |"))
+        self.assertIn("f32 rounding", row)
+        row = next(line for line in md if line.startswith("| 2 |"))
+        self.assertIn("| 0.310 [", row)
+
+    def test_a_soft_loss_that_drifts_grows_along_the_positions(self):
+        md = er.contraction_table(contraction_raw(0.5))
+        last = md[-1].split(" | ")
+        self.assertTrue(last[0].startswith("| +0.245"), last)
+        self.assertTrue(last[-1].startswith("+1.745"), last)
+
+    def test_no_measurement_no_table(self):
+        self.assertEqual(er.contraction_table({"runs": {"1": {"fbt": {}}}}), [])
+
+
 if __name__ == "__main__":
     unittest.main()
