@@ -127,6 +127,20 @@ llvm::Error writeBundle(const ModelSpec &spec, mlir::ModuleOp module, Plans plan
   return llvm::Error::success();
 }
 
+namespace {
+/// `tuned` from the options' tune cache, where they name one.
+llvm::Error readTunedIfNamed(const ModelSpec &spec, const CompileOptions &o,
+                             std::optional<Tuned> &tuned) {
+  if (o.tunedCache.empty())
+    return llvm::Error::success();
+  llvm::Expected<Tuned> t = readTuned(spec, o);
+  if (!t)
+    return t.takeError();
+  tuned = std::move(*t);
+  return llvm::Error::success();
+}
+} // namespace
+
 void populatePipeline(mlir::OpPassManager &pm, const ModelSpec &spec, const CompileOptions &o,
                       const std::optional<Tuned> &tuned) {
   Stage stage = stageOf(o);
@@ -140,12 +154,8 @@ llvm::Expected<std::string> pipelineText(const ModelSpec &spec, const CompileOpt
   if (llvm::Error e = checkOptions(o))
     return std::move(e);
   std::optional<Tuned> tuned;
-  if (!o.tunedCache.empty()) {
-    llvm::Expected<Tuned> t = readTuned(spec, o);
-    if (!t)
-      return t.takeError();
-    tuned = std::move(*t);
-  }
+  if (llvm::Error e = readTunedIfNamed(spec, o, tuned))
+    return std::move(e);
   mlir::MLIRContext ctx;
   prepareContext(ctx);
   mlir::PassManager pm(&ctx);
@@ -167,12 +177,8 @@ llvm::Error compile(const ModelSpec &spec, const CompileOptions &o,
   if (!module)
     return module.takeError();
   std::optional<Tuned> tuned;
-  if (!o.tunedCache.empty()) {
-    llvm::Expected<Tuned> t = readTuned(spec, o);
-    if (!t)
-      return t.takeError();
-    tuned = std::move(*t);
-  }
+  if (llvm::Error e = readTunedIfNamed(spec, o, tuned))
+    return e;
   if (stage >= Stage::Train) {
     mlir::PassManager pm(&ctx);
     populatePipeline(pm, spec, o, tuned);
