@@ -5,7 +5,7 @@ thousand tokens of soft decoding, under 3 seeds. Writes the raw results
 (contraction.json) and their table (contraction.md, the experiment
 report's contraction section).
 
-    soft_long.py --out DIR [--build BUILD] [--seeds N] [--steps N]
+    soft_long.py --out DIR [--recipe fbt|paper] [--build BUILD] [--seeds N] [--steps N]
     soft_long.py --table DIR [--check]
 
 Resumable: a seed whose checkpoint and measurement exist is not redone.
@@ -21,15 +21,20 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import experiment_report as er  # noqa: E402
+from experiment import use_recipe  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONTEXT, PROMPT, TRAIN_SEQ, GENERATE = 1536, 256, 256, 1000
 
 
-def long_spec():
-    """specs/tiny.json with the long context, prompts and training windows."""
+def long_spec(recipe=None):
+    """specs/tiny.json with the long context, prompts and training windows,
+    under `recipe`'s preset where given (as the experiment runner's
+    --fbt-recipe)."""
     with open(os.path.join(ROOT, "specs", "tiny.json")) as f:
         spec = json.load(f)
+    if recipe:
+        use_recipe(spec, recipe)
     spec["name"] = "tiny-long"
     spec["max_position_embeddings"] = CONTEXT
     spec["training"]["sequence_length"] = TRAIN_SEQ
@@ -78,6 +83,7 @@ def main():
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--steps", type=int, default=600)
+    ap.add_argument("--recipe", choices=["fbt", "paper"], help="the FBT's recipe preset")
     ap.add_argument("--table", metavar="DIR", help="rebuild DIR/contraction.md")
     ap.add_argument("--check", action="store_true", help="with --table: write nothing")
     args = ap.parse_args()
@@ -98,12 +104,12 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     spec_path, bundle = os.path.join(args.out, "spec.json"), os.path.join(args.out, "tiny-long.fbtb")
     with open(spec_path, "w") as f:
-        json.dump(long_spec(), f, indent=1)
+        json.dump(long_spec(args.recipe), f, indent=1)
     if not os.path.exists(bundle):
         run([os.path.join(args.build, "tools", "fbtc", "fbtc"), spec_path, "--target=cpu",
              "-o", bundle], os.path.join(args.out, "log"))
     seeds = [1234 + i for i in range(args.seeds)]
-    raw = {"command": ["scripts/soft_long.py"] + sys.argv[1:], "spec": long_spec(),
+    raw = {"command": ["scripts/soft_long.py"] + sys.argv[1:], "spec": long_spec(args.recipe),
            "steps": args.steps, "runs": {}}
     for i, seed in enumerate(seeds):
         raw["runs"][str(seed)] = {"fbt": {"contraction": measure_seed(args, bundle, seed)}}
