@@ -3,6 +3,7 @@
 #include "runtime/base/Error.h"
 #include "runtime/base/Random.h"
 #include "runtime/text/DefaultCorpus.h"
+#include "runtime/text/TokenFiles.h"
 #include "runtime/text/TokenStream.h"
 
 #include "test/runtime/ErrorOf.h"
