@@ -30,10 +30,10 @@
 #include "runtime/format/BundleFormat.h"
 
 #include "mlir/IR/BuiltinOps.h"
-#include "llvm/ADT/ArrayRef.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OwningOpRef.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/Error.h"
 
 #include <map>
@@ -120,15 +120,7 @@ std::optional<T> parseChoice(llvm::ArrayRef<Choice<T>> choices, llvm::StringRef 
       return c.value;
   return std::nullopt;
 }
-inline std::optional<Target> parseTarget(llvm::StringRef name) {
-  return parseChoice(targetChoices(), name);
-}
-inline std::optional<Stage> parseStage(llvm::StringRef name) {
-  return parseChoice(stageChoices(), name);
-}
-inline std::optional<mlir::fbt::TuneSpace> parseTuneSpace(llvm::StringRef name) {
-  return parseChoice(tuneSpaceChoices(), name);
-}
+
 bool isNvidia(Target t);
 /// Targets whose kernels are mapped to GPU blocks and threads.
 bool mapsToGpu(Target t);

@@ -38,6 +38,18 @@ std::string textOption(const py::handle &v, const std::string &key) {
   return v.cast<std::string>();
 }
 
+/// One of `choices`, by name; ValueError listing them otherwise.
+template <typename T>
+T choiceOption(const py::handle &v, const std::string &key,
+               llvm::ArrayRef<driver::Choice<T>> choices) {
+  std::string name = textOption(v, key);
+  std::optional<T> value = driver::parseChoice(choices, name);
+  if (!value)
+    throw py::value_error(key + ": expected " + driver::choiceNames(choices) + ", got '" + name +
+                          "'");
+  return *value;
+}
+
 bool flagOption(const py::handle &v, const std::string &key) {
   if (!py::isinstance<py::bool_>(v))
     throw py::type_error("compile option " + key + ": expected True or False");
@@ -53,27 +65,11 @@ CompileOptions compileOptions(const py::dict &kwargs) {
     if (v.is_none())
       continue;
     if (key == "target") {
-      std::string name = textOption(v, key);
-      auto t = driver::parseTarget(name);
-      if (!t)
-        throw py::value_error("target: expected " + driver::choiceNames(driver::targetChoices()) +
-                              ", got '" + name + "'");
-      o.target = *t;
+      o.target = choiceOption(v, key, driver::targetChoices());
     } else if (key == "emit") {
-      std::string name = textOption(v, key);
-      auto s = driver::parseStage(name);
-      if (!s)
-        throw py::value_error("emit: expected " + driver::choiceNames(driver::stageChoices()) +
-                              ", got '" + name + "'");
-      o.stage = *s;
+      o.stage = choiceOption(v, key, driver::stageChoices());
     } else if (key == "tune_space") {
-      std::string name = textOption(v, key);
-      auto s = driver::parseTuneSpace(name);
-      if (!s)
-        throw py::value_error("tune_space: expected " +
-                              driver::choiceNames(driver::tuneSpaceChoices()) + ", got '" +
-                              name + "'");
-      o.tuneSpace = *s;
+      o.tuneSpace = choiceOption(v, key, driver::tuneSpaceChoices());
     } else if (key == "recipe") {
       std::string name = textOption(v, key);
       o.recipe = parseRecipe(name);

@@ -9,10 +9,18 @@
 
 namespace fbt {
 
-static bool endsWith(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() &&
-         s.substr(s.size() - suffix.size()) == suffix;
+namespace {
+bool endsWith(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
+
+/// Byte-level text needs every byte to be an id.
+void checkByteVocab(const std::string &path, int64_t vocabSize) {
+  if (vocabSize < kByteVocabSize)
+    throw RuntimeError(path + ": byte-level text needs a vocab size of at least 256, the "
+                              "model has " + std::to_string(vocabSize));
+}
+} // namespace
 
 TokenFileFormat tokenFileFormat(const std::string &path) {
   return endsWith(path, ".u32.bin") ? TokenFileFormat::U32
@@ -33,9 +41,8 @@ TokenStream loadTokenFile(const std::string &path, int64_t vocabSize,
   case TokenFileFormat::U32:
     return loadBinFile(path, vocabSize, 4);
   case TokenFileFormat::Jsonl: {
-    if (!tokenizer && vocabSize < kByteVocabSize)
-      throw RuntimeError(path + ": byte-level text needs a vocab size of at least 256, "
-                                "the model has " + std::to_string(vocabSize));
+    if (!tokenizer)
+      checkByteVocab(path, vocabSize);
     TokenStream stream =
         jsonlStream(path, readFile(path), tokenizer ? *tokenizer : byteTokenizer());
     checkVocab(stream, vocabSize);
@@ -48,11 +55,7 @@ TokenStream loadTokenFile(const std::string &path, int64_t vocabSize,
       checkVocab(stream, vocabSize);
       return stream;
     }
-    if (vocabSize < kByteVocabSize)
-      throw RuntimeError(path +
-                         ": byte-level text needs a vocab size of at "
-                         "least 256, the model has " +
-                         std::to_string(vocabSize));
+    checkByteVocab(path, vocabSize);
     return loadTextFile(path, docSeparator);
   }
   }

@@ -9,10 +9,8 @@
 
 #include "runtime/tune/Tuner.h"
 
-#include "runtime/base/Bf16.h"
 #include "runtime/base/Error.h"
 #include "runtime/base/Hash.h"
-#include "runtime/base/Median.h"
 #include "runtime/base/Progress.h"
 #include "runtime/base/Random.h"
 #include "runtime/decode/Decoder.h"
@@ -25,9 +23,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
-#include <cstdio>
-#include <cstring>
 #include <ctime>
 #include <memory>
 #include <set>

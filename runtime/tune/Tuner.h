@@ -79,9 +79,6 @@ struct VariantTiming {
 /// timings[0] (the default) by kMinGain, else 0. Ties go to the earlier.
 size_t chooseVariant(const std::vector<VariantTiming> &timings);
 
-
-
-
 struct KernelTuning {
   std::string kernel;
   std::vector<VariantTiming> variants; ///< the default first

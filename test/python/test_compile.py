@@ -56,3 +56,8 @@ def test_bad_options(fbt, tmp_path):
         fbt.compile(tmp_path / "missing.json")
     with pytest.raises(TypeError):
         fbt.compile(42)
+    # Named values are the driver's, listed in the error.
+    with pytest.raises(ValueError, match="target: expected cpu, sm_90, sm_80 or simt, got 'tpu'"):
+        fbt.compile(TINY, target="tpu")
+    with pytest.raises(ValueError, match="tune_space: expected none, default or wide"):
+        fbt.compile(TINY, tune_space="all")

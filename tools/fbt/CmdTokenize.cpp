@@ -46,6 +46,7 @@ void documentsOf(const std::string &path, const std::string &contents,
     docs.push_back({{}, path + ": document " + std::to_string(++n)});
   }
 }
+
 /// --decode: each token file's text on stdout.
 int decodeFiles(const CommandLine &args) {
   if (!args.has("tokenizer"))
@@ -58,9 +59,7 @@ int decodeFiles(const CommandLine &args) {
   }
   return 0;
 }
-} // namespace
 
-namespace {
 /// Every file's documents, viewing `contents` and `decoded` (the caller's).
 std::vector<TextDocument> readDocuments(const CommandLine &args, std::vector<std::string> &contents,
                                         std::vector<std::string> &decoded) {

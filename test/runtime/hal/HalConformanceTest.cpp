@@ -20,6 +20,8 @@
 
 #include "runtime/base/Error.h"
 #include "runtime/base/FileIO.h"
+#include "runtime/base/Hash.h"
+#include "runtime/base/Random.h"
 #include "runtime/format/Bundle.h"
 #include "runtime/format/StepNames.h"
 #include "runtime/hal/Device.h"
@@ -84,15 +86,11 @@ std::vector<std::vector<char>> inputsFor(const Bundle &bundle, const StepPlan &p
   for (const TensorSpec &t : plan.inputs) {
     std::vector<char> bytes(t.bytes);
     int64_t n = t.bytes / (int64_t)dtypeSize(t.dtype);
-    uint64_t h = 1469598103934665603ull;
-    for (char c : t.name)
-      h = (h ^ (unsigned char)c) * 1099511628211ull;
+    uint64_t stream = fnv1a64(t.name.data(), t.name.size());
     for (int64_t i = 0; i < n; ++i) {
-      uint64_t r = (h + (uint64_t)i * 0x9e3779b97f4a7c15ull) * 0xbf58476d1ce4e5b9ull;
-      r ^= r >> 31;
       int64_t id = (i * 31 + 7) % vocab;
       if (t.dtype == DType::F32) {
-        float v = t.param ? float((r >> 40) / double(1 << 24) - 0.5) * 0.2f : 1.0f;
+        float v = t.param ? (rng::uniform(1234, stream, i) - 0.5f) * 0.2f : 1.0f;
         std::memcpy(&bytes[i * 4], &v, 4);
       } else if (t.dtype == DType::I32) {
         int32_t v = (int32_t)id;
