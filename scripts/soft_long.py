@@ -21,7 +21,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import experiment_report as er  # noqa: E402
-from experiment import use_recipe  # noqa: E402
+from experiment import describe_spec, flops_per_token, schedule_weights, use_recipe  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONTEXT, PROMPT, TRAIN_SEQ, GENERATE = 1536, 256, 256, 1000
@@ -64,7 +64,7 @@ def measure_seed(args, bundle, seed):
     run([fbt, "train", bundle, "--steps", str(args.steps), "--seed", str(seed), "--out",
          folder, "--quiet"], log)
     text = run([fbt, "eval", bundle, "--ckpt", os.path.join(folder, "latest.safetensors"),
-                "--contraction", "--contraction-passes", "64", "--contraction-prompts", "64",
+                "--split", "test", "--contraction", "--contraction-passes", "64", "--contraction-prompts", "64",
                 "--generate", str(GENERATE), "--json", "--quiet"], log)
     result = json.loads(text)
     with open(kept, "w") as f:
@@ -72,9 +72,24 @@ def measure_seed(args, bundle, seed):
     return result
 
 
+def training_budget(fbtc, spec_path, steps):
+    """{tokens, flops}: what each seed's training took (the schedule's
+    expected FLOPs, as the experiment runner counts them)."""
+    describe = describe_spec(fbtc, spec_path)
+    weights = schedule_weights(describe, steps)
+    tokens = steps * describe["training"]["tokens_per_step"]
+    per_token = sum(w * flops_per_token(describe, k) for k, w in weights.items())
+    return {"tokens": tokens, "flops": tokens * per_token}
+
+
 def table(raw):
     """contraction.md's text."""
-    return "\n".join(["# Contraction over a long horizon", ""] + er.contraction_table(raw)) + "\n"
+    head = ["# Contraction over a long horizon", ""]
+    if raw.get("training"):
+        head += ["Each seed trained %d steps: %.3g tokens, %.3g training FLOPs; measured on "
+                 "the embedded corpus's test part." % (raw["steps"], raw["training"]["tokens"],
+                                                       raw["training"]["flops"]), ""]
+    return "\n".join(head + er.contraction_table(raw)) + "\n"
 
 
 def main():
@@ -105,12 +120,13 @@ def main():
     spec_path, bundle = os.path.join(args.out, "spec.json"), os.path.join(args.out, "tiny-long.fbtb")
     with open(spec_path, "w") as f:
         json.dump(long_spec(args.recipe), f, indent=1)
+    fbtc = os.path.join(args.build, "tools", "fbtc", "fbtc")
     if not os.path.exists(bundle):
-        run([os.path.join(args.build, "tools", "fbtc", "fbtc"), spec_path, "--target=cpu",
-             "-o", bundle], os.path.join(args.out, "log"))
+        run([fbtc, spec_path, "--target=cpu", "-o", bundle], os.path.join(args.out, "log"))
     seeds = [1234 + i for i in range(args.seeds)]
     raw = {"command": ["scripts/soft_long.py"] + sys.argv[1:], "spec": long_spec(args.recipe),
-           "steps": args.steps, "runs": {}}
+           "steps": args.steps, "training": training_budget(fbtc, spec_path, args.steps),
+           "runs": {}}
     for i, seed in enumerate(seeds):
         raw["runs"][str(seed)] = {"fbt": {"contraction": measure_seed(args, bundle, seed)}}
         print("soft_long: %d of %d seeds done" % (i + 1, len(seeds)), flush=True)
